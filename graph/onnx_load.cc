@@ -1,0 +1,262 @@
+// Loading an ONNX file: parse, validate, canonicalize, import. The order matters because ONNX's own
+// tools (checker, version converter, shape inference) assume a well-formed proto and can crash on
+// one that is not: our structural checks run first, then the checker, and only a checked model
+// reaches the converter and shape inference.
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <climits>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "graph/error.h"
+#include "graph/onnx_import.h"
+#include "graph/onnx_io.h"
+
+namespace amp {
+
+namespace {
+
+// The newest default-domain opset this build's ONNX library knows.
+constexpr int64_t kMaxOpset = 17;
+
+std::string normalized_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+std::string domain_name(const std::string& d) { return d.empty() ? std::string("ai.onnx") : d; }
+
+// ONNX errors come with a multi-line context; the user sees one line.
+std::string one_line(std::string s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+onnx::ModelProto parse(const uint8_t* data, size_t size, const std::string& path) {
+  if (size > static_cast<size_t>(INT_MAX))
+    throw InputError(path + ": the file is over 2 GB, which protobuf cannot read; keep the weights in external data");
+  onnx::ModelProto p;
+  google::protobuf::io::ArrayInputStream in(data, static_cast<int>(size));
+  google::protobuf::io::CodedInputStream coded(&in);
+  coded.SetTotalBytesLimit(INT_MAX);  // the default stops at 64 MB on older protobufs
+  if (!p.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    throw InputError(path + ": not an ONNX model (it does not parse as a ModelProto; truncated or another format)");
+  if (!p.has_graph()) throw InputError(path + ": not an ONNX model (it has no graph)");
+  if (p.ir_version() <= 0) throw InputError(path + ": not an ONNX model (it has no IR version)");
+  return p;
+}
+
+// Every graph of the model: the main graph, subgraphs of attributes at any depth, training graphs.
+void for_each_graph(onnx::GraphProto& g, const std::function<void(onnx::GraphProto&)>& fn) {
+  fn(g);
+  for (auto& n : *g.mutable_node())
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) for_each_graph(*a.mutable_g(), fn);
+      for (auto& sub : *a.mutable_graphs()) for_each_graph(sub, fn);
+    }
+}
+
+void for_each_graph(onnx::ModelProto& p, const std::function<void(onnx::GraphProto&)>& fn) {
+  for_each_graph(*p.mutable_graph(), fn);
+  for (auto& t : *p.mutable_training_info()) {
+    if (t.has_initialization()) for_each_graph(*t.mutable_initialization(), fn);
+    if (t.has_algorithm()) for_each_graph(*t.mutable_algorithm(), fn);
+  }
+}
+
+std::string node_label(const onnx::NodeProto& n) {
+  return n.name().empty() ? "a node of type " + n.op_type() : "node '" + n.name() + "' (" + n.op_type() + ")";
+}
+
+std::map<std::string, int64_t> imported_opsets(const onnx::ModelProto& p) {
+  std::map<std::string, int64_t> opsets;
+  for (const auto& o : p.opset_import()) opsets[normalized_domain(o.domain())] = o.version();
+  if (p.ir_version() < 3 && opsets.empty()) opsets[""] = 1;  // before opset_import existed
+  return opsets;
+}
+
+// Opsets newer than this build's ONNX library: nothing below could read them correctly.
+void check_opsets(const onnx::ModelProto& p, const std::string& path) {
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto& [domain, version] : imported_opsets(p)) {
+    auto range = known.find(domain);
+    if (range == known.end()) continue;  // a custom domain: its nodes are checked by name
+    if (version > range->second.second)
+      throw InputError(path + ": unsupported opset " + std::to_string(version) + " of domain '" + domain_name(domain) +
+                       "' (this build reads up to opset " + std::to_string(range->second.second) + ")");
+    if (version < 1)
+      throw InputError(path + ": invalid opset version " + std::to_string(version) + " for domain '" + domain_name(domain) + "'");
+  }
+}
+
+// Every node must name an op ONNX defines at the imported opset, or a function of the model. The
+// checker lets nodes of domains it does not know pass; this project cannot run them.
+void check_ops_known(onnx::ModelProto& p, const std::string& path) {
+  const auto opsets = imported_opsets(p);
+  std::set<std::pair<std::string, std::string>> functions;
+  for (const auto& f : p.functions()) functions.emplace(normalized_domain(f.domain()), f.name());
+  for_each_graph(p, [&](onnx::GraphProto& g) {
+    for (const auto& n : g.node()) {
+      const std::string domain = normalized_domain(n.domain());
+      auto opset = opsets.find(domain);
+      if (opset == opsets.end())
+        throw InputError(path + ": " + node_label(n) + " uses domain '" + domain_name(domain) +
+                         "', which the model does not import (unknown domain)");
+      if (functions.count({domain, n.op_type()})) continue;
+      if (!onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset->second), domain))
+        throw InputError(path + ": " + node_label(n) + ": unknown op '" + n.op_type() + "' in domain '" +
+                         domain_name(domain) + "' at opset " + std::to_string(opset->second));
+    }
+  });
+}
+
+// External locations are checked (and the files mapped) before ONNX's checker looks at them, so
+// an unsafe location gets our message and is never touched by anyone else.
+void check_external_locations(onnx::ModelProto& p, ExternalDataReader& external) {
+  auto check = [&](const onnx::TensorProto& t) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+    for (const auto& e : t.external_data())
+      if (e.key() == "location") external.check_location(t.name(), e.value());
+  };
+  for_each_graph(p, [&](onnx::GraphProto& g) {
+    for (const auto& t : g.initializer()) check(t);
+    for (const auto& s : g.sparse_initializer()) {
+      check(s.values());
+      check(s.indices());
+    }
+    for (const auto& n : g.node())
+      for (const auto& a : n.attribute()) {
+        if (a.has_t()) check(a.t());
+        for (const auto& t : a.tensors()) check(t);
+        if (a.has_sparse_tensor()) {
+          check(a.sparse_tensor().values());
+          check(a.sparse_tensor().indices());
+        }
+        for (const auto& s : a.sparse_tensors()) {
+          check(s.values());
+          check(s.indices());
+        }
+      }
+  });
+}
+
+// onnx::checker::check_model(const ModelProto&) resolves external data against the working
+// directory; this is the same check with the model's folder as the base.
+void run_checker(const onnx::ModelProto& p, const std::string& path, const std::string& base_dir) {
+  try {
+    if (p.ir_version() > onnx::IR_VERSION)
+      throw InputError(path + ": unsupported IR version " + std::to_string(p.ir_version()) + " (this build reads up to " +
+                       std::to_string(onnx::IR_VERSION) + ")");
+    std::set<std::string> keys;
+    for (const auto& kv : p.metadata_props())
+      if (!keys.insert(kv.key()).second) throw InputError(path + ": invalid ONNX model: metadata key '" + kv.key() + "' appears twice");
+    onnx::checker::CheckerContext ctx;
+    ctx.set_ir_version(static_cast<int>(p.ir_version()));
+    ctx.set_model_dir(base_dir.empty() ? std::string(".") : base_dir);
+    std::unordered_map<std::string, int> opsets;
+    for (const auto& [domain, version] : imported_opsets(p)) opsets[domain] = static_cast<int>(version);
+    if (p.ir_version() >= 3 && p.opset_import_size() == 0)
+      throw InputError(path + ": invalid ONNX model: IR version >= 3 needs an opset_import");
+    ctx.set_opset_imports(opsets);
+    onnx::checker::LexicalScopeContext scope;
+    onnx::checker::check_graph(p.graph(), ctx, scope);
+    if (p.ir_version() >= 8) onnx::checker::check_model_local_functions(p, ctx, scope);
+  } catch (const amp::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path + ": invalid ONNX model: " + one_line(e.what()));
+  }
+}
+
+// The IR version that goes with each default-domain opset (onnx/helper.py's VERSION_TABLE).
+int64_t ir_version_for_opset(int64_t opset) {
+  static const std::map<int64_t, int64_t> kTable = {{1, 3}, {7, 3},  {9, 4},  {10, 5}, {11, 6},
+                                                    {12, 7}, {15, 8}};
+  auto it = kTable.upper_bound(opset);
+  return std::prev(it)->second;
+}
+
+// The converter rebuilds the graph from its own IR and drops what that IR does not hold.
+void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::string& path) {
+  onnx::ModelProto converted;
+  try {
+    converted = onnx::version_conversion::ConvertVersion(p, static_cast<int>(to));
+  } catch (const std::exception& e) {
+    throw InputError(path + ": cannot convert the model from opset " + std::to_string(from) + " to opset " +
+                     std::to_string(to) + ": " + one_line(e.what()));
+  }
+  converted.mutable_training_info()->Swap(p.mutable_training_info());
+  converted.mutable_functions()->Swap(p.mutable_functions());
+  converted.mutable_metadata_props()->Swap(p.mutable_metadata_props());
+  converted.set_ir_version(std::max(p.ir_version(), ir_version_for_opset(to)));
+  p.Swap(&converted);
+}
+
+void infer_shapes(onnx::ModelProto& p, const std::string& path) {
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/false);
+    onnx::shape_inference::InferShapes(p, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    throw InputError(path + ": shape inference failed: " + one_line(e.what()));
+  }
+}
+
+Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string& base_dir, const LoadOptions& options) {
+  ExternalDataReader external(path, base_dir);
+  check_opsets(p, path);
+  if (options.check) {
+    check_ops_known(p, path);
+    check_external_locations(p, external);
+    run_checker(p, path, base_dir);
+  }
+  const int64_t opset = imported_opsets(p).count("") ? imported_opsets(p).at("") : 0;
+  if (options.target_opset > 0 && opset > 0 && opset != options.target_opset) {
+    if (options.target_opset > kMaxOpset)
+      throw InputError(path + ": unsupported target opset " + std::to_string(options.target_opset) +
+                       " (this build reads up to opset " + std::to_string(kMaxOpset) + ")");
+    convert_opset(p, opset, options.target_opset, path);
+    if (options.check) run_checker(p, path, base_dir);  // a converter bug must not pass on silently
+  }
+  if (options.infer_shapes) infer_shapes(p, path);
+  return import_model_proto(p, path, external);
+}
+
+std::string folder_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+Model load_model_from_bytes(const std::string& bytes, const std::string& path_for_errors, const std::string& base_dir,
+                            const LoadOptions& options) {
+  onnx::ModelProto p = parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path_for_errors);
+  return load_proto(p, path_for_errors, base_dir, options);
+}
+
+Model load_model(const std::string& path, const LoadOptions& options) {
+  onnx::ModelProto p;
+  {
+    // Parsed straight from the mapping: the file's bytes are not copied into memory first.
+    std::shared_ptr<MappedFile> file = MappedFile::open(path);
+    p = parse(file->data(), file->size(), path);
+  }
+  return load_proto(p, path, folder_of(path), options);
+}
+
+}  // namespace amp
