@@ -190,22 +190,6 @@ int64_t ir_version_for_opset(int64_t opset) {
   return std::prev(it)->second;
 }
 
-// The converter rebuilds the graph from its own IR and drops what that IR does not hold.
-void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::string& path) {
-  onnx::ModelProto converted;
-  try {
-    converted = onnx::version_conversion::ConvertVersion(p, static_cast<int>(to));
-  } catch (const std::exception& e) {
-    throw InputError(path + ": cannot convert the model from opset " + std::to_string(from) + " to opset " +
-                     std::to_string(to) + ": " + one_line(e.what()));
-  }
-  converted.mutable_training_info()->Swap(p.mutable_training_info());
-  converted.mutable_functions()->Swap(p.mutable_functions());
-  converted.mutable_metadata_props()->Swap(p.mutable_metadata_props());
-  converted.set_ir_version(std::max(p.ir_version(), ir_version_for_opset(to)));
-  p.Swap(&converted);
-}
-
 void infer_shapes(onnx::ModelProto& p, const std::string& path) {
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/false);
@@ -213,6 +197,73 @@ void infer_shapes(onnx::ModelProto& p, const std::string& path) {
   } catch (const std::exception& e) {
     throw InputError(path + ": shape inference failed: " + one_line(e.what()));
   }
+}
+
+// True when no default-domain op of the model changes between the two opsets: then converting is
+// only a new version number, and ONNX's converter (which loses sequence and optional types on the
+// way through its own IR) is not needed.
+bool ops_unchanged(onnx::ModelProto& p, int64_t from, int64_t to) {
+  bool unchanged = true;
+  for_each_graph(p, [&](onnx::GraphProto& g) {
+    for (const auto& n : g.node()) {
+      if (!normalized_domain(n.domain()).empty()) continue;
+      const auto* a = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(from), "");
+      const auto* b = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(to), "");
+      if (!a || !b || a->since_version() != b->since_version()) unchanged = false;
+    }
+  });
+  return unchanged;
+}
+
+void set_default_opset(onnx::ModelProto& p, int64_t version) {
+  for (auto& o : *p.mutable_opset_import())
+    if (normalized_domain(o.domain()).empty()) o.set_version(version);
+}
+
+// The converter's IR holds tensor types only: sequence and optional types come back unset. They are
+// restored by name (names are unique in a model) from the original.
+void restore_lost_types(onnx::ModelProto& original, onnx::ModelProto& converted) {
+  std::map<std::string, onnx::TypeProto> types;
+  auto each_value_info = [](onnx::GraphProto& g, const std::function<void(onnx::ValueInfoProto&)>& fn) {
+    for (auto* list : {g.mutable_input(), g.mutable_output(), g.mutable_value_info()})
+      for (auto& vi : *list) fn(vi);
+  };
+  for_each_graph(original, [&](onnx::GraphProto& g) {
+    each_value_info(g, [&](onnx::ValueInfoProto& vi) {
+      if (vi.has_type()) types.emplace(vi.name(), vi.type());
+    });
+  });
+  for_each_graph(converted, [&](onnx::GraphProto& g) {
+    each_value_info(g, [&](onnx::ValueInfoProto& vi) {
+      auto it = types.find(vi.name());
+      if (!vi.has_type() && it != types.end()) *vi.mutable_type() = it->second;
+    });
+  });
+}
+
+// The converter rebuilds the graph from its own IR and drops what that IR does not hold; those
+// fields are carried over from the original.
+void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::string& path) {
+  const std::string what = path + ": cannot convert the model from opset " + std::to_string(from) + " to opset " +
+                           std::to_string(to);
+  if (ops_unchanged(p, from, to)) {
+    set_default_opset(p, to);
+  } else {
+    // Adapters such as the opset 7 broadcasting change need the input shapes.
+    infer_shapes(p, path);
+    onnx::ModelProto converted;
+    try {
+      converted = onnx::version_conversion::ConvertVersion(p, static_cast<int>(to));
+    } catch (const std::exception& e) {
+      throw InputError(what + ": " + one_line(e.what()));
+    }
+    restore_lost_types(p, converted);
+    converted.mutable_training_info()->Swap(p.mutable_training_info());
+    converted.mutable_functions()->Swap(p.mutable_functions());
+    converted.mutable_metadata_props()->Swap(p.mutable_metadata_props());
+    p.Swap(&converted);
+  }
+  p.set_ir_version(std::max(p.ir_version(), ir_version_for_opset(to)));
 }
 
 Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string& base_dir, const LoadOptions& options) {
@@ -229,7 +280,15 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
       throw InputError(path + ": unsupported target opset " + std::to_string(options.target_opset) +
                        " (this build reads up to opset " + std::to_string(kMaxOpset) + ")");
     convert_opset(p, opset, options.target_opset, path);
-    if (options.check) run_checker(p, path, base_dir);  // a converter bug must not pass on silently
+    if (options.check) {  // a converter bug must not pass on silently
+      try {
+        run_checker(p, path, base_dir);
+      } catch (const InputError& e) {
+        throw InputError(path + ": converting from opset " + std::to_string(opset) + " to opset " +
+                         std::to_string(options.target_opset) + " gave an invalid model: " +
+                         std::string(e.what()).substr(path.size() + 2));
+      }
+    }
   }
   if (options.infer_shapes) infer_shapes(p, path);
   return import_model_proto(p, path, external);
