@@ -1,0 +1,224 @@
+#include "graph/amp_ops.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+
+#include <mutex>
+
+namespace amp {
+
+namespace {
+
+using onnx::AttributeProto;
+using onnx::InferenceContext;
+using onnx::OpSchema;
+
+const std::vector<std::string> kFloatTypes = {"tensor(float16)", "tensor(bfloat16)", "tensor(float)",
+                                              "tensor(double)"};
+const std::vector<std::string> kIndexTypes = {"tensor(int32)", "tensor(int64)"};
+
+// Output `out` has input `in`'s element type and shape: how every gradient relates to its forward input.
+void like_input(InferenceContext& ctx, size_t in, size_t out) {
+  if (out >= ctx.getNumOutputs()) return;
+  onnx::propagateElemTypeFromInputToOutput(ctx, in, out);
+  if (onnx::hasInputShape(ctx, in)) onnx::propagateShapeFromInputToOutput(ctx, in, out);
+}
+
+// The output's shape is the value of a 1-D int64 input (the forward input's Shape), when constant.
+void shape_from_input(InferenceContext& ctx, size_t elem_from, size_t shape_input) {
+  onnx::propagateElemTypeFromInputToOutput(ctx, elem_from, 0);
+  bool found = false;
+  onnx::TensorShapeProto shape = onnx::getShapeInput(ctx, shape_input, found);
+  if (found) onnx::updateOutputShape(ctx, 0, shape);
+}
+
+OpSchema grad_schema(const char* name, const char* doc) {
+  OpSchema s;
+  s.SetName(name).SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion).SetDoc(doc).SetLocation(__FILE__, __LINE__);
+  s.TypeConstraint("T", kFloatTypes, "Floating-point tensors.");
+  return s;
+}
+
+void pool_attributes(OpSchema& s) {
+  s.Attr("auto_pad", "As the forward op's.", AttributeProto::STRING, std::string("NOTSET"))
+      .Attr("kernel_shape", "As the forward op's.", AttributeProto::INTS)
+      .Attr("pads", "As the forward op's.", AttributeProto::INTS, false)
+      .Attr("strides", "As the forward op's.", AttributeProto::INTS, false)
+      .Attr("ceil_mode", "As the forward op's.", AttributeProto::INT, static_cast<int64_t>(0));
+}
+
+void loss_attributes(OpSchema& s) {
+  s.Attr("reduction", "As the forward op's: none, sum or mean.", AttributeProto::STRING, std::string("mean"))
+      .Attr("ignore_index", "As the forward op's.", AttributeProto::INT, false);
+}
+
+std::vector<OpSchema> schemas() {
+  std::vector<OpSchema> out;
+
+  OpSchema conv = grad_schema("ConvGrad", "Gradients of Conv with respect to X, W and B from dY.");
+  conv.Input(0, "dY", "Gradient of Conv's output.", "T")
+      .Input(1, "X", "Conv's input.", "T")
+      .Input(2, "W", "Conv's weight.", "T")
+      .Output(0, "dX", "Gradient of X.", "T", OpSchema::Optional)
+      .Output(1, "dW", "Gradient of W.", "T", OpSchema::Optional)
+      .Output(2, "dB", "Gradient of the bias (sum of dY over all but the channel axis).", "T", OpSchema::Optional)
+      .Attr("auto_pad", "As Conv's.", AttributeProto::STRING, std::string("NOTSET"))
+      .Attr("dilations", "As Conv's.", AttributeProto::INTS, false)
+      .Attr("group", "As Conv's.", AttributeProto::INT, static_cast<int64_t>(1))
+      .Attr("kernel_shape", "As Conv's.", AttributeProto::INTS, false)
+      .Attr("pads", "As Conv's.", AttributeProto::INTS, false)
+      .Attr("strides", "As Conv's.", AttributeProto::INTS, false)
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        like_input(ctx, 1, 0);
+        like_input(ctx, 2, 1);
+        if (ctx.getNumOutputs() > 2) {
+          onnx::propagateElemTypeFromInputToOutput(ctx, 2, 2);
+          if (onnx::hasInputShape(ctx, 2) && onnx::getInputShape(ctx, 2).dim_size() > 0)
+            *onnx::getOutputShape(ctx, 2)->add_dim() = onnx::getInputShape(ctx, 2).dim(0);
+        }
+      });
+  out.push_back(std::move(conv));
+
+  OpSchema maxpool = grad_schema("MaxPoolGrad", "Routes dY to the arg-max of each MaxPool window of X.");
+  maxpool.Input(0, "dY", "Gradient of MaxPool's output.", "T")
+      .Input(1, "X", "MaxPool's input.", "T")
+      .Output(0, "dX", "Gradient of X.", "T")
+      .Attr("dilations", "As MaxPool's.", AttributeProto::INTS, false)
+      .Attr("storage_order", "As MaxPool's.", AttributeProto::INT, static_cast<int64_t>(0))
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
+  pool_attributes(maxpool);
+  out.push_back(std::move(maxpool));
+
+  OpSchema avgpool = grad_schema("AveragePoolGrad", "Spreads dY evenly over each AveragePool window of X.");
+  avgpool.Input(0, "dY", "Gradient of AveragePool's output.", "T")
+      .Input(1, "X", "AveragePool's input.", "T")
+      .Output(0, "dX", "Gradient of X.", "T")
+      .Attr("count_include_pad", "As AveragePool's.", AttributeProto::INT, static_cast<int64_t>(0))
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
+  pool_attributes(avgpool);
+  out.push_back(std::move(avgpool));
+
+  OpSchema bn = grad_schema("BatchNormalizationGrad",
+                            "Gradients of training-mode BatchNormalization (batch statistics recomputed from X).");
+  bn.Input(0, "dY", "Gradient of the normalized output.", "T")
+      .Input(1, "X", "BatchNormalization's input [N,C,...].", "T")
+      .Input(2, "scale", "BatchNormalization's scale [C].", "T1")
+      .Output(0, "dX", "Gradient of X.", "T")
+      .Output(1, "dScale", "Gradient of scale.", "T1", OpSchema::Optional)
+      .Output(2, "dBias", "Gradient of bias.", "T1", OpSchema::Optional)
+      .Attr("epsilon", "As BatchNormalization's.", AttributeProto::FLOAT, 1e-5f)
+      .TypeConstraint("T1", kFloatTypes, "Floating-point tensors.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        like_input(ctx, 1, 0);
+        like_input(ctx, 2, 1);
+        like_input(ctx, 2, 2);
+      });
+  out.push_back(std::move(bn));
+
+  OpSchema ln = grad_schema("LayerNormalizationGrad",
+                            "Gradients of LayerNormalization (statistics recomputed from X).");
+  ln.Input(0, "dY", "Gradient of the normalized output.", "T")
+      .Input(1, "X", "LayerNormalization's input.", "T")
+      .Input(2, "Scale", "LayerNormalization's scale.", "T")
+      .Output(0, "dX", "Gradient of X.", "T")
+      .Output(1, "dScale", "Gradient of Scale.", "T", OpSchema::Optional)
+      .Output(2, "dB", "Gradient of B.", "T", OpSchema::Optional)
+      .Attr("axis", "As LayerNormalization's.", AttributeProto::INT, static_cast<int64_t>(-1))
+      .Attr("epsilon", "As LayerNormalization's.", AttributeProto::FLOAT, 1e-5f)
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        like_input(ctx, 1, 0);
+        like_input(ctx, 2, 1);
+        like_input(ctx, 2, 2);
+      });
+  out.push_back(std::move(ln));
+
+  OpSchema sce = grad_schema("SoftmaxCrossEntropyLossGrad",
+                             "Gradient of SoftmaxCrossEntropyLoss with respect to scores: (softmax - onehot) "
+                             "times dLoss and the label weights, divided as the reduction says.");
+  sce.Input(0, "dLoss", "Gradient of the loss (a scalar unless reduction is none).", "T")
+      .Input(1, "scores", "The forward op's scores [N,C,...].", "T")
+      .Input(2, "labels", "The forward op's labels [N,...].", "Tind")
+      .Input(3, "weights", "The forward op's class weights [C].", "T", OpSchema::Optional)
+      .Output(0, "dScores", "Gradient of scores.", "T")
+      .TypeConstraint("Tind", kIndexTypes, "Label types.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
+  loss_attributes(sce);
+  out.push_back(std::move(sce));
+
+  OpSchema nll = grad_schema("NegativeLogLikelihoodLossGrad",
+                             "Gradient of NegativeLogLikelihoodLoss with respect to its input.");
+  nll.Input(0, "dLoss", "Gradient of the loss.", "T")
+      .Input(1, "input", "The forward op's input [N,C,...].", "T")
+      .Input(2, "target", "The forward op's target [N,...].", "Tind")
+      .Input(3, "weight", "The forward op's class weights [C].", "T", OpSchema::Optional)
+      .Output(0, "dInput", "Gradient of input.", "T")
+      .TypeConstraint("Tind", kIndexTypes, "Target types.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
+  loss_attributes(nll);
+  out.push_back(std::move(nll));
+
+  OpSchema gather = grad_schema("GatherGrad",
+                                "Gradient of Gather's data: dY scatter-added into zeros of the data's shape "
+                                "(repeated indices accumulate).");
+  gather.Input(0, "dY", "Gradient of Gather's output.", "T")
+      .Input(1, "shape", "Shape of Gather's data.", "tensor(int64)")
+      .Input(2, "indices", "Gather's indices.", "Tind")
+      .Output(0, "dData", "Gradient of data.", "T")
+      .Attr("axis", "As Gather's.", AttributeProto::INT, static_cast<int64_t>(0))
+      .TypeConstraint("Tind", kIndexTypes, "Index types.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
+  out.push_back(std::move(gather));
+
+  OpSchema slice = grad_schema("SliceGrad", "Gradient of Slice's data: dY placed into zeros of the data's shape.");
+  slice.Input(0, "dY", "Gradient of Slice's output.", "T")
+      .Input(1, "shape", "Shape of Slice's data.", "tensor(int64)")
+      .Input(2, "starts", "As Slice's.", "Tind")
+      .Input(3, "ends", "As Slice's.", "Tind")
+      .Input(4, "axes", "As Slice's.", "Tind", OpSchema::Optional)
+      .Input(5, "steps", "As Slice's.", "Tind", OpSchema::Optional)
+      .Output(0, "dData", "Gradient of data.", "T")
+      .TypeConstraint("Tind", kIndexTypes, "Index types.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
+  out.push_back(std::move(slice));
+
+  OpSchema sum_to = grad_schema("SumToShape",
+                                "Sums X over the axes along which a tensor of the given shape was broadcast to "
+                                "X's shape (numpy rules): the gradient of a broadcast input when shapes are only "
+                                "known at run time.");
+  sum_to.Input(0, "X", "Gradient of the broadcast result.", "T")
+      .Input(1, "shape", "Shape of the broadcast input.", "tensor(int64)")
+      .Output(0, "Y", "X summed down to `shape`.", "T")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
+  out.push_back(std::move(sum_to));
+
+  OpSchema finite;
+  finite.SetName("AllFinite")
+      .SetDomain(kAmpDomain)
+      .SinceVersion(kAmpDomainVersion)
+      .SetLocation(__FILE__, __LINE__)
+      .SetDoc("True when no element of any input is inf or NaN: the one overflow check over all gradients of a "
+              "mixed-precision step.")
+      .Input(0, "inputs", "Tensors to check.", "T", OpSchema::Variadic, false)
+      .Output(0, "all_finite", "Scalar bool.", "tensor(bool)")
+      .TypeConstraint("T", kFloatTypes, "Floating-point tensors.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        onnx::updateOutputElemType(ctx, 0, onnx::TensorProto::BOOL);
+        onnx::getOutputShape(ctx, 0);  // a scalar: a shape with no dims
+      });
+  out.push_back(std::move(finite));
+  return out;
+}
+
+}  // namespace
+
+void register_amp_op_schemas() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance();
+    if (!ranges.Map().count(kAmpDomain))
+      ranges.AddDomainToVersion(kAmpDomain, kAmpDomainVersion, kAmpDomainVersion);
+    for (OpSchema& s : schemas()) onnx::RegisterSchema(std::move(s));
+  });
+}
+
+}  // namespace amp

@@ -1,0 +1,67 @@
+// Gradients of Conv and the pooling ops. Standard ONNX has no op for a convolution's weight
+// gradient or for routing a gradient to a pooling window's arg-max, so these emit ai.onnx_amp ops
+// that carry the forward node's attributes; GlobalAveragePool's is a plain broadcast and divide.
+#include "graph/amp_ops.h"
+#include "passes/autodiff/gradient_rules.h"
+
+namespace amp {
+
+namespace {
+
+using Grads = std::vector<Value*>;
+
+std::vector<Attribute> copy_attributes(const Node& n) {
+  std::vector<Attribute> out;
+  for (const Attribute& a : n.attributes()) {
+    Attribute copy;
+    copy.name = a.name;
+    copy.kind = a.kind;
+    copy.i = a.i;
+    copy.f = a.f;
+    copy.s = a.s;
+    copy.ints = a.ints;
+    copy.floats = a.floats;
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+Grads conv(GradContext& c) {
+  const ValueType none;
+  auto outs = c.b.emit("ConvGrad", {c.dy[0], c.x(0), c.x(1)},
+                       {c.wants(0) ? c.x(0)->type() : none, c.wants(1) ? c.x(1)->type() : none,
+                        c.wants(2) ? c.x(2)->type() : none},
+                       copy_attributes(c.node), kAmpDomain);
+  return {outs[0], outs[1], outs[2]};
+}
+
+Grads pool(GradContext& c) {
+  const std::string op = c.node.op_type() + "Grad";
+  return {c.b.emit(op, {c.dy[0], c.x(0)}, {c.x(0)->type()}, copy_attributes(c.node), kAmpDomain)[0]};
+}
+
+// Every element of an H x W window receives dY / (H W).
+Grads global_average_pool(GradContext& c) {
+  Value* x = c.x(0);
+  const int64_t r = rank_of(x);
+  if (r < 3) c.fail("the input's rank must be known and at least 3");
+  int64_t count = 1;
+  for (int64_t i = 2; i < r; ++i) {
+    const Dim& d = x->type().shape->dims[static_cast<size_t>(i)];
+    if (!d.is_static()) c.fail("the spatial dims of '" + x->name() + "' must be static, not " + x->type().str());
+    count *= *d.value;
+  }
+  Value* share = c.b.div(c.dy[0], c.b.scalar(static_cast<double>(count), x->dtype()));
+  return {c.b.expand(share, c.b.shape_of(x))};
+}
+
+}  // namespace
+
+void add_conv_pool_gradients(GradRuleTable& t) {
+  t["Conv"] = conv;
+  t["MaxPool"] = pool;
+  t["AveragePool"] = pool;
+  t["GlobalAveragePool"] = global_average_pool;
+}
+
+}  // namespace amp

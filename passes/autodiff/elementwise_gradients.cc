@@ -1,0 +1,121 @@
+// Gradients of one-input elementwise ops and of the ops that pass values through (Identity, Cast,
+// Dropout). Formulas follow PyTorch's derivatives.yaml, so parity tests compare like with like.
+#include <cmath>
+
+#include "passes/autodiff/gradient_rules.h"
+
+namespace amp {
+
+namespace {
+
+using Grads = std::vector<Value*>;
+
+Value* constant_like(GradContext& c, double v, const Value* like) { return c.b.scalar(v, like->dtype()); }
+
+// relu'(x) = x > 0: PyTorch's threshold_backward.
+Grads relu(GradContext& c) {
+  Value* x = c.x(0);
+  return {c.b.where(c.b.greater(x, constant_like(c, 0, x)), c.dy[0], constant_like(c, 0, x))};
+}
+
+Grads leaky_relu(GradContext& c) {
+  Value* x = c.x(0);
+  Value* slope = constant_like(c, c.node.attr_float("alpha", 0.01f), x);
+  return {c.b.where(c.b.greater(x, constant_like(c, 0, x)), c.dy[0], c.b.mul(c.dy[0], slope))};
+}
+
+// sigmoid' = y (1 - y), computed from the output as PyTorch does.
+Grads sigmoid(GradContext& c) {
+  Value* y = c.y(0);
+  return {c.b.mul(c.b.mul(c.dy[0], c.b.sub(constant_like(c, 1, y), y)), y)};
+}
+
+Grads tanh(GradContext& c) {
+  Value* y = c.y(0);
+  return {c.b.mul(c.dy[0], c.b.sub(constant_like(c, 1, y), c.b.mul(y, y)))};
+}
+
+// erf'(x) = 2/sqrt(pi) exp(-x^2).
+Grads erf(GradContext& c) {
+  Value* x = c.x(0);
+  Value* e = c.b.exp(c.b.neg(c.b.mul(x, x)));
+  return {c.b.mul(c.b.mul(c.dy[0], constant_like(c, 2.0 / std::sqrt(M_PI), x)), e)};
+}
+
+Grads exp(GradContext& c) { return {c.b.mul(c.dy[0], c.y(0))}; }
+Grads log(GradContext& c) { return {c.b.div(c.dy[0], c.x(0))}; }
+
+// sqrt'(x) = 1 / (2 sqrt(x)) = 1 / (2 y).
+Grads sqrt(GradContext& c) {
+  Value* y = c.y(0);
+  return {c.b.div(c.dy[0], c.b.mul(y, constant_like(c, 2, y)))};
+}
+
+// (1/x)' = -1/x^2 = -y^2.
+Grads reciprocal(GradContext& c) {
+  Value* y = c.y(0);
+  return {c.b.mul(c.b.neg(c.dy[0]), c.b.mul(y, y))};
+}
+
+Grads neg(GradContext& c) { return {c.b.neg(c.dy[0])}; }
+
+// |x|' = sign(x), 0 at 0.
+Grads abs(GradContext& c) {
+  Value* x = c.x(0);
+  Value* zero = constant_like(c, 0, x);
+  Value* negative = c.b.where(c.b.less(x, zero), c.b.neg(c.dy[0]), zero);
+  return {c.b.where(c.b.greater(x, zero), c.dy[0], negative)};
+}
+
+Grads identity(GradContext& c) { return {c.dy[0]}; }
+
+Grads cast(GradContext& c) { return {c.b.cast(c.dy[0], c.x(0)->dtype())}; }
+
+// Training-mode Dropout scales kept elements by 1/(1-ratio); its mask output says which were kept.
+// Without a training_mode input Dropout is the identity.
+Grads dropout(GradContext& c) {
+  Value* training = c.x(2);
+  if (!training) return {c.dy[0]};
+  Value* mask = c.y(1);
+  if (!mask) c.fail("training-mode Dropout needs its mask output (the autodiff pass adds it)");
+  Value* x = c.x(0);
+  Value* keep = constant_like(c, 1, x);
+  if (Value* ratio = c.x(1)) keep = c.b.sub(keep, c.b.cast(ratio, x->dtype()));
+  Value* kept = c.b.div(c.b.mul(c.dy[0], c.b.cast(mask, x->dtype())), keep);
+  return {c.b.where(training, kept, c.dy[0])};
+}
+
+// Clip passes the gradient where min <= x <= max (PyTorch's clamp_backward); min and max get none.
+Grads clip(GradContext& c) {
+  Value* x = c.x(0);
+  Value* inside = nullptr;
+  if (Value* lo = c.x(1)) inside = c.b.logical_not(c.b.less(x, lo));
+  if (Value* hi = c.x(2)) {
+    Value* below = c.b.logical_not(c.b.greater(x, hi));
+    inside = inside ? c.b.logical_and(inside, below) : below;
+  }
+  if (!inside) return {c.dy[0]};
+  return {c.b.where(inside, c.dy[0], constant_like(c, 0, x))};
+}
+
+}  // namespace
+
+void add_elementwise_gradients(GradRuleTable& t) {
+  t["Relu"] = relu;
+  t["LeakyRelu"] = leaky_relu;
+  t["Sigmoid"] = sigmoid;
+  t["Tanh"] = tanh;
+  t["Erf"] = erf;
+  t["Exp"] = exp;
+  t["Log"] = log;
+  t["Sqrt"] = sqrt;
+  t["Reciprocal"] = reciprocal;
+  t["Neg"] = neg;
+  t["Abs"] = abs;
+  t["Identity"] = identity;
+  t["Cast"] = cast;
+  t["Dropout"] = dropout;
+  t["Clip"] = clip;
+}
+
+}  // namespace amp

@@ -1,0 +1,111 @@
+// Gradients of ReduceSum, ReduceMean and ReduceMax: dY is broadcast back over the reduced axes
+// (ReduceMean divides by the count, ReduceMax routes to the maxima and splits ties evenly, like
+// PyTorch's amax backward).
+#include "passes/autodiff/gradient_rules.h"
+
+namespace amp {
+
+namespace {
+
+using Grads = std::vector<Value*>;
+
+// The reduced axes, normalized; every axis when none are given. Axes come from the attribute
+// (ReduceMean/ReduceMax up to opset 17) or the constant second input (ReduceSum since 13).
+std::vector<int64_t> reduced_axes(GradContext& c) {
+  const int64_t r = rank_of(c.x(0));
+  if (r < 0) c.fail("the input's rank must be known");
+  std::vector<int64_t> axes = c.node.attr_ints("axes");
+  if (axes.empty() && c.x(1)) {
+    auto given = constant_ints(c.x(1));
+    if (!given) c.fail("the axes input must be a constant");
+    axes = *given;
+  }
+  if (axes.empty())
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  for (int64_t& a : axes) a = normalize_axis(a, r);
+  return axes;
+}
+
+bool reduces_nothing(GradContext& c) {
+  return c.node.attr_int("noop_with_empty_axes", 0) && c.node.attr_ints("axes").empty() &&
+         (!c.x(1) || (constant_ints(c.x(1)) && constant_ints(c.x(1))->empty()));
+}
+
+// v (shaped like the output) with the reduced axes back as size-1 axes.
+Value* keep_dims(GradContext& c, Value* v, const std::vector<int64_t>& axes) {
+  return c.node.attr_int("keepdims", 1) ? v : c.b.unsqueeze(v, axes);
+}
+
+// Number of elements each output element summarises, as a scalar of type t.
+Value* reduced_count(GradContext& c, const std::vector<int64_t>& axes, DType t) {
+  GraphBuilder& b = c.b;
+  Value* x = c.x(0);
+  int64_t count = 1;
+  std::vector<int64_t> dynamic;
+  for (int64_t a : axes) {
+    const Dim& d = x->type().shape->dims[static_cast<size_t>(a)];
+    if (d.is_static())
+      count *= *d.value;
+    else
+      dynamic.push_back(a);
+  }
+  Value* n = b.scalar(static_cast<double>(count), t);
+  if (dynamic.empty()) return n;
+  Value* dims = b.cast(b.same("Gather", {b.shape_of(x), b.int64s(dynamic)}), t);
+  Value* product = nullptr;  // the dims multiplied one by one: ReduceProd is not among the kernels
+  for (size_t i = 0; i < dynamic.size(); ++i) {
+    Value* d = b.same("Gather", {dims, b.scalar(static_cast<double>(i), DType::kInt64)});
+    product = product ? b.mul(product, d) : d;
+  }
+  return b.mul(n, product);
+}
+
+Grads reduce_sum(GradContext& c) {
+  Grads g(c.node.inputs().size());
+  if (reduces_nothing(c)) {
+    g[0] = c.dy[0];
+    return g;
+  }
+  auto axes = reduced_axes(c);
+  g[0] = c.b.expand(keep_dims(c, c.dy[0], axes), c.b.shape_of(c.x(0)));
+  return g;
+}
+
+Grads reduce_mean(GradContext& c) {
+  Grads g(c.node.inputs().size());
+  if (reduces_nothing(c)) {
+    g[0] = c.dy[0];
+    return g;
+  }
+  auto axes = reduced_axes(c);
+  Value* x = c.x(0);
+  Value* share = c.b.div(keep_dims(c, c.dy[0], axes), reduced_count(c, axes, x->dtype()));
+  g[0] = c.b.expand(share, c.b.shape_of(x));
+  return g;
+}
+
+Grads reduce_max(GradContext& c) {
+  Grads g(c.node.inputs().size());
+  if (reduces_nothing(c)) {
+    g[0] = c.dy[0];
+    return g;
+  }
+  GraphBuilder& b = c.b;
+  auto axes = reduced_axes(c);
+  Value* x = c.x(0);
+  Value* hit = b.equal(x, keep_dims(c, c.y(0), axes));
+  Value* ties = b.reduce_sum(b.cast(hit, x->dtype()), axes, true);
+  Value* share = b.div(keep_dims(c, c.dy[0], axes), ties);
+  g[0] = b.where(hit, b.expand(share, b.shape_of(x)), b.scalar(0, x->dtype()));
+  return g;
+}
+
+}  // namespace
+
+void add_reduce_gradients(GradRuleTable& t) {
+  t["ReduceSum"] = reduce_sum;
+  t["ReduceMean"] = reduce_mean;
+  t["ReduceMax"] = reduce_max;
+}
+
+}  // namespace amp
