@@ -1,0 +1,62 @@
+// amp-inspect MODEL [--nodes] [--json] [--dot FILE]: what a model is and what a rewrite did to it.
+#include <cstdio>
+#include <iostream>
+
+#include "frontends/lib/dot_writer.h"
+#include "frontends/lib/model_summary.h"
+#include "frontends/lib/tool_main.h"
+#include "graph/atomic_file.h"
+#include "graph/onnx_io.h"
+
+namespace amp {
+
+static std::string io_list(const std::vector<Value*>& values) {
+  std::string s;
+  for (const Value* v : values) {
+    if (!s.empty()) s += ", ";
+    s += v ? v->name() + ":" + v->type().str() : "<absent>";
+  }
+  return s;
+}
+
+static void print_nodes(const Graph& g) {
+  size_t k = 0;
+  for (const Node* n : g.nodes()) {
+    std::string prec = node_precision(*n);
+    std::printf("%4zu  %-28s %-20s %-9s (%s) -> (%s)\n", k++, n->name.empty() ? "-" : n->name.c_str(),
+                n->op_type().c_str(), prec.empty() ? "-" : prec.c_str(), io_list(n->inputs()).c_str(),
+                io_list(n->outputs()).c_str());
+  }
+}
+
+static int inspect(const std::string& path, bool nodes, bool json, const std::string& dot) {
+  LoadOptions options;
+  options.target_opset = 0;  // show the model as it is, not as the rewrite would see it
+  Model m = load_model(path, options);
+  auto summary = summarize(m);
+  if (json)
+    std::cout << summary.dump(2) << "\n";
+  else
+    std::cout << summary_text(summary);
+  if (nodes && !json) print_nodes(*m.graph);
+  if (!dot.empty()) {
+    const std::string text = graph_to_dot(*m.graph);
+    AtomicFile out(dot);
+    out.write(text.data(), text.size());
+    out.commit();
+  }
+  return kExitOk;
+}
+
+}  // namespace amp
+
+int main(int argc, char** argv) {
+  CLI::App app{"Show an ONNX model: summary, per-node precision, a picture of the graph.", "amp-inspect"};
+  std::string model, dot;
+  bool nodes = false, json = false;
+  app.add_option("model", model, "the .onnx file")->required();
+  app.add_flag("--nodes", nodes, "one line per node: name, op, precision, inputs and outputs with types");
+  app.add_flag("--json", json, "the summary as JSON on stdout");
+  app.add_option("--dot", dot, "write a Graphviz DOT picture, nodes coloured by precision");
+  return amp::tool_main(app, argc, argv, [&] { return amp::inspect(model, nodes, json, dot); });
+}

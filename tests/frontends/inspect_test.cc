@@ -1,0 +1,70 @@
+// amp-inspect's figures for the models/ exports agree with python3-onnx's reading of the same
+// files; its text, --nodes and --dot outputs are well formed; bad input gives one error line.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/test_support.h"
+
+namespace amp {
+namespace {
+
+using nlohmann::json;
+
+std::string inspect_bin() { return test::binary_dir() + "/amp-inspect"; }
+
+class InspectModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(InspectModels, JsonMatchesPythonOnnx) {
+  const std::string model = test::source_dir() + "/models/" + GetParam();
+  std::string ours, ref;
+  ASSERT_EQ(test::run_command(inspect_bin() + " --json " + model + " 2>/dev/null", &ours), 0) << ours;
+  ASSERT_EQ(test::run_python(test::source_dir() + "/tests/frontends/inspect_reference.py " + model, &ref), 0) << ref;
+  json a = json::parse(ours), b = json::parse(ref);
+  for (const char* key : {"nodes", "ops", "parameters", "parameter_bytes", "casts", "ir_version", "opsets"})
+    EXPECT_EQ(a[key], b[key]) << key;
+  std::vector<std::string> in, out;
+  for (const auto& v : a["inputs"]) in.push_back(v["name"]);
+  for (const auto& v : a["outputs"]) out.push_back(v["name"]);
+  EXPECT_EQ(json(in), b["inputs"]);
+  EXPECT_EQ(json(out), b["outputs"]);
+  EXPECT_GT(a["parameters"].get<int64_t>(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, InspectModels,
+                         ::testing::Values("mlp.onnx", "mlp.train.onnx", "cnn.onnx", "cnn.train.onnx", "gpt.onnx",
+                                           "gpt.train.onnx"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s)
+                             if (c == '.') c = '_';
+                           return s;
+                         });
+
+TEST(Inspect, NodesAndDot) {
+  const std::string dir = test::temp_dir("inspect");
+  const std::string model = test::source_dir() + "/models/cnn.onnx";
+  std::string out;
+  ASSERT_EQ(test::run_command(inspect_bin() + " --nodes --dot " + dir + "/cnn.dot " + model, &out), 0) << out;
+  EXPECT_NE(out.find("Conv"), std::string::npos);
+  EXPECT_NE(out.find("float[N,16,28,28]"), std::string::npos) << out;  // shapes come from shape inference
+  std::string dot = test::read_file(dir + "/cnn.dot");
+  EXPECT_EQ(dot.rfind("digraph", 0), 0u);
+  EXPECT_NE(dot.find("fillcolor=\"#9ecae1\""), std::string::npos);  // fp32 nodes are coloured
+  // Graphviz itself accepts the file.
+  EXPECT_EQ(test::run_command("dot -Tsvg " + dir + "/cnn.dot -o " + dir + "/cnn.svg", &out), 0) << out;
+}
+
+TEST(Inspect, BadInputIsOneLineAndExitCode2) {
+  const std::string dir = test::temp_dir("inspect_bad");
+  test::write_file(dir + "/junk.onnx", "this is not a model");
+  std::string out;
+  EXPECT_EQ(test::run_command(inspect_bin() + " " + dir + "/junk.onnx", &out), 2);
+  EXPECT_NE(out.find("junk.onnx"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(test::run_command(inspect_bin() + " " + dir + "/missing.onnx", &out), 2);
+  EXPECT_EQ(test::run_command(inspect_bin() + " --no-such-flag x", &out), 2);
+}
+
+}  // namespace
+}  // namespace amp
