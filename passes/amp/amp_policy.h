@@ -1,0 +1,66 @@
+// What mixed-precision rewriting is asked to do: the target type, the op lists (defaults from
+// op_lists.inc, edited by flags or a config file), blocked nodes, and how graph inputs, outputs and
+// weights are treated. colour() and insert_casts() read it; nothing in it depends on a model.
+#pragma once
+
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "graph/node.h"
+
+namespace amp {
+
+enum class OpCategory { kAllow, kDeny, kInfer, kClear };
+const char* op_category_name(OpCategory c);  // "allow", "deny", "infer", "clear"
+
+struct OpListEntry {
+  OpCategory category;
+  std::string reason;  // one line: why the op is on its list
+};
+
+// How float initializers are stored after the rewrite.
+enum class WeightStorage {
+  kKeep,          // stay fp32 and are Cast at use: the master weights a training step updates
+  kLowPrecision,  // stored in the target type when every use is low precision
+};
+
+// Edits of the op lists, as the command line and config files give them: per category, op types
+// to put on that list ("Op") or to take off it ("-Op"; the op then stays fp32).
+struct OpListEdits {
+  std::map<OpCategory, std::vector<std::string>> edits;
+  std::string source;  // "command line", a config file path: named in errors
+};
+
+class AmpPolicy {
+ public:
+  // The default lists of op_lists.inc, targeting fp16 or bf16.
+  explicit AmpPolicy(DType target = DType::kFloat16);
+
+  DType target() const { return target_; }
+  void set_target(DType t);  // throws InputError unless fp16 or bf16
+  // Graph inputs and outputs keep their types (Casts at the boundary). On by default.
+  bool keep_io_types = true;
+  WeightStorage weights = WeightStorage::kKeep;
+
+  // Default-domain ops only; other domains are listed nowhere. nullptr when not listed.
+  const OpListEntry* entry(const std::string& op_type) const;
+  const std::map<std::string, OpListEntry>& lists() const { return lists_; }
+  // Applies edits from all sources at once. An op put on two lists (by any sources together), or an
+  // unknown op name, is an InputError naming the sources.
+  void apply(const std::vector<OpListEdits>& edits);
+
+  // Nodes whose name matches one of these (std::regex, whole name) stay fp32.
+  void block_nodes(const std::string& pattern);  // throws InputError for a bad regex
+  // The pattern that blocks this node, or nullptr.
+  const std::string* blocked_by(const Node& n) const;
+
+ private:
+  DType target_;
+  std::map<std::string, OpListEntry> lists_;
+  std::vector<std::pair<std::string, std::regex>> blocked_;
+};
+
+}  // namespace amp

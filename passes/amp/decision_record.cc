@@ -1,0 +1,39 @@
+#include "passes/amp/decision_record.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace amp {
+
+namespace {
+
+constexpr const char* kPrefix = "amp: ";
+
+bool is_record(const std::string& line) { return line.rfind(kPrefix, 0) == 0; }
+
+}  // namespace
+
+void write_decision_record(Node& n, const DecisionRecord& r) {
+  std::string reason = r.reason;
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  std::string out;
+  std::istringstream lines(n.doc_string);
+  for (std::string line; std::getline(lines, line);)
+    if (!is_record(line)) out += line + "\n";
+  n.doc_string = out + kPrefix + r.precision + " " + r.rule + ": " + reason;
+}
+
+std::optional<DecisionRecord> read_decision_record(const Node& n) {
+  std::istringstream lines(n.doc_string);
+  for (std::string line; std::getline(lines, line);) {
+    if (!is_record(line)) continue;
+    const std::string body = line.substr(std::string(kPrefix).size());
+    const size_t space = body.find(' ');
+    const size_t colon = body.find(": ", space == std::string::npos ? 0 : space);
+    if (space == std::string::npos || colon == std::string::npos) return std::nullopt;
+    return DecisionRecord{body.substr(0, space), body.substr(space + 1, colon - space - 1), body.substr(colon + 2)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace amp

@@ -1,0 +1,41 @@
+// How a node's ONNX schema binds its inputs and outputs to types, read for mixed precision: which
+// inputs and outputs carry the node's floating data (bound to one type variable, "T"), and so
+// change type together when the node runs in low precision. Inputs fixed to float (Resize scales),
+// integer inputs and inputs of other type variables (BatchNormalization's scale and statistics,
+// LayerNormalization's stash type) are not data and keep their types.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/model.h"
+
+namespace onnx {
+class OpSchema;
+}
+
+namespace amp {
+
+struct NodeTyping {
+  enum class Kind {
+    kNoSchema,     // no ONNX schema for the op at the model's opset (custom domains)
+    kNoFloatData,  // nothing floating bound to a type variable (Shape, integer arithmetic)
+    kData,         // floating data bound to type_var
+  };
+  Kind kind = Kind::kNoSchema;
+  std::string type_var;            // the schema's type variable of the data, e.g. "T"
+  DType data_type = DType::kUndefined;  // the data's current element type
+  bool allows_target = false;      // type_var allows the target type
+  bool type_from_attribute = false;  // output type set by an attribute (Cast, ConstantOfShape, RandomNormal)
+  std::vector<size_t> data_inputs;   // inputs bound to type_var (present, floating tensors)
+  std::vector<size_t> data_outputs;  // outputs bound to type_var (present)
+  // Inputs that accept any type their variable allows, whatever the node's precision: the variable
+  // binds that one input and nothing else (Shape's data, Cast's input, Dropout's ratio).
+  std::vector<bool> flexible_inputs;
+};
+
+// The schema of n at the opsets of m, or nullptr.
+const onnx::OpSchema* node_schema(const Node& n, const std::vector<OpsetImport>& opsets);
+NodeTyping node_typing(const Node& n, const onnx::OpSchema* schema, DType target);
+
+}  // namespace amp

@@ -1,0 +1,15 @@
+// Every pass pipeline of the project, declared in one place: a command picks one, tests and
+// benchmarks run the same list.
+#pragma once
+
+#include "passes/amp/amp_passes.h"
+#include "passes/pass_manager.h"
+
+namespace amp {
+
+// amp-rewrite: cast-cleanup (drop the model's own useless Casts, so they cannot block colouring),
+// amp-colour, amp-insert-casts, cast-cleanup (exact round trips the new Casts made with old ones),
+// amp-record-decisions. The passes fill `result`, which must outlive the manager.
+PassManager amp_rewrite_pipeline(const AmpPolicy& policy, AmpResult& result, bool verify_each);
+
+}  // namespace amp

@@ -1,0 +1,194 @@
+// Precision colouring, one test per rule: each builds a small graph and checks every node's
+// precision and rule against what grappler's passes (and the PyTorch-style step 5) say it must be.
+#include <gtest/gtest.h>
+
+#include "passes/amp/colour.h"
+#include "tests/passes/amp_model_builder.h"
+
+namespace amp {
+namespace {
+
+using test::ModelBuilder;
+
+// "precision rule" of the node producing `value`.
+std::string decided(const AmpDecisions& d, const ModelBuilder& b, const std::string& value) {
+  const NodeDecision* nd = d.find(b.producer(value));
+  if (!nd) return "(no decision)";
+  return precision_name(nd->decision.precision, d.target) + " " + rule_name(nd->decision.rule);
+}
+
+TEST(AmpColour, GrapplerExampleDenyInferClearAllow) {
+  // grappler's documented example: deny -> infer -> clear -> infer -> clear -> allow -> infer
+  // becomes deny -> deny -> deny -> deny -> clear(low) -> allow -> infer(low, PyTorch-style).
+  ModelBuilder b;
+  Value* x = b.input("x");
+  Value* s = b.op("Softmax", {x}, "s");
+  Value* a = b.op("Add", {s, b.weight("c1", {2, 8})}, "a");
+  Value* r = b.op("Reshape", {a, b.int64s("shape", {2, 8})}, "r");
+  Value* m = b.op("Mul", {r, b.weight("c2", {2, 8})}, "m");
+  Value* t = b.op("Transpose", {m}, "t", DType::kFloat, test::attrs(Attribute::of_ints("perm", {0, 1})));
+  Value* y = b.op("MatMul", {t, b.weight("w")}, "y");
+  Value* z = b.op("Relu", {y}, "z");
+  b.output(z);
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  EXPECT_EQ(decided(d, b, "s"), "fp32 deny-list");
+  EXPECT_EQ(decided(d, b, "a"), "fp32 deny-path");
+  EXPECT_EQ(decided(d, b, "r"), "fp32 deny-path");
+  EXPECT_EQ(decided(d, b, "m"), "fp32 deny-path");
+  EXPECT_EQ(decided(d, b, "t"), "fp16 next-to-low");
+  EXPECT_EQ(decided(d, b, "y"), "fp16 allow-list");
+  EXPECT_EQ(decided(d, b, "z"), "fp16 inputs-low");
+}
+
+TEST(AmpColour, DenyRegionIsNotBrokenByClearOps) {
+  // softmax -> reshape -> reduce-sum: the reshape between two deny ops stays fp32, no casts.
+  ModelBuilder b;
+  Value* s = b.op("Softmax", {b.input("x")}, "s");
+  Value* r = b.op("Reshape", {s, b.int64s("shape", {2, 8})}, "r");
+  Value* y = b.op("ReduceSum", {r}, "y", DType::kFloat, {}, nullptr, Shape::of({}));
+  Value* t = b.op("Transpose", {s}, "t");  // a clear op leading nowhere is not painted
+  b.output(y);
+  b.output(t);
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  EXPECT_EQ(decided(d, b, "r"), "fp32 deny-path");
+  EXPECT_EQ(decided(d, b, "y"), "fp32 deny-list");
+  EXPECT_EQ(decided(d, b, "t"), "fp32 input-fp32");
+}
+
+TEST(AmpColour, InferAndClearBetweenLowOpsRunLow) {
+  ModelBuilder b;
+  Value* h = b.op("MatMul", {b.input("x"), b.weight("w1")}, "h");
+  Value* a = b.op("Add", {h, b.weight("bias", {8})}, "a");
+  Value* r = b.op("Relu", {a}, "r");
+  Value* y = b.op("MatMul", {r, b.weight("w2")}, "y");
+  b.output(y);
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  EXPECT_EQ(decided(d, b, "a"), "fp16 between-low");
+  EXPECT_EQ(decided(d, b, "r"), "fp16 between-low");
+  EXPECT_EQ(decided(d, b, "y"), "fp16 allow-list");
+}
+
+TEST(AmpColour, LowSpreadsUpstreamThroughClearOps) {
+  ModelBuilder b;
+  Value* f = b.op("Flatten", {b.input("x")}, "f");
+  Value* y = b.op("Gemm", {f, b.weight("w"), b.weight("bias", {8})}, "y");
+  b.output(y);
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  EXPECT_EQ(decided(d, b, "f"), "fp16 next-to-low");
+}
+
+TEST(AmpColour, InferOpWithAnFp32InputStaysFp32) {
+  // A residual add of a low product and an fp32 graph input runs in fp32 (autocast's promotion).
+  ModelBuilder b;
+  Value* x = b.input("x");
+  Value* h = b.op("MatMul", {x, b.weight("w")}, "h");
+  Value* y = b.op("Add", {h, x}, "y");
+  b.output(y);
+  AmpPolicy policy;
+  const AmpDecisions d = colour(b.m, policy);
+  EXPECT_EQ(decided(d, b, "y"), "fp32 input-fp32");
+  EXPECT_EQ(d.find(b.producer("y"))->decision.reason, "input 'x' is fp32");
+  // Without keep_io_types the graph input is free to be low, and so is the add.
+  policy.keep_io_types = false;
+  EXPECT_EQ(decided(colour(b.m, policy), b, "y"), "fp16 inputs-low");
+}
+
+TEST(AmpColour, OpsWhoseSchemaForbidsTheTargetStayFp32) {
+  // Conv-11's T allows float16 but not bfloat16; MatMul-13 allows both.
+  ModelBuilder b;
+  Value* x = b.input("x", DType::kFloat, {1, 2, 4, 4});
+  Value* c = b.op("Conv", {x, b.weight("k", {2, 2, 1, 1})}, "c");
+  Value* y = b.op("MatMul", {c, b.weight("w", {4, 4})}, "y");
+  b.output(y);
+  EXPECT_EQ(decided(colour(b.m, AmpPolicy(DType::kFloat16)), b, "c"), "fp16 allow-list");
+  const AmpDecisions d = colour(b.m, AmpPolicy(DType::kBFloat16));
+  EXPECT_EQ(decided(d, b, "c"), "fp32 schema-forbids");
+  EXPECT_EQ(d.find(b.producer("c"))->decision.reason, "Conv-11's type constraint T does not allow bfloat16");
+  EXPECT_EQ(decided(d, b, "y"), "bf16 allow-list");
+}
+
+TEST(AmpColour, BlockedUnlistedAndNonFloatNodes) {
+  ModelBuilder b;
+  Value* x = b.input("x");
+  Value* h = b.op("MatMul", {x, b.weight("w")}, "h");
+  Value* blocked = b.op("MatMul", {h, b.weight("w2")}, "proj");
+  Value* u = b.op("Atanh", {blocked}, "u");
+  Value* s = b.op("Shape", {u}, "s", DType::kInt64, {}, nullptr, Shape::of({2}));
+  b.output(s);
+  AmpPolicy policy;
+  policy.block_nodes("pro.*_node");
+  const AmpDecisions d = colour(b.m, policy);
+  EXPECT_EQ(decided(d, b, "h"), "fp16 allow-list");
+  EXPECT_EQ(decided(d, b, "proj"), "fp32 blocked");
+  EXPECT_EQ(decided(d, b, "u"), "fp32 not-listed");
+  EXPECT_EQ(decided(d, b, "s"), "- no-float-data");
+}
+
+TEST(AmpColour, EditedListsAreFollowed) {
+  ModelBuilder b;
+  Value* s = b.op("Softmax", {b.input("x")}, "s");
+  Value* y = b.op("MatMul", {s, b.weight("w")}, "y");
+  b.output(y);
+  AmpPolicy policy;
+  policy.apply({OpListEdits{{{OpCategory::kAllow, {"Softmax", "-MatMul"}}}, "test"}});
+  const AmpDecisions d = colour(b.m, policy);
+  EXPECT_EQ(decided(d, b, "s"), "fp16 allow-list");
+  EXPECT_EQ(decided(d, b, "y"), "fp32 not-listed");
+}
+
+TEST(AmpColour, ExplainFollowsTheChainToAListRule) {
+  ModelBuilder b;
+  Value* h = b.op("MatMul", {b.input("x"), b.weight("w")}, "h");
+  Value* r = b.op("Relu", {h}, "r");
+  Value* t = b.op("Transpose", {r}, "t");
+  b.output(t);
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  const std::vector<std::string> chain = explain(d, *d.find("t_node"));
+  ASSERT_EQ(chain.size(), 3u);
+  EXPECT_EQ(chain[0], "t_node (Transpose): fp16, inputs-low: all its inputs are low precision");
+  EXPECT_EQ(chain[1], "r_node (Relu): fp16, inputs-low: all its inputs are low precision");
+  EXPECT_EQ(chain[2].rfind("h_node (MatMul): fp16, allow-list: MatMul is on the allow list", 0), 0u) << chain[2];
+}
+
+TEST(AmpColour, IfBranchesAreColouredAndTheIfKeepsItsTypes) {
+  ModelBuilder b;
+  Value* x = b.input("x");
+  Value* cond = b.input("cond", DType::kBool, {});
+  Node* if_node = b.graph().add_node("If", {cond}, {"y"});
+  if_node->name = "if";
+  if_node->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({2, 8})));
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    Attribute a;
+    a.name = branch;
+    a.kind = AttrKind::kGraph;
+    a.g = std::make_unique<Graph>(&b.graph());
+    a.g->name = branch;
+    Value* out = b.op("MatMul", {x, b.weight(std::string("w_") + branch)}, std::string("o_") + branch,
+                      DType::kFloat, {}, a.g.get());
+    a.g->add_output(out);
+    if_node->set_attr(std::move(a));
+  }
+  b.output(if_node->output(0));
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  EXPECT_EQ(decided(d, b, "y"), "fp32 control-flow");
+  EXPECT_EQ(precision_name(d.find("o_then_branch_node")->decision.precision, DType::kFloat16), "fp16");
+  EXPECT_EQ(precision_name(d.find("o_else_branch_node")->decision.precision, DType::kFloat16), "fp16");
+}
+
+TEST(AmpColour, ExistingCastsAreFixedAndCastsFromIntegersAreFree) {
+  // A float Cast keeps its 'to'; an int -> float Cast (a mask) lets the Mul between products be low.
+  ModelBuilder b;
+  Value* h = b.op("MatMul", {b.input("x"), b.weight("w")}, "h");
+  Value* mask = b.cast(b.input("mask", DType::kInt64), DType::kFloat, "mask_f");
+  Value* m = b.op("Mul", {h, mask}, "m");
+  Value* y = b.op("MatMul", {m, b.weight("w2")}, "y");
+  Value* up = b.cast(y, DType::kFloat, "y32");
+  b.output(up);
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  EXPECT_EQ(decided(d, b, "mask_f"), "fp32 cast");
+  EXPECT_EQ(decided(d, b, "m"), "fp16 between-low");
+  EXPECT_EQ(decided(d, b, "y32"), "fp32 cast");
+}
+
+}  // namespace
+}  // namespace amp
