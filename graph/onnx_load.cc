@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "graph/error.h"
 #include "graph/onnx_import.h"
@@ -122,6 +123,68 @@ void check_ops_known(onnx::ModelProto& p, const std::string& path) {
                          domain_name(domain) + "' at opset " + std::to_string(opset->second));
     }
   });
+}
+
+// ONNX's lexical scoping: every name defined once (no shadowing, as in the IR), read only after its
+// definition, graph outputs among the defined names. The checker does not look at graph outputs,
+// and the version converter dereferences a missing name (a crash, found by the fuzzer), so this
+// runs before any ONNX tool sees the model.
+struct Scope {
+  const Scope* parent = nullptr;
+  std::unordered_set<std::string> names;
+  bool has(const std::string& name) const { return names.count(name) || (parent && parent->has(name)); }
+};
+
+void check_scopes(const onnx::GraphProto& g, Scope& scope, const std::string& path) {
+  const std::string where = path + ": graph '" + g.name() + "'";
+  auto define = [&](const std::string& name, const std::string& what) {
+    if (name.empty()) throw InputError(where + ": " + what + " has an empty name");
+    if (scope.has(name)) throw InputError(where + ": " + what + " '" + name + "' is defined more than once");
+    scope.names.insert(name);
+  };
+  std::unordered_set<std::string> inputs;
+  for (const auto& vi : g.input()) {
+    define(vi.name(), "input");
+    inputs.insert(vi.name());
+  }
+  // IR < 4 lists initializers among the inputs too.
+  auto define_initializer = [&](const std::string& name, const std::string& what) {
+    if (!inputs.erase(name)) define(name, what);
+  };
+  for (const auto& t : g.initializer()) define_initializer(t.name(), "initializer");
+  for (const auto& t : g.sparse_initializer()) define_initializer(t.values().name(), "sparse initializer");
+  for (const auto& n : g.node()) {
+    const std::string at = where + ", " + node_label(n);
+    for (const auto& name : n.input())
+      if (!name.empty() && !scope.has(name)) throw InputError(at + " reads '" + name + "', which is not defined before it");
+    for (const auto& a : n.attribute()) {
+      std::vector<const onnx::GraphProto*> subgraphs;
+      if (a.has_g()) subgraphs.push_back(&a.g());
+      for (const auto& sub : a.graphs()) subgraphs.push_back(&sub);
+      for (const auto* sub : subgraphs) {
+        Scope inner;
+        inner.parent = &scope;
+        check_scopes(*sub, inner, path);
+      }
+    }
+    for (const auto& name : n.output())
+      if (!name.empty()) define(name, node_label(n) + ": output");
+  }
+  for (const auto& vi : g.output()) {
+    if (vi.name().empty()) throw InputError(where + ": an output has an empty name");
+    if (!scope.has(vi.name())) throw InputError(where + ": output '" + vi.name() + "' is not produced by the graph");
+  }
+}
+
+void check_scopes(const onnx::ModelProto& p, const std::string& path) {
+  Scope main;
+  check_scopes(p.graph(), main, path);
+  for (const auto& t : p.training_info())
+    for (const auto* g : {&t.initialization(), &t.algorithm()}) {
+      Scope step;
+      step.parent = &main;
+      check_scopes(*g, step, path);
+    }
 }
 
 // External locations are checked (and the files mapped) before ONNX's checker looks at them, so
@@ -269,6 +332,7 @@ void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::str
 Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string& base_dir, const LoadOptions& options) {
   ExternalDataReader external(path, base_dir);
   check_opsets(p, path);
+  check_scopes(p, path);
   if (options.check) {
     check_ops_known(p, path);
     check_external_locations(p, external);

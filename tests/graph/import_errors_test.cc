@@ -42,7 +42,7 @@ class ImportErrors : public ::testing::Test {
 std::string ImportErrors::dir_;
 
 TEST_F(ImportErrors, NotOnnx) {
-  for (const std::string contents : {std::string("name,value\n1,2\n"), std::string(4096, '\xff'), std::string()}) {
+  for (const std::string& contents : {std::string("name,value\n1,2\n"), std::string(4096, '\xff'), std::string()}) {
     const std::string path = dir_ + "/not_onnx.onnx";
     test::write_file(path, contents);
     const std::string msg = load_error(path);
@@ -83,10 +83,16 @@ TEST_F(ImportErrors, UnsupportedOpset) {
   EXPECT_TRUE(Contains(load_error(dir_ + "/opset18.onnx"), dir_ + "/opset18.onnx: unsupported opset 18"));
 }
 
-TEST_F(ImportErrors, CheckerFindsUndefinedInput) {
+TEST_F(ImportErrors, UndefinedInput) {
   const std::string msg = load_error(dir_ + "/undefined_input.onnx");
-  EXPECT_TRUE(Contains(msg, dir_ + "/undefined_input.onnx: invalid ONNX model: "));
-  EXPECT_TRUE(Contains(msg, "nowhere"));
+  EXPECT_TRUE(Contains(msg, dir_ + "/undefined_input.onnx: graph 'g', node 'dangling' (Relu) reads 'nowhere'"));
+}
+
+TEST_F(ImportErrors, CheckerErrorIsOneLine) {
+  const std::string msg = load_error(dir_ + "/missing_attribute.onnx");
+  EXPECT_TRUE(Contains(msg, dir_ + "/missing_attribute.onnx: invalid ONNX model: "));
+  EXPECT_TRUE(Contains(msg, "'to'"));
+  EXPECT_TRUE(Contains(msg, "untyped"));
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
 
