@@ -3,6 +3,11 @@
 // reuses buffers by liveness, kernel choice) and runs it with named feeds and fetches. State —
 // weights, optimizer moments, loss scale — stays resident between runs (device memory on a GPU)
 // and is written back in place from graph outputs, the way TrainingInfoProto's update_binding says.
+//
+// Shapes are resolved when a run sees a new input-shape signature: the executable plans that
+// signature once (shapes of every value, one arena sized by liveness) and reuses the plan for
+// every later run with the same feed shapes. A GPU backend may enqueue work asynchronously on its
+// own stream; run() returns only once the fetched tensors are on the host and state is updated.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +23,7 @@ namespace amp {
 
 struct CompileOptions {
   // Initializers kept resident as state: read once at compile time, readable and writable after.
-  // Empty: every initializer is state.
+  // Empty: every initializer is state. The others are constants the backend may fold or share.
   std::vector<std::string> state;
   // After each run, state <- graph output (name pairs), applied after all outputs are computed.
   std::vector<std::pair<std::string, std::string>> state_updates;
@@ -27,20 +32,26 @@ struct CompileOptions {
 };
 
 struct MemoryStats {
-  size_t arena_bytes = 0;  // the static plan's activation arena
+  size_t arena_bytes = 0;  // the static plan's activation arena (intermediates and scratch)
   size_t state_bytes = 0;  // resident weights and optimizer state
-  size_t peak_bytes = 0;   // the most in use at once during a run
+  size_t peak_bytes = 0;   // the most intermediate bytes live at once during a run (arena's lower bound)
+  size_t intermediate_bytes = 0;  // sum of all intermediate and scratch buffers: the arena without reuse
 };
 
 class Executable {
  public:
   virtual ~Executable() = default;
-  // Runs once; returns fetches in the order asked, as host tensors.
+  // Runs once; returns fetches in the order asked, as host tensors. Feeds are keyed by graph input
+  // name; a fed initializer overrides its stored value for this run. Fetches may name any value
+  // of the main graph; only the nodes they (and the state updates) need are run.
+  // Throws InputError for an unknown, missing or mistyped feed and for an unknown fetch.
   virtual std::vector<Tensor> run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                   const std::vector<std::string>& fetches) = 0;
   virtual std::vector<std::string> state_names() const = 0;
   virtual Tensor read_state(const std::string& name) const = 0;
+  // Replaces a state tensor's contents (same dtype; a new shape re-plans the next run).
   virtual void write_state(const std::string& name, const Tensor& value) = 0;
+  // Figures of the plan used by the latest run (state_bytes only before the first run).
   virtual MemoryStats memory() const = 0;
 };
 
@@ -52,12 +63,17 @@ class Backend {
   virtual bool available(std::string* why) const = 0;
   // "" when this backend can run the node, else why not.
   virtual std::string unsupported_reason(const Node& n) const = 0;
-  // Throws InputError naming the node and op of the first node it cannot run.
+  // Throws InputError naming the file, node and op of the first node it cannot run.
   virtual std::unique_ptr<Executable> compile(const Model& m, const CompileOptions& options) = 0;
 };
 
 // "cpu", "cuda" or "auto" (cuda when available, else cpu). Throws InputError for an unknown name
-// or an unavailable device asked for by name.
+// and "cuda backend not available: <reason>" when cuda is asked for by name and cannot run.
 std::unique_ptr<Backend> make_backend(const std::string& device);
+
+// The CUDA library (backends/cuda/, built when nvcc is found) defines this; the build then defines
+// AMP_HAVE_CUDA for the backends library and make_backend() calls it. The returned backend reports
+// through available() whether a device and driver are present.
+std::unique_ptr<Backend> make_cuda_backend();
 
 }  // namespace amp

@@ -1,0 +1,46 @@
+// Cast between any two numeric or bool types. To fp16/bf16 it rounds to nearest-even once (from
+// float64 too, see convert()), to integers it truncates toward zero like C and numpy.
+#include "backends/cpu/kernel_util.h"
+
+namespace amp::cpu {
+namespace {
+
+class Cast final : public Kernel {
+ public:
+  Cast(const Node& n, int64_t) : to_(static_cast<DType>(n.attr_int("to", 0))) {
+    if (!is_valid_dtype(static_cast<int32_t>(to_))) throw InputError("attribute 'to' is not an element type");
+  }
+  size_t infer(KernelIO& io) const override {
+    io.output(0).dtype = to_;
+    io.output(0).dims = io.input(0).dims;
+    return 0;
+  }
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View& x = io.input(0);
+    dispatch(AllTypes{}, x.dtype, [&](auto from) {
+      using F = typename decltype(from)::type;
+      dispatch(AllTypes{}, to_, [&](auto to) {
+        using T = typename decltype(to)::type;
+        const F* in = x.as<F>();
+        T* out = io.output(0).as<T>();
+        parallel_for(x.numel(), ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) out[i] = convert<T>(in[i]);
+        });
+      });
+    });
+  }
+
+ private:
+  DType to_;
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& cast_ops() {
+  static const std::vector<OpEntry> ops = {
+      {"Cast", make_kernel<Cast>, AllTypes::mask(), {}},
+  };
+  return ops;
+}
+
+}  // namespace amp::cpu

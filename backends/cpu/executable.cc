@@ -1,0 +1,362 @@
+#include "backends/cpu/executable.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cpu/grad_kernels.h"
+#include "backends/cpu/kernel_util.h"
+#include "backends/memory_plan.h"
+#include "graph/error.h"
+
+namespace amp::cpu {
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::string type_str(DType t, const std::vector<int64_t>& dims) {
+  return std::string(dtype_name(t)) + dims_str(dims);
+}
+
+// Runs fn, prefixing any error with the node it happened in.
+template <class F>
+void at_node(const std::string& where, F&& fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+struct CpuExecutable::Plan {
+  struct Launch {
+    int step;
+    KernelIO io;
+  };
+  std::vector<View> views;        // per value
+  std::vector<Tensor> constants;  // storage of the values computed while planning
+  std::vector<Launch> launches;   // the steps a run executes, in order
+  std::vector<int> feeds;         // values whose view points at this run's feed
+  std::vector<int> fetches;
+  std::unique_ptr<uint8_t, FreeDeleter> arena;
+  ArenaPlan layout;
+};
+
+CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, const Backend&) {
+  std::vector<const Node*> nodes;
+  program_ = make_program(m, &nodes);
+  threads_ = options.threads > 0 ? options.threads : omp_get_num_procs();
+  // OpenBLAS keeps one global thread count; products are issued outside OpenMP regions.
+  openblas_set_num_threads(threads_);
+  seed_ = options.seed;
+
+  std::vector<std::vector<int>> shape_inputs;
+  std::vector<bool> reads_data;
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    const Node& n = *nodes[s];
+    const Program::Step& step = program_.steps[s];
+    const OpEntry* e = find_op(n.domain(), n.op_type());
+    if (!e)
+      throw InputError(step.where + ": op " + (n.domain().empty() ? "" : n.domain() + "::") + n.op_type() +
+                       " is not supported by the cpu backend");
+    const int first = step.in.empty() ? -1 : step.in[0];
+    const DType t = first >= 0 ? program_.values[first].dtype : DType::kUndefined;
+    if (e->types && t != DType::kUndefined && !(e->types & (1u << static_cast<int>(t))))
+      throw InputError(step.where + ": op " + n.op_type() + " does not take " + std::string(dtype_name(t)) +
+                       " on the cpu backend");
+    at_node(step.where, [&] { kernels_.push_back(e->make(n, step.opset)); });
+    entries_.push_back(e);
+    shape_inputs.push_back(e->shape_inputs);
+    reads_data.push_back(e->reads_data);
+  }
+  shape_value_ = shape_values(program_, shape_inputs, reads_data);
+
+  state_of_.assign(program_.values.size(), -1);
+  std::vector<std::string> names = options.state;
+  if (names.empty())
+    for (const Tensor& t : program_.initializers) names.push_back(t.name);
+  for (const std::string& name : names) {
+    const int v = program_.find(name);
+    if (v < 0 || program_.values[v].initializer < 0)
+      throw InputError(program_.path + ": state '" + name + "' is not an initializer of the main graph");
+    const Tensor& init = program_.initializers[program_.values[v].initializer];
+    // A private copy: the model's bytes may be a read-only mapping, and state is written in place.
+    Tensor own = Tensor::from_bytes(init.dtype, init.dims,
+                                    std::string(reinterpret_cast<const char*>(init.data()), init.nbytes()));
+    own.name = name;
+    state_of_[v] = static_cast<int>(state_.size());
+    state_.push_back(std::move(own));
+  }
+  for (const auto& [state, source] : options.state_updates) {
+    const int s = state_index(state);
+    const int v = program_.find(source);
+    if (s < 0) throw InputError(program_.path + ": state update target '" + state + "' is not state");
+    if (v < 0) throw InputError(program_.path + ": state update source '" + source + "' is not a value of the graph");
+    updates_.emplace_back(s, v);
+  }
+}
+
+CpuExecutable::~CpuExecutable() = default;
+
+int CpuExecutable::state_index(const std::string& name) const {
+  const int v = program_.find(name);
+  return v < 0 ? -1 : state_of_[v];
+}
+
+std::vector<const Tensor*> CpuExecutable::bind_feeds(
+    const std::vector<std::pair<std::string, Tensor>>& feeds) const {
+  std::vector<const Tensor*> fed(program_.values.size(), nullptr);
+  for (const auto& [name, t] : feeds) {
+    const int v = program_.find(name);
+    if (v < 0 || !program_.values[v].graph_input)
+      throw InputError(program_.path + ": '" + name + "' is not an input of the graph");
+    const Program::Val& val = program_.values[v];
+    bool ok = val.dtype == DType::kUndefined || val.dtype == t.dtype;
+    if (ok && val.shape) {
+      ok = val.shape->rank() == t.dims.size();
+      for (size_t i = 0; ok && i < t.dims.size(); ++i)
+        ok = !val.shape->dims[i].is_static() || *val.shape->dims[i].value == t.dims[i];
+    }
+    if (!ok)
+      throw InputError(program_.path + ": input '" + name + "' expects " +
+                       (val.dtype == DType::kUndefined ? std::string("tensor") : std::string(dtype_name(val.dtype))) +
+                       (val.shape ? val.shape->str() : std::string()) + ", got " + type_str(t.dtype, t.dims));
+    if (t.dtype == DType::kString || dtype_size(t.dtype) == 0)
+      throw InputError(program_.path + ": input '" + name + "': element type " + std::string(dtype_name(t.dtype)) +
+                       " is not supported by the cpu backend");
+    fed[v] = &t;
+  }
+  return fed;
+}
+
+std::string CpuExecutable::signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const {
+  std::string key;
+  for (int f : fetches) key += std::to_string(f) + ",";
+  for (size_t v = 0; v < fed.size(); ++v) {
+    if (!fed[v]) continue;
+    key += "|" + std::to_string(v) + ":" + std::to_string(static_cast<int>(fed[v]->dtype)) + dims_str(fed[v]->dims);
+    // Shapes depend on these contents, so they are part of what a plan is valid for.
+    if (shape_value_[v]) key.append(reinterpret_cast<const char*>(fed[v]->data()), fed[v]->nbytes());
+  }
+  return key;
+}
+
+std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector<const Tensor*>& fed,
+                                                               const std::vector<int>& fetches) const {
+  auto plan = std::make_unique<Plan>();
+  plan->fetches = fetches;
+  std::vector<View>& views = plan->views;
+  views.resize(program_.values.size());
+  for (size_t v = 0; v < views.size(); ++v) {
+    const Program::Val& val = program_.values[v];
+    const Tensor* t = fed[v];
+    if (t) {
+      plan->feeds.push_back(static_cast<int>(v));
+    } else if (state_of_[v] >= 0) {
+      t = &state_[state_of_[v]];
+    } else if (val.initializer >= 0) {
+      t = &program_.initializers[val.initializer];
+    }
+    if (t) views[v] = View{t->dtype, t->dims, const_cast<uint8_t*>(t->data())};
+  }
+
+  std::vector<int> targets = fetches;
+  for (const auto& [s, v] : updates_) targets.push_back(v);
+  const std::vector<int> steps = steps_needed(program_, targets);
+  const auto end = static_cast<int64_t>(steps.size());
+  std::vector<int64_t> last_use(views.size(), -1);
+  for (int64_t pos = 0; pos < end; ++pos)
+    for (int in : program_.steps[steps[pos]].in)
+      if (in >= 0) last_use[in] = pos;
+  for (int t : targets) last_use[t] = end;
+  for (size_t v = 0; v < views.size(); ++v) {
+    const Program::Val& val = program_.values[v];
+    if (last_use[v] >= 0 && val.producer < 0 && views[v].dtype == DType::kUndefined)
+      throw InputError(program_.path + ": input '" + val.name + "' is needed but not fed");
+  }
+
+  std::vector<BufferLife> lives;
+  std::vector<std::pair<int, size_t>> owners;  // per life: (value, 0) or (-1, launch index) for scratch
+  RunContext planning{threads_, seed_};
+  for (int64_t pos = 0; pos < end; ++pos) {
+    const int s = steps[pos];
+    const Program::Step& step = program_.steps[s];
+    KernelIO io;
+    for (int in : step.in) io.in.push_back(in >= 0 ? &views[in] : nullptr);
+    // Shape-deciding values, and nodes without inputs (Constant), are computed once per plan.
+    bool at_plan_time = step.in.empty();
+    for (int out : step.out) {
+      io.out.push_back(out >= 0 ? &views[out] : nullptr);
+      if (out < 0) continue;
+      views[out].dtype = program_.values[out].dtype;
+      at_plan_time = at_plan_time || shape_value_[out];
+    }
+    size_t scratch = 0;
+    at_node(step.where, [&] {
+      const OpEntry& e = *entries_[s];
+      if (e.types && io.has_in(0) && !(e.types & (1u << static_cast<int>(io.input(0).dtype))))
+        throw InputError("op " + step.op + " does not take " + std::string(dtype_name(io.input(0).dtype)) +
+                         " on the cpu backend");
+      scratch = kernels_[s]->infer(io);
+      for (int out : step.out) {
+        if (out < 0) continue;
+        const DType declared = program_.values[out].dtype;
+        if (declared != DType::kUndefined && declared != views[out].dtype)
+          throw InputError("output '" + program_.values[out].name + "' is declared " +
+                           std::string(dtype_name(declared)) + " but the op produces " +
+                           std::string(dtype_name(views[out].dtype)));
+      }
+    });
+    if (at_plan_time) {
+      // Output shapes downstream depend on these contents: compute them now, once per signature.
+      for (int out : step.out) {
+        if (out < 0) continue;
+        plan->constants.emplace_back(views[out].dtype, views[out].dims);
+        views[out].data = plan->constants.back().mutable_data();
+      }
+      std::vector<uint8_t> ws(scratch);
+      io.workspace = ws.data();
+      at_node(step.where, [&] { kernels_[s]->run(io, planning); });
+      continue;
+    }
+    for (int out : step.out) {
+      if (out < 0) continue;
+      lives.push_back({views[out].nbytes(), pos, std::max(pos, last_use[out])});
+      owners.emplace_back(out, 0);
+    }
+    if (scratch > 0) {
+      lives.push_back({scratch, pos, pos});
+      owners.emplace_back(-1, plan->launches.size());
+    }
+    plan->launches.push_back({s, std::move(io)});
+  }
+
+  plan->layout = plan_arena(lives);
+  plan->arena.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(plan->layout.arena_bytes, 64))));
+  if (!plan->arena) throw std::bad_alloc();
+  uint8_t* base = plan->arena.get();
+  for (size_t i = 0; i < lives.size(); ++i) {
+    uint8_t* at = base + plan->layout.offsets[i];
+    if (owners[i].first >= 0)
+      views[owners[i].first].data = at;
+    else
+      plan->launches[owners[i].second].io.workspace = at;
+  }
+  return plan;
+}
+
+std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                       const std::vector<std::string>& fetches) {
+  const std::vector<const Tensor*> fed = bind_feeds(feeds);
+  std::vector<int> fetch_ids;
+  for (const std::string& name : fetches) {
+    const int v = program_.find(name);
+    if (v < 0) throw InputError(program_.path + ": no value named '" + name + "' to fetch");
+    fetch_ids.push_back(v);
+  }
+  const std::string key = signature(fed, fetch_ids);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    if (plans_.size() >= 16) plans_.clear();  // many distinct shapes: keep memory bounded
+    it = plans_.emplace(key, build_plan(fed, fetch_ids)).first;
+  }
+  Plan& plan = *it->second;
+  last_plan_ = &plan;
+  for (int v : plan.feeds) plan.views[v].data = const_cast<uint8_t*>(fed[v]->data());
+
+  const uint64_t run_seed = splitmix64(seed_ ^ splitmix64(runs_));
+  for (Plan::Launch& l : plan.launches) {
+    const RunContext ctx{threads_, splitmix64(run_seed + static_cast<uint64_t>(l.step))};
+    at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
+  }
+  ++runs_;
+
+  std::vector<Tensor> results;
+  for (int v : fetch_ids) {
+    const View& view = plan.views[v];
+    Tensor t(view.dtype, view.dims);
+    if (view.nbytes() > 0) std::memcpy(t.mutable_data(), view.data, view.nbytes());
+    t.name = program_.values[v].name;
+    results.push_back(std::move(t));
+  }
+  bool replan = false;
+  for (const auto& [s, v] : updates_) {
+    const View& from = plan.views[v];
+    Tensor& to = state_[s];
+    if (from.dtype != to.dtype || from.dims != to.dims)
+      throw InputError(program_.path + ": state '" + to.name + "' is " + type_str(to.dtype, to.dims) +
+                       " but its update '" + program_.values[v].name + "' is " + type_str(from.dtype, from.dims));
+    std::memmove(to.mutable_data(), from.data, to.nbytes());
+    replan = replan || shape_value_[program_.find(to.name)];
+  }
+  for (int v : plan.feeds) plan.views[v].data = nullptr;  // the caller's tensors may go away
+  if (replan) {
+    plans_.clear();
+    last_plan_ = nullptr;
+  }
+  return results;
+}
+
+std::vector<std::string> CpuExecutable::state_names() const {
+  std::vector<std::string> names;
+  for (const Tensor& t : state_) names.push_back(t.name);
+  return names;
+}
+
+Tensor CpuExecutable::read_state(const std::string& name) const {
+  const int s = state_index(name);
+  if (s < 0) throw InputError(program_.path + ": no state named '" + name + "'");
+  const Tensor& t = state_[s];
+  Tensor copy = Tensor::from_bytes(t.dtype, t.dims, std::string(reinterpret_cast<const char*>(t.data()), t.nbytes()));
+  copy.name = name;
+  return copy;
+}
+
+void CpuExecutable::write_state(const std::string& name, const Tensor& value) {
+  const int s = state_index(name);
+  if (s < 0) throw InputError(program_.path + ": no state named '" + name + "'");
+  Tensor& t = state_[s];
+  if (value.dtype != t.dtype)
+    throw InputError(program_.path + ": state '" + name + "' is " + std::string(dtype_name(t.dtype)) + ", got " +
+                     std::string(dtype_name(value.dtype)));
+  if (value.dims == t.dims && !shape_value_[program_.find(name)]) {
+    std::memcpy(t.mutable_data(), value.data(), t.nbytes());
+    return;
+  }
+  // A new shape (or contents other shapes depend on): plans are stale.
+  t = Tensor::from_bytes(value.dtype, value.dims,
+                         std::string(reinterpret_cast<const char*>(value.data()), value.nbytes()));
+  t.name = name;
+  plans_.clear();
+  last_plan_ = nullptr;
+}
+
+MemoryStats CpuExecutable::memory() const {
+  MemoryStats m;
+  for (const Tensor& t : state_) m.state_bytes += t.nbytes();
+  if (last_plan_) {
+    m.arena_bytes = last_plan_->layout.arena_bytes;
+    m.peak_bytes = last_plan_->layout.peak_bytes;
+    m.intermediate_bytes = last_plan_->layout.total_bytes;
+  }
+  return m;
+}
+
+}  // namespace amp::cpu

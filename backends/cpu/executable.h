@@ -1,0 +1,52 @@
+// A compiled model on the CPU. Compile numbers the graph, makes one kernel per node and copies the
+// state in; the first run with a new input-shape signature plans it: every value's type and dims,
+// the values shapes depend on computed right then (Shape -> Gather -> Concat -> Reshape chains),
+// and one arena laid out by liveness for everything else. Later runs with the same signature only
+// point the feed views at the new data and call the kernels in order.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/kernel.h"
+#include "backends/program.h"
+
+namespace amp::cpu {
+
+class CpuExecutable final : public Executable {
+ public:
+  CpuExecutable(const Model& m, const CompileOptions& options, const Backend& backend);
+  ~CpuExecutable() override;
+
+  std::vector<Tensor> run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& fetches) override;
+  std::vector<std::string> state_names() const override;
+  Tensor read_state(const std::string& name) const override;
+  void write_state(const std::string& name, const Tensor& value) override;
+  MemoryStats memory() const override;
+
+ private:
+  struct Plan;
+  std::vector<const Tensor*> bind_feeds(const std::vector<std::pair<std::string, Tensor>>& feeds) const;
+  std::string signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const;
+  std::unique_ptr<Plan> build_plan(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const;
+  int state_index(const std::string& name) const;
+
+  Program program_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // per step
+  std::vector<const OpEntry*> entries_;           // per step
+  std::vector<bool> shape_value_;                 // per value: planning must know its contents
+  std::vector<int> state_of_;                     // per value: index into state_, or -1
+  std::vector<Tensor> state_;                     // owned, never shared, so data pointers stay put
+  std::vector<std::pair<int, int>> updates_;      // state index <- value
+  std::map<std::string, std::unique_ptr<Plan>> plans_;
+  const Plan* last_plan_ = nullptr;
+  uint64_t seed_ = 0;
+  uint64_t runs_ = 0;
+  int threads_ = 1;
+};
+
+}  // namespace amp::cpu

@@ -1,0 +1,123 @@
+// Ops that make tensors rather than transform them: Constant, ConstantOfShape, Range. Their
+// outputs usually feed shapes, so the executor computes them once per plan.
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/kernel_util.h"
+
+namespace amp::cpu {
+namespace {
+
+class Constant final : public Kernel {
+ public:
+  Constant(const Node& n, int64_t) {
+    if (const Attribute* a = n.attr("value")) {
+      value_ = a->t;
+    } else if (const Attribute* f = n.attr("value_float")) {
+      value_ = scalar(DType::kFloat, &f->f, {});
+    } else if (const Attribute* fs = n.attr("value_floats")) {
+      value_ = scalar(DType::kFloat, fs->floats.data(), {static_cast<int64_t>(fs->floats.size())});
+    } else if (const Attribute* i = n.attr("value_int")) {
+      value_ = scalar(DType::kInt64, &i->i, {});
+    } else if (const Attribute* is = n.attr("value_ints")) {
+      value_ = scalar(DType::kInt64, is->ints.data(), {static_cast<int64_t>(is->ints.size())});
+    } else {
+      throw InputError("Constant has no value attribute this backend reads (value, value_float(s), value_int(s))");
+    }
+    if (value_.dtype == DType::kString || dtype_size(value_.dtype) == 0)
+      throw InputError("Constant of type " + std::string(dtype_name(value_.dtype)) + " is not supported");
+  }
+  size_t infer(KernelIO& io) const override {
+    io.output(0).dtype = value_.dtype;
+    io.output(0).dims = value_.dims;
+    return 0;
+  }
+  void run(KernelIO& io, const RunContext&) const override {
+    if (value_.nbytes()) std::memcpy(io.output(0).data, value_.data(), value_.nbytes());
+  }
+
+ private:
+  static Tensor scalar(DType t, const void* data, std::vector<int64_t> dims) {
+    Tensor out(t, std::move(dims));
+    if (out.nbytes()) std::memcpy(out.mutable_data(), data, out.nbytes());
+    return out;
+  }
+  Tensor value_;
+};
+
+class ConstantOfShape final : public Kernel {
+ public:
+  ConstantOfShape(const Node& n, int64_t) : value_(DType::kFloat, {1}) {
+    if (const Attribute* a = n.attr("value")) {
+      if (a->t.numel() != 1) throw InputError("ConstantOfShape value must have one element");
+      value_ = a->t;
+    }
+  }
+  size_t infer(KernelIO& io) const override {
+    io.output(0).dtype = value_.dtype;
+    io.output(0).dims = read_ints(io.input(0));
+    for (int64_t d : io.output(0).dims)
+      if (d < 0) throw InputError("ConstantOfShape shape " + dims_str(io.output(0).dims) + " has a negative dim");
+    return 0;
+  }
+  void run(KernelIO& io, const RunContext&) const override {
+    const size_t elem = dtype_size(value_.dtype);
+    auto* out = static_cast<uint8_t*>(io.output(0).data);
+    for (int64_t i = 0; i < io.output(0).numel(); ++i) std::memcpy(out + i * elem, value_.data(), elem);
+  }
+
+ private:
+  Tensor value_;
+};
+
+class Range final : public Kernel {
+ public:
+  Range(const Node&, int64_t) {}
+  size_t infer(KernelIO& io) const override {
+    const DType t = io.input(0).dtype;
+    for (size_t i = 0; i < 3; ++i) {
+      if (io.input(i).dtype != t) throw InputError("Range start, limit and delta have different types");
+      if (io.input(i).numel() != 1) throw InputError("Range start, limit and delta must be scalars");
+    }
+    io.output(0).dtype = t;
+    io.output(0).dims = {count(io)};
+    return 0;
+  }
+  void run(KernelIO& io, const RunContext&) const override {
+    const int64_t n = count(io);
+    dispatch(kTypes, io.input(0).dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T start = io.input(0).as<T>()[0], delta = io.input(2).as<T>()[0];
+      T* out = io.output(0).as<T>();
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+    });
+  }
+  static constexpr TypeList<float, double, int16_t, int32_t, int64_t> kTypes{};
+
+ private:
+  static int64_t count(const KernelIO& io) {
+    int64_t n = 0;
+    dispatch(kTypes, io.input(0).dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const double start = static_cast<double>(io.input(0).as<T>()[0]);
+      const double limit = static_cast<double>(io.input(1).as<T>()[0]);
+      const double delta = static_cast<double>(io.input(2).as<T>()[0]);
+      if (delta == 0) throw InputError("Range delta must not be 0");
+      n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    });
+    return n;
+  }
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& generator_ops() {
+  static const std::vector<OpEntry> ops = {
+      {"Constant", make_kernel<Constant>, 0, {}},
+      {"ConstantOfShape", make_kernel<ConstantOfShape>, TypeList<int64_t>::mask(), {0}},
+      {"Range", make_kernel<Range>, decltype(Range::kTypes)::mask(), {0, 1, 2}},
+  };
+  return ops;
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,211 @@
+// ConvGrad: the gradients of Conv (1-D and 2-D; pads, strides, dilations, groups) through the same
+// im2col GEMMs as the forward kernel, per image and group:
+//   dW[g] += dY[g] (M/g x OH*OW) @ col^T          (col: C/g*KH*KW x OH*OW of the input image)
+//   dcol   = W[g]^T (C/g*KH*KW x M/g) @ dY[g]     then col2im adds dcol back onto dX's pixels
+//   dB     = dY summed over images and pixels.
+// 16-bit tensors are widened to fp32 and every sum is accumulated in fp32 (fp64 for double) and
+// rounded once, as a GPU's backward convolutions do.
+#include <cstring>
+
+#include "backends/cpu/blas.h"
+#include "backends/cpu/grad_kernels.h"
+#include "backends/cpu/kernel_util.h"
+#include "backends/cpu/window.h"
+
+namespace amp::cpu {
+namespace {
+
+struct Geometry {
+  int64_t n, c, h, w, m, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, groups;
+  int64_t rows() const { return c / groups * kh * kw; }
+  int64_t pixels() const { return oh * ow; }
+};
+
+// col[(c*KH + i)*KW + j][y*OW + x] = image[c][y*SH - PH + i*DH][x*SW - PW + j*DW], 0 outside.
+template <class T, class F>
+void im2col(const T* image, int64_t channels, const Geometry& g, F* col, int threads) {
+  parallel_for(channels * g.kh * g.kw, threads, 8, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, j = r % g.kw;
+      const T* plane = image + c * g.h * g.w;
+      for (int64_t y = 0; y < g.oh; ++y) {
+        const int64_t iy = y * g.sh - g.ph + i * g.dh;
+        F* row = col + r * g.pixels() + y * g.ow;
+        for (int64_t x = 0; x < g.ow; ++x) {
+          const int64_t ix = x * g.sw - g.pw + j * g.dw;
+          row[x] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? static_cast<F>(load(plane[iy * g.w + ix])) : F(0);
+        }
+      }
+    }
+  });
+}
+
+// The transpose of im2col: each column entry is added to the pixel it was read from. Channels are
+// independent, so they are spread over the cores.
+template <class F>
+void col2im(const F* col, int64_t channels, const Geometry& g, F* image, int threads) {
+  parallel_for(channels, threads, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      F* plane = image + c * g.h * g.w;
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const F* src = col + ((c * g.kh + i) * g.kw + j) * g.pixels();
+          for (int64_t y = 0; y < g.oh; ++y) {
+            const int64_t iy = y * g.sh - g.ph + i * g.dh;
+            if (iy < 0 || iy >= g.h) continue;
+            for (int64_t x = 0; x < g.ow; ++x) {
+              const int64_t ix = x * g.sw - g.pw + j * g.dw;
+              if (ix >= 0 && ix < g.w) plane[iy * g.w + ix] += src[y * g.ow + x];
+            }
+          }
+        }
+    }
+  });
+}
+
+class ConvGrad final : public Kernel {
+ public:
+  ConvGrad(const Node& n, int64_t) : attrs_(n), groups_(n.attr_int("group", 1)) {}
+
+  size_t infer(KernelIO& io) const override {
+    const View &dy = io.input(0), &x = io.input(1), &w = io.input(2);
+    if (dy.dtype != x.dtype || w.dtype != x.dtype) throw InputError("ConvGrad inputs have different element types");
+    if (x.rank() < 3 || x.rank() > 4 || w.rank() != x.rank())
+      throw InputError("ConvGrad supports 1-D and 2-D convolutions, X is " + dims_str(x.dims));
+    const Geometry g = geometry(x, w);
+    if (g.groups <= 0 || g.c % g.groups || g.m % g.groups || w.dims[1] * g.groups != g.c)
+      throw InputError("ConvGrad channels do not match: X " + dims_str(x.dims) + ", W " + dims_str(w.dims));
+    std::vector<int64_t> ydims = {g.n, g.m};
+    if (x.rank() == 4) ydims.push_back(g.oh);
+    ydims.push_back(g.ow);
+    if (dy.dims != ydims) throw InputError("ConvGrad dY " + dims_str(dy.dims) + " should be " + dims_str(ydims));
+    const View* like[3] = {&x, &w, nullptr};
+    for (size_t i = 0; i < 3; ++i) {
+      if (!io.has_out(i)) continue;
+      io.output(i).dtype = x.dtype;
+      io.output(i).dims = like[i] ? like[i]->dims : std::vector<int64_t>{g.m};
+    }
+    return scratch_layout(x, w, g).total;
+  }
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View &dyv = io.input(0), &x = io.input(1), &w = io.input(2);
+    const Geometry g = geometry(x, w);
+    const Scratch s = scratch_layout(x, w, g);
+    dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      uint8_t* base = static_cast<uint8_t*>(io.workspace);
+      F* col = reinterpret_cast<F*>(base + s.col);
+      F* dcol = reinterpret_cast<F*>(base + s.dcol);
+      F* dy = reinterpret_cast<F*>(base + s.dy);
+      F* wts = reinterpret_cast<F*>(base + s.w);
+      F* dw = reinterpret_cast<F*>(base + s.dw);
+      F* dx = reinterpret_cast<F*>(base + s.dx);
+      widen_to(w.as<T>(), wts, w.numel(), ctx.threads);
+      std::fill(dw, dw + w.numel(), F(0));
+      std::vector<F> db(static_cast<size_t>(g.m), F(0));
+      const int64_t cg = g.c / g.groups, mg = g.m / g.groups, rows = g.rows(), px = g.pixels();
+      for (int64_t n = 0; n < g.n; ++n) {
+        widen_to(dyv.as<T>() + n * g.m * px, dy, g.m * px, ctx.threads);
+        if (io.has_out(2))
+          for (int64_t m = 0; m < g.m; ++m)
+            for (int64_t i = 0; i < px; ++i) db[static_cast<size_t>(m)] += dy[m * px + i];
+        if (io.has_out(0)) std::fill(dx, dx + g.c * g.h * g.w, F(0));
+        for (int64_t grp = 0; grp < g.groups; ++grp) {
+          const F* dy_g = dy + grp * mg * px;
+          if (io.has_out(1)) {
+            im2col(x.as<T>() + (n * g.c + grp * cg) * g.h * g.w, cg, g, col, ctx.threads);
+            gemm<F>(false, true, mg, rows, px, F(1), dy_g, px, col, px, F(1), dw + grp * mg * rows, rows);
+          }
+          if (io.has_out(0)) {
+            gemm<F>(true, false, rows, px, mg, F(1), wts + grp * mg * rows, rows, dy_g, px, F(0), dcol, px);
+            col2im(dcol, cg, g, dx + grp * cg * g.h * g.w, ctx.threads);
+          }
+        }
+        if (io.has_out(0)) narrow_to(dx, io.output(0).as<T>() + n * g.c * g.h * g.w, g.c * g.h * g.w, ctx.threads);
+      }
+      if (io.has_out(1)) narrow_to(dw, io.output(1).as<T>(), w.numel(), ctx.threads);
+      if (io.has_out(2))
+        for (int64_t m = 0; m < g.m; ++m) io.output(2).as<T>()[m] = store<T>(static_cast<compute_t<T>>(db[m]));
+    });
+  }
+
+ private:
+  struct Scratch {
+    size_t col, dcol, dy, w, dw, dx, total;
+  };
+
+  static size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+  Scratch scratch_layout(const View& x, const View& w, const Geometry& g) const {
+    const size_t e = x.dtype == DType::kDouble ? 8 : 4;
+    Scratch s{};
+    size_t at = 0;
+    auto take = [&](size_t elements) {
+      const size_t here = at;
+      at += aligned(elements * e);
+      return here;
+    };
+    s.col = take(static_cast<size_t>(g.rows() * g.pixels()));
+    s.dcol = take(static_cast<size_t>(g.rows() * g.pixels()));
+    s.dy = take(static_cast<size_t>(g.m * g.pixels()));
+    s.w = take(static_cast<size_t>(w.numel()));
+    s.dw = take(static_cast<size_t>(w.numel()));
+    s.dx = take(static_cast<size_t>(g.c * g.h * g.w));
+    s.total = at;
+    return s;
+  }
+
+  template <class T, class F>
+  static void widen_to(const T* in, F* out, int64_t n, int threads) {
+    parallel_for(n, threads, kParallelGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = static_cast<F>(load(in[i]));
+    });
+  }
+  template <class F, class T>
+  static void narrow_to(const F* in, T* out, int64_t n, int threads) {
+    parallel_for(n, threads, kParallelGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = store<T>(static_cast<compute_t<T>>(in[i]));
+    });
+  }
+
+  Geometry geometry(const View& x, const View& w) const {
+    std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end()), k(w.dims.begin() + 2, w.dims.end());
+    if (!attrs_.kernel.empty() && attrs_.kernel != k)
+      throw InputError("kernel_shape " + dims_str(attrs_.kernel) + " does not match W " + dims_str(w.dims));
+    const Window win = make_window(attrs_, in, k);
+    const bool one_d = x.rank() == 3;
+    auto first = [&](const std::vector<int64_t>& v, int64_t one) { return one_d ? one : v[0]; };
+    return Geometry{x.dims[0],
+                    x.dims[1],
+                    one_d ? 1 : x.dims[2],
+                    x.dims.back(),
+                    w.dims[0],
+                    first(win.kernel, 1),
+                    win.kernel.back(),
+                    first(win.out, 1),
+                    win.out.back(),
+                    first(win.strides, 1),
+                    win.strides.back(),
+                    first(win.dilations, 1),
+                    win.dilations.back(),
+                    first(win.pads_begin, 0),
+                    win.pads_begin.back(),
+                    groups_};
+  }
+
+  WindowAttrs attrs_;
+  int64_t groups_;
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& grad_conv_ops() {
+  static const std::vector<OpEntry> ops = {
+      {"ConvGrad", make_kernel<ConvGrad>, FloatTypes::mask(), {}},
+  };
+  return ops;
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,22 @@
+// CPU kernels of the project's own ops (domain ai.onnx_amp, graph/amp_ops.h): the gradient ops
+// that standard ONNX lacks, SumToShape and AllFinite. Same OpEntry pattern as the default-domain
+// families; find_amp_op() is the lookup for nodes of that domain.
+#pragma once
+
+#include "backends/cpu/kernel.h"
+
+namespace amp::cpu {
+
+const OpEntry* find_amp_op(std::string_view op);
+// The entry for an op of either domain the CPU backend runs ("" and ai.onnx_amp); nullptr if none.
+const OpEntry* find_op(std::string_view domain, std::string_view op);
+
+// The family tables find_amp_op() joins, one per grad_*.cc file.
+const std::vector<OpEntry>& grad_conv_ops();
+const std::vector<OpEntry>& grad_pool_ops();
+const std::vector<OpEntry>& grad_norm_ops();
+const std::vector<OpEntry>& grad_loss_ops();
+const std::vector<OpEntry>& grad_scatter_ops();
+const std::vector<OpEntry>& grad_all_finite_ops();
+
+}  // namespace amp::cpu

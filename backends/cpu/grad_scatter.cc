@@ -1,0 +1,190 @@
+// The gradient ops that scatter dY back into a larger zero tensor: GatherGrad (scatter-add along
+// an axis; repeated indices accumulate), SliceGrad (dY placed where Slice read it) and SumToShape
+// (the sum over the axes a smaller shape was broadcast along). Sums run in fp64 in a fixed order,
+// so the result does not depend on the number of cores.
+#include <limits>
+
+#include "backends/cpu/grad_kernels.h"
+#include "backends/cpu/kernel_util.h"
+
+namespace amp::cpu {
+namespace {
+
+std::vector<int64_t> shape_input(const View& v) {
+  if (v.rank() != 1) throw InputError("a shape input must be 1-D, got " + dims_str(v.dims));
+  std::vector<int64_t> dims = read_ints(v);
+  for (int64_t d : dims)
+    if (d < 0) throw InputError("a shape input has a negative dim: " + dims_str(dims));
+  return dims;
+}
+
+// Writes an fp64 accumulator into the output's type.
+void store_all(const std::vector<double>& acc, View& out) {
+  dispatch(FloatTypes{}, out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.as<T>();
+    for (size_t i = 0; i < acc.size(); ++i) p[i] = convert<T>(acc[i]);
+  });
+}
+
+template <class F>
+void for_each_element(const View& v, F&& f) {
+  dispatch(FloatTypes{}, v.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = v.as<T>();
+    for (int64_t i = 0; i < v.numel(); ++i) f(i, static_cast<double>(load(p[i])));
+  });
+}
+
+class GatherGrad final : public Kernel {
+ public:
+  GatherGrad(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
+  size_t infer(KernelIO& io) const override {
+    const std::vector<int64_t> data = shape_input(io.input(1));
+    const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(data.size()));
+    std::vector<int64_t> expect(data.begin(), data.begin() + axis);
+    const auto& idx = io.input(2).dims;
+    expect.insert(expect.end(), idx.begin(), idx.end());
+    expect.insert(expect.end(), data.begin() + axis + 1, data.end());
+    if (io.input(0).dims != expect) throw InputError("GatherGrad dY " + dims_str(io.input(0).dims) + " should be " + dims_str(expect));
+    io.output(0).dtype = io.input(0).dtype;
+    io.output(0).dims = data;
+    return 0;
+  }
+  void run(KernelIO& io, const RunContext&) const override {
+    const std::vector<int64_t> data = shape_input(io.input(1));
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(data.size())));
+    const int64_t extent = data[axis], inner = product(data, axis + 1);
+    const std::vector<int64_t> indices = read_ints(io.input(2));
+    const int64_t count = static_cast<int64_t>(indices.size());
+    std::vector<double> acc(static_cast<size_t>(product(data)));
+    for_each_element(io.input(0), [&](int64_t i, double v) {
+      const int64_t o = i / (count * inner), j = i / inner % count, k = i % inner;
+      int64_t at = indices[static_cast<size_t>(j)];
+      if (at < 0) at += extent;
+      if (at < 0 || at >= extent)
+        throw InputError("index " + std::to_string(indices[static_cast<size_t>(j)]) + " is out of range for " +
+                         std::to_string(extent));
+      acc[static_cast<size_t>((o * extent + at) * inner + k)] += v;
+    });
+    store_all(acc, io.output(0));
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class SliceGrad final : public Kernel {
+ public:
+  SliceGrad(const Node&, int64_t) {}
+  size_t infer(KernelIO& io) const override {
+    const std::vector<int64_t> data = shape_input(io.input(1));
+    std::vector<int64_t> expect;
+    for (const Range& r : ranges(io, data)) expect.push_back(r.count);
+    if (io.input(0).dims != expect) throw InputError("SliceGrad dY " + dims_str(io.input(0).dims) + " should be " + dims_str(expect));
+    io.output(0).dtype = io.input(0).dtype;
+    io.output(0).dims = data;
+    return 0;
+  }
+  void run(KernelIO& io, const RunContext&) const override {
+    const std::vector<int64_t> data = shape_input(io.input(1));
+    const std::vector<Range> r = ranges(io, data);
+    const std::vector<int64_t> strides = strides_of(data);
+    const std::vector<int64_t>& dims = io.input(0).dims;
+    std::vector<double> acc(static_cast<size_t>(product(data)));
+    for_each_element(io.input(0), [&](int64_t i, double v) {
+      int64_t at = 0, rest = i;
+      for (size_t a = dims.size(); a-- > 0;) {
+        const int64_t coord = rest % dims[a];
+        rest /= dims[a];
+        at += (r[a].start + coord * r[a].step) * strides[a];
+      }
+      acc[static_cast<size_t>(at)] = v;
+    });
+    store_all(acc, io.output(0));
+  }
+
+ private:
+  struct Range {
+    int64_t start = 0, step = 1, count = 0;
+  };
+
+  // ONNX Slice's clamping rules, per axis of the data.
+  static std::vector<Range> ranges(const KernelIO& io, const std::vector<int64_t>& data) {
+    const std::vector<int64_t> starts = read_ints(io.input(2)), ends = read_ints(io.input(3));
+    std::vector<int64_t> axes = io.has_in(4) ? read_ints(io.input(4)) : std::vector<int64_t>();
+    std::vector<int64_t> steps = io.has_in(5) ? read_ints(io.input(5)) : std::vector<int64_t>();
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      throw InputError("Slice starts, ends, axes and steps must have one length");
+    std::vector<Range> r(data.size());
+    for (size_t a = 0; a < data.size(); ++a) r[a].count = data[a];
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const size_t a = static_cast<size_t>(normalize_axis(axes[i], static_cast<int64_t>(data.size())));
+      const int64_t d = data[a], step = steps[i];
+      if (step == 0) throw InputError("Slice step must not be 0");
+      int64_t s = starts[i], e = ends[i];
+      if (s < 0) s += d;
+      if (e < 0 && e != std::numeric_limits<int64_t>::min()) e += d;
+      if (step > 0) {
+        s = std::clamp<int64_t>(s, 0, d);
+        e = std::clamp<int64_t>(e, 0, d);
+      } else {
+        s = std::clamp<int64_t>(s, 0, d - 1);
+        e = std::clamp<int64_t>(e, -1, d - 1);
+      }
+      r[a] = Range{s, step, std::max<int64_t>(0, step > 0 ? (e - s + step - 1) / step : (s - e - step - 1) / -step)};
+    }
+    return r;
+  }
+};
+
+class SumToShape final : public Kernel {
+ public:
+  SumToShape(const Node&, int64_t) {}
+  size_t infer(KernelIO& io) const override {
+    const std::vector<int64_t> to = shape_input(io.input(1));
+    const std::vector<int64_t>& from = io.input(0).dims;
+    bool ok = to.size() <= from.size();
+    for (size_t i = 0; ok && i < to.size(); ++i) {
+      const int64_t f = from[from.size() - to.size() + i];
+      ok = to[i] == f || to[i] == 1;
+    }
+    if (!ok) throw InputError("cannot sum " + dims_str(from) + " down to " + dims_str(to));
+    io.output(0).dtype = io.input(0).dtype;
+    io.output(0).dims = to;
+    return 0;
+  }
+  void run(KernelIO& io, const RunContext&) const override {
+    const std::vector<int64_t> to = shape_input(io.input(1));
+    const std::vector<int64_t>& from = io.input(0).dims;
+    const size_t lead = from.size() - to.size();
+    const std::vector<int64_t> to_strides = strides_of(to);
+    std::vector<double> acc(static_cast<size_t>(product(to)));
+    for_each_element(io.input(0), [&](int64_t i, double v) {
+      int64_t at = 0, rest = i;
+      for (size_t a = from.size(); a-- > lead;) {
+        const int64_t coord = rest % from[a];
+        rest /= from[a];
+        if (to[a - lead] != 1) at += coord * to_strides[a - lead];
+      }
+      acc[static_cast<size_t>(at)] += v;
+    });
+    store_all(acc, io.output(0));
+  }
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& grad_scatter_ops() {
+  static const std::vector<OpEntry> ops = {
+      {"GatherGrad", make_kernel<GatherGrad>, FloatTypes::mask(), {1}},
+      {"SliceGrad", make_kernel<SliceGrad>, FloatTypes::mask(), {1, 2, 3, 4, 5}},
+      {"SumToShape", make_kernel<SumToShape>, FloatTypes::mask(), {1}},
+  };
+  return ops;
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,98 @@
+// What a CPU kernel is: an object made once per node at compile time (attributes parsed there),
+// asked per input-shape signature for its outputs' types and dims and its scratch size, and run
+// with pointers into the arena. Each kernel family file lists its ops in an OpEntry table;
+// op_table() joins them. One virtual call per node per run; loops inside are templates.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "graph/node.h"
+
+namespace amp::cpu {
+
+// A tensor as a kernel sees it: element type, dims and where its bytes are.
+struct View {
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> dims;
+  void* data = nullptr;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  size_t rank() const { return dims.size(); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+};
+
+struct RunContext {
+  int threads = 1;
+  uint64_t seed = 0;  // distinct per run and per node: random kernels draw from it
+};
+
+struct KernelIO {
+  std::vector<View*> in;   // nullptr for an absent optional input
+  std::vector<View*> out;  // nullptr for an absent optional output
+  void* workspace = nullptr;
+
+  bool has_in(size_t i) const { return i < in.size() && in[i]; }
+  bool has_out(size_t i) const { return i < out.size() && out[i]; }
+  const View& input(size_t i) const { return *in.at(i); }
+  View& output(size_t i) const { return *out.at(i); }
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Sets each present output's dtype and dims (an output's dtype arrives preset from the graph's
+  // declared type where known, for ops whose output type is otherwise free); returns the scratch
+  // bytes run() needs. Data is readable only for the op's shape inputs (OpEntry::shape_inputs).
+  // Throws InputError for inputs the op cannot take.
+  virtual size_t infer(KernelIO& io) const = 0;
+  virtual void run(KernelIO& io, const RunContext& ctx) const = 0;
+};
+
+using KernelFactory = std::unique_ptr<Kernel> (*)(const Node& node, int64_t opset);
+
+struct OpEntry {
+  std::string_view op;
+  KernelFactory make;
+  uint32_t types;                // element types accepted for input 0 (bit 1 << DType)
+  std::vector<int> shape_inputs;  // inputs whose values decide output shapes (Reshape's shape, ...)
+  bool reads_data = true;         // false when only the inputs' dims matter (Shape)
+};
+
+// Every op the CPU backend runs (domain ai.onnx), in family order.
+const std::vector<OpEntry>& op_table();
+const OpEntry* find_op(std::string_view op);
+
+// The family tables op_table() joins, one per kernel file.
+const std::vector<OpEntry>& elementwise_ops();
+const std::vector<OpEntry>& cast_ops();
+const std::vector<OpEntry>& matmul_ops();
+const std::vector<OpEntry>& conv_ops();
+const std::vector<OpEntry>& pool_ops();
+const std::vector<OpEntry>& norm_ops();
+const std::vector<OpEntry>& softmax_ops();
+const std::vector<OpEntry>& reduce_ops();
+const std::vector<OpEntry>& shape_ops();
+const std::vector<OpEntry>& generator_ops();
+const std::vector<OpEntry>& dropout_ops();
+const std::vector<OpEntry>& loss_ops();
+
+// Factory helper: a kernel class constructed from (node, opset).
+template <class K>
+std::unique_ptr<Kernel> make_kernel(const Node& node, int64_t opset) {
+  return std::make_unique<K>(node, opset);
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,102 @@
+// Pieces every kernel family uses: axis handling, numpy broadcasting, integer shape inputs, and a
+// parallel loop over the machine's cores (OpenMP) that stays serial below a grain size, where
+// waking threads costs more than the work.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel.h"
+#include "backends/cpu/numeric.h"
+
+namespace amp::cpu {
+
+// Calls f(begin, end) over [0, n) in at most `threads` contiguous chunks of at least `grain`.
+template <class F>
+void parallel_for(int64_t n, int threads, int64_t grain, F&& f) {
+  const int64_t chunks = std::min<int64_t>(threads, grain > 0 ? n / grain : n);
+  if (chunks <= 1) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
+  for (int64_t c = 0; c < chunks; ++c) f(n * c / chunks, n * (c + 1) / chunks);
+}
+
+// Elements of work below which an elementwise loop stays on one core.
+constexpr int64_t kParallelGrain = 32768;
+
+// A negative axis counts from the back; InputError when out of [-rank, rank).
+int64_t normalize_axis(int64_t axis, int64_t rank);
+// Values of an int32 or int64 tensor (shape inputs: Reshape's shape, Slice's starts, axes ...).
+std::vector<int64_t> read_ints(const View& v);
+int64_t product(const std::vector<int64_t>& dims, size_t from = 0, size_t to = SIZE_MAX);
+std::string dims_str(const std::vector<int64_t>& dims);
+// Row-major strides of dims.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
+
+// numpy broadcasting of several inputs. The output is walked in rows of `inner` contiguous
+// elements; dims with the same broadcast pattern are merged first so rows are as long as possible
+// (a [N,C,H,W] + [1,C,1,1] bias add walks rows of H*W with the bias fixed per row).
+class Broadcast {
+ public:
+  explicit Broadcast(const std::vector<const std::vector<int64_t>*>& inputs);
+  // The broadcast result shape; InputError naming both shapes when they are incompatible.
+  static std::vector<int64_t> result_dims(const std::vector<const std::vector<int64_t>*>& inputs);
+
+  const std::vector<int64_t>& out_dims() const { return out_dims_; }
+  int64_t rows() const { return rows_; }
+  int64_t inner() const { return inner_; }
+  // 1 when input i moves along a row, 0 when it repeats one element.
+  int64_t inner_stride(size_t i) const { return inner_stride_[i]; }
+  // Element offset of row r's first element in each input.
+  void row_offsets(int64_t r, int64_t* offsets) const;
+
+ private:
+  std::vector<int64_t> out_dims_;
+  std::vector<int64_t> outer_dims_;                // merged dims above the row
+  std::vector<std::vector<int64_t>> outer_stride_;  // per input, per outer dim (0 when broadcast)
+  std::vector<int64_t> inner_stride_;
+  int64_t rows_ = 1, inner_ = 1;
+};
+
+// Elementwise over broadcast inputs: f(row_begin_out, inner, in_ptrs..., strides...) is left to
+// the caller; this walks rows in parallel and hands each row's input offsets.
+template <class F>
+void for_each_row(const Broadcast& b, int threads, F&& f) {
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, b.inner()));
+  parallel_for(b.rows(), threads, grain, [&](int64_t r0, int64_t r1) {
+    int64_t offs[4];
+    for (int64_t r = r0; r < r1; ++r) {
+      b.row_offsets(r, offs);
+      f(r * b.inner(), offs);
+    }
+  });
+}
+
+}  // namespace amp::cpu
+
+namespace amp::cpu {
+
+// fp32 copies of 16-bit data and back, for the products that run through sgemm.
+template <class T>
+void widen(const T* in, float* out, int64_t n, int threads) {
+  parallel_for(n, threads, kParallelGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = static_cast<float>(load(in[i]));
+  });
+}
+template <class T>
+void narrow(const float* in, T* out, int64_t n, int threads) {
+  parallel_for(n, threads, kParallelGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = store<T>(in[i]);
+  });
+}
+
+// Bytes of fp32 scratch for n elements, rounded up so consecutive scratch arrays stay aligned.
+inline size_t fp32_scratch(int64_t n) { return (static_cast<size_t>(n) * 4 + 63) / 64 * 64; }
+
+}  // namespace amp::cpu

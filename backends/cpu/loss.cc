@@ -1,0 +1,146 @@
+// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (opset 13), sharing the gather-and-reduce
+// of -log p[n, label, d]: optional class weights, ignore_index (weight 0), reduction none / sum /
+// mean, where mean divides by the summed weights when weights or ignore_index are present and by
+// the element count otherwise (ONNX's reference). Computed in fp32 (fp64 for double).
+#include <cmath>
+#include <limits>
+
+#include "backends/cpu/kernel_util.h"
+
+namespace amp::cpu {
+namespace {
+
+struct LossAttrs {
+  std::string reduction;
+  bool has_ignore;
+  int64_t ignore;
+  explicit LossAttrs(const Node& n)
+      : reduction(n.attr_string("reduction", "mean")),
+        has_ignore(n.attr("ignore_index") != nullptr),
+        ignore(n.attr_int("ignore_index", 0)) {
+    if (reduction != "none" && reduction != "sum" && reduction != "mean")
+      throw InputError("unknown reduction '" + reduction + "'");
+  }
+};
+
+// Checks [N, C, d...] scores against [N, d...] labels and sets the loss output's dims.
+void infer_loss(KernelIO& io, const LossAttrs& a) {
+  const View &x = io.input(0), &labels = io.input(1);
+  if (x.rank() < 2) throw InputError("scores must be [N, C, ...], got " + dims_str(x.dims));
+  std::vector<int64_t> expect = x.dims;
+  expect.erase(expect.begin() + 1);
+  if (labels.dims != expect) throw InputError("labels " + dims_str(labels.dims) + " do not match scores " + dims_str(x.dims));
+  if (labels.dtype != DType::kInt64 && labels.dtype != DType::kInt32) throw InputError("labels must be int32 or int64");
+  if (io.has_in(2) && (io.input(2).numel() != x.dims[1] || io.input(2).dtype != x.dtype))
+    throw InputError("weights must be C elements of the scores' type");
+  io.output(0).dtype = x.dtype;
+  io.output(0).dims = a.reduction == "none" ? expect : std::vector<int64_t>{};
+}
+
+// logp: [N, C, D] in C-type; writes the loss output.
+template <class T, class C>
+void reduce_nll(const KernelIO& io, const LossAttrs& a, const C* logp) {
+  const View& x = io.input(0);
+  const int64_t n = x.dims[0], classes = x.dims[1], d = product(x.dims, 2);
+  const std::vector<int64_t> labels = read_ints(io.input(1));
+  const T* weights = io.has_in(2) ? io.input(2).as<T>() : nullptr;
+  T* out = io.output(0).as<T>();
+  C total = 0, weight_sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < d; ++j) {
+      const int64_t label = labels[i * d + j];
+      C loss = 0, w = 0;
+      if (!(a.has_ignore && label == a.ignore)) {
+        if (label < 0 || label >= classes)
+          throw InputError("label " + std::to_string(label) + " is out of range for " + std::to_string(classes) + " classes");
+        w = weights ? static_cast<C>(load(weights[label])) : C(1);
+        loss = -logp[(i * classes + label) * d + j] * w;
+      }
+      if (a.reduction == "none") out[i * d + j] = store<T>(static_cast<compute_t<T>>(loss));
+      total += loss;
+      weight_sum += w;
+    }
+  if (a.reduction == "sum") out[0] = store<T>(static_cast<compute_t<T>>(total));
+  if (a.reduction == "mean") {
+    const C denom = weights || a.has_ignore ? weight_sum : static_cast<C>(n * d);
+    out[0] = store<T>(static_cast<compute_t<T>>(total / denom));
+  }
+}
+
+template <class T>
+using wide_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+class SoftmaxCrossEntropyLoss final : public Kernel {
+ public:
+  SoftmaxCrossEntropyLoss(const Node& n, int64_t) : attrs_(n) {}
+  size_t infer(KernelIO& io) const override {
+    infer_loss(io, attrs_);
+    if (io.has_out(1)) {
+      io.output(1).dtype = io.input(0).dtype;
+      io.output(1).dims = io.input(0).dims;
+    }
+    return static_cast<size_t>(io.input(0).numel()) * (io.input(0).dtype == DType::kDouble ? 8 : 4);
+  }
+  void run(KernelIO& io, const RunContext&) const override {
+    const View& x = io.input(0);
+    const int64_t n = x.dims[0], classes = x.dims[1], d = product(x.dims, 2);
+    dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = wide_t<T>;
+      const T* in = x.as<T>();
+      C* logp = static_cast<C*>(io.workspace);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < d; ++j) {
+          const int64_t base = i * classes * d + j;
+          C mx = -std::numeric_limits<C>::infinity();
+          for (int64_t c = 0; c < classes; ++c) mx = std::max(mx, static_cast<C>(load(in[base + c * d])));
+          C sum = 0;
+          for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<C>(load(in[base + c * d])) - mx);
+          const C lse = mx + std::log(sum);
+          for (int64_t c = 0; c < classes; ++c) logp[base + c * d] = static_cast<C>(load(in[base + c * d])) - lse;
+        }
+      if (io.has_out(1)) {
+        T* lp = io.output(1).as<T>();
+        for (int64_t i = 0; i < x.numel(); ++i) lp[i] = store<T>(static_cast<compute_t<T>>(logp[i]));
+      }
+      reduce_nll<T, C>(io, attrs_, logp);
+    });
+  }
+
+ private:
+  LossAttrs attrs_;
+};
+
+class NegativeLogLikelihoodLoss final : public Kernel {
+ public:
+  NegativeLogLikelihoodLoss(const Node& n, int64_t) : attrs_(n) {}
+  size_t infer(KernelIO& io) const override {
+    infer_loss(io, attrs_);
+    return static_cast<size_t>(io.input(0).numel()) * (io.input(0).dtype == DType::kDouble ? 8 : 4);
+  }
+  void run(KernelIO& io, const RunContext&) const override {
+    const View& x = io.input(0);
+    dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = wide_t<T>;
+      C* logp = static_cast<C*>(io.workspace);
+      for (int64_t i = 0; i < x.numel(); ++i) logp[i] = static_cast<C>(load(x.as<T>()[i]));
+      reduce_nll<T, C>(io, attrs_, logp);
+    });
+  }
+
+ private:
+  LossAttrs attrs_;
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& loss_ops() {
+  static const std::vector<OpEntry> ops = {
+      {"SoftmaxCrossEntropyLoss", make_kernel<SoftmaxCrossEntropyLoss>, FloatTypes::mask(), {}},
+      {"NegativeLogLikelihoodLoss", make_kernel<NegativeLogLikelihoodLoss>, FloatTypes::mask(), {}},
+  };
+  return ops;
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,184 @@
+// MatMul (numpy semantics: batch dims broadcast, 1-D operands promoted) and Gemm. fp32 and fp64
+// go straight to OpenBLAS; fp16/bf16 operands are widened to fp32 in scratch, multiplied with
+// fp32 accumulation, and the result is rounded once — a tensor core's fp16 x fp16 -> fp32 -> fp16.
+#include "backends/cpu/blas.h"
+#include "backends/cpu/kernel_util.h"
+
+namespace amp::cpu {
+namespace {
+
+struct MatMulShape {
+  int64_t m = 1, k = 1, n = 1;
+  std::vector<int64_t> a_batch, b_batch, out_dims;
+};
+
+MatMulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.empty() || b.empty()) throw InputError("MatMul operands must have rank >= 1");
+  MatMulShape s;
+  s.k = a.back();
+  s.m = a.size() >= 2 ? a[a.size() - 2] : 1;
+  const int64_t kb = b.size() >= 2 ? b[b.size() - 2] : b[0];
+  s.n = b.size() >= 2 ? b.back() : 1;
+  if (kb != s.k) throw InputError("MatMul shapes " + dims_str(a) + " and " + dims_str(b) + " do not multiply");
+  s.a_batch.assign(a.begin(), a.end() - std::min<size_t>(a.size(), 2));
+  s.b_batch.assign(b.begin(), b.end() - std::min<size_t>(b.size(), 2));
+  s.out_dims = Broadcast::result_dims({&s.a_batch, &s.b_batch});
+  if (a.size() >= 2) s.out_dims.push_back(s.m);
+  if (b.size() >= 2) s.out_dims.push_back(s.n);
+  return s;
+}
+
+// out[batch] = a[batch] @ b[batch] for contiguous row-major operands, F float or double.
+template <class F>
+void batched_matmul(const MatMulShape& s, const F* a, const F* b, F* out, int threads) {
+  const int64_t batches = product(s.out_dims) / std::max<int64_t>(1, s.m * s.n);
+  if (batches == 0) return;
+  // One weight matrix shared by every batch (a Linear layer on [N,T,C]): one tall product.
+  if (product(s.b_batch) == 1 && product(s.a_batch) == batches) {
+    gemm<F>(false, false, batches * s.m, s.n, s.k, F(1), a, s.k, b, s.n, F(0), out, s.n);
+    return;
+  }
+  const Broadcast bc({&s.a_batch, &s.b_batch});
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  pairs.reserve(static_cast<size_t>(batches));
+  int64_t offs[4];
+  for (int64_t r = 0; r < bc.rows(); ++r) {
+    bc.row_offsets(r, offs);
+    for (int64_t i = 0; i < bc.inner(); ++i)
+      pairs.emplace_back(offs[0] + i * bc.inner_stride(0), offs[1] + i * bc.inner_stride(1));
+  }
+  auto one = [&](int64_t i) {
+    gemm<F>(false, false, s.m, s.n, s.k, F(1), a + pairs[i].first * s.m * s.k, s.k, b + pairs[i].second * s.k * s.n,
+            s.n, F(0), out + i * s.m * s.n, s.n);
+  };
+  // Many small products (attention heads): one per core; OpenBLAS runs products this small on the
+  // calling thread. Large ones: one at a time, OpenBLAS spreads each over the cores.
+  if (s.m * s.n * s.k <= 64 * 64 * 64) {
+    parallel_for(batches, threads, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < batches; ++i) one(i);
+  }
+}
+
+class MatMul final : public Kernel {
+ public:
+  MatMul(const Node&, int64_t) {}
+  size_t infer(KernelIO& io) const override {
+    const View &a = io.input(0), &b = io.input(1);
+    if (a.dtype != b.dtype) throw InputError("MatMul operands have different element types");
+    const MatMulShape s = matmul_shape(a.dims, b.dims);
+    io.output(0).dtype = a.dtype;
+    io.output(0).dims = s.out_dims;
+    if (!is_low_precision(a.dtype)) return 0;
+    return fp32_scratch(a.numel()) + fp32_scratch(b.numel()) + fp32_scratch(product(s.out_dims));
+  }
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View &a = io.input(0), &b = io.input(1);
+    View& out = io.output(0);
+    const MatMulShape s = matmul_shape(a.dims, b.dims);
+    dispatch(FloatTypes{}, a.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        batched_matmul<T>(s, a.as<T>(), b.as<T>(), out.as<T>(), ctx.threads);
+      } else {
+        float* a32 = static_cast<float*>(io.workspace);
+        float* b32 = a32 + fp32_scratch(a.numel()) / 4;
+        float* o32 = b32 + fp32_scratch(b.numel()) / 4;
+        widen(a.as<T>(), a32, a.numel(), ctx.threads);
+        widen(b.as<T>(), b32, b.numel(), ctx.threads);
+        batched_matmul<float>(s, a32, b32, o32, ctx.threads);
+        narrow(o32, out.as<T>(), out.numel(), ctx.threads);
+      }
+    });
+  }
+};
+
+// Y = alpha * A' B' + beta * C, C broadcast to [M, N]. For 16-bit types the fp32 accumulator
+// takes beta * C before the product, so Y is rounded once (a GEMM epilogue, not a second kernel).
+class Gemm final : public Kernel {
+ public:
+  Gemm(const Node& n, int64_t)
+      : trans_a_(n.attr_int("transA", 0) != 0),
+        trans_b_(n.attr_int("transB", 0) != 0),
+        alpha_(n.attr_float("alpha", 1.0f)),
+        beta_(n.attr_float("beta", 1.0f)) {}
+
+  size_t infer(KernelIO& io) const override {
+    const View &a = io.input(0), &b = io.input(1);
+    if (a.rank() != 2 || b.rank() != 2) throw InputError("Gemm operands must be 2-D");
+    if (a.dtype != b.dtype || (io.has_in(2) && io.input(2).dtype != a.dtype))
+      throw InputError("Gemm operands have different element types");
+    const int64_t m = a.dims[trans_a_ ? 1 : 0], k = a.dims[trans_a_ ? 0 : 1];
+    const int64_t kb = b.dims[trans_b_ ? 1 : 0], n = b.dims[trans_b_ ? 0 : 1];
+    if (k != kb) throw InputError("Gemm shapes " + dims_str(a.dims) + " and " + dims_str(b.dims) + " do not multiply");
+    const std::vector<int64_t> mn = {m, n};
+    if (io.has_in(2) && Broadcast::result_dims({&mn, &io.input(2).dims}) != mn)
+      throw InputError("Gemm C " + dims_str(io.input(2).dims) + " does not broadcast to " + dims_str(mn));
+    io.output(0).dtype = a.dtype;
+    io.output(0).dims = mn;
+    if (!is_low_precision(a.dtype)) return 0;
+    return fp32_scratch(a.numel()) + fp32_scratch(b.numel()) + fp32_scratch(m * n);
+  }
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View &a = io.input(0), &b = io.input(1);
+    View& y = io.output(0);
+    dispatch(FloatTypes{}, a.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        product<T>(io, a.as<T>(), b.as<T>(), y.as<T>());
+      } else {
+        float* a32 = static_cast<float*>(io.workspace);
+        float* b32 = a32 + fp32_scratch(a.numel()) / 4;
+        float* y32 = b32 + fp32_scratch(b.numel()) / 4;
+        widen(a.as<T>(), a32, a.numel(), ctx.threads);
+        widen(b.as<T>(), b32, b.numel(), ctx.threads);
+        product<float>(io, a32, b32, y32);
+        narrow(y32, y.as<T>(), y.numel(), ctx.threads);
+      }
+    });
+  }
+
+ private:
+  // y (F, [M,N]) = alpha a b + beta C, reading C in its storage type.
+  template <class F>
+  void product(const KernelIO& io, const F* a, const F* b, F* y) const {
+    const View& yv = *io.out[0];
+    const int64_t m = yv.dims[0], n = yv.dims[1];
+    const int64_t k = io.input(0).dims[trans_a_ ? 0 : 1];
+    F beta = F(0);
+    if (io.has_in(2) && beta_ != 0.0f) {
+      beta = static_cast<F>(beta_);
+      const View& c = io.input(2);
+      const Broadcast bc({&yv.dims, &c.dims});
+      dispatch(FloatTypes{}, c.dtype, [&](auto tag) {
+        using C = typename decltype(tag)::type;
+        const C* pc = c.as<C>();
+        for (int64_t r = 0; r < bc.rows(); ++r) {
+          int64_t offs[4];
+          bc.row_offsets(r, offs);
+          for (int64_t i = 0; i < bc.inner(); ++i)
+            y[r * bc.inner() + i] = static_cast<F>(load(pc[offs[1] + i * bc.inner_stride(1)]));
+        }
+      });
+    }
+    gemm<F>(trans_a_, trans_b_, m, n, k, static_cast<F>(alpha_), a, trans_a_ ? m : k, b, trans_b_ ? k : n, beta, y, n);
+  }
+
+  bool trans_a_, trans_b_;
+  float alpha_, beta_;
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& matmul_ops() {
+  static const std::vector<OpEntry> ops = {
+      {"MatMul", make_kernel<MatMul>, FloatTypes::mask(), {}},
+      {"Gemm", make_kernel<Gemm>, FloatTypes::mask(), {}},
+  };
+  return ops;
+}
+
+}  // namespace amp::cpu

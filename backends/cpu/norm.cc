@@ -1,0 +1,194 @@
+// BatchNormalization (opset 15: inference, and training mode with batch statistics and running
+// stats outputs) and LayerNormalization (with its Mean / InvStdDev outputs). Statistics are
+// computed in fp32 (fp64 for double inputs) in two passes, whatever the storage type: fp16 sums
+// and variances overflow and lose the small differences normalization is about.
+#include <cmath>
+
+#include "backends/cpu/kernel_util.h"
+
+namespace amp::cpu {
+namespace {
+
+template <class C>
+std::vector<C> values_as(const View& v) {
+  std::vector<C> out(static_cast<size_t>(v.numel()));
+  dispatch(FloatTypes{}, v.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<C>(load(v.as<T>()[i]));
+  });
+  return out;
+}
+
+template <class C>
+void store_as(const std::vector<C>& values, View& v) {
+  dispatch(FloatTypes{}, v.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < values.size(); ++i) v.as<T>()[i] = store<T>(static_cast<compute_t<T>>(values[i]));
+  });
+}
+
+class BatchNormalization final : public Kernel {
+ public:
+  BatchNormalization(const Node& n, int64_t opset)
+      : epsilon_(n.attr_float("epsilon", 1e-5f)),
+        momentum_(n.attr_float("momentum", 0.9f)),
+        training_(n.attr_int("training_mode", 0) != 0) {
+    if (opset < 14 && n.outputs().size() > 1)
+      throw InputError("BatchNormalization in training mode before opset 14 is not supported");
+  }
+
+  size_t infer(KernelIO& io) const override {
+    const View& x = io.input(0);
+    if (x.rank() < 2) throw InputError("BatchNormalization needs [N,C,...], X is " + dims_str(x.dims));
+    for (size_t i = 1; i < 5; ++i)
+      if (io.input(i).numel() != x.dims[1])
+        throw InputError("BatchNormalization input " + std::to_string(i) + " must have C = " +
+                         std::to_string(x.dims[1]) + " elements");
+    io.output(0).dtype = x.dtype;
+    io.output(0).dims = x.dims;
+    for (size_t i = 1; i < 3; ++i) {
+      if (!io.has_out(i)) continue;
+      if (!training_) throw InputError("running statistics outputs need training_mode=1");
+      io.output(i).dtype = io.input(i + 2).dtype;
+      io.output(i).dims = io.input(i + 2).dims;
+    }
+    return 0;
+  }
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View& x = io.input(0);
+    dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const int64_t n = x.dims[0], channels = x.dims[1], size = product(x.dims, 2);
+      const std::vector<C> scale = values_as<C>(io.input(1)), bias = values_as<C>(io.input(2));
+      std::vector<C> mean = values_as<C>(io.input(3)), var = values_as<C>(io.input(4));
+      const T* in = x.as<T>();
+      T* out = io.output(0).as<T>();
+      if (training_) {
+        std::vector<C> batch_mean(channels), batch_var(channels);
+        parallel_for(channels, ctx.threads, 1, [&](int64_t c0, int64_t c1) {
+          for (int64_t c = c0; c < c1; ++c) {
+            C sum = 0;
+            for (int64_t i = 0; i < n; ++i)
+              for (int64_t j = 0; j < size; ++j) sum += load(in[(i * channels + c) * size + j]);
+            const C m = sum / static_cast<C>(n * size);
+            C sq = 0;
+            for (int64_t i = 0; i < n; ++i)
+              for (int64_t j = 0; j < size; ++j) {
+                const C d = load(in[(i * channels + c) * size + j]) - m;
+                sq += d * d;
+              }
+            batch_mean[c] = m;
+            batch_var[c] = sq / static_cast<C>(n * size);
+          }
+        });
+        const C mom = static_cast<C>(momentum_);
+        std::vector<C> running_mean(channels), running_var(channels);
+        for (int64_t c = 0; c < channels; ++c) {
+          running_mean[c] = mean[c] * mom + batch_mean[c] * (C(1) - mom);
+          running_var[c] = var[c] * mom + batch_var[c] * (C(1) - mom);
+        }
+        if (io.has_out(1)) store_as(running_mean, io.output(1));
+        if (io.has_out(2)) store_as(running_var, io.output(2));
+        mean = batch_mean;
+        var = batch_var;
+      }
+      parallel_for(n * channels, ctx.threads, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(size, 1)),
+                   [&](int64_t p0, int64_t p1) {
+                     for (int64_t p = p0; p < p1; ++p) {
+                       const int64_t c = p % channels;
+                       const C inv = C(1) / std::sqrt(var[c] + static_cast<C>(epsilon_));
+                       for (int64_t j = 0; j < size; ++j)
+                         out[p * size + j] = store<T>(
+                             static_cast<compute_t<T>>((load(in[p * size + j]) - mean[c]) * inv * scale[c] + bias[c]));
+                     }
+                   });
+    });
+  }
+
+ private:
+  float epsilon_, momentum_;
+  bool training_;
+};
+
+class LayerNormalization final : public Kernel {
+ public:
+  LayerNormalization(const Node& n, int64_t)
+      : axis_(n.attr_int("axis", -1)), epsilon_(n.attr_float("epsilon", 1e-5f)) {}
+
+  size_t infer(KernelIO& io) const override {
+    const View& x = io.input(0);
+    const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(x.rank()));
+    const int64_t d = product(x.dims, static_cast<size_t>(axis));
+    if (io.input(1).numel() != d || (io.has_in(2) && io.input(2).numel() != d))
+      throw InputError("LayerNormalization Scale and B must have " + std::to_string(d) + " elements");
+    if (io.input(1).dtype != x.dtype || (io.has_in(2) && io.input(2).dtype != x.dtype))
+      throw InputError("LayerNormalization inputs have different element types");
+    io.output(0).dtype = x.dtype;
+    io.output(0).dims = x.dims;
+    for (size_t i = 1; i < 3; ++i) {
+      if (!io.has_out(i)) continue;
+      View& stat = io.output(i);
+      if (stat.dtype == DType::kUndefined) stat.dtype = x.dtype == DType::kDouble ? DType::kDouble : DType::kFloat;
+      stat.dims = x.dims;
+      std::fill(stat.dims.begin() + axis, stat.dims.end(), 1);
+    }
+    return 0;
+  }
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View& x = io.input(0);
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank())));
+    const int64_t rows = product(x.dims, 0, axis), d = product(x.dims, axis);
+    dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const T* in = x.as<T>();
+      const T* scale = io.input(1).as<T>();
+      const T* bias = io.has_in(2) ? io.input(2).as<T>() : nullptr;
+      T* out = io.output(0).as<T>();
+      std::vector<C> means(rows), invs(rows);
+      parallel_for(rows, ctx.threads, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(d, 1)),
+                   [&](int64_t r0, int64_t r1) {
+                     for (int64_t r = r0; r < r1; ++r) {
+                       const T* row = in + r * d;
+                       C sum = 0;
+                       for (int64_t i = 0; i < d; ++i) sum += load(row[i]);
+                       const C mean = sum / static_cast<C>(d);
+                       C sq = 0;
+                       for (int64_t i = 0; i < d; ++i) {
+                         const C dev = load(row[i]) - mean;
+                         sq += dev * dev;
+                       }
+                       const C inv = C(1) / std::sqrt(sq / static_cast<C>(d) + static_cast<C>(epsilon_));
+                       for (int64_t i = 0; i < d; ++i) {
+                         C y = (load(row[i]) - mean) * inv * static_cast<C>(load(scale[i]));
+                         if (bias) y += static_cast<C>(load(bias[i]));
+                         out[r * d + i] = store<T>(static_cast<compute_t<T>>(y));
+                       }
+                       means[r] = mean;
+                       invs[r] = inv;
+                     }
+                   });
+      if (io.has_out(1)) store_as(means, io.output(1));
+      if (io.has_out(2)) store_as(invs, io.output(2));
+    });
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& norm_ops() {
+  static const std::vector<OpEntry> ops = {
+      {"BatchNormalization", make_kernel<BatchNormalization>, FloatTypes::mask(), {}},
+      {"LayerNormalization", make_kernel<LayerNormalization>, FloatTypes::mask(), {}},
+  };
+  return ops;
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,142 @@
+// Element types as the CPU kernels see them. fp16 and bf16 are stored as 16 bits (f16, bf16 below)
+// and computed in fp32: a kernel loads each element into compute_t<T>, does its math there and
+// stores the result rounded to nearest-even, which is what a GPU's half/bfloat kernels do
+// (load, fp32 math, cvt.rn on store). Kernels are templates over the storage type; dispatch()
+// turns a runtime DType into one template instantiation, once per node and run, never per element.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "graph/dtype.h"
+#include "graph/error.h"
+#include "graph/half.h"
+
+namespace amp::cpu {
+
+struct f16 {
+  uint16_t bits;
+};
+struct bf16 {
+  uint16_t bits;
+};
+
+// Compute type and load / store for each storage type.
+template <class T>
+struct Num {
+  using C = T;
+  static C load(T v) { return v; }
+  static T store(C v) { return v; }
+};
+template <>
+struct Num<f16> {
+  using C = float;
+  static float load(f16 v) { return fp16_to_fp32(v.bits); }
+  static f16 store(float v) { return f16{fp32_to_fp16(v)}; }
+};
+template <>
+struct Num<bf16> {
+  using C = float;
+  static float load(bf16 v) { return bf16_to_fp32(v.bits); }
+  static bf16 store(float v) { return bf16{fp32_to_bf16(v)}; }
+};
+template <>
+struct Num<bool> {
+  using C = bool;
+  static bool load(bool v) { return v; }
+  static bool store(bool v) { return v; }
+};
+
+template <class T>
+using compute_t = typename Num<T>::C;
+template <class T>
+inline compute_t<T> load(T v) {
+  return Num<T>::load(v);
+}
+template <class T>
+inline T store(compute_t<T> v) {
+  return Num<T>::store(v);
+}
+
+template <class T>
+constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+
+// float64 -> fp16/bf16 in one rounding, as numpy's astype does: rounding to fp32 first could round
+// twice. Rounding to fp32 "to odd" (inexact results get their last bit set) keeps the sticky
+// information, and fp32 has enough extra bits for the second rounding to then be exact.
+inline float double_to_float_round_odd(double d) {
+  float f = static_cast<float>(d);
+  if (!std::isfinite(d) || static_cast<double>(f) == d) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);  // truncate
+  uint32_t u = float_bits(f) | 1u;
+  return bits_float(u);
+}
+
+// Any element type converted to any other, the way ONNX Cast and numpy astype do.
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, f16> || std::is_same_v<To, bf16>) {
+    if constexpr (std::is_same_v<From, double>)
+      return store<To>(double_to_float_round_odd(v));
+    else
+      return store<To>(static_cast<float>(load(v)));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return load(v) != 0;
+  } else {
+    return static_cast<To>(load(v));
+  }
+}
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::kFloat;
+  else if constexpr (std::is_same_v<T, double>) return DType::kDouble;
+  else if constexpr (std::is_same_v<T, f16>) return DType::kFloat16;
+  else if constexpr (std::is_same_v<T, bf16>) return DType::kBFloat16;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::kInt8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::kInt16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::kUInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::kUInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DType::kUInt64;
+  else if constexpr (std::is_same_v<T, bool>) return DType::kBool;
+  else static_assert(sizeof(T) == 0, "not an element type");
+}
+
+template <class... Ts>
+struct TypeList {
+  static constexpr uint32_t mask() { return ((1u << static_cast<int>(dtype_of<Ts>())) | ... | 0u); }
+};
+template <class A, class B>
+struct JoinTypes;
+template <class... A, class... B>
+struct JoinTypes<TypeList<A...>, TypeList<B...>> {
+  using type = TypeList<A..., B...>;
+};
+
+using FloatTypes = TypeList<float, f16, bf16, double>;
+using SignedIntTypes = TypeList<int8_t, int16_t, int32_t, int64_t>;
+using IntTypes = TypeList<int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+using NumericTypes = JoinTypes<FloatTypes, IntTypes>::type;
+using AllTypes = JoinTypes<NumericTypes, TypeList<bool>>::type;
+using SignedTypes = JoinTypes<FloatTypes, SignedIntTypes>::type;
+
+template <class T>
+struct Tag {
+  using type = T;
+};
+
+// Calls f(Tag<T>{}) for the T of list whose DType is t; InputError when t is not in the list.
+template <class... Ts, class F>
+void dispatch(TypeList<Ts...>, DType t, F&& f) {
+  bool done = ((t == dtype_of<Ts>() ? (f(Tag<Ts>{}), true) : false) || ...);
+  if (!done) throw InputError("element type " + std::string(dtype_name(t)) + " is not supported");
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,30 @@
+// The CPU backend's op table: every family's entries, looked up by op type.
+#include <unordered_map>
+
+#include "backends/cpu/kernel.h"
+
+namespace amp::cpu {
+
+const std::vector<OpEntry>& op_table() {
+  static const std::vector<OpEntry> table = [] {
+    std::vector<OpEntry> all;
+    for (const auto* family : {&elementwise_ops(), &cast_ops(), &matmul_ops(), &conv_ops(), &pool_ops(), &norm_ops(),
+                               &softmax_ops(), &reduce_ops(), &shape_ops(), &generator_ops(), &dropout_ops(),
+                               &loss_ops()})
+      all.insert(all.end(), family->begin(), family->end());
+    return all;
+  }();
+  return table;
+}
+
+const OpEntry* find_op(std::string_view op) {
+  static const std::unordered_map<std::string_view, const OpEntry*> index = [] {
+    std::unordered_map<std::string_view, const OpEntry*> m;
+    for (const OpEntry& e : op_table()) m.emplace(e.op, &e);
+    return m;
+  }();
+  auto it = index.find(op);
+  return it == index.end() ? nullptr : it->second;
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,142 @@
+// ReduceSum, ReduceMean, ReduceMax over any set of axes, given as an attribute (older opsets) or
+// as input 1 (ReduceSum from opset 13, the others from 18). Accumulators are fp32 for 16-bit
+// types — an fp16 running sum stops growing at 2048 when it adds ones. A single contiguous run of
+// reduced axes (the common case: last axis, or the spatial dims) reduces as [outer, R, inner];
+// other axis sets walk the input once with an index per dim.
+#include <limits>
+
+#include "backends/cpu/kernel_util.h"
+
+namespace amp::cpu {
+namespace {
+
+enum class Reduction { kSum, kMean, kMax };
+
+template <Reduction kOp>
+class Reduce final : public Kernel {
+ public:
+  Reduce(const Node& n, int64_t)
+      : axes_attr_(n.attr_ints("axes")),
+        keepdims_(n.attr_int("keepdims", 1) != 0),
+        noop_empty_(n.attr_int("noop_with_empty_axes", 0) != 0) {}
+
+  size_t infer(KernelIO& io) const override {
+    const std::vector<bool> reduced = reduced_axes(io);
+    View& y = io.output(0);
+    y.dtype = io.input(0).dtype;
+    y.dims.clear();
+    for (size_t i = 0; i < reduced.size(); ++i) {
+      if (!reduced[i])
+        y.dims.push_back(io.input(0).dims[i]);
+      else if (keepdims_)
+        y.dims.push_back(1);
+    }
+    return static_cast<size_t>(y.numel()) * 8;
+  }
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View& x = io.input(0);
+    const std::vector<bool> reduced = reduced_axes(io);
+    dispatch(NumericTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = compute_t<T>;
+      const T* in = x.as<T>();
+      T* out = io.output(0).as<T>();
+      const int64_t count_out = io.output(0).numel();
+      C* acc = static_cast<C*>(io.workspace);
+      const C init = kOp == Reduction::kMax ? std::numeric_limits<C>::lowest() : C(0);
+      std::fill(acc, acc + count_out, init);
+      auto fold = [](C a, C v) -> C {
+        if constexpr (kOp == Reduction::kMax) {
+          if constexpr (std::is_floating_point_v<C>)
+            if (v != v) return v;
+          return v > a ? v : a;
+        } else {
+          return a + v;
+        }
+      };
+      // Collapse to runs of kept / reduced dims.
+      std::vector<int64_t> runs;
+      std::vector<bool> run_reduced;
+      for (size_t i = 0; i < reduced.size(); ++i) {
+        if (x.dims[i] == 1) continue;
+        if (!runs.empty() && run_reduced.back() == reduced[i]) {
+          runs.back() *= x.dims[i];
+        } else {
+          runs.push_back(x.dims[i]);
+          run_reduced.push_back(reduced[i]);
+        }
+      }
+      int64_t reduced_count = 1;
+      for (size_t i = 0; i < reduced.size(); ++i)
+        if (reduced[i]) reduced_count *= x.dims[i];
+      const size_t first_reduced = std::find(run_reduced.begin(), run_reduced.end(), true) - run_reduced.begin();
+      const size_t n_reduced = std::count(run_reduced.begin(), run_reduced.end(), true);
+      if (n_reduced <= 1) {
+        const int64_t outer = product(runs, 0, first_reduced);
+        const int64_t r = first_reduced < runs.size() ? runs[first_reduced] : 1;
+        const int64_t inner = product(runs, first_reduced + 1);
+        parallel_for(outer, ctx.threads, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(r * inner, 1)),
+                     [&](int64_t o0, int64_t o1) {
+                       for (int64_t o = o0; o < o1; ++o)
+                         for (int64_t k = 0; k < r; ++k) {
+                           const T* src = in + (o * r + k) * inner;
+                           C* dst = acc + o * inner;
+                           for (int64_t i = 0; i < inner; ++i) dst[i] = fold(dst[i], load(src[i]));
+                         }
+                     });
+      } else {
+        // Output strides of the runs (0 for reduced runs), then one pass over the input.
+        std::vector<int64_t> out_stride(runs.size(), 0);
+        int64_t s = 1;
+        for (size_t i = runs.size(); i-- > 0;)
+          if (!run_reduced[i]) {
+            out_stride[i] = s;
+            s *= runs[i];
+          }
+        std::vector<int64_t> idx(runs.size(), 0);
+        const int64_t total = x.numel();
+        int64_t o = 0;
+        for (int64_t e = 0; e < total; ++e) {
+          acc[o] = fold(acc[o], load(in[e]));
+          for (size_t d = runs.size(); d-- > 0;) {
+            o += out_stride[d];
+            if (++idx[d] < runs[d]) break;
+            o -= out_stride[d] * runs[d];
+            idx[d] = 0;
+          }
+        }
+      }
+      for (int64_t i = 0; i < count_out; ++i) {
+        C v = acc[i];
+        if constexpr (kOp == Reduction::kMean) v = static_cast<C>(v / static_cast<C>(reduced_count));
+        out[i] = store<T>(v);
+      }
+    });
+  }
+
+ private:
+  std::vector<bool> reduced_axes(const KernelIO& io) const {
+    const int64_t rank = static_cast<int64_t>(io.input(0).rank());
+    const std::vector<int64_t> axes = io.has_in(1) ? read_ints(io.input(1)) : axes_attr_;
+    std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty() && !noop_empty_);
+    for (int64_t a : axes) reduced[static_cast<size_t>(normalize_axis(a, rank))] = true;
+    return reduced;
+  }
+
+  std::vector<int64_t> axes_attr_;
+  bool keepdims_, noop_empty_;
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& reduce_ops() {
+  static const std::vector<OpEntry> ops = {
+      {"ReduceSum", make_kernel<Reduce<Reduction::kSum>>, NumericTypes::mask(), {1}},
+      {"ReduceMean", make_kernel<Reduce<Reduction::kMean>>, NumericTypes::mask(), {1}},
+      {"ReduceMax", make_kernel<Reduce<Reduction::kMax>>, NumericTypes::mask(), {1}},
+  };
+  return ops;
+}
+
+}  // namespace amp::cpu

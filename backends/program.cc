@@ -1,0 +1,134 @@
+#include "backends/program.h"
+
+#include <queue>
+
+#include "graph/error.h"
+
+namespace amp {
+
+int Program::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
+}
+
+Program make_program(const Model& m, std::vector<const Node*>* nodes) {
+  Program p;
+  p.path = m.path.empty() ? "<model>" : m.path;
+  const Graph& g = *m.graph;
+  auto number = [&](const Value* v) -> int {
+    auto [it, fresh] = p.index_.emplace(v->name(), static_cast<int>(p.values.size()));
+    if (fresh) {
+      Program::Val val;
+      val.name = v->name();
+      if (v->type().is_tensor()) {
+        val.dtype = v->dtype();
+        val.shape = v->type().shape;
+      }
+      p.values.push_back(std::move(val));
+    }
+    return it->second;
+  };
+  for (const Value* v : g.initializers()) {
+    const int id = number(v);
+    p.values[id].initializer = static_cast<int>(p.initializers.size());
+    p.initializers.push_back(v->initializer());
+  }
+  for (const Value* v : g.inputs()) {
+    const int id = number(v);
+    p.values[id].graph_input = true;
+    p.inputs.push_back(id);
+  }
+
+  // Kahn's algorithm keeping file order among ready nodes: the model's own order when it is sorted.
+  std::vector<const Node*> order;
+  for (const Node* n : g.nodes()) order.push_back(n);
+  std::unordered_map<const Node*, size_t> pos;
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
+  std::vector<size_t> pending(order.size(), 0);
+  std::vector<std::vector<size_t>> readers(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (const Value* v : Graph::all_reads(order[i])) {
+      if (v->producer() && v->producer()->graph() == &g) {
+        ++pending[i];
+        readers[pos.at(v->producer())].push_back(i);
+      }
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<const Node*> sorted;
+  while (!ready.empty()) {
+    const size_t i = ready.top();
+    ready.pop();
+    sorted.push_back(order[i]);
+    for (size_t r : readers[i])
+      if (--pending[r] == 0) ready.push(r);
+  }
+  if (sorted.size() != order.size()) {
+    for (size_t i = 0; i < order.size(); ++i)
+      if (pending[i] > 0) throw InputError(p.path + ": node " + order[i]->label() + " is on a cycle");
+  }
+
+  for (const Node* n : sorted) {
+    Program::Step s;
+    s.op = n->op_type();
+    s.domain = n->domain();
+    s.opset = m.opset_version(n->domain());
+    s.where = p.path + ": node " + n->label();
+    for (const Value* v : n->inputs()) s.in.push_back(v ? number(v) : -1);
+    for (const Value* v : n->outputs()) {
+      if (!v) {
+        s.out.push_back(-1);
+        continue;
+      }
+      const int id = number(v);
+      p.values[id].producer = static_cast<int>(p.steps.size());
+      s.out.push_back(id);
+    }
+    p.steps.push_back(std::move(s));
+  }
+  for (const Value* v : g.outputs()) p.outputs.push_back(number(v));
+  if (nodes) *nodes = std::move(sorted);
+  return p;
+}
+
+std::vector<int> steps_needed(const Program& p, const std::vector<int>& targets) {
+  std::vector<bool> need_value(p.values.size(), false), need_step(p.steps.size(), false);
+  std::vector<int> stack(targets.begin(), targets.end());
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    if (v < 0 || need_value[v]) continue;
+    need_value[v] = true;
+    const int s = p.values[v].producer;
+    if (s < 0 || need_step[s]) continue;
+    need_step[s] = true;
+    for (int in : p.steps[s].in) stack.push_back(in);
+  }
+  std::vector<int> out;
+  for (size_t s = 0; s < p.steps.size(); ++s)
+    if (need_step[s]) out.push_back(static_cast<int>(s));
+  return out;
+}
+
+std::vector<bool> shape_values(const Program& p, const std::vector<std::vector<int>>& shape_inputs,
+                               const std::vector<bool>& reads_data) {
+  std::vector<bool> known(p.values.size(), false);
+  std::vector<int> stack;
+  for (size_t s = 0; s < p.steps.size(); ++s)
+    for (int i : shape_inputs[s])
+      if (i < static_cast<int>(p.steps[s].in.size())) stack.push_back(p.steps[s].in[i]);
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    if (v < 0 || known[v]) continue;
+    known[v] = true;
+    const int s = p.values[v].producer;
+    if (s >= 0 && reads_data[s])
+      for (int in : p.steps[s].in) stack.push_back(in);
+  }
+  return known;
+}
+
+}  // namespace amp

@@ -1,0 +1,61 @@
+// A Model's main graph as a backend executes it, independent of the device: values numbered,
+// nodes in run (topological) order with their inputs and outputs as value numbers, initializers
+// shared with the model's buffers, and the error prefix of every node. Also the two graph walks
+// every backend needs: which steps a set of targets depends on, and which values must be known
+// when a run is planned because output shapes depend on them (Reshape's shape, Slice's starts).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/model.h"
+
+namespace amp {
+
+struct Program {
+  struct Val {
+    std::string name;
+    DType dtype = DType::kUndefined;  // declared; kUndefined when the graph does not say
+    std::optional<Shape> shape;       // declared
+    int producer = -1;                // step, or -1 for graph inputs and initializers
+    int initializer = -1;             // index into initializers, or -1
+    bool graph_input = false;
+  };
+  struct Step {
+    std::string op, domain;
+    int64_t opset = 0;
+    std::vector<int> in, out;  // value numbers, -1 for an absent optional input or output
+    std::string where;         // "<file>: node <label>", the prefix of this node's errors
+  };
+
+  std::string path;
+  std::vector<Val> values;
+  std::vector<Step> steps;
+  std::vector<int> inputs, outputs;
+  std::vector<Tensor> initializers;
+
+  // Value number of a name; -1 when the graph has no such value.
+  int find(const std::string& name) const;
+
+ private:
+  friend Program make_program(const Model&, std::vector<const Node*>*);
+  std::unordered_map<std::string, int> index_;
+};
+
+// Numbers the main graph and orders its nodes topologically. `nodes` (optional) receives the nodes
+// in step order, valid while the model lives, for creating kernels. InputError on a cycle.
+Program make_program(const Model& m, std::vector<const Node*>* nodes = nullptr);
+
+// Steps the target values depend on, in run order.
+std::vector<int> steps_needed(const Program& p, const std::vector<int>& targets);
+
+// Values whose contents decide shapes, so a plan must know them: the shape inputs of every step
+// (shape_inputs[s]) and, transitively, the inputs of their producers, except inputs of steps that
+// read only dims (reads_data[s] false, e.g. Shape).
+std::vector<bool> shape_values(const Program& p, const std::vector<std::vector<int>>& shape_inputs,
+                               const std::vector<bool>& reads_data);
+
+}  // namespace amp

@@ -1,0 +1,261 @@
+// CPU kernels against numpy / PyTorch (kernel_reference.py) in float32, float16, bfloat16 and
+// float64. The 16-bit references are what a GPU computes: inputs widened to fp32, fp32 math (fp32
+// accumulation for products and reductions), one round-to-nearest-even on store. Arithmetic that
+// is exact in fp32 before the rounding must match bit for bit; transcendental functions and sums
+// (whose fp32 results may differ in the last fp32 bit between libm / BLAS implementations) may
+// land one 16-bit step away.
+#include <gtest/gtest.h>
+
+#include "frontends/lib/npz.h"
+#include "tests/backends/kernel_case.h"
+#include "tests/support/test_support.h"
+
+namespace amp::test {
+namespace {
+
+const DType kFloatTypes[] = {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble};
+
+struct Case {
+  std::string ref;  // kernel_reference.py's name; "@<type>" is appended
+  std::string op;
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  std::vector<Attribute> attrs;
+  size_t outputs = 1;
+  Tolerance tol;
+};
+
+Tolerance tolerance(DType t, int ulps, double rtol32 = 2e-6) {
+  Tolerance tol;
+  tol.max_ulps = ulps;
+  tol.rtol = t == DType::kDouble ? 1e-12 : rtol32;
+  tol.atol = t == DType::kDouble ? 1e-14 : 1e-7;
+  return tol;
+}
+
+// Runs every case on the CPU backend, asks python for the references in one go, compares.
+void check(std::vector<Case>& cases, const std::string& tag) {
+  const std::string dir = temp_dir("kernels_" + tag);
+  std::string names;
+  std::vector<std::vector<Tensor>> results;
+  for (Case& c : cases) {
+    std::vector<std::pair<std::string, Tensor>> present;
+    for (const auto& in : c.inputs)
+      if (!in.first.empty()) present.push_back(in);
+    write_npz(dir + "/" + c.ref + ".in.npz", present);
+    names += " " + c.ref;
+    Model m = one_node_model(c.op, c.inputs, std::move(c.attrs), c.outputs);
+    results.push_back(run_cpu(m, present));
+  }
+  std::string out;
+  ASSERT_EQ(run_python(source_dir() + "/tests/backends/kernel_reference.py " + dir + names, &out), 0) << out;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const auto refs = read_npz(dir + "/" + cases[k].ref + ".ref.npz");
+    ASSERT_EQ(refs.size(), results[k].size()) << cases[k].ref;
+    for (size_t i = 0; i < refs.size(); ++i)
+      EXPECT_EQ(compare_tensors(results[k][i], refs[i].second, cases[k].tol), "")
+          << cases[k].ref << " output " << i << " (" << cases[k].op << ")";
+  }
+}
+
+std::string suffix(DType t) { return "@" + std::string(dtype_name(t)); }
+
+Case unary(const std::string& ref, const std::string& op, DType t, double lo, double hi, int ulps,
+           std::vector<Attribute> attrs = {}) {
+  Case c{ref + suffix(t), op, {{"x", random_tensor(t, {3, 4, 17}, lo, hi, 11)}}, std::move(attrs), 1, tolerance(t, ulps)};
+  return c;
+}
+
+Case binary(const std::string& ref, const std::string& op, DType t, double lo, double hi, int ulps) {
+  Case c{ref + suffix(t), op,
+         {{"a", random_tensor(t, {2, 3, 4}, lo, hi, 1)}, {"b", random_tensor(t, {3, 1}, lo, hi, 2)}},
+         {}, 1, tolerance(t, ulps)};
+  return c;
+}
+
+TEST(CpuKernels, ElementwiseMatchNumpyInEveryFloatType) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    cases.push_back(binary("add_bcast", "Add", t, -4, 4, 0));
+    cases.push_back(binary("sub_bcast", "Sub", t, -4, 4, 0));
+    cases.push_back(binary("mul_bcast", "Mul", t, -4, 4, 0));
+    cases.push_back(binary("div_bcast", "Div", t, 0.5, 4, 0));
+    cases.push_back(binary("pow", "Pow", t, 0.5, 2, 1));
+    cases.push_back(unary("relu", "Relu", t, -2, 2, 0));
+    {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_float("alpha", 0.1f));
+      cases.push_back(unary("leakyrelu", "LeakyRelu", t, -2, 2, 0, std::move(a)));
+    }
+    cases.push_back(unary("sigmoid", "Sigmoid", t, -6, 6, 1));
+    cases.push_back(unary("tanh", "Tanh", t, -3, 3, 1));
+    cases.push_back(unary("erf", "Erf", t, -3, 3, 1));
+    cases.push_back(unary("exp", "Exp", t, -5, 5, 1));
+    cases.push_back(unary("log", "Log", t, 0.01, 8, 1));
+    cases.push_back(unary("sqrt", "Sqrt", t, 0, 8, 0));
+    cases.push_back(unary("reciprocal", "Reciprocal", t, 0.1, 4, 0));
+    cases.push_back(unary("neg", "Neg", t, -2, 2, 0));
+    cases.push_back(unary("abs", "Abs", t, -2, 2, 0));
+    for (const char* op : {"Min", "Max"}) {
+      Case c{std::string(op == std::string("Min") ? "min3" : "max3") + suffix(t), op,
+             {{"a", random_tensor(t, {2, 3}, -2, 2, 3)}, {"b", random_tensor(t, {3}, -2, 2, 4)},
+              {"c", random_tensor(t, {2, 1}, -2, 2, 5)}},
+             {}, 1, tolerance(t, 0)};
+      cases.push_back(std::move(c));
+    }
+    cases.push_back(Case{"where" + suffix(t), "Where",
+                         {{"c", random_tensor(DType::kBool, {2, 1, 4}, 0, 1, 6)},
+                          {"a", random_tensor(t, {3, 4}, -2, 2, 7)},
+                          {"b", random_tensor(t, {2, 3, 1}, -2, 2, 8)}},
+                         {}, 1, tolerance(t, 0)});
+    cases.push_back(Case{"clip" + suffix(t), "Clip",
+                         {{"x", random_tensor(t, {5, 7}, -3, 3, 9)},
+                          {"lo", random_tensor(t, {}, -1, -1, 0)},
+                          {"hi", random_tensor(t, {}, 1.5, 1.5, 0)}},
+                         {}, 1, tolerance(t, 0)});
+    cases.push_back(binary("less", "Less", t, -1, 1, 0));
+  }
+  check(cases, "elementwise");
+}
+
+TEST(CpuKernels, CastRoundsOnceToNearestEven) {
+  std::vector<Case> cases;
+  // Wide range: overflow to inf past 65520, subnormals, ties.
+  Tensor wide = random_tensor(DType::kFloat, {4096}, -70000, 70000, 21);
+  Tensor tiny = random_tensor(DType::kFloat, {4096}, -1e-4, 1e-4, 22);
+  Tensor both(DType::kFloat, {8192});
+  std::memcpy(both.mutable_data(), wide.data(), wide.nbytes());
+  std::memcpy(both.mutable_data() + wide.nbytes(), tiny.data(), tiny.nbytes());
+  std::vector<Attribute> to16, tobf, to32, to16b;
+  to16.push_back(Attribute::of_int("to", static_cast<int64_t>(DType::kFloat16)));
+  tobf.push_back(Attribute::of_int("to", static_cast<int64_t>(DType::kBFloat16)));
+  to32.push_back(Attribute::of_int("to", static_cast<int64_t>(DType::kFloat)));
+  to16b.push_back(Attribute::of_int("to", static_cast<int64_t>(DType::kFloat16)));
+  cases.push_back(Case{"cast_to_f16@float", "Cast", {{"x", both}}, std::move(to16), 1, {}});
+  cases.push_back(Case{"cast_to_bf16@float", "Cast", {{"x", both}}, std::move(tobf), 1, {}});
+  cases.push_back(Case{"cast_to_f32@float16", "Cast", {{"x", random_tensor(DType::kFloat16, {999}, -60000, 60000, 23)}},
+                       std::move(to32), 1, {}});
+  // float64 values just off an fp16 halfway point, on the side away from the even neighbour:
+  // rounding to float32 first would land exactly on the halfway point and round to even, the
+  // wrong way (the lower neighbour's mantissa is i: even i needs the value above halfway).
+  Tensor f64 = random_tensor(DType::kDouble, {1024}, -100, 100, 24);
+  for (int i = 0; i < 256; ++i) {
+    const double halfway = (1.0 + (2 * i + 1) * std::ldexp(1.0, -11)) * std::ldexp(1.0, i % 8);
+    f64.mutable_as<double>()[i] = halfway + std::ldexp(halfway, -40) * (i % 2 ? -1 : 1);
+  }
+  cases.push_back(Case{"cast_f64_to_f16@double", "Cast", {{"x", f64}}, std::move(to16b), 1, {}});
+  check(cases, "cast");
+}
+
+TEST(CpuKernels, MatMulAccumulatesInFp32AndRoundsOnce) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    // K = 256: an fp16 accumulator would be off by many steps; fp32 accumulation is within one.
+    cases.push_back(Case{"matmul" + suffix(t), "MatMul",
+                         {{"a", random_tensor(t, {2, 1, 5, 256}, -1, 1, 31)}, {"b", random_tensor(t, {3, 256, 4}, -1, 1, 32)}},
+                         {}, 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"matmul_vec" + suffix(t), "MatMul",
+                         {{"a", random_tensor(t, {7}, -1, 1, 33)}, {"b", random_tensor(t, {2, 7, 4}, -1, 1, 34)}},
+                         {}, 1, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> a;
+    a.push_back(Attribute::of_int("transB", 1));
+    a.push_back(Attribute::of_float("alpha", 0.5f));
+    a.push_back(Attribute::of_float("beta", 2.0f));
+    cases.push_back(Case{"gemm" + suffix(t), "Gemm",
+                         {{"a", random_tensor(t, {6, 300}, -1, 1, 35)},
+                          {"b", random_tensor(t, {5, 300}, -1, 1, 36)},
+                          {"c", random_tensor(t, {5}, -1, 1, 37)}},
+                         std::move(a), 1, tolerance(t, 1, 1e-5)});
+  }
+  check(cases, "matmul");
+}
+
+TEST(CpuKernels, ConvAndPoolMatchTorch) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    std::vector<Attribute> conv;
+    conv.push_back(Attribute::of_ints("strides", {2, 1}));
+    conv.push_back(Attribute::of_ints("pads", {1, 2, 1, 2}));
+    conv.push_back(Attribute::of_ints("dilations", {1, 2}));
+    conv.push_back(Attribute::of_int("group", 2));
+    cases.push_back(Case{"conv" + suffix(t), "Conv",
+                         {{"x", random_tensor(t, {2, 4, 9, 8}, -1, 1, 41)},
+                          {"w", random_tensor(t, {6, 2, 3, 3}, -1, 1, 42)},
+                          {"b", random_tensor(t, {6}, -1, 1, 43)}},
+                         std::move(conv), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"conv_1x1" + suffix(t), "Conv",
+                         {{"x", random_tensor(t, {2, 8, 5, 5}, -1, 1, 44)}, {"w", random_tensor(t, {4, 8, 1, 1}, -1, 1, 45)}},
+                         {}, 1, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> conv1d;
+    conv1d.push_back(Attribute::of_ints("pads", {1, 1}));
+    cases.push_back(Case{"conv_1d" + suffix(t), "Conv",
+                         {{"x", random_tensor(t, {2, 3, 10}, -1, 1, 46)},
+                          {"w", random_tensor(t, {5, 3, 3}, -1, 1, 47)},
+                          {"b", random_tensor(t, {5}, -1, 1, 48)}},
+                         std::move(conv1d), 1, tolerance(t, 1, 1e-5)});
+    for (const char* op : {"MaxPool", "AveragePool"}) {
+      std::vector<Attribute> pool;
+      pool.push_back(Attribute::of_ints("kernel_shape", {3, 3}));
+      pool.push_back(Attribute::of_ints("strides", {2, 2}));
+      pool.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
+      cases.push_back(Case{std::string(op == std::string("MaxPool") ? "maxpool" : "avgpool") + suffix(t), op,
+                           {{"x", random_tensor(t, {2, 3, 9, 9}, -1, 1, 49)}}, std::move(pool), 1, tolerance(t, 1, 1e-6)});
+    }
+    cases.push_back(Case{"global_avgpool" + suffix(t), "GlobalAveragePool",
+                         {{"x", random_tensor(t, {2, 3, 7, 6}, -1, 1, 50)}}, {}, 1, tolerance(t, 1, 1e-6)});
+  }
+  check(cases, "conv");
+}
+
+TEST(CpuKernels, NormalizationSoftmaxReductionsAndLossMatchReferences) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    auto bn_inputs = [&](uint32_t seed) {
+      return std::vector<std::pair<std::string, Tensor>>{
+          {"x", random_tensor(t, {4, 3, 5, 5}, -2, 3, seed)}, {"s", random_tensor(t, {3}, 0.5, 1.5, seed + 1)},
+          {"b", random_tensor(t, {3}, -1, 1, seed + 2)},      {"m", random_tensor(t, {3}, -0.5, 0.5, seed + 3)},
+          {"v", random_tensor(t, {3}, 0.5, 2, seed + 4)}};
+    };
+    std::vector<Attribute> train;
+    train.push_back(Attribute::of_int("training_mode", 1));
+    cases.push_back(Case{"batchnorm_train" + suffix(t), "BatchNormalization", bn_inputs(61), std::move(train), 3,
+                         tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"batchnorm_eval" + suffix(t), "BatchNormalization", bn_inputs(71), {}, 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"layernorm" + suffix(t), "LayerNormalization",
+                         {{"x", random_tensor(t, {3, 4, 16}, -2, 3, 81)},
+                          {"s", random_tensor(t, {16}, 0.5, 1.5, 82)},
+                          {"b", random_tensor(t, {16}, -1, 1, 83)}},
+                         {}, 3, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> axis1;
+    axis1.push_back(Attribute::of_int("axis", 1));
+    cases.push_back(Case{"softmax" + suffix(t), "Softmax", {{"x", random_tensor(t, {3, 5, 4}, -4, 4, 91)}},
+                         std::move(axis1), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"logsoftmax" + suffix(t), "LogSoftmax", {{"x", random_tensor(t, {3, 5, 4}, -4, 4, 92)}}, {}, 1,
+                         tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_sum_02" + suffix(t), "ReduceSum",
+                         {{"x", random_tensor(t, {3, 4, 5}, -2, 2, 93)}, {"axes", int64_tensor({0, 2})}}, {}, 1,
+                         tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> mean_axes, max_axes;
+    mean_axes.push_back(Attribute::of_ints("axes", {-1}));
+    mean_axes.push_back(Attribute::of_int("keepdims", 0));
+    max_axes.push_back(Attribute::of_ints("axes", {1}));
+    cases.push_back(Case{"reduce_mean_last" + suffix(t), "ReduceMean", {{"x", random_tensor(t, {3, 4, 5}, -2, 2, 94)}},
+                         std::move(mean_axes), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_max_1" + suffix(t), "ReduceMax", {{"x", random_tensor(t, {3, 4, 5}, -2, 2, 95)}},
+                         std::move(max_axes), 1, tolerance(t, 0)});
+    std::vector<Attribute> sce;
+    sce.push_back(Attribute::of_int("ignore_index", 1));
+    cases.push_back(Case{"sce" + suffix(t), "SoftmaxCrossEntropyLoss",
+                         {{"x", random_tensor(t, {4, 5, 3}, -3, 3, 96)},
+                          {"labels", random_tensor(DType::kInt64, {4, 3}, 0, 5, 97)},
+                          {"w", random_tensor(t, {5}, 0.5, 2, 98)}},
+                         std::move(sce), 2, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> perm;
+    perm.push_back(Attribute::of_ints("perm", {2, 0, 1}));
+    cases.push_back(Case{"transpose" + suffix(t), "Transpose", {{"x", random_tensor(t, {3, 4, 5}, -2, 2, 99)}},
+                         std::move(perm), 1, tolerance(t, 0)});
+  }
+  check(cases, "norm");
+}
+
+}  // namespace
+}  // namespace amp::test

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Reference outputs for cpu_kernels_test.cc, computed with numpy and PyTorch (CPU, float32/64).
+
+    kernel_reference.py DIR CASE [CASE ...]
+
+Reads DIR/CASE.in.npz (bf16 arrays as uint16 bits under "<key>.bf16"), computes the case's
+outputs as a GPU does for 16-bit tensors -- widen to float32, compute in float32, round once to
+the storage type -- and writes DIR/CASE.ref.npz with the outputs "y", "y1", ... in the storage type
+of the case's first input (or the type the op makes).
+"""
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+BF16 = ".bf16"
+
+
+def load(path):
+    out, kinds = {}, {}
+    with np.load(path) as z:
+        for key in z.files:
+            a = z[key]
+            if key.endswith(BF16):
+                key = key[: -len(BF16)]
+                a = np.asarray(a.astype(np.uint32) << np.uint32(16)).view(np.float32)  # exact widening
+                kinds[key] = "bf16"
+            else:
+                kinds[key] = str(a.dtype)
+            out[key] = a
+    return out, kinds
+
+
+def round_to(x, kind):
+    """float32/64 result -> the storage kind, rounding to nearest even once."""
+    x = np.asarray(x)
+    if kind == "bf16":
+        bits = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32).reshape(x.shape)).to(torch.bfloat16).view(torch.int16)
+        return (BF16, bits.numpy().view(np.uint16))
+    return ("", x.astype(kind))
+
+
+def f32(a):
+    return np.asarray(a, dtype=np.float64 if a.dtype == np.float64 else np.float32)
+
+
+def t(a):
+    return torch.from_numpy(np.ascontiguousarray(f32(a)))
+
+
+def erf(x):
+    return torch.erf(t(x)).numpy()
+
+
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def layer_norm(x, scale, bias, axis):
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    inv = 1 / np.sqrt(var + np.float32(1e-5))
+    return [(x - mean) * inv * scale + bias, mean, inv]
+
+
+def batch_norm_train(x, scale, bias, mean, var, momentum=0.9, eps=1e-5):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    m, v = x.mean(axis=axes), x.var(axis=axes)
+    y = (x - m.reshape(shape)) / np.sqrt(v.reshape(shape) + np.float32(eps)) * scale.reshape(shape) + bias.reshape(shape)
+    momentum = np.float32(momentum)
+    return [y, mean * momentum + m * (1 - momentum), var * momentum + v * (1 - momentum)]
+
+
+def batch_norm_eval(x, scale, bias, mean, var, eps=1e-5):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + np.float32(eps)) * scale.reshape(shape) + bias.reshape(shape)
+
+
+def sce(scores, labels, weights, ignore_index):
+    logp = torch.log_softmax(t(scores), dim=1)
+    loss = F.nll_loss(logp, torch.from_numpy(labels), weight=t(weights), ignore_index=ignore_index, reduction="mean")
+    return [loss.numpy(), logp.numpy()]
+
+
+# Case name -> (function of the widened inputs returning output(s), output kind or None for the
+# first input's kind). Names match the C++ cases.
+CASES = {
+    "add_bcast": (lambda i: i["a"] + i["b"], None),
+    "sub_bcast": (lambda i: i["a"] - i["b"], None),
+    "mul_bcast": (lambda i: i["a"] * i["b"], None),
+    "div_bcast": (lambda i: i["a"] / i["b"], None),
+    "pow": (lambda i: np.power(i["a"], i["b"]), None),
+    "relu": (lambda i: np.maximum(i["x"], 0), None),
+    "leakyrelu": (lambda i: np.where(i["x"] >= 0, i["x"], i["x"] * np.float32(0.1)), None),
+    "sigmoid": (lambda i: torch.sigmoid(t(i["x"])).numpy(), None),
+    "tanh": (lambda i: np.tanh(i["x"]), None),
+    "erf": (lambda i: erf(i["x"]), None),
+    "exp": (lambda i: np.exp(i["x"]), None),
+    "log": (lambda i: np.log(i["x"]), None),
+    "sqrt": (lambda i: np.sqrt(i["x"]), None),
+    "reciprocal": (lambda i: 1 / i["x"], None),
+    "neg": (lambda i: -i["x"], None),
+    "abs": (lambda i: np.abs(i["x"]), None),
+    "min3": (lambda i: np.minimum(np.minimum(i["a"], i["b"]), i["c"]), None),
+    "max3": (lambda i: np.maximum(np.maximum(i["a"], i["b"]), i["c"]), None),
+    "where": (lambda i: np.where(i["c"], i["a"], i["b"]), None),
+    "clip": (lambda i: np.clip(i["x"], i["lo"], i["hi"]), None),
+    "less": (lambda i: i["a"] < i["b"], "bool"),
+    "cast_to_f16": (lambda i: i["x"], "float16"),
+    "cast_to_bf16": (lambda i: i["x"], "bf16"),
+    "cast_to_f32": (lambda i: i["x"], "float32"),
+    # float64 -> float16 in one rounding (numpy's astype), not via float32.
+    "cast_f64_to_f16": (lambda i: i["x"], "float16"),
+    "matmul": (lambda i: np.matmul(i["a"], i["b"]), None),
+    "matmul_vec": (lambda i: np.matmul(i["a"], i["b"]), None),
+    "gemm": (lambda i: np.float32(0.5) * (i["a"] @ i["b"].T) + np.float32(2.0) * i["c"], None),
+    "conv": (lambda i: F.conv2d(t(i["x"]), t(i["w"]), t(i["b"]), stride=(2, 1), padding=(1, 2), dilation=(1, 2),
+                                groups=2).numpy(), None),
+    "conv_1x1": (lambda i: F.conv2d(t(i["x"]), t(i["w"])).numpy(), None),
+    "conv_1d": (lambda i: F.conv1d(t(i["x"]), t(i["w"]), t(i["b"]), padding=1).numpy(), None),
+    "maxpool": (lambda i: F.max_pool2d(t(i["x"]), 3, stride=2, padding=1).numpy(), None),
+    "avgpool": (lambda i: F.avg_pool2d(t(i["x"]), 3, stride=2, padding=1, count_include_pad=False).numpy(), None),
+    "global_avgpool": (lambda i: i["x"].mean(axis=(2, 3), keepdims=True), None),
+    "batchnorm_train": (lambda i: batch_norm_train(i["x"], i["s"], i["b"], i["m"], i["v"]), None),
+    "batchnorm_eval": (lambda i: batch_norm_eval(i["x"], i["s"], i["b"], i["m"], i["v"]), None),
+    "layernorm": (lambda i: layer_norm(i["x"], i["s"], i["b"], -1), "stats"),
+    "softmax": (lambda i: softmax(i["x"], 1), None),
+    "logsoftmax": (lambda i: torch.log_softmax(t(i["x"]), dim=-1).numpy(), None),
+    "reduce_sum_02": (lambda i: i["x"].sum(axis=(0, 2), keepdims=True), None),
+    "reduce_mean_last": (lambda i: i["x"].mean(axis=-1, keepdims=False), None),
+    "reduce_max_1": (lambda i: i["x"].max(axis=1, keepdims=True), None),
+    "sce": (lambda i: sce(i["x"], i["labels"], i["w"], 1), None),
+    "transpose": (lambda i: np.transpose(i["x"], (2, 0, 1)), None),
+}
+
+
+def main():
+    folder, names = sys.argv[1], sys.argv[2:]
+    for name in names:
+        inputs, kinds = load("%s/%s.in.npz" % (folder, name))
+        base = name.rsplit("@", 1)[0]  # "add_bcast@float16": one reference, several storage types
+        fn, out_kind = CASES[base]
+        first = next(k for k in kinds.values() if k != "bool")  # Where: the type of X, not of the condition
+        with np.errstate(all="ignore"):
+            outs = fn({k: f32(v) if v.dtype != np.bool_ and v.dtype.kind == "f" else v for k, v in inputs.items()})
+        if not isinstance(outs, list):
+            outs = [outs]
+        arrays = {}
+        for k, o in enumerate(outs):
+            if isinstance(o, torch.Tensor):
+                o = o.numpy()
+            kind = out_kind or first
+            if out_kind == "stats":  # LayerNorm: Y in the input's type, Mean / InvStdDev in float32 (or 64)
+                kind = first if k == 0 else ("float64" if first == "float64" else "float32")
+            if kind == "bool":
+                arrays["y%s" % (k or "")] = np.asarray(o, dtype=np.bool_)
+                continue
+            suffix, a = round_to(o, kind)
+            arrays["y%s%s" % (k or "", suffix)] = a
+        np.savez("%s/%s.ref.npz" % (folder, name), **arrays)
+
+
+if __name__ == "__main__":
+    main()
