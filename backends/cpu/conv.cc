@@ -1,4 +1,4 @@
-// Conv (1-D and 2-D; pads, strides, dilations, groups, auto_pad) as im2col + one GEMM per image
+// Conv (1-D to 3-D; pads, strides, dilations, groups, auto_pad) as im2col + one GEMM per image
 // and group: Y[g] (M/g x OH*OW) = W[g] (M/g x C/g*KH*KW) @ col (C/g*KH*KW x OH*OW). A 1x1
 // stride-1 unpadded conv skips im2col: the image already is the column matrix. 16-bit inputs are
 // widened while the columns are gathered, accumulated in fp32 with the bias, and rounded once.
@@ -9,33 +9,45 @@
 namespace amp::cpu {
 namespace {
 
-// 2-D view of the window (a 1-D conv is a 2-D one with height 1).
+// The window padded out to 3 spatial dims (a 1-D conv is a 3-D one of depth and height 1).
 struct Geometry {
-  int64_t n, c, h, w, m, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, groups;
-  int64_t col_rows() const { return c / groups * kh * kw; }
-  int64_t pixels() const { return oh * ow; }
-  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+  int64_t n, c, m, groups;
+  int64_t in[3], k[3], out[3], s[3], d[3], p[3];
+  int64_t kernel_size() const { return k[0] * k[1] * k[2]; }
+  int64_t col_rows() const { return c / groups * kernel_size(); }
+  int64_t pixels() const { return out[0] * out[1] * out[2]; }
+  int64_t image() const { return in[0] * in[1] * in[2]; }
+  bool pointwise() const {
+    for (int i = 0; i < 3; ++i)
+      if (k[i] != 1 || s[i] != 1 || p[i] != 0) return false;
+    return true;
+  }
 };
 
-// col[(c*KH + i)*KW + j][y*OW + x] = image[c][y*SH - PH + i*DH][x*SW - PW + j*DW], 0 outside.
+// col[(c*K + kernel offset)][output position] = image[c][output position * S - P + offset * D],
+// 0 outside the image.
 template <class T, class F>
 void im2col(const T* image, int64_t channels, const Geometry& g, F* col, int threads) {
-  parallel_for(channels * g.kh * g.kw, threads, 8, [&](int64_t r0, int64_t r1) {
+  const int64_t ks = g.kernel_size();
+  parallel_for(channels * ks, threads, 8, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, j = r % g.kw;
-      const T* plane = image + c * g.h * g.w;
+      const int64_t c = r / ks, i = r / (g.k[1] * g.k[2]) % g.k[0], j = r / g.k[2] % g.k[1], l = r % g.k[2];
+      const T* plane = image + c * g.image();
       F* dst = col + r * g.pixels();
-      for (int64_t y = 0; y < g.oh; ++y) {
-        const int64_t iy = y * g.sh - g.ph + i * g.dh;
-        F* row = dst + y * g.ow;
-        if (iy < 0 || iy >= g.h) {
-          std::fill(row, row + g.ow, F(0));
-          continue;
-        }
-        const T* src = plane + iy * g.w;
-        for (int64_t x = 0; x < g.ow; ++x) {
-          const int64_t ix = x * g.sw - g.pw + j * g.dw;
-          row[x] = ix >= 0 && ix < g.w ? static_cast<F>(load(src[ix])) : F(0);
+      for (int64_t z = 0; z < g.out[0]; ++z) {
+        const int64_t iz = z * g.s[0] - g.p[0] + i * g.d[0];
+        for (int64_t y = 0; y < g.out[1]; ++y) {
+          const int64_t iy = y * g.s[1] - g.p[1] + j * g.d[1];
+          F* row = dst + (z * g.out[1] + y) * g.out[2];
+          if (iz < 0 || iz >= g.in[0] || iy < 0 || iy >= g.in[1]) {
+            std::fill(row, row + g.out[2], F(0));
+            continue;
+          }
+          const T* src = plane + (iz * g.in[1] + iy) * g.in[2];
+          for (int64_t x = 0; x < g.out[2]; ++x) {
+            const int64_t ix = x * g.s[2] - g.p[2] + l * g.d[2];
+            row[x] = ix >= 0 && ix < g.in[2] ? static_cast<F>(load(src[ix])) : F(0);
+          }
         }
       }
     }
@@ -50,7 +62,7 @@ class Conv final : public Kernel {
     const View &x = io.input(0), &w = io.input(1);
     if (x.dtype != w.dtype || (io.has_in(2) && io.input(2).dtype != x.dtype))
       throw InputError("Conv inputs have different element types");
-    if (x.rank() < 3 || x.rank() > 4) throw InputError("Conv supports 1-D and 2-D convolutions, X is " + dims_str(x.dims));
+    if (x.rank() < 3 || x.rank() > 5) throw InputError("Conv supports 1-D to 3-D convolutions, X is " + dims_str(x.dims));
     if (w.rank() != x.rank()) throw InputError("Conv W " + dims_str(w.dims) + " does not match X " + dims_str(x.dims));
     if (groups_ <= 0 || x.dims[1] % groups_ != 0 || w.dims[0] % groups_ != 0 || w.dims[1] * groups_ != x.dims[1])
       throw InputError("Conv channels do not match: X " + dims_str(x.dims) + ", W " + dims_str(w.dims) + ", group " +
@@ -95,7 +107,7 @@ class Conv final : public Kernel {
       for (int64_t n = 0; n < g.n; ++n) {
         F* yimg = kWide ? reinterpret_cast<F*>(out + n * g.m * px) : y32;
         for (int64_t grp = 0; grp < g.groups; ++grp) {
-          const T* image = in + (n * g.c + grp * cg) * g.h * g.w;
+          const T* image = in + (n * g.c + grp * cg) * g.image();
           const F* cols;
           if constexpr (kWide) {
             if (g.pointwise()) {
@@ -126,25 +138,18 @@ class Conv final : public Kernel {
 
   Geometry geometry(const View& x, const View& w) const {
     const Window win = window(x, w);
-    const bool one_d = x.rank() == 3;
-    auto at = [&](const std::vector<int64_t>& v, int64_t one) { return one_d ? one : v[0]; };
-    auto last = [&](const std::vector<int64_t>& v) { return v.back(); };
-    return Geometry{x.dims[0],
-                    x.dims[1],
-                    one_d ? 1 : x.dims[2],
-                    x.dims.back(),
-                    w.dims[0],
-                    at(win.kernel, 1),
-                    last(win.kernel),
-                    at(win.out, 1),
-                    last(win.out),
-                    at(win.strides, 1),
-                    last(win.strides),
-                    at(win.dilations, 1),
-                    last(win.dilations),
-                    at(win.pads_begin, 0),
-                    last(win.pads_begin),
-                    groups_};
+    Geometry g{x.dims[0], x.dims[1], w.dims[0], groups_, {}, {}, {}, {}, {}, {}};
+    const size_t shift = 3 - win.in.size();
+    for (size_t i = 0; i < 3; ++i) {
+      const bool real = i >= shift;
+      g.in[i] = real ? win.in[i - shift] : 1;
+      g.k[i] = real ? win.kernel[i - shift] : 1;
+      g.out[i] = real ? win.out[i - shift] : 1;
+      g.s[i] = real ? win.strides[i - shift] : 1;
+      g.d[i] = real ? win.dilations[i - shift] : 1;
+      g.p[i] = real ? win.pads_begin[i - shift] : 0;
+    }
+    return g;
   }
 
   // Adds the bias to one image's output and stores it: in place for fp32/fp64, rounded from the
