@@ -33,7 +33,8 @@ Value* GraphBuilder::where(Value* cond, Value* a, Value* b) { return op("Where",
 
 Value* GraphBuilder::cast(Value* x, DType to) {
   if (x->dtype() == to) return x;
-  return op("Cast", {x}, to, attrs(Attribute::of_int("to", static_cast<int64_t>(to))));
+  return emit("Cast", {x}, {ValueType::tensor(to, x->type().shape)},
+              attrs(Attribute::of_int("to", static_cast<int64_t>(to))))[0];
 }
 
 Value* GraphBuilder::transpose(Value* x, const std::vector<int64_t>& perm) {

@@ -45,7 +45,7 @@ class GraphBuilder {
   Value* equal(Value* a, Value* b) { return op("Equal", {a, b}, DType::kBool); }
   Value* logical_not(Value* a) { return op("Not", {a}, DType::kBool); }
   Value* logical_and(Value* a, Value* b) { return op("And", {a, b}, DType::kBool); }
-  Value* cast(Value* x, DType to);  // x itself when it already has that type
+  Value* cast(Value* x, DType to);  // x itself when it already has that type; keeps x's shape
   Value* shape_of(Value* x) { return op("Shape", {x}, DType::kInt64); }
   Value* reshape(Value* x, Value* shape) { return same("Reshape", {x, shape}); }
   Value* expand(Value* x, Value* shape) { return same("Expand", {x, shape}); }

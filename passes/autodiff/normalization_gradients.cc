@@ -19,6 +19,7 @@ Value* per_channel(GraphBuilder& b, Value* v, int64_t rank, DType t) {
   return axes.empty() ? c : b.unsqueeze(c, axes);
 }
 
+// y = scale (x - mean) / sqrt(var + eps) + bias, per channel.
 Grads batch_norm_inference(GradContext& c) {
   GraphBuilder& b = c.b;
   Value* x = c.x(0);
@@ -29,13 +30,18 @@ Grads batch_norm_inference(GradContext& c) {
   Value* inv_std = b.div(b.scalar(1, t), b.sqrt(b.add(per_channel(b, c.x(4), r, t), eps)));
   std::vector<int64_t> not_channel{0};
   for (int64_t i = 2; i < r; ++i) not_channel.push_back(i);
-  Grads g(3);
-  if (c.wants(0)) g[0] = b.mul(b.mul(c.dy[0], per_channel(b, c.x(1), r, t)), inv_std);
-  if (c.wants(1)) {
-    Value* xhat = b.mul(b.sub(x, per_channel(b, c.x(3), r, t)), inv_std);
-    g[1] = b.cast(b.reduce_sum(b.mul(c.dy[0], xhat), not_channel, false), c.x(1)->dtype());
+  auto channel_sum = [&](Value* v, size_t like) { return b.cast(b.reduce_sum(v, not_channel, false), c.x(like)->dtype()); };
+  Value* dxhat = b.mul(c.dy[0], per_channel(b, c.x(1), r, t));
+  Value* centered = b.sub(x, per_channel(b, c.x(3), r, t));
+  Grads g(5);
+  if (c.wants(0)) g[0] = b.mul(dxhat, inv_std);
+  if (c.wants(1)) g[1] = channel_sum(b.mul(c.dy[0], b.mul(centered, inv_std)), 1);
+  if (c.wants(2)) g[2] = channel_sum(c.dy[0], 2);
+  if (c.wants(3)) g[3] = channel_sum(b.neg(b.mul(dxhat, inv_std)), 3);
+  if (c.wants(4)) {  // d/dvar (var + eps)^-1/2 = -1/2 inv_std^3
+    Value* cube = b.mul(b.mul(inv_std, inv_std), inv_std);
+    g[4] = channel_sum(b.mul(b.mul(dxhat, centered), b.mul(cube, b.scalar(-0.5, t))), 4);
   }
-  if (c.wants(2)) g[2] = b.cast(b.reduce_sum(c.dy[0], not_channel, false), c.x(2)->dtype());
   return g;
 }
 

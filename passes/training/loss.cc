@@ -52,6 +52,9 @@ Value* cross_entropy(GraphBuilder& b, Value* x, Value* labels) {
   return b.same("SoftmaxCrossEntropyLoss", {x, labels}, attrs(Attribute::of_string("reduction", "mean")));
 }
 
+// fp32, or fp64 when the model computes in fp64 (gradient checks).
+DType loss_type(const Value* target) { return target->dtype() == DType::kDouble ? DType::kDouble : DType::kFloat; }
+
 Value* mean(GraphBuilder& b, Value* x) { return b.same("ReduceMean", {x}, attrs(Attribute::of_int("keepdims", 0))); }
 
 Value* mse(GraphBuilder& b, Value* x, Value* t) {
@@ -61,7 +64,7 @@ Value* mse(GraphBuilder& b, Value* x, Value* t) {
 
 // max(x, 0) - x t + log(1 + exp(-|x|)): never exponentiates a positive number.
 Value* bce_with_logits(GraphBuilder& b, Value* x, Value* t) {
-  Value* softplus_tail = b.log(b.add(b.scalar(1, DType::kFloat), b.exp(b.neg(b.same("Abs", {x})))));
+  Value* softplus_tail = b.log(b.add(b.scalar(1, x->dtype()), b.exp(b.neg(b.same("Abs", {x})))));
   return mean(b, b.add(b.sub(b.same("Relu", {x}), b.mul(x, t)), softplus_tail));
 }
 
@@ -78,7 +81,7 @@ LossInfo add_loss(Model& m, const LossSpec& spec) {
       throw InputError(m.path + ": output '" + target->name() + "' (" + target->type().str() +
                        ") is not a scalar loss; append one with --loss cross_entropy|mse|bce_with_logits");
     GraphBuilder b(g);
-    info.loss = b.cast(target, DType::kFloat);
+    info.loss = b.cast(target, loss_type(target));
     if (info.loss != target) g.add_output(info.loss);
     return info;
   }
@@ -90,7 +93,8 @@ LossInfo add_loss(Model& m, const LossSpec& spec) {
     throw InputError(m.path + ": the labels name '" + spec.labels +
                      "' is already a value of the model; choose another with --labels");
   GraphBuilder b(g);
-  Value* x = b.cast(target, DType::kFloat);
+  const DType t = loss_type(target);
+  Value* x = b.cast(target, t);
   info.target = target;
   if (*spec.kind == LossKind::kCrossEntropy) {
     if (r < 2)
@@ -102,10 +106,10 @@ LossInfo add_loss(Model& m, const LossSpec& spec) {
     info.loss = cross_entropy(b, x, info.labels);
     info.classification = true;
   } else {
-    info.labels = g.add_input(spec.labels, ValueType::tensor(DType::kFloat, target->type().shape));
+    info.labels = g.add_input(spec.labels, ValueType::tensor(t, target->type().shape));
     info.loss = *spec.kind == LossKind::kMse ? mse(b, x, info.labels) : bce_with_logits(b, x, info.labels);
   }
-  info.loss->set_type(ValueType::tensor(DType::kFloat, Shape::of({})));
+  info.loss->set_type(ValueType::tensor(t, Shape::of({})));
   g.rename_value(info.loss, g.fresh_name("loss"));
   g.add_output(info.loss);
   return info;

@@ -1,7 +1,7 @@
 // The loss a training step minimises: a scalar graph output the model already computes, or one
 // appended to a model output from the command line. Appended losses are the numerically stable
 // forms (softmax cross entropy through log-softmax, BCE through log(1 + exp(-|x|))), mean-reduced
-// over the batch, computed in fp32.
+// over the batch, computed in fp32 (fp64 for a float64 model).
 #pragma once
 
 #include <optional>
@@ -22,7 +22,7 @@ struct LossSpec {
 };
 
 struct LossInfo {
-  Value* loss = nullptr;    // scalar fp32
+  Value* loss = nullptr;    // scalar fp32 (fp64 for a float64 target)
   Value* target = nullptr;  // the model output the loss was appended to (null for a model's own loss)
   Value* labels = nullptr;  // the labels input (null for a model's own loss)
   bool classification = false;  // accuracy is meaningful: argmax of target vs labels

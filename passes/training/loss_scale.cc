@@ -1,0 +1,37 @@
+#include "passes/training/loss_scale.h"
+
+#include "graph/error.h"
+#include "passes/graph_builder.h"
+
+namespace amp {
+
+namespace {
+
+Tensor fp32_scalar(float v) {
+  Tensor t(DType::kFloat, {});
+  *t.mutable_as<float>() = v;
+  return t;
+}
+
+}  // namespace
+
+bool LossScalePass::run(Model& m) {
+  if (spec_.mode == LossScaleSpec::Mode::kNone) return false;
+  if (!tg_.seed) throw Error("internal: the loss scale pass runs after the gradients pass");
+  Graph& g = *m.graph;
+  GraphBuilder b(g);
+  Value* scale = spec_.mode == LossScaleSpec::Mode::kStatic
+                     ? b.scalar(spec_.initial, DType::kFloat)
+                     : tg_.add_state(StepNames::kLossScale, fp32_scalar(spec_.initial));
+  g.replace_all_uses(tg_.seed, scale);
+  if (Node* constant = tg_.seed->producer(); constant && tg_.seed->uses().empty()) g.remove_node(constant);
+  tg_.seed = scale;
+  tg_.loss_scale = scale;
+  // 1/scale in fp32, as GradScaler's inv_scale; exact for the powers of two the dynamic scale takes.
+  Value* inverse = b.div(b.scalar(1, DType::kFloat), scale);
+  for (TrainedParam& p : tg_.params) p.grad = b.mul(p.grad, inverse);
+  count("gradients unscaled", static_cast<int64_t>(tg_.params.size()));
+  return true;
+}
+
+}  // namespace amp

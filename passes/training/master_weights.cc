@@ -1,0 +1,17 @@
+#include "passes/training/master_weights.h"
+
+namespace amp {
+
+bool MasterWeightsPass::run(Model& m) {
+  if (!is_low_precision(low_)) return false;
+  AmpPolicy policy(low_);
+  policy.weights = WeightStorage::kKeep;
+  policy.keep_io_types = true;
+  AmpColourPass(policy, result_).run(m);
+  AmpInsertCastsPass(policy, result_).run(m);
+  count("casts added", result_.casts.casts_added);
+  count("values retyped", result_.casts.values_retyped);
+  return result_.casts.casts_added + result_.casts.values_retyped > 0;
+}
+
+}  // namespace amp

@@ -1,0 +1,38 @@
+#include "passes/training/training_graph.h"
+
+#include <algorithm>
+
+#include "passes/graph_builder.h"
+
+namespace amp {
+
+Value* TrainingGraph::add_state(const std::string& base, Tensor init) {
+  init.name = graph().fresh_name(base);
+  Value* v = graph().add_initializer(std::move(init));
+  keep_state(v);
+  return v;
+}
+
+void TrainingGraph::keep_state(Value* v) {
+  if (std::find(state_.begin(), state_.end(), v->name()) == state_.end()) state_.push_back(v->name());
+}
+
+void TrainingGraph::bind_update(Value* state, Value* next, bool keep_name) {
+  if (!next->is_output()) {
+    if (!keep_name && next->producer()) graph().rename_value(next, graph().fresh_name(state->name() + "_next"));
+    graph().add_output(next);
+  }
+  updates_.emplace_back(state->name(), next->name());
+}
+
+Value* TrainingGraph::update_allowed() {
+  if (allowed_) return allowed_;
+  GraphBuilder b(graph());
+  if (all_finite && apply)
+    allowed_ = b.logical_and(all_finite, apply);
+  else
+    allowed_ = all_finite ? all_finite : apply;
+  return allowed_;
+}
+
+}  // namespace amp
