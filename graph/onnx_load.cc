@@ -17,6 +17,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "graph/crash_isolation.h"
 #include "graph/error.h"
 #include "graph/onnx_import.h"
 #include "graph/onnx_io.h"
@@ -27,6 +28,8 @@ namespace {
 
 // The newest default-domain opset this build's ONNX library knows.
 constexpr int64_t kMaxOpset = 17;
+// Checking, converting and inferring shapes of a real model takes seconds, not minutes.
+constexpr int kToolTimeoutSeconds = 300;
 
 std::string normalized_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 std::string domain_name(const std::string& d) { return d.empty() ? std::string("ai.onnx") : d; }
@@ -329,20 +332,13 @@ void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::str
   p.set_ir_version(std::max(p.ir_version(), ir_version_for_opset(to)));
 }
 
-Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string& base_dir, const LoadOptions& options) {
-  ExternalDataReader external(path, base_dir);
-  check_opsets(p, path);
-  check_scopes(p, path);
-  if (options.check) {
-    check_ops_known(p, path);
-    check_external_locations(p, external);
-    run_checker(p, path, base_dir);
-  }
-  const int64_t opset = imported_opsets(p).count("") ? imported_opsets(p).at("") : 0;
+// The steps that hand the proto to ONNX's own tools.
+void run_onnx_tools(onnx::ModelProto& p, const std::string& path, const std::string& base_dir,
+                    const LoadOptions& options) {
+  if (options.check) run_checker(p, path, base_dir);
+  const auto opsets = imported_opsets(p);
+  const int64_t opset = opsets.count("") ? opsets.at("") : 0;
   if (options.target_opset > 0 && opset > 0 && opset != options.target_opset) {
-    if (options.target_opset > kMaxOpset)
-      throw InputError(path + ": unsupported target opset " + std::to_string(options.target_opset) +
-                       " (this build reads up to opset " + std::to_string(kMaxOpset) + ")");
     convert_opset(p, opset, options.target_opset, path);
     if (options.check) {  // a converter bug must not pass on silently
       try {
@@ -355,6 +351,27 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
     }
   }
   if (options.infer_shapes) infer_shapes(p, path);
+}
+
+Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string& base_dir, const LoadOptions& options) {
+  if (options.target_opset > kMaxOpset)
+    throw InputError(path + ": unsupported target opset " + std::to_string(options.target_opset) +
+                     " (this build reads up to opset " + std::to_string(kMaxOpset) + ")");
+  ExternalDataReader external(path, base_dir);
+  check_opsets(p, path);
+  check_scopes(p, path);
+  if (options.check) {
+    check_ops_known(p, path);
+    check_external_locations(p, external);
+  }
+  if (options.isolate_onnx_tools) {
+    const std::string failure =
+        rehearse_in_child([&] { run_onnx_tools(p, path, base_dir, options); }, kToolTimeoutSeconds);
+    if (!failure.empty())
+      throw InputError(path + ": malformed model: ONNX's checker, version converter or shape inference " + failure +
+                       " on it");
+  }
+  run_onnx_tools(p, path, base_dir, options);
   return import_model_proto(p, path, external);
 }
 
