@@ -14,7 +14,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
   std::string why;
   if (cuda->available(&why)) return cuda;
 #else
-  const std::string why = "this build has no CUDA support (nvcc was not found at configure time)";
+  const std::string why = "this build has no CUDA backend (nvcc not found at configure time, or AMP_ENABLE_CUDA=OFF)";
 #endif
   if (device == "cuda") throw InputError("cuda backend not available: " + why);
   return std::make_unique<cpu::CpuBackend>();

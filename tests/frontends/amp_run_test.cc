@@ -1,0 +1,79 @@
+// amp-run end to end: the demo models' outputs against PyTorch's (models/*.sample.npz), and the
+// one-line errors with exit code 2 for inputs that do not fit the model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frontends/lib/npz.h"
+#include "tests/support/test_support.h"
+
+namespace amp::test {
+namespace {
+
+std::string amp_run() { return binary_dir() + "/amp-run"; }
+
+Tensor array(const std::string& path, const std::string& key) {
+  for (auto& [k, t] : read_npz(path))
+    if (k == key) return t;
+  ADD_FAILURE() << path << " has no " << key;
+  return {};
+}
+
+TEST(AmpRun, DemoModelsMatchPyTorch) {
+  const std::string dir = temp_dir("amp_run");
+  for (const char* name : {"mlp", "cnn", "gpt"}) {
+    const std::string sample = source_dir() + "/models/" + name + ".sample.npz";
+    const std::string out_path = dir + "/" + name + ".out.npz";
+    std::string out;
+    // The sample also holds the reference "logits": amp-run ignores arrays that are not inputs.
+    ASSERT_EQ(run_command(amp_run() + " " + source_dir() + "/models/" + name + ".onnx --inputs " + sample +
+                              " --outputs " + out_path,
+                          &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("array 'logits' is not a graph input; ignored"), std::string::npos) << out;
+    const Tensor got = array(out_path, "logits"), want = array(sample, "logits");
+    ASSERT_EQ(got.dims, want.dims);
+    double scale = 0, err = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      scale = std::max(scale, std::abs(want.element(i)));
+      err = std::max(err, std::abs(got.element(i) - want.element(i)));
+    }
+    EXPECT_LT(err / scale, 1e-5) << name;
+  }
+}
+
+TEST(AmpRun, InputsThatDoNotFitExitWithCode2AndOneLine) {
+  const std::string dir = temp_dir("amp_run_errors");
+  std::string out;
+  ASSERT_EQ(run_python(source_dir() + "/tests/frontends/npz_reference.py write " + dir, &out), 0) << out;
+  const std::string model = source_dir() + "/models/mlp.onnx";
+  auto run = [&](const std::string& inputs, const std::string& extra = "") {
+    const int rc = run_command(amp_run() + " " + model + " --inputs " + inputs + " --outputs " + dir + "/o.npz " + extra, &out);
+    EXPECT_EQ(rc, 2) << out;
+    return out;
+  };
+  EXPECT_NE(run(dir + "/wrong_key.npz").find("wrong_key.npz: no array 'input' for graph input input (float[N,1,28,28])"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(run(dir + "/float64.npz").find("input 'input' expects float[N,1,28,28], got double[4,1,28,28]"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(run(dir + "/fortran.npz").find("Fortran order"), std::string::npos) << out;
+  EXPECT_NE(run(dir + "/missing.npz").find("missing.npz: cannot read as .npz"), std::string::npos) << out;
+  EXPECT_NE(run(dir + "/py_stored.npz", "--device tpu").find("--device"), std::string::npos) << out;
+  // No GPU here (or no CUDA in this build): asking for one by name is a clear error, auto falls back.
+  const int rc = run_command(amp_run() + " " + model + " --inputs " + source_dir() + "/models/mlp.sample.npz --outputs " +
+                                 dir + "/o.npz --device cuda",
+                             &out);
+  if (out.find("cuda backend not available") != std::string::npos) EXPECT_EQ(rc, 2) << out;
+  EXPECT_EQ(run_command(amp_run() + " " + model + " --inputs " + source_dir() + "/models/mlp.sample.npz --outputs " +
+                            dir + "/o.npz --device auto",
+                        &out),
+            0)
+      << out;
+  EXPECT_EQ(out.find("error:"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace amp::test
