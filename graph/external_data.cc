@@ -20,9 +20,10 @@ std::string file_name_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string folder_of(const std::string& path) {
+// The folder part with its trailing slash ("" for a bare file name), to prefix a file name.
+std::string folder_prefix_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? std::string(".") : path.substr(0, slash + 1);
+  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
 }
 
 bool has_parent_component(const std::string& location) {
@@ -95,7 +96,7 @@ Tensor ExternalDataReader::view(const std::string& tensor_name, DType dtype, std
 }
 
 ExternalDataWriter::ExternalDataWriter(const std::string& model_path)
-    : location_(file_name_of(model_path) + ".data"), file_(folder_of(model_path) + location_) {}
+    : location_(file_name_of(model_path) + ".data"), file_(folder_prefix_of(model_path) + location_) {}
 
 ExternalLocation ExternalDataWriter::append(const uint8_t* data, size_t size) {
   static const char kZeros[kExternalAlignment] = {};

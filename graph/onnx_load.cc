@@ -332,13 +332,21 @@ void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::str
   p.set_ir_version(std::max(p.ir_version(), ir_version_for_opset(to)));
 }
 
+int64_t default_opset(const onnx::ModelProto& p) {
+  const auto opsets = imported_opsets(p);
+  return opsets.count("") ? opsets.at("") : 0;
+}
+
+bool needs_conversion(const onnx::ModelProto& p, const LoadOptions& options) {
+  return options.target_opset > 0 && default_opset(p) > 0 && default_opset(p) != options.target_opset;
+}
+
 // The steps that hand the proto to ONNX's own tools.
 void run_onnx_tools(onnx::ModelProto& p, const std::string& path, const std::string& base_dir,
                     const LoadOptions& options) {
   if (options.check) run_checker(p, path, base_dir);
-  const auto opsets = imported_opsets(p);
-  const int64_t opset = opsets.count("") ? opsets.at("") : 0;
-  if (options.target_opset > 0 && opset > 0 && opset != options.target_opset) {
+  const int64_t opset = default_opset(p);
+  if (needs_conversion(p, options)) {
     convert_opset(p, opset, options.target_opset, path);
     if (options.check) {  // a converter bug must not pass on silently
       try {
@@ -364,7 +372,8 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
     check_ops_known(p, path);
     check_external_locations(p, external);
   }
-  if (options.isolate_onnx_tools) {
+  const bool uses_onnx_tools = options.check || options.infer_shapes || needs_conversion(p, options);
+  if (options.isolate_onnx_tools && uses_onnx_tools) {
     const std::string failure =
         rehearse_in_child([&] { run_onnx_tools(p, path, base_dir, options); }, kToolTimeoutSeconds);
     if (!failure.empty())
