@@ -1,12 +1,14 @@
 // amp-inspect MODEL [--nodes] [--json] [--dot FILE]: what a model is and what a rewrite did to it.
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "frontends/lib/dot_writer.h"
 #include "frontends/lib/model_summary.h"
 #include "frontends/lib/tool_main.h"
 #include "graph/atomic_file.h"
 #include "graph/onnx_io.h"
+#include "passes/amp/decision_record.h"
 
 namespace amp {
 
@@ -19,6 +21,12 @@ static std::string io_list(const std::vector<Value*>& values) {
   return s;
 }
 
+// "rule: reason" of the rewrite's decision for n, "" when the model was not rewritten.
+static std::string decision_text(const Node& n) {
+  auto r = read_decision_record(n);
+  return r ? r->rule + ": " + r->reason : "";
+}
+
 static void print_nodes(const Graph& g) {
   size_t k = 0;
   for (const Node* n : g.nodes()) {
@@ -26,6 +34,8 @@ static void print_nodes(const Graph& g) {
     std::printf("%4zu  %-28s %-20s %-9s (%s) -> (%s)\n", k++, n->name.empty() ? "-" : n->name.c_str(),
                 n->op_type().c_str(), prec.empty() ? "-" : prec.c_str(), io_list(n->inputs()).c_str(),
                 io_list(n->outputs()).c_str());
+    std::string why = decision_text(*n);
+    if (!why.empty()) std::printf("      why: %s\n", why.c_str());
   }
 }
 
@@ -34,13 +44,24 @@ static int inspect(const std::string& path, bool nodes, bool json, const std::st
   options.target_opset = 0;  // show the model as it is, not as the rewrite would see it
   Model m = load_model(path, options);
   auto summary = summarize(m);
+  if (const std::string* settings = m.metadata(kRewriteSettingsKey)) {
+    std::map<std::string, int64_t> rules;
+    for (const Node* n : m.graph->nodes())
+      if (auto r = read_decision_record(*n)) ++rules[r->precision + " " + r->rule];
+    summary["rewrite"] = {{"settings", *settings}, {"decisions", rules}};
+  }
   if (json)
     std::cout << summary.dump(2) << "\n";
   else
     std::cout << summary_text(summary);
+  if (!json && summary.contains("rewrite")) {
+    std::cout << "rewrite:    " << summary["rewrite"]["settings"].get<std::string>() << "\n";
+    for (const auto& [rule, count] : summary["rewrite"]["decisions"].items())
+      std::cout << "            " << count << " nodes " << rule << "\n";
+  }
   if (nodes && !json) print_nodes(*m.graph);
   if (!dot.empty()) {
-    const std::string text = graph_to_dot(*m.graph);
+    const std::string text = graph_to_dot(*m.graph, decision_text);
     AtomicFile out(dot);
     out.write(text.data(), text.size());
     out.commit();
