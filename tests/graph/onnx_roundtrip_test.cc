@@ -168,5 +168,27 @@ TEST(OnnxRoundTrip, SampleModels) {
   }
 }
 
+// The fields the test data leaves empty: metadata, functions, sparse initializers and attributes,
+// denotations, doc strings (model written by make_full_model.py with onnx.helper).
+TEST(OnnxRoundTrip, EveryModelProtoField) {
+  const std::string dir = test::temp_dir("full_model");
+  std::string output;
+  ASSERT_EQ(test::run_python(test::source_dir() + "/tests/graph/make_full_model.py " + dir, &output), 0) << output;
+  const std::string path = dir + "/full_model.onnx";
+  EXPECT_EQ(export_matches_original(path), "");
+  EXPECT_EQ(round_trip(path), "");
+  LoadOptions as_is;
+  as_is.target_opset = 0;
+  as_is.infer_shapes = false;
+  Model m = load_model(path, as_is);
+  EXPECT_EQ(m.functions.size(), 1u);
+  ASSERT_NE(m.metadata("author"), nullptr);
+  EXPECT_EQ(*m.metadata("author"), "onnx-amp tests");
+  EXPECT_EQ(m.graph->sparse_initializers().size(), 1u);
+  const Value* w = m.graph->value("w");
+  EXPECT_TRUE(w->is_input() && w->has_initializer());
+  EXPECT_EQ(m.graph->inputs()[0]->type().shape->dims[0].denotation, "DATA_BATCH");
+}
+
 }  // namespace
 }  // namespace amp
