@@ -1,0 +1,81 @@
+// The program of one fused elementwise group: a straight-line list of instructions over the group's
+// inputs, each an elementwise op whose result is stored (and so rounded) in the type the unfused
+// graph gave that value. Evaluated per element of one broadcast iteration space, in fp32 registers.
+//
+// Why every instruction keeps its graph type: fusion must not change results. An unfused fp16 graph
+// rounds after every op (each kernel writes fp16), so the fused kernel rounds at the same places;
+// Casts become nothing but a change of that type. The fused graph then matches the unfused one
+// bit for bit on the same math library, and the CPU backend stays the reference for both.
+//
+// The program is device-independent: the CUDA backend generates a kernel from it, and
+// evaluate_elementwise_program (elementwise_program_eval.h) runs it on the host. In a graph it
+// travels as the "program" string attribute of an ai.onnx_amp FusedElementwise node (to_text/parse).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/amp_ops.h"
+#include "graph/dtype.h"
+
+namespace amp {
+
+inline constexpr const char* kFusedElementwiseOp = "FusedElementwise";  // in kAmpDomain
+
+enum class ElemOp : uint8_t {
+  kInput,     // group input `input`, read at this element (broadcast)
+  kConstant,  // the immediate `alpha`
+  // unary
+  kIdentity, kCast, kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kSigmoid, kTanh, kRelu, kErf, kFloor,
+  kCeil, kNot, kLeakyRelu,
+  // binary
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual,
+  kAnd, kOr, kXor,
+  // ternary
+  kWhere, kClip,
+};
+inline constexpr int kNumElemOps = static_cast<int>(ElemOp::kClip) + 1;
+
+struct ElemOpInfo {
+  ElemOp op;
+  const char* name;  // the ONNX op type it comes from ("Input" / "Constant" for the leaves)
+  int arity;
+};
+const ElemOpInfo& elem_op_info(ElemOp op);
+// The fusable op for an ONNX op type of the default domain, if any.
+std::optional<ElemOp> elem_op_from_onnx(std::string_view op_type);
+// Element types a fused kernel reads, computes through and writes.
+bool is_fusable_dtype(DType t);
+
+struct ElemInstr {
+  ElemOp op = ElemOp::kIdentity;
+  std::vector<int> args;  // indices of earlier instructions
+  DType dtype = DType::kFloat;  // the result is rounded to this type
+  float alpha = 0;  // kConstant: the value; kLeakyRelu: the slope
+  int input = -1;   // kInput: the group input read
+};
+
+struct ElementwiseProgram {
+  std::vector<DType> input_dtypes;
+  std::vector<ElemInstr> instrs;
+  std::vector<int> outputs;  // instruction indices, one per group output
+  // Inlined constants still take part in broadcasting: a [1,1] constant makes a [3] input's
+  // result [1,3]. The iteration space has at least this rank.
+  int min_rank = 0;
+
+  std::vector<DType> output_dtypes() const;
+  // Appends an instruction and returns its index.
+  int add(ElemInstr instr);
+  // Throws Error naming the instruction when arguments, arities or types do not fit.
+  void check() const;
+
+  // One instruction per line, e.g. "%3 = Mul %1 %2 : float16"; lossless (constants as hex floats).
+  std::string to_text() const;
+  // Inverse of to_text; throws InputError naming the line for anything malformed.
+  static ElementwiseProgram parse(std::string_view text);
+};
+
+}  // namespace amp
