@@ -1,0 +1,22 @@
+// ai.onnx_amp AllFinite over many tensors in few launches: the overflow check of a step.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/dtype.h"
+
+namespace amp::cuda {
+
+struct CheckedTensor {
+  DType type;
+  int64_t n;
+};
+
+// flag (one bool in device memory) = no element of any tensor is inf or NaN.
+void all_finite(const std::vector<CheckedTensor>& tensors, const std::vector<const void*>& data, bool* flag, int sm_count,
+                cudaStream_t stream);
+
+}  // namespace amp::cuda

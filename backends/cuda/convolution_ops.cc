@@ -1,0 +1,251 @@
+// Convolutions and pooling through cuDNN's legacy API (forward, backward data, backward filter,
+// backward bias; pooling forward and backward), algorithms from cuDNN's heuristics once per plan.
+// 16-bit convolutions accumulate in fp32 on Tensor Cores; fp32 ones use TF32 only when
+// AMP_CUDA_TF32=1, as the products do. cuDNN pads symmetrically: asymmetric ONNX pads (odd SAME
+// padding) are refused with the node named rather than computed wrongly.
+#include <algorithm>
+#include <cstdlib>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_op.h"
+#include "backends/cuda/cudnn_descriptors.h"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+constexpr size_t kMaxConvWorkspace = size_t{256} << 20;
+
+bool tf32_allowed() {
+  const char* v = std::getenv("AMP_CUDA_TF32");
+  return v && std::string(v) == "1";
+}
+
+// Window attributes of Conv and the pools, resolved against the actual dims. cuDNN needs at least
+// two spatial dims, so 1-D windows get a second of size 1.
+struct Window {
+  std::vector<int> kernel, pads, strides, dilations;
+};
+
+// The attributes as written on the node (empty when absent), read at compile time.
+struct WindowAttrs {
+  explicit WindowAttrs(const Node& n)
+      : auto_pad(n.attr_string("auto_pad", "NOTSET")),
+        kernel_shape(n.attr_ints("kernel_shape")),
+        strides(n.attr_ints("strides")),
+        dilations(n.attr_ints("dilations")),
+        pads(n.attr_ints("pads")),
+        group(n.attr_int("group", 1)) {}
+  std::string auto_pad;
+  std::vector<int64_t> kernel_shape, strides, dilations, pads;
+  int64_t group;
+};
+
+Window resolve_window(const WindowAttrs& a, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                      const std::vector<int64_t>& kernel) {
+  const size_t spatial = in.size() - 2;
+  const std::string& auto_pad = a.auto_pad;
+  const std::vector<int64_t> strides = a.strides.empty() ? std::vector<int64_t>(spatial, 1) : a.strides;
+  const std::vector<int64_t> dilations = a.dilations.empty() ? std::vector<int64_t>(spatial, 1) : a.dilations;
+  const std::vector<int64_t> pads = a.pads.empty() ? std::vector<int64_t>(2 * spatial, 0) : a.pads;
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial || kernel.size() != spatial)
+    throw InputError("window attributes do not match the " + std::to_string(spatial) + " spatial dims");
+  Window w;
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t begin = pads[d], end = pads[d + spatial];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t total = std::max<int64_t>(0, (out[d + 2] - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in[d + 2]);
+      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end = total - begin;
+    } else if (auto_pad == "VALID") {
+      begin = end = 0;
+    }
+    if (begin != end)
+      throw InputError("padding " + std::to_string(begin) + " before and " + std::to_string(end) +
+                       " after: cuDNN pads both sides alike");
+    w.kernel.push_back(static_cast<int>(kernel[d]));
+    w.pads.push_back(static_cast<int>(begin));
+    w.strides.push_back(static_cast<int>(strides[d]));
+    w.dilations.push_back(static_cast<int>(dilations[d]));
+  }
+  while (w.kernel.size() < 2) {
+    w.kernel.push_back(1);
+    w.pads.push_back(0);
+    w.strides.push_back(1);
+    w.dilations.push_back(1);
+  }
+  return w;
+}
+
+std::vector<int64_t> at_least_4d(std::vector<int64_t> d) {
+  while (d.size() < 4) d.push_back(1);
+  return d;
+}
+
+// Everything one convolution's three directions share.
+struct ConvSetup {
+  std::shared_ptr<CudnnTensor> x, y, bias;
+  std::shared_ptr<CudnnFilter> w;
+  std::shared_ptr<CudnnConvolution> conv;
+};
+
+ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y) {
+  if (x.dims.size() < 3) throw InputError("Conv needs [N, C, spatial...] input");
+  const std::vector<int64_t> kernel(w.dims.begin() + 2, w.dims.end());
+  const Window win = resolve_window(a, x.dims, y.dims, kernel);
+  ConvSetup s;
+  s.x = std::make_shared<CudnnTensor>(x.dtype, at_least_4d(x.dims));
+  s.y = std::make_shared<CudnnTensor>(y.dtype, at_least_4d(y.dims));
+  s.w = std::make_shared<CudnnFilter>(w.dtype, at_least_4d(w.dims));
+  s.bias = std::make_shared<CudnnTensor>(y.dtype, std::vector<int64_t>{1, y.dims[1], 1, 1});
+  s.conv = std::make_shared<CudnnConvolution>(win.pads, win.strides, win.dilations,
+                                              static_cast<int>(a.group), x.dtype, tf32_allowed());
+  return s;
+}
+
+template <class Perf>
+const Perf& first_usable(const std::vector<Perf>& perfs, int found, const char* what) {
+  for (int i = 0; i < found; ++i)
+    if (perfs[static_cast<size_t>(i)].status == CUDNN_STATUS_SUCCESS && perfs[static_cast<size_t>(i)].memory <= kMaxConvWorkspace)
+      return perfs[static_cast<size_t>(i)];
+  throw InputError(std::string("cuDNN has no ") + what + " algorithm for these shapes and types");
+}
+
+class Conv final : public CudaOp {
+ public:
+  Conv(const Node& n, int64_t) : attrs_(n) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const ConvSetup setup = conv_setup(attrs_, *s.in[0], *s.in[1], *s.out[0]);
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+    int found = 0;
+    AMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
+                                                           setup.y->get(), static_cast<int>(perfs.size()), &found,
+                                                           perfs.data()));
+    const cudnnConvolutionFwdAlgoPerf_t algo = first_usable(perfs, found, "forward convolution");
+    const bool has_bias = s.has_in(2);
+    return std::make_unique<PreparedFunction>(
+        [setup, algo, has_bias](const OpBuffers& b, DeviceContext& c) {
+          const float one = 1.0f, zero = 0.0f;
+          AMP_CUDNN_CHECK(cudnnConvolutionForward(c.cudnn(), &one, setup.x->get(), b.in[0], setup.w->get(), b.in[1],
+                                                  setup.conv->get(), algo.algo, b.workspace, algo.memory, &zero,
+                                                  setup.y->get(), b.out[0]));
+          if (has_bias)
+            AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.bias->get(), b.in[2], &one, setup.y->get(), b.out[0]));
+        },
+        algo.memory);
+  }
+
+ private:
+  WindowAttrs attrs_;
+};
+
+// ai.onnx_amp ConvGrad(dY, X, W) -> dX, dW, dB (each optional)
+class ConvGrad final : public CudaOp {
+ public:
+  ConvGrad(const Node& n, int64_t) : attrs_(n) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const ConvSetup setup = conv_setup(attrs_, *s.in[1], *s.in[2], *s.in[0]);
+    const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
+    cudnnConvolutionBwdDataAlgoPerf_t data{};
+    cudnnConvolutionBwdFilterAlgoPerf_t filter{};
+    if (want_dx) {
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+      int found = 0;
+      AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn(), setup.w->get(), setup.y->get(),
+                                                                  setup.conv->get(), setup.x->get(),
+                                                                  static_cast<int>(perfs.size()), &found, perfs.data()));
+      data = first_usable(perfs, found, "backward-data convolution");
+    }
+    if (want_dw) {
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+      int found = 0;
+      AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.y->get(),
+                                                                    setup.conv->get(), setup.w->get(),
+                                                                    static_cast<int>(perfs.size()), &found, perfs.data()));
+      filter = first_usable(perfs, found, "backward-filter convolution");
+    }
+    return std::make_unique<PreparedFunction>(
+        [=](const OpBuffers& b, DeviceContext& c) {
+          const float one = 1.0f, zero = 0.0f;
+          if (want_dx)
+            AMP_CUDNN_CHECK(cudnnConvolutionBackwardData(c.cudnn(), &one, setup.w->get(), b.in[2], setup.y->get(), b.in[0],
+                                                         setup.conv->get(), data.algo, b.workspace, data.memory, &zero,
+                                                         setup.x->get(), b.out[0]));
+          if (want_dw)
+            AMP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c.cudnn(), &one, setup.x->get(), b.in[1], setup.y->get(),
+                                                           b.in[0], setup.conv->get(), filter.algo, b.workspace,
+                                                           filter.memory, &zero, setup.w->get(), b.out[1]));
+          if (want_db)
+            AMP_CUDNN_CHECK(cudnnConvolutionBackwardBias(c.cudnn(), &one, setup.y->get(), b.in[0], &zero,
+                                                         setup.bias->get(), b.out[2]));
+        },
+        std::max(data.memory, filter.memory));
+  }
+
+ private:
+  WindowAttrs attrs_;
+};
+
+// MaxPool / AveragePool and their gradients (ai.onnx_amp MaxPoolGrad / AveragePoolGrad(dY, X)).
+class Pool final : public CudaOp {
+ public:
+  Pool(const Node& n, int64_t) : attrs_(n), grad_(n.domain() == kAmpDomain) {
+    const bool max = n.op_type().rfind("MaxPool", 0) == 0;
+    mode_ = max ? CUDNN_POOLING_MAX
+                : n.attr_int("count_include_pad", 0) ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                     : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    if (max && n.outputs().size() > 1 && n.output(1)) throw InputError("MaxPool's Indices output is not supported on cuda");
+  }
+
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& x = *s.in[grad_ ? 1 : 0];
+    const TensorDesc& y = grad_ ? *s.in[0] : *s.out[0];
+    if (x.dims.size() < 3) throw InputError("pooling needs [N, C, spatial...] input");
+    for (int64_t d : attrs_.dilations)
+      if (d != 1) throw InputError("dilated pooling is not supported on cuda");
+    const Window w = resolve_window(attrs_, x.dims, y.dims, attrs_.kernel_shape);
+    for (size_t d = 2; d < x.dims.size(); ++d) {
+      const int64_t floor_size = (x.dims[d] + 2 * w.pads[d - 2] - w.kernel[d - 2]) / w.strides[d - 2] + 1;
+      if (floor_size != y.dims[d]) throw InputError("output sizes rounded up (ceil_mode) are not supported on cuda");
+    }
+    auto pool = std::make_shared<CudnnPooling>(mode_, w.kernel, w.pads, w.strides);
+    auto xd = std::make_shared<CudnnTensor>(x.dtype, at_least_4d(x.dims));
+    auto yd = std::make_shared<CudnnTensor>(y.dtype, at_least_4d(y.dims));
+    if (!grad_)
+      return std::make_unique<PreparedFunction>([pool, xd, yd](const OpBuffers& b, DeviceContext& c) {
+        const float one = 1.0f, zero = 0.0f;
+        AMP_CUDNN_CHECK(cudnnPoolingForward(c.cudnn(), pool->get(), &one, xd->get(), b.in[0], &zero, yd->get(), b.out[0]));
+      });
+    // cuDNN's backward wants the forward's output too: recomputed into the workspace.
+    return std::make_unique<PreparedFunction>(
+        [pool, xd, yd](const OpBuffers& b, DeviceContext& c) {
+          const float one = 1.0f, zero = 0.0f;
+          AMP_CUDNN_CHECK(cudnnPoolingForward(c.cudnn(), pool->get(), &one, xd->get(), b.in[1], &zero, yd->get(), b.workspace));
+          AMP_CUDNN_CHECK(cudnnPoolingBackward(c.cudnn(), pool->get(), &one, yd->get(), b.workspace, yd->get(), b.in[0],
+                                               xd->get(), b.in[1], &zero, xd->get(), b.out[0]));
+        },
+        y.nbytes());
+  }
+
+ private:
+  WindowAttrs attrs_;
+  bool grad_;
+  cudnnPoolingMode_t mode_;
+};
+
+}  // namespace
+
+const std::vector<CudaOpEntry>& convolution_ops() {
+  static const std::vector<CudaOpEntry> ops = {
+      {"", "Conv", make_op<Conv>},
+      {kAmpDomain, "ConvGrad", make_op<ConvGrad>},
+      {"", "MaxPool", make_op<Pool>},
+      {"", "AveragePool", make_op<Pool>},
+      {kAmpDomain, "MaxPoolGrad", make_op<Pool>},
+      {kAmpDomain, "AveragePoolGrad", make_op<Pool>},
+  };
+  return ops;
+}
+
+}  // namespace amp::cuda

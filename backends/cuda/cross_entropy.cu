@@ -1,0 +1,192 @@
+// Softmax cross-entropy without materialising the probabilities (the llm.c classifier fusion): a
+// block per row finds max and sum of exp in one online pass, the loss is logsumexp - x[label],
+// and the backward pass recomputes softmax from the scores and writes (p - onehot) * scale
+// directly — for a GPT-2 vocabulary that is one [rows, 50257] tensor never written or read back.
+// Everything is fp32 inside; the reduction over rows is a second, single-block kernel so the
+// result does not depend on atomics' order (bit-identical runs).
+#include "backends/cuda/cross_entropy.cuh"
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/float_types.cuh"
+
+namespace amp::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+struct RowStats {
+  float max, sum;
+};
+
+__device__ __forceinline__ RowStats merge(RowStats a, RowStats b) {
+  const float m = fmaxf(a.max, b.max);
+  if (m == -INFINITY) return {m, 0.0f};
+  return {m, a.sum * __expf(a.max - m) + b.sum * __expf(b.max - m)};
+}
+
+// max and sum of exp(x - max) of one row, element c at row[c * inner], for the whole block.
+template <class T>
+__device__ RowStats row_stats(const T* row, int64_t classes, int64_t inner) {
+  __shared__ RowStats scratch[32];
+  RowStats acc{-INFINITY, 0.0f};
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) acc = merge(acc, RowStats{to_float(row[c * inner]), 1.0f});
+  for (int offset = 16; offset > 0; offset >>= 1)
+    acc = merge(acc, RowStats{__shfl_xor_sync(0xffffffffu, acc.max, offset), __shfl_xor_sync(0xffffffffu, acc.sum, offset)});
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();
+  if (lane == 0) scratch[warp] = acc;
+  __syncthreads();
+  if (warp == 0) {
+    acc = lane < blockDim.x / 32 ? scratch[lane] : RowStats{-INFINITY, 0.0f};
+    for (int offset = 16; offset > 0; offset >>= 1)
+      acc = merge(acc, RowStats{__shfl_xor_sync(0xffffffffu, acc.max, offset), __shfl_xor_sync(0xffffffffu, acc.sum, offset)});
+    if (lane == 0) scratch[0] = acc;
+  }
+  __syncthreads();
+  return scratch[0];
+}
+
+template <class L>
+__device__ __forceinline__ int64_t label_at(const L* labels, int64_t r) {
+  return static_cast<int64_t>(labels[r]);
+}
+
+// The label's weight, 0 for an ignored row; an out-of-range label gives NaN, which the step's
+// inf/NaN check then reports (a kernel cannot throw).
+template <class T, class L>
+__device__ __forceinline__ float row_weight(const L* labels, const T* weights, int64_t r, int64_t classes,
+                                            bool has_ignore, int64_t ignore) {
+  const int64_t label = label_at(labels, r);
+  if (has_ignore && label == ignore) return 0.0f;
+  if (label < 0 || label >= classes) return NAN;
+  return weights ? to_float(weights[label]) : 1.0f;
+}
+
+// One block per row r = (i, j) of [n, inner]: loss_r, weight_r into scratch; log_prob if asked.
+template <class T, class L>
+__global__ void forward_rows(const T* __restrict__ scores, const L* __restrict__ labels, const T* __restrict__ weights,
+                             T* __restrict__ log_prob, float* __restrict__ row_loss, float* __restrict__ row_weight_out,
+                             int64_t classes, int64_t inner, bool has_ignore, int64_t ignore) {
+  const int64_t r = blockIdx.x;
+  const int64_t base = (r / inner) * classes * inner + r % inner;
+  const T* row = scores + base;
+  const RowStats s = row_stats(row, classes, inner);
+  const float lse = s.max + logf(s.sum);
+  if (log_prob)
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+      log_prob[base + c * inner] = from_float<T>(to_float(row[c * inner]) - lse);
+  if (threadIdx.x == 0) {
+    const float w = row_weight(labels, weights, r, classes, has_ignore, ignore);
+    const int64_t label = label_at(labels, r);
+    const bool counted = w == w && w != 0.0f;
+    row_loss[r] = counted ? -(to_float(row[label * inner]) - lse) * w : (w == w ? 0.0f : NAN);
+    row_weight_out[r] = w;
+  }
+}
+
+// One block: the reduction of the row losses into the scalar loss (or the copy for kNone).
+template <class T>
+__global__ void reduce_loss(const float* __restrict__ row_loss, const float* __restrict__ row_weight, int64_t rows,
+                            int reduction, T* __restrict__ loss) {
+  __shared__ float scratch[32];
+  if (reduction == static_cast<int>(LossReduction::kNone)) {
+    for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) loss[r] = from_float<T>(row_loss[r]);
+    return;
+  }
+  float sum = 0.0f, weight = 0.0f;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    sum += row_loss[r];
+    weight += row_weight[r];
+  }
+  sum = block_sum(sum, scratch);
+  weight = block_sum(weight, scratch);
+  if (threadIdx.x == 0)
+    loss[0] = from_float<T>(reduction == static_cast<int>(LossReduction::kMean) ? sum / weight : sum);
+}
+
+template <class T, class L>
+__global__ void total_weight(const L* __restrict__ labels, const T* __restrict__ weights, int64_t rows, int64_t classes,
+                             bool has_ignore, int64_t ignore, float* __restrict__ out) {
+  __shared__ float scratch[32];
+  float w = 0.0f;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) w += row_weight(labels, weights, r, classes, has_ignore, ignore);
+  w = block_sum(w, scratch);
+  if (threadIdx.x == 0) out[0] = w;
+}
+
+template <class T, class L>
+__global__ void backward_rows(const T* __restrict__ dloss, const T* __restrict__ scores, const L* __restrict__ labels,
+                              const T* __restrict__ weights, const float* __restrict__ weight_total,
+                              T* __restrict__ dscores, int64_t classes, int64_t inner, int reduction, bool has_ignore,
+                              int64_t ignore) {
+  const int64_t r = blockIdx.x;
+  const int64_t base = (r / inner) * classes * inner + r % inner;
+  const T* row = scores + base;
+  const RowStats s = row_stats(row, classes, inner);
+  const float w = row_weight(labels, weights, r, classes, has_ignore, ignore);
+  const int64_t label = label_at(labels, r);
+  float scale = w * to_float(dloss[reduction == static_cast<int>(LossReduction::kNone) ? r : 0]);
+  if (reduction == static_cast<int>(LossReduction::kMean)) scale /= weight_total[0];
+  const float inv_sum = 1.0f / s.sum;
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+    const float p = expf(to_float(row[c * inner]) - s.max) * inv_sum;
+    dscores[base + c * inner] = from_float<T>(w == 0.0f ? 0.0f : (p - (c == label ? 1.0f : 0.0f)) * scale);
+  }
+}
+
+template <class F>
+void dispatch_labels(DType t, F&& f) {
+  if (t == DType::kInt64) f(int64_t{});
+  else if (t == DType::kInt32) f(int32_t{});
+  else throw InputError("labels must be int32 or int64, not " + std::string(dtype_name(t)));
+}
+
+}  // namespace
+
+size_t cross_entropy_workspace(const CrossEntropyShape& s) {
+  return static_cast<size_t>(2 * s.n * s.inner + 1) * sizeof(float);
+}
+
+void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const void* labels, const void* weights,
+                           void* loss, void* log_prob, void* workspace, cudaStream_t stream) {
+  const int64_t rows = s.n * s.inner;
+  if (rows == 0) return;
+  float* row_loss = static_cast<float*>(workspace);
+  float* row_w = row_loss + rows;
+  dispatch_float(s.type, "SoftmaxCrossEntropyLoss", [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_labels(s.label_type, [&](auto ltag) {
+      using L = decltype(ltag);
+      forward_rows<T, L><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+          static_cast<const T*>(scores), static_cast<const L*>(labels), static_cast<const T*>(weights),
+          static_cast<T*>(log_prob), row_loss, row_w, s.classes, s.inner, s.ignore_index.has_value(),
+          s.ignore_index.value_or(0));
+    });
+    reduce_loss<T><<<1, 1024, 0, stream>>>(row_loss, row_w, rows, static_cast<int>(s.reduction), static_cast<T*>(loss));
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+void cross_entropy_backward(const CrossEntropyShape& s, const void* dloss, const void* scores, const void* labels,
+                            const void* weights, void* dscores, void* workspace, cudaStream_t stream) {
+  const int64_t rows = s.n * s.inner;
+  if (rows == 0) return;
+  float* weight_total = static_cast<float*>(workspace);
+  dispatch_float(s.type, "SoftmaxCrossEntropyLossGrad", [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_labels(s.label_type, [&](auto ltag) {
+      using L = decltype(ltag);
+      if (s.reduction == LossReduction::kMean)
+        total_weight<T, L><<<1, 1024, 0, stream>>>(static_cast<const L*>(labels), static_cast<const T*>(weights), rows,
+                                                   s.classes, s.ignore_index.has_value(), s.ignore_index.value_or(0),
+                                                   weight_total);
+      backward_rows<T, L><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+          static_cast<const T*>(dloss), static_cast<const T*>(scores), static_cast<const L*>(labels),
+          static_cast<const T*>(weights), weight_total, static_cast<T*>(dscores), s.classes, s.inner,
+          static_cast<int>(s.reduction), s.ignore_index.has_value(), s.ignore_index.value_or(0));
+    });
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,35 @@
+// ONNX SoftmaxCrossEntropyLoss and the project's SoftmaxCrossEntropyLossGrad, fused: scores seen as
+// [n, classes, inner] (inner = product of the dims after the class axis), labels [n, inner].
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "graph/dtype.h"
+
+namespace amp::cuda {
+
+enum class LossReduction { kNone, kSum, kMean };
+
+struct CrossEntropyShape {
+  int64_t n = 0, classes = 0, inner = 1;
+  DType type = DType::kFloat;         // scores, weights, loss, gradients
+  DType label_type = DType::kInt64;   // int32 or int64
+  std::optional<int64_t> ignore_index;
+  LossReduction reduction = LossReduction::kMean;
+};
+
+// Scratch the two kernels need: per-row losses and weights, in fp32.
+size_t cross_entropy_workspace(const CrossEntropyShape& s);
+
+// loss: [n, inner] for kNone, else a scalar; log_prob (may be null): like scores. weights may be null.
+void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const void* labels, const void* weights,
+                           void* loss, void* log_prob, void* workspace, cudaStream_t stream);
+// dscores = (softmax(scores) - onehot(label)) * weight[label] * dloss / (sum of weights, for kMean).
+// dloss is a scalar, or [n, inner] for kNone.
+void cross_entropy_backward(const CrossEntropyShape& s, const void* dloss, const void* scores, const void* labels,
+                            const void* weights, void* dscores, void* workspace, cudaStream_t stream);
+
+}  // namespace amp::cuda

@@ -1,0 +1,47 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include "backends/cpu/kernel.h"
+#include "backends/cuda/cuda_executable.h"
+#include "graph/error.h"
+#include "passes/fusion/elementwise_fusion.h"
+
+namespace amp {
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<cuda::CudaBackend>(); }
+
+namespace cuda {
+
+bool CudaBackend::available(std::string* why) const {
+  const std::string reason = device_unavailable_reason();
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+std::string CudaBackend::unsupported_reason(const Node& n) const {
+  if (find_cuda_op(n.domain(), n.op_type())) return "";
+  if (n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp) return "";
+  if (n.domain().empty() && elem_op_from_onnx(n.op_type()))
+    return is_fusable_node(n) ? "" : "elementwise " + n.op_type() + " runs on the device only on float, float16, bfloat16 and bool tensors";
+  // Nodes that read nothing but constants and dims run on the host while a run is planned.
+  if (n.domain().empty() && (n.op_type() == "Constant" || n.op_type() == "Shape" || n.op_type() == "Size")) return "";
+  if (cpu::find_op(n.op_type()))
+    return "no device kernel for " + n.op_type() + ": it runs (on the host, while planning) only when its inputs are constants or shapes";
+  return "op " + (n.domain().empty() ? "" : n.domain() + "::") + n.op_type() + " is not supported by the cuda backend";
+}
+
+std::unique_ptr<Executable> CudaBackend::compile(const Model& m, const CompileOptions& options) {
+  std::shared_ptr<DeviceContext> ctx;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ctx_) {
+      std::string why;
+      if (!available(&why)) throw InputError("cuda backend not available: " + why);
+      ctx_ = std::make_shared<DeviceContext>();
+    }
+    ctx = ctx_;
+  }
+  return std::make_unique<CudaExecutable>(m, options, std::move(ctx));
+}
+
+}  // namespace cuda
+}  // namespace amp

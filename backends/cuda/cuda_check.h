@@ -1,0 +1,19 @@
+// Turning CUDA, cuBLAS(Lt) and cuDNN status codes into amp::Error with the call, file and line,
+// so a failed launch says which API call failed and why instead of surfacing later as garbage.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+namespace amp::cuda {
+
+void check_cuda(cudaError_t status, const char* call, const char* file, int line);
+void check_cublas(cublasStatus_t status, const char* call, const char* file, int line);
+void check_cudnn(cudnnStatus_t status, const char* call, const char* file, int line);
+
+}  // namespace amp::cuda
+
+#define AMP_CUDA_CHECK(call) ::amp::cuda::check_cuda((call), #call, __FILE__, __LINE__)
+#define AMP_CUBLAS_CHECK(call) ::amp::cuda::check_cublas((call), #call, __FILE__, __LINE__)
+#define AMP_CUDNN_CHECK(call) ::amp::cuda::check_cudnn((call), #call, __FILE__, __LINE__)

@@ -1,0 +1,111 @@
+// What a CUDA op is: an object made once per node (or per fused group) at compile time, asked per
+// plan — one input-shape signature — for a PreparedOp that holds everything shape-dependent
+// (cuBLASLt descriptors and algorithm, cuDNN descriptors, the NVRTC kernel, launch dims) and
+// enqueues the work on the device's stream with the plan's fixed buffer addresses. Fixed
+// addresses and no host synchronisation inside enqueue are what let a whole step be captured
+// into one CUDA Graph. Each op family's file lists its ops in a CudaOpEntry table.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/cuda/device_context.h"
+#include "graph/dtype.h"
+#include "graph/node.h"
+#include "graph/tensor.h"
+
+namespace amp::cuda {
+
+struct TensorDesc {
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> dims;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+};
+
+// Types and dims of an op's operands in this plan (null for an absent optional one), and the
+// contents of inputs known on the host while planning (shape inputs, constants), else null.
+struct OpShapes {
+  std::vector<const TensorDesc*> in, out;
+  std::vector<const Tensor*> host;  // per input
+  bool has_in(size_t i) const { return i < in.size() && in[i]; }
+  bool has_out(size_t i) const { return i < out.size() && out[i]; }
+};
+
+// Device addresses of the operands and of the plan's shared scratch (workspace_bytes() of it).
+struct OpBuffers {
+  std::vector<const void*> in;
+  std::vector<void*> out;
+  void* workspace = nullptr;
+  // This run's random seed, in device memory so a captured graph reads a new one every replay.
+  const unsigned long long* seed = nullptr;
+};
+
+class PreparedOp {
+ public:
+  virtual ~PreparedOp() = default;
+  virtual size_t workspace_bytes() const { return 0; }
+  // Enqueues on ctx.stream(); never synchronises with the host.
+  virtual void enqueue(const OpBuffers& buffers, DeviceContext& ctx) const = 0;
+};
+
+// A PreparedOp that is one function: most ops need nothing but their shapes captured.
+class PreparedFunction final : public PreparedOp {
+ public:
+  using Fn = std::function<void(const OpBuffers&, DeviceContext&)>;
+  explicit PreparedFunction(Fn fn, size_t workspace = 0) : fn_(std::move(fn)), workspace_(workspace) {}
+  size_t workspace_bytes() const override { return workspace_; }
+  void enqueue(const OpBuffers& b, DeviceContext& ctx) const override { fn_(b, ctx); }
+
+ private:
+  Fn fn_;
+  size_t workspace_;
+};
+
+class CudaOp {
+ public:
+  virtual ~CudaOp() = default;
+  // Throws InputError for shapes or types the op cannot take (the caller prefixes the node).
+  virtual std::unique_ptr<PreparedOp> prepare(const OpShapes& shapes, DeviceContext& ctx) const = 0;
+};
+
+using CudaOpFactory = std::unique_ptr<CudaOp> (*)(const Node& node, int64_t opset);
+
+struct CudaOpEntry {
+  std::string_view domain;  // "" for ONNX, "ai.onnx_amp" for the project's gradient ops
+  std::string_view op;
+  CudaOpFactory make;
+};
+
+// Every op the CUDA backend runs on the device. Elementwise ops are not listed: they run as
+// generated kernels (fused_elementwise_op.h), alone or fused.
+const std::vector<CudaOpEntry>& cuda_op_table();
+const CudaOpEntry* find_cuda_op(std::string_view domain, std::string_view op);
+
+// The family tables cuda_op_table() joins, one per op file.
+const std::vector<CudaOpEntry>& matmul_ops();
+const std::vector<CudaOpEntry>& data_movement_ops();
+const std::vector<CudaOpEntry>& normalization_ops();
+const std::vector<CudaOpEntry>& softmax_loss_ops();
+const std::vector<CudaOpEntry>& reduction_ops();
+const std::vector<CudaOpEntry>& convolution_ops();
+const std::vector<CudaOpEntry>& training_ops();
+
+template <class Op>
+std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {
+  return std::make_unique<Op>(node, opset);
+}
+
+// Launch geometry for a grid-stride loop over n elements: enough blocks to fill the device a few
+// times over, never more than the work needs.
+unsigned grid_for(int64_t n, int block, const DeviceContext& ctx);
+
+}  // namespace amp::cuda

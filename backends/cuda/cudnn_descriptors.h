@@ -1,0 +1,69 @@
+// cuDNN descriptors owned by C++ objects (destroyed with them), and the layouts the ops use:
+// ONNX tensors are NCHW-contiguous, given to cuDNN as N-d descriptors with packed strides.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/dtype.h"
+
+namespace amp::cuda {
+
+cudnnDataType_t cudnn_type(DType t);  // InputError for a type cuDNN does not compute in
+
+class CudnnTensor {
+ public:
+  // A packed tensor; fewer than 4 dims are padded with trailing 1s (cuDNN wants at least 4).
+  CudnnTensor(DType t, std::vector<int64_t> dims);
+  ~CudnnTensor();
+  CudnnTensor(const CudnnTensor&) = delete;
+  CudnnTensor& operator=(const CudnnTensor&) = delete;
+  cudnnTensorDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnTensorDescriptor_t d_ = nullptr;
+};
+
+class CudnnFilter {
+ public:
+  CudnnFilter(DType t, std::vector<int64_t> dims);
+  ~CudnnFilter();
+  CudnnFilter(const CudnnFilter&) = delete;
+  CudnnFilter& operator=(const CudnnFilter&) = delete;
+  cudnnFilterDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnFilterDescriptor_t d_ = nullptr;
+};
+
+class CudnnConvolution {
+ public:
+  // Symmetric padding per spatial dim; compute in fp32 (16-bit data accumulates in fp32); Tensor
+  // Core math for 16-bit data, and for fp32 only when TF32 is allowed.
+  CudnnConvolution(const std::vector<int>& pads, const std::vector<int>& strides, const std::vector<int>& dilations,
+                   int groups, DType data, bool tf32);
+  ~CudnnConvolution();
+  CudnnConvolution(const CudnnConvolution&) = delete;
+  CudnnConvolution& operator=(const CudnnConvolution&) = delete;
+  cudnnConvolutionDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnConvolutionDescriptor_t d_ = nullptr;
+};
+
+class CudnnPooling {
+ public:
+  CudnnPooling(cudnnPoolingMode_t mode, const std::vector<int>& window, const std::vector<int>& pads,
+               const std::vector<int>& strides);
+  ~CudnnPooling();
+  CudnnPooling(const CudnnPooling&) = delete;
+  CudnnPooling& operator=(const CudnnPooling&) = delete;
+  cudnnPoolingDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnPoolingDescriptor_t d_ = nullptr;
+};
+
+}  // namespace amp::cuda

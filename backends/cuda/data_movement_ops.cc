@@ -1,0 +1,264 @@
+// Ops that move elements without arithmetic: reshapes (a copy of the bytes: values do not alias,
+// so the memory plan stays a plain liveness problem), Transpose, Slice, Split, Concat, Expand
+// (strided_copy.cuh), Gather and the gradients of Slice and Gather. Shape operands (Reshape's
+// shape, Slice's starts) are read on the host while planning; only data moves on the device.
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_op.h"
+#include "backends/cuda/gather.cuh"
+#include "backends/cuda/strided_copy.cuh"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+#include "passes/fusion/elementwise_program_eval.h"
+
+namespace amp::cuda {
+namespace {
+
+std::vector<int64_t> host_ints(const OpShapes& s, size_t i, const char* what) {
+  const Tensor* t = i < s.host.size() ? s.host[i] : nullptr;
+  if (!t) throw InputError(std::string(what) + " must be known before the run (a constant or computed from shapes)");
+  std::vector<int64_t> v;
+  for (int64_t k = 0; k < t->numel(); ++k) v.push_back(static_cast<int64_t>(t->element(k)));
+  return v;
+}
+
+int64_t normalize_axis(int64_t axis, size_t rank) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) throw InputError("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  return axis < 0 ? axis + r : axis;
+}
+
+std::unique_ptr<PreparedOp> copy_op(StridedCopy c, bool zero_first, size_t zero_bytes) {
+  c = simplify(std::move(c));
+  return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& ctx) {
+    if (zero_first && zero_bytes > 0) AMP_CUDA_CHECK(cudaMemsetAsync(b.out[0], 0, zero_bytes, ctx.stream()));
+    strided_copy(c, b.in[0], b.out[0], ctx.sm_count(), ctx.stream());
+  });
+}
+
+// Reshape, Flatten, Squeeze, Unsqueeze, Identity: the same bytes under other dims.
+class SameBytes final : public CudaOp {
+ public:
+  SameBytes(const Node&, int64_t) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const size_t bytes = s.out[0]->nbytes();
+    return std::make_unique<PreparedFunction>([bytes](const OpBuffers& b, DeviceContext& ctx) {
+      if (bytes > 0) AMP_CUDA_CHECK(cudaMemcpyAsync(b.out[0], b.in[0], bytes, cudaMemcpyDeviceToDevice, ctx.stream()));
+    });
+  }
+};
+
+class Transpose final : public CudaOp {
+ public:
+  Transpose(const Node& n, int64_t) : perm_(n.attr_ints("perm")) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& in = *s.in[0];
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty())
+      for (size_t d = in.dims.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+    const std::vector<int64_t> in_strides = contiguous_strides(in.dims);
+    StridedCopy c;
+    c.dims = s.out[0]->dims;
+    c.dst_strides = contiguous_strides(c.dims);
+    for (int64_t p : perm) c.src_strides.push_back(in_strides.at(static_cast<size_t>(normalize_axis(p, in.dims.size()))));
+    c.elem_bytes = dtype_size(in.dtype);
+    return copy_op(c, false, 0);
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+};
+
+// The first element and step per axis of a Slice window (ONNX's clamping of starts).
+void slice_window(const OpShapes& s, const std::vector<int64_t>& dims, size_t first_param, std::vector<int64_t>* start,
+                  std::vector<int64_t>* step) {
+  const std::vector<int64_t> starts = host_ints(s, first_param, "Slice starts");
+  std::vector<int64_t> axes = s.has_in(first_param + 2) ? host_ints(s, first_param + 2, "Slice axes") : std::vector<int64_t>{};
+  std::vector<int64_t> steps = s.has_in(first_param + 3) ? host_ints(s, first_param + 3, "Slice steps") : std::vector<int64_t>{};
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  start->assign(dims.size(), 0);
+  step->assign(dims.size(), 1);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const size_t a = static_cast<size_t>(normalize_axis(axes.at(i), dims.size()));
+    const int64_t dim = dims[a], st = steps.at(i);
+    if (st == 0) throw InputError("Slice step 0");
+    int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
+    b = st > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
+    (*start)[a] = b;
+    (*step)[a] = st;
+  }
+}
+
+class Slice final : public CudaOp {
+ public:
+  Slice(const Node&, int64_t) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& in = *s.in[0];
+    std::vector<int64_t> start, step;
+    slice_window(s, in.dims, 1, &start, &step);
+    const std::vector<int64_t> in_strides = contiguous_strides(in.dims);
+    StridedCopy c;
+    c.dims = s.out[0]->dims;
+    c.dst_strides = contiguous_strides(c.dims);
+    for (size_t d = 0; d < in.dims.size(); ++d) {
+      c.src_strides.push_back(in_strides[d] * step[d]);
+      c.src_base += start[d] * in_strides[d];
+    }
+    c.elem_bytes = dtype_size(in.dtype);
+    return copy_op(c, false, 0);
+  }
+};
+
+// ai.onnx_amp SliceGrad(dY, shape, starts, ends, axes, steps): zeros with dY in Slice's window.
+class SliceGrad final : public CudaOp {
+ public:
+  SliceGrad(const Node&, int64_t) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& out = *s.out[0];
+    std::vector<int64_t> start, step;
+    slice_window(s, out.dims, 2, &start, &step);
+    const std::vector<int64_t> out_strides = contiguous_strides(out.dims);
+    StridedCopy c;
+    c.dims = s.in[0]->dims;
+    c.src_strides = contiguous_strides(c.dims);
+    for (size_t d = 0; d < out.dims.size(); ++d) {
+      c.dst_strides.push_back(out_strides[d] * step[d]);
+      c.dst_base += start[d] * out_strides[d];
+    }
+    c.elem_bytes = dtype_size(out.dtype);
+    return copy_op(c, true, out.nbytes());
+  }
+};
+
+class Expand final : public CudaOp {
+ public:
+  Expand(const Node&, int64_t) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    StridedCopy c;
+    c.dims = s.out[0]->dims;
+    c.dst_strides = contiguous_strides(c.dims);
+    c.src_strides = broadcast_strides(s.in[0]->dims, c.dims);
+    c.elem_bytes = dtype_size(s.in[0]->dtype);
+    return copy_op(c, false, 0);
+  }
+};
+
+// Concat and Split: each part is a block of the whole along the axis.
+StridedCopy part_copy(const std::vector<int64_t>& part, const std::vector<int64_t>& whole, size_t axis, int64_t offset,
+                      size_t elem_bytes, bool into_whole) {
+  StridedCopy c;
+  c.dims = part;
+  const std::vector<int64_t> ps = contiguous_strides(part), ws = contiguous_strides(whole);
+  c.src_strides = into_whole ? ps : ws;
+  c.dst_strides = into_whole ? ws : ps;
+  (into_whole ? c.dst_base : c.src_base) = offset * ws[axis];
+  c.elem_bytes = elem_bytes;
+  return simplify(c);
+}
+
+class Concat final : public CudaOp {
+ public:
+  Concat(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const std::vector<int64_t>& whole = s.out[0]->dims;
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, whole.size()));
+    std::vector<StridedCopy> parts;
+    int64_t offset = 0;
+    for (const TensorDesc* in : s.in) {
+      parts.push_back(part_copy(in->dims, whole, axis, offset, dtype_size(in->dtype), true));
+      offset += in->dims[axis];
+    }
+    return std::make_unique<PreparedFunction>([parts](const OpBuffers& b, DeviceContext& ctx) {
+      for (size_t i = 0; i < parts.size(); ++i) strided_copy(parts[i], b.in[i], b.out[0], ctx.sm_count(), ctx.stream());
+    });
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class Split final : public CudaOp {
+ public:
+  Split(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const std::vector<int64_t>& whole = s.in[0]->dims;
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, whole.size()));
+    std::vector<StridedCopy> parts;
+    int64_t offset = 0;
+    for (const TensorDesc* out : s.out) {
+      parts.push_back(part_copy(out->dims, whole, axis, offset, dtype_size(out->dtype), false));
+      offset += out->dims[axis];
+    }
+    return std::make_unique<PreparedFunction>([parts](const OpBuffers& b, DeviceContext& ctx) {
+      for (size_t i = 0; i < parts.size(); ++i)
+        if (b.out[i]) strided_copy(parts[i], b.in[0], b.out[i], ctx.sm_count(), ctx.stream());
+    });
+  }
+
+ private:
+  int64_t axis_;
+};
+
+GatherShape gather_shape(const std::vector<int64_t>& data, const TensorDesc& indices, int64_t axis_attr, DType type) {
+  GatherShape g;
+  const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, data.size()));
+  for (size_t d = 0; d < axis; ++d) g.outer *= data[d];
+  g.axis = data[axis];
+  for (size_t d = axis + 1; d < data.size(); ++d) g.inner *= data[d];
+  g.m = indices.numel();
+  g.index_type = indices.dtype;
+  g.type = type;
+  g.elem_bytes = dtype_size(type);
+  return g;
+}
+
+class Gather final : public CudaOp {
+ public:
+  Gather(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const GatherShape g = gather_shape(s.in[0]->dims, *s.in[1], axis_, s.in[0]->dtype);
+    return std::make_unique<PreparedFunction>([g](const OpBuffers& b, DeviceContext& ctx) {
+      gather(g, b.in[0], b.in[1], b.out[0], ctx.sm_count(), ctx.stream());
+    });
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// ai.onnx_amp GatherGrad(dY, shape, indices): dData of Gather's data shape.
+class GatherGrad final : public CudaOp {
+ public:
+  GatherGrad(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const GatherShape g = gather_shape(s.out[0]->dims, *s.in[2], axis_, s.out[0]->dtype);
+    return std::make_unique<PreparedFunction>(
+        [g](const OpBuffers& b, DeviceContext& ctx) {
+          scatter_add(g, b.in[0], b.in[2], b.out[0], b.workspace, ctx.sm_count(), ctx.stream());
+        },
+        scatter_add_workspace(g));
+  }
+
+ private:
+  int64_t axis_;
+};
+
+}  // namespace
+
+const std::vector<CudaOpEntry>& data_movement_ops() {
+  static const std::vector<CudaOpEntry> ops = {
+      {"", "Reshape", make_op<SameBytes>},    {"", "Flatten", make_op<SameBytes>},
+      {"", "Squeeze", make_op<SameBytes>},    {"", "Unsqueeze", make_op<SameBytes>},
+      {"", "Identity", make_op<SameBytes>},   {"", "Transpose", make_op<Transpose>},
+      {"", "Slice", make_op<Slice>},          {"", "Expand", make_op<Expand>},
+      {"", "Concat", make_op<Concat>},        {"", "Split", make_op<Split>},
+      {"", "Gather", make_op<Gather>},        {kAmpDomain, "SliceGrad", make_op<SliceGrad>},
+      {kAmpDomain, "GatherGrad", make_op<GatherGrad>},
+  };
+  return ops;
+}
+
+}  // namespace amp::cuda

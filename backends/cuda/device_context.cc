@@ -1,0 +1,94 @@
+#include "backends/cuda/device_context.h"
+
+#include <cstdlib>
+
+#include "backends/cuda/cuda_check.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+std::string cache_dir_from_environment() {
+  const char* dir = std::getenv("AMP_KERNEL_CACHE_DIR");
+  return dir && *dir ? dir : "";
+}
+
+}  // namespace
+
+std::string device_unavailable_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+  }
+  if (count == 0) return "no CUDA device";
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "cannot read the properties of CUDA device 0";
+  // bf16 conversions (cvt.rn.bf16.f32) and cp.async need Ampere; the build targets sm_80 and sm_90.
+  if (prop.major < 8)
+    return std::string(prop.name) + " has compute capability " + std::to_string(prop.major) + "." +
+           std::to_string(prop.minor) + "; the cuda backend needs 8.0 (A100) or newer";
+  return "";
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes > 0) AMP_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+DeviceContext::DeviceContext() : images_(cache_dir_from_environment()) {
+  const std::string why = device_unavailable_reason();
+  if (!why.empty()) throw Error("cuda backend: " + why);
+  AMP_CUDA_CHECK(cudaSetDevice(0));
+  cudaDeviceProp prop{};
+  AMP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  arch_ = prop.major * 10 + prop.minor;
+  sm_count_ = prop.multiProcessorCount;
+  name_ = prop.name;
+  nvrtc_target_ = nvrtc_target_for(arch_);
+  AMP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  AMP_CUBLAS_CHECK(cublasLtCreate(&lt_));
+  AMP_CUDNN_CHECK(cudnnCreate(&dnn_));
+  AMP_CUDNN_CHECK(cudnnSetStream(dnn_, stream_));
+}
+
+DeviceContext::~DeviceContext() {
+  for (auto& [name, lib] : kernels_) cudaLibraryUnload(lib.first);
+  if (dnn_) cudnnDestroy(dnn_);
+  if (lt_) cublasLtDestroy(lt_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+cudaKernel_t DeviceContext::load_kernel(const GeneratedKernel& k) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = kernels_.find(k.name); it != kernels_.end()) return it->second.second;
+  const CompiledKernelImage& image = images_.get(k.source, k.name, nvrtc_target_);
+  cudaLibrary_t lib = nullptr;
+  AMP_CUDA_CHECK(cudaLibraryLoadData(&lib, image.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  cudaKernel_t kernel = nullptr;
+  AMP_CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, k.name.c_str()));
+  kernels_.emplace(k.name, std::make_pair(lib, kernel));
+  return kernel;
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,79 @@
+// One CUDA device as the backend uses it: its properties, the single stream every launch goes to
+// (so a step is one ordered sequence that CUDA Graphs can capture), the cuBLASLt and cuDNN
+// handles bound to that stream, the cuBLASLt algorithm cache, and the NVRTC kernels loaded so far.
+// Shared by every executable compiled for the device.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "backends/cuda/elementwise_codegen.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/nvrtc_compiler.h"
+
+namespace amp::cuda {
+
+// "" when device 0 can run kernels; otherwise the CUDA runtime's reason (no driver, no device,
+// a driver too old for this runtime, a device older than sm_80).
+std::string device_unavailable_reason();
+
+// A cudaMalloc'd block, freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  void* data() const { return ptr_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class DeviceContext {
+ public:
+  // Device 0. Throws Error with device_unavailable_reason() when there is none.
+  DeviceContext();
+  ~DeviceContext();
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  int arch() const { return arch_; }  // compute capability as 80, 90, ...
+  int sm_count() const { return sm_count_; }
+  const std::string& device_name() const { return name_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasLtHandle_t cublaslt() const { return lt_; }
+  cudnnHandle_t cudnn() const { return dnn_; }
+  GemmAlgorithmCache& gemm_algorithms() { return gemm_algorithms_; }
+
+  // The kernel of generated source, ready to launch: NVRTC through the image cache (memory, and
+  // the folder in $AMP_KERNEL_CACHE_DIR when set) on first use, then a lookup by name.
+  cudaKernel_t load_kernel(const GeneratedKernel& k);
+  const KernelImageCache& kernel_images() const { return images_; }
+
+ private:
+  int arch_ = 0, sm_count_ = 0;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
+  GemmAlgorithmCache gemm_algorithms_;
+  KernelImageCache images_;
+  std::string nvrtc_target_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> kernels_;
+};
+
+}  // namespace amp::cuda

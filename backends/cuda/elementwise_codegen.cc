@@ -1,0 +1,247 @@
+#include "backends/cuda/elementwise_codegen.h"
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "graph/error.h"
+#include "passes/fusion/elementwise_program_eval.h"
+
+namespace amp {
+namespace {
+
+#define AMP_STRINGIFY(...) #__VA_ARGS__
+#define AMP_EXPAND_STRINGIFY(...) AMP_STRINGIFY(__VA_ARGS__)
+
+// Conversions as single cvt instructions: no cuda_fp16.h, so NVRTC needs no include path.
+// cvt.rn.bf16.f32 needs sm_80, the oldest arch this project builds for.
+constexpr const char* kPrelude = R"(
+__device__ __forceinline__ float amp_f16_to_f32(unsigned short h) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+__device__ __forceinline__ unsigned short amp_f32_to_f16(float f) {
+  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
+__device__ __forceinline__ float amp_bf16_to_f32(unsigned short b) {
+  return __uint_as_float(static_cast<unsigned int>(b) << 16);
+}
+__device__ __forceinline__ unsigned short amp_f32_to_bf16(float f) {
+  unsigned short b; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f)); return b;
+}
+__device__ __forceinline__ float amp_round_f16(float f) { return amp_f16_to_f32(amp_f32_to_f16(f)); }
+__device__ __forceinline__ float amp_round_bf16(float f) { return amp_bf16_to_f32(amp_f32_to_bf16(f)); }
+__device__ __forceinline__ float amp_round_bool(float f) { return f != 0.0f ? 1.0f : 0.0f; }
+)";
+
+// The fp32 expression of each op over argument registers {a} {b} {c} and the slope {alpha}.
+// Must compute what apply_elem_op computes on the host (elementwise_program_eval.cc).
+const char* expression_template(ElemOp op) {
+  switch (op) {
+    case ElemOp::kInput:
+    case ElemOp::kConstant: break;
+    case ElemOp::kIdentity:
+    case ElemOp::kCast: return "{a}";
+    case ElemOp::kNeg: return "(-{a})";
+    case ElemOp::kAbs: return "fabsf({a})";
+    case ElemOp::kExp: return "expf({a})";
+    case ElemOp::kLog: return "logf({a})";
+    case ElemOp::kSqrt: return "sqrtf({a})";
+    case ElemOp::kReciprocal: return "(1.0f / {a})";
+    case ElemOp::kSigmoid: return "(1.0f / (1.0f + expf(-{a})))";
+    case ElemOp::kTanh: return "tanhf({a})";
+    case ElemOp::kRelu: return "({a} < 0.0f ? 0.0f : {a})";
+    case ElemOp::kErf: return "erff({a})";
+    case ElemOp::kFloor: return "floorf({a})";
+    case ElemOp::kCeil: return "ceilf({a})";
+    case ElemOp::kNot: return "({a} == 0.0f ? 1.0f : 0.0f)";
+    case ElemOp::kLeakyRelu: return "({a} < 0.0f ? {a} * {alpha} : {a})";
+    case ElemOp::kAdd: return "({a} + {b})";
+    case ElemOp::kSub: return "({a} - {b})";
+    case ElemOp::kMul: return "({a} * {b})";
+    case ElemOp::kDiv: return "({a} / {b})";
+    case ElemOp::kPow: return "powf({a}, {b})";
+    case ElemOp::kMax: return "(({a} > {b} || {a} != {a}) ? {a} : {b})";
+    case ElemOp::kMin: return "(({a} < {b} || {a} != {a}) ? {a} : {b})";
+    case ElemOp::kEqual: return "({a} == {b} ? 1.0f : 0.0f)";
+    case ElemOp::kLess: return "({a} < {b} ? 1.0f : 0.0f)";
+    case ElemOp::kLessOrEqual: return "({a} <= {b} ? 1.0f : 0.0f)";
+    case ElemOp::kGreater: return "({a} > {b} ? 1.0f : 0.0f)";
+    case ElemOp::kGreaterOrEqual: return "({a} >= {b} ? 1.0f : 0.0f)";
+    case ElemOp::kAnd: return "(({a} != 0.0f && {b} != 0.0f) ? 1.0f : 0.0f)";
+    case ElemOp::kOr: return "(({a} != 0.0f || {b} != 0.0f) ? 1.0f : 0.0f)";
+    case ElemOp::kXor: return "((({a} != 0.0f) != ({b} != 0.0f)) ? 1.0f : 0.0f)";
+    case ElemOp::kWhere: return "({a} != 0.0f ? {b} : {c})";
+    case ElemOp::kClip: return "({a} < {b} ? {b} : ({a} > {c} ? {c} : {a}))";
+  }
+  throw Error(std::string("internal: no CUDA expression for ") + elem_op_info(op).name);
+}
+
+// The exact bits of an fp32 value as a CUDA expression (inf and NaN included).
+std::string float_literal(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "__uint_as_float(0x%08xu) /* %g */", bits, static_cast<double>(f));
+  return buf;
+}
+
+const char* storage_type(DType t) {
+  switch (t) {
+    case DType::kFloat: return "float";
+    case DType::kFloat16:
+    case DType::kBFloat16: return "unsigned short";
+    case DType::kBool: return "unsigned char";
+    default: throw Error("internal: no storage type for " + std::string(dtype_name(t)));
+  }
+}
+
+std::string load_expr(DType t, const std::string& ref) {
+  switch (t) {
+    case DType::kFloat: return ref;
+    case DType::kFloat16: return "amp_f16_to_f32(" + ref + ")";
+    case DType::kBFloat16: return "amp_bf16_to_f32(" + ref + ")";
+    case DType::kBool: return "(" + ref + " != 0 ? 1.0f : 0.0f)";
+    default: throw Error("internal: cannot load " + std::string(dtype_name(t)));
+  }
+}
+
+std::string store_expr(DType t, const std::string& reg) {
+  switch (t) {
+    case DType::kFloat: return reg;
+    case DType::kFloat16: return "amp_f32_to_f16(" + reg + ")";
+    case DType::kBFloat16: return "amp_f32_to_bf16(" + reg + ")";
+    case DType::kBool: return "static_cast<unsigned char>(" + reg + " != 0.0f)";
+    default: throw Error("internal: cannot store " + std::string(dtype_name(t)));
+  }
+}
+
+std::string rounded(DType t, const std::string& expr) {
+  switch (t) {
+    case DType::kFloat16: return "amp_round_f16(" + expr + ")";
+    case DType::kBFloat16: return "amp_round_bf16(" + expr + ")";
+    case DType::kBool: return "amp_round_bool(" + expr + ")";
+    default: return expr;
+  }
+}
+
+std::string substitute(std::string t, const std::vector<std::string>& args, float alpha) {
+  const std::pair<std::string, std::string> subs[] = {
+      {"{a}", args.size() > 0 ? args[0] : ""},
+      {"{b}", args.size() > 1 ? args[1] : ""},
+      {"{c}", args.size() > 2 ? args[2] : ""},
+      {"{alpha}", float_literal(alpha)}};
+  for (const auto& [key, value] : subs)
+    for (size_t at = t.find(key); at != std::string::npos; at = t.find(key, at + value.size()))
+      t.replace(at, key.size(), value);
+  return t;
+}
+
+}  // namespace
+
+uint64_t fnv1a64(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::vector<InputIndexing> choose_indexing(const std::vector<std::vector<int64_t>>& input_shapes,
+                                           const std::vector<int64_t>& out) {
+  std::vector<InputIndexing> indexing;
+  for (const auto& s : input_shapes) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    // A leading run of 1s does not change the row-major index: [1,T,C] over [T,C] reads at i.
+    std::vector<int64_t> squeezed = s, out_squeezed = out;
+    while (!squeezed.empty() && squeezed.front() == 1) squeezed.erase(squeezed.begin());
+    while (!out_squeezed.empty() && out_squeezed.front() == 1) out_squeezed.erase(out_squeezed.begin());
+    if (squeezed == out_squeezed) indexing.push_back(InputIndexing::kSame);
+    else if (n == 1) indexing.push_back(InputIndexing::kScalar);
+    else indexing.push_back(InputIndexing::kBroadcast);
+  }
+  return indexing;
+}
+
+GeneratedKernel generate_elementwise_kernel(const ElementwiseProgram& p, const std::vector<InputIndexing>& indexing,
+                                            bool wide_index) {
+  p.check();
+  if (indexing.size() != p.input_dtypes.size()) throw Error("internal: one indexing per fused input expected");
+
+  std::ostringstream params, body;
+  params << "long long n, FusedDims dims";
+  for (size_t k = 0; k < p.input_dtypes.size(); ++k) {
+    params << ", const " << storage_type(p.input_dtypes[k]) << "* __restrict__ in" << k;
+    if (indexing[k] == InputIndexing::kBroadcast) params << ", FusedStrides st" << k;
+  }
+  const std::vector<DType> out_types = p.output_dtypes();
+  for (size_t k = 0; k < out_types.size(); ++k) params << ", " << storage_type(out_types[k]) << "* __restrict__ out" << k;
+
+  bool any_broadcast = false;
+  for (InputIndexing ix : indexing) any_broadcast |= ix == InputIndexing::kBroadcast;
+  if (any_broadcast) {
+    // One walk over the coordinates serves every broadcast input.
+    for (size_t k = 0; k < indexing.size(); ++k)
+      if (indexing[k] == InputIndexing::kBroadcast) body << "    idx_t off" << k << " = 0;\n";
+    body << "    idx_t rest = i;\n"
+         << "    for (int d = dims.rank - 1; d >= 0; --d) {\n"
+         << "      const idx_t size = static_cast<idx_t>(dims.size[d]);\n"
+         << "      const idx_t c = rest % size;\n"
+         << "      rest /= size;\n";
+    for (size_t k = 0; k < indexing.size(); ++k)
+      if (indexing[k] == InputIndexing::kBroadcast) body << "      off" << k << " += c * static_cast<idx_t>(st" << k << ".stride[d]);\n";
+    body << "    }\n";
+  }
+  for (size_t k = 0; k < p.instrs.size(); ++k) {
+    const ElemInstr& in = p.instrs[k];
+    std::string expr;
+    if (in.op == ElemOp::kInput) {
+      const size_t i = static_cast<size_t>(in.input);
+      const std::string index = indexing[i] == InputIndexing::kSame ? "i"
+                                : indexing[i] == InputIndexing::kScalar ? "0"
+                                                                         : "off" + std::to_string(i);
+      expr = load_expr(in.dtype, "in" + std::to_string(i) + "[" + index + "]");
+    } else if (in.op == ElemOp::kConstant) {
+      expr = float_literal(round_to_dtype(in.alpha, in.dtype));
+    } else {
+      std::vector<std::string> args;
+      for (int a : in.args) args.push_back("r" + std::to_string(a));
+      expr = rounded(in.dtype, substitute(expression_template(in.op), args, in.alpha));
+    }
+    body << "    const float r" << k << " = " << expr << ";  // " << elem_op_info(in.op).name << " : "
+         << dtype_name(in.dtype) << "\n";
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k)
+    body << "    out" << k << "[i] = " << store_expr(out_types[k], "r" + std::to_string(p.outputs[k])) << ";\n";
+
+  // 32-bit index arithmetic when the tensors allow it: a 64-bit div/mod is a long software
+  // sequence on the GPU, a 32-bit one a few instructions.
+  const char* index_type = wide_index ? "long long" : "unsigned int";
+  const std::string signature_and_body = index_type + params.str() + body.str();
+  GeneratedKernel kernel;
+  kernel.name = "amp_fused_" + hex64(fnv1a64(signature_and_body));
+
+  std::ostringstream src;
+  src << "// Generated by onnx-amp from this fused elementwise program:\n";
+  std::istringstream text(p.to_text());
+  for (std::string line; std::getline(text, line);) src << "//   " << line << "\n";
+  src << AMP_EXPAND_STRINGIFY(AMP_FUSED_DIMS_STRUCT) << "\n"
+      << AMP_EXPAND_STRINGIFY(AMP_FUSED_STRIDES_STRUCT) << "\n"
+      << kPrelude << "\n"
+      << "typedef " << index_type << " idx_t;\n\n"
+      << "extern \"C\" __global__ void __launch_bounds__(256) " << kernel.name << "(" << params.str() << ") {\n"
+      << "  const idx_t step = static_cast<idx_t>(gridDim.x) * blockDim.x;\n"
+      << "  for (idx_t i = static_cast<idx_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {\n"
+      << body.str() << "  }\n}\n";
+  kernel.source = src.str();
+  return kernel;
+}
+
+}  // namespace amp

@@ -1,0 +1,60 @@
+// CUDA C++ source for one fused elementwise group, compiled at load time by NVRTC
+// (nvrtc_compiler.h). One thread per element of the broadcast iteration space, grid-stride loop;
+// inputs widened to fp32, every instruction computed in fp32 and rounded to its graph type exactly
+// where evaluate_elementwise_program rounds, outputs narrowed once. The source needs no headers
+// (fp16/bf16 conversions are cvt instructions), so it compiles wherever NVRTC runs.
+//
+// Each input is read one of three ways, chosen per launch shape: at the element's own index (same
+// shape as the output, the common case: no index arithmetic at all), at 0 (a scalar), or through
+// broadcast strides (a bias row, a mask), which costs one div/mod per dim per element.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "passes/fusion/elementwise_program.h"
+
+namespace amp {
+
+inline constexpr int kFusedMaxRank = 8;
+
+// Kernel parameter blocks, passed by value. The generated source spells the same structs (from
+// these macros), so host and device layouts cannot drift apart.
+#define AMP_FUSED_DIMS_STRUCT \
+  struct FusedDims {          \
+    long long size[8];        \
+    int rank;                 \
+  };
+#define AMP_FUSED_STRIDES_STRUCT \
+  struct FusedStrides {          \
+    long long stride[8];         \
+  };
+AMP_FUSED_DIMS_STRUCT
+AMP_FUSED_STRIDES_STRUCT
+
+enum class InputIndexing : uint8_t { kSame, kScalar, kBroadcast };
+
+struct GeneratedKernel {
+  std::string name;    // the extern "C" kernel symbol, "amp_fused_<hash of the body>"
+  std::string source;  // complete translation unit
+};
+
+// Kernel arguments, in order: long long n, FusedDims dims, then per input a const pointer (and a
+// FusedStrides after it when that input is kBroadcast), then per output a pointer. Element types
+// are the program's: float, unsigned short (fp16/bf16 bits) or unsigned char (bool). Index
+// arithmetic is 32-bit unless wide_index (needed from 2^31 elements on, see needs_wide_index).
+GeneratedKernel generate_elementwise_kernel(const ElementwiseProgram& p, const std::vector<InputIndexing>& indexing,
+                                            bool wide_index = false);
+// True when n elements (plus a grid-stride step past the end) do not fit 32-bit unsigned indices.
+inline bool needs_wide_index(int64_t n) { return n >= (int64_t{1} << 31); }
+
+// How each input is read over the iteration space `out`.
+std::vector<InputIndexing> choose_indexing(const std::vector<std::vector<int64_t>>& input_shapes,
+                                           const std::vector<int64_t>& out);
+
+// FNV-1a, 64 bits: names kernels and keys the compiled-image cache.
+uint64_t fnv1a64(const std::string& bytes);
+std::string hex64(uint64_t v);
+
+}  // namespace amp

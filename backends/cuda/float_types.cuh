@@ -1,0 +1,71 @@
+// Device-side helpers every hand-written kernel shares: the three float storage types (fp32,
+// fp16, bf16) read into fp32 and written back with round-to-nearest-even, a switch from the
+// graph's DType to the C++ type, and warp/block sums. Kernels store 16-bit values but compute in
+// fp32 — the precision rules of the whole project (statistics, exponentials and sums in fp32).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "graph/dtype.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Calls f(T{}) with T the storage type of t; InputError for anything but the three float types.
+template <class F>
+void dispatch_float(DType t, const char* what, F&& f) {
+  switch (t) {
+    case DType::kFloat: f(float{}); break;
+    case DType::kFloat16: f(__half{}); break;
+    case DType::kBFloat16: f(__nv_bfloat16{}); break;
+    default: throw InputError(std::string(what) + " takes float, float16 or bfloat16, not " + std::string(dtype_name(t)));
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Sum over the block, returned to every thread. `scratch` holds one float per warp (32 is enough
+// for 1024 threads). Every thread of the block must call it.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return warp_max(v);
+}
+
+}  // namespace amp::cuda

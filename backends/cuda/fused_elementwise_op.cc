@@ -1,0 +1,60 @@
+#include "backends/cuda/fused_elementwise_op.h"
+
+#include "backends/cuda/cuda_check.h"
+#include "graph/error.h"
+#include "passes/fusion/elementwise_program_eval.h"
+
+namespace amp::cuda {
+
+std::unique_ptr<PreparedOp> FusedElementwiseOp::prepare(const OpShapes& shapes, DeviceContext& ctx) const {
+  if (shapes.in.size() != program_.input_dtypes.size() || shapes.out.size() != program_.outputs.size())
+    throw Error("internal: fused kernel operands do not match its program");
+  const std::vector<int64_t> space = shapes.out.at(0)->dims;
+  if (space.size() > static_cast<size_t>(kFusedMaxRank))
+    throw InputError("a fused elementwise kernel handles up to " + std::to_string(kFusedMaxRank) + " dims, got " +
+                     std::to_string(space.size()));
+  std::vector<std::vector<int64_t>> in_dims;
+  for (const TensorDesc* t : shapes.in) in_dims.push_back(t->dims);
+  for (const TensorDesc* t : shapes.out)
+    if (t->dims != space) throw Error("internal: outputs of a fused kernel differ in shape");
+  // The inputs must broadcast into the iteration space, not beyond it.
+  std::vector<std::vector<int64_t>> all = in_dims;
+  all.push_back(space);
+  if (broadcast_shape(all, program_.min_rank, "fused elementwise kernel") != space)
+    throw InputError("fused elementwise kernel: inputs broadcast beyond the output shape");
+
+  const int64_t n = shapes.out[0]->numel();
+  const std::vector<InputIndexing> indexing = choose_indexing(in_dims, space);
+  const cudaKernel_t fn = ctx.load_kernel(generate_elementwise_kernel(program_, indexing, needs_wide_index(n)));
+
+  FusedDims dims{};
+  dims.rank = static_cast<int>(space.size());
+  for (size_t d = 0; d < space.size(); ++d) dims.size[d] = space[d];
+  std::vector<FusedStrides> strides(in_dims.size());
+  for (size_t k = 0; k < in_dims.size(); ++k) {
+    const std::vector<int64_t> s = broadcast_strides(in_dims[k], space);
+    for (size_t d = 0; d < s.size(); ++d) strides[k].stride[d] = s[d];
+  }
+  constexpr int kBlock = 256;  // the generated kernels' __launch_bounds__
+  const unsigned grid = grid_for(n, kBlock, ctx);
+
+  return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
+    if (n == 0) return;
+    long long count = n;
+    FusedDims d = dims;
+    std::vector<FusedStrides> st = strides;
+    std::vector<const void*> ins = b.in;
+    std::vector<void*> outs = b.out;
+    // Arguments in the generated signature's order: n, dims, (input, [strides])..., outputs...
+    std::vector<void*> args = {&count, &d};
+    for (size_t k = 0; k < ins.size(); ++k) {
+      args.push_back(&ins[k]);
+      if (indexing[k] == InputIndexing::kBroadcast) args.push_back(&st[k]);
+    }
+    for (void*& o : outs) args.push_back(&o);
+    AMP_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(grid), dim3(kBlock), args.data(), 0,
+                                    c.stream()));
+  });
+}
+
+}  // namespace amp::cuda

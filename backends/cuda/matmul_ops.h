@@ -1,0 +1,31 @@
+// MatMul and Gemm on cuBLASLt, and the matcher that lets a product absorb the nodes after it:
+//   MatMul|Gemm -> Add(bias over the last dim) [-> Relu]   : one product with a BIAS / RELU_BIAS epilogue
+//   Gemm(transA: X^T dY or dY^T X) + ReduceSum(dY, axes 0) : one weight-gradient product that also
+//                                                            writes the bias gradient (BGRADA/B)
+// Each saves a full read and write of the product's output, the size of the layer's activations.
+// Not matched: GELU epilogues. cuBLASLt's GELU is the tanh approximation and the exported graphs
+// compute exact erf GELU; fusion must not change results, so GELU runs as a fused elementwise kernel.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backends/cuda/cuda_op.h"
+#include "graph/graph.h"
+
+namespace amp::cuda {
+
+struct ProductFusion {
+  std::vector<const Node*> nodes;     // the product first, then what its epilogue absorbs
+  std::vector<const Value*> inputs;   // the op's operands, in its order (null for absent)
+  std::vector<const Value*> outputs;  // the op's results, in its order
+  std::unique_ptr<CudaOp> op;
+};
+
+// Products in g with an epilogue to absorb; nodes for which `excluded` is true are not touched.
+// An absorbed node's output must have no other reader than the chain itself (it is never
+// materialised) and must not be a graph output.
+std::vector<ProductFusion> match_product_epilogues(const Graph& g, const std::function<bool(const Node*)>& excluded);
+
+}  // namespace amp::cuda

@@ -1,0 +1,171 @@
+// LayerNormalization (and ai.onnx_amp LayerNormalizationGrad) on the hand-written kernels of
+// layernorm.cu; BatchNormalization (inference and training mode) and BatchNormalizationGrad on
+// cuDNN, which keeps the per-channel statistics in fp32 whatever the data type.
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_op.h"
+#include "backends/cuda/cudnn_descriptors.h"
+#include "backends/cuda/layernorm.cuh"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+void split_rows(const std::vector<int64_t>& dims, int64_t axis_attr, int64_t* rows, int64_t* cols) {
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (axis_attr < -rank || axis_attr >= rank) throw InputError("axis " + std::to_string(axis_attr) + " is out of range");
+  const size_t axis = static_cast<size_t>(axis_attr < 0 ? axis_attr + rank : axis_attr);
+  *rows = 1;
+  *cols = 1;
+  for (size_t d = 0; d < dims.size(); ++d) (d < axis ? *rows : *cols) *= dims[d];
+}
+
+// LayerNormalization(X, Scale, [B]) -> Y, [Mean], [InvStdDev]
+class LayerNorm final : public CudaOp {
+ public:
+  LayerNorm(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)), epsilon_(n.attr_float("epsilon", 1e-5f)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& x = *s.in[0];
+    int64_t rows, cols;
+    split_rows(x.dims, axis_, &rows, &cols);
+    if (s.in[1]->dtype != x.dtype || (s.has_in(2) && s.in[2]->dtype != x.dtype))
+      throw InputError("X, Scale and B must share one type on cuda");
+    if (s.in[1]->numel() != cols) throw InputError("Scale must cover the normalized dims (broadcast scales are not supported on cuda)");
+    for (size_t k = 1; k < 3; ++k)
+      if (s.has_out(k) && s.out[k]->dtype != DType::kFloat)
+        throw InputError("Mean and InvStdDev are kept in float (stash_type 1) on cuda");
+    const DType t = x.dtype;
+    const float eps = epsilon_;
+    const bool bias = s.has_in(2), mean = s.has_out(1), inv_std = s.has_out(2);
+    return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
+      layernorm_forward(t, b.in[0], b.in[1], bias ? b.in[2] : nullptr, b.out[0], mean ? static_cast<float*>(b.out[1]) : nullptr,
+                        inv_std ? static_cast<float*>(b.out[2]) : nullptr, rows, cols, eps, c.stream());
+    });
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+};
+
+// ai.onnx_amp LayerNormalizationGrad(dY, X, Scale) -> dX, [dScale], [dB]
+class LayerNormGrad final : public CudaOp {
+ public:
+  LayerNormGrad(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)), epsilon_(n.attr_float("epsilon", 1e-5f)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc& x = *s.in[1];
+    int64_t rows, cols;
+    split_rows(x.dims, axis_, &rows, &cols);
+    if (s.in[0]->dtype != x.dtype || s.in[2]->dtype != x.dtype) throw InputError("dY, X and Scale must share one type on cuda");
+    const DType t = x.dtype;
+    const float eps = epsilon_;
+    const bool dscale = s.has_out(1), dbias = s.has_out(2);
+    return std::make_unique<PreparedFunction>(
+        [=](const OpBuffers& b, DeviceContext& c) {
+          layernorm_backward(t, b.in[0], b.in[1], b.in[2], b.out[0], dscale ? b.out[1] : nullptr, dbias ? b.out[2] : nullptr,
+                             rows, cols, eps, b.workspace, c.sm_count(), c.stream());
+        },
+        layernorm_backward_workspace(rows, cols, ctx.sm_count()));
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+};
+
+std::vector<int64_t> nchw(const std::vector<int64_t>& dims) {
+  if (dims.size() < 2) throw InputError("BatchNormalization needs [N, C, ...] input");
+  std::vector<int64_t> d = {dims[0], dims[1], 1, 1};
+  for (size_t k = 2; k < dims.size(); ++k) d[2] *= dims[k];
+  return d;
+}
+
+struct BnDescriptors {
+  std::shared_ptr<CudnnTensor> x, params;
+};
+
+BnDescriptors bn_descriptors(const TensorDesc& x, const TensorDesc& scale) {
+  if (scale.dtype != DType::kFloat)
+    throw InputError("BatchNormalization's scale, bias and statistics must be float on cuda (cuDNN keeps them in fp32)");
+  const std::vector<int64_t> d = nchw(x.dims);
+  return {std::make_shared<CudnnTensor>(x.dtype, d), std::make_shared<CudnnTensor>(DType::kFloat, std::vector<int64_t>{1, d[1], 1, 1})};
+}
+
+// BatchNormalization(X, scale, B, input_mean, input_var) -> Y, [running_mean, running_var]
+class BatchNorm final : public CudaOp {
+ public:
+  BatchNorm(const Node& n, int64_t)
+      : epsilon_(n.attr_float("epsilon", 1e-5f)),
+        momentum_(n.attr_float("momentum", 0.9f)),
+        training_(n.attr_int("training_mode", 0) != 0) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const BnDescriptors d = bn_descriptors(*s.in[0], *s.in[1]);
+    const double eps = epsilon_;
+    const size_t stat_bytes = s.in[3]->nbytes();
+    if (!training_)
+      return std::make_unique<PreparedFunction>([d, eps](const OpBuffers& b, DeviceContext& c) {
+        const float one = 1.0f, zero = 0.0f;
+        AMP_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(c.cudnn(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x->get(),
+                                                                b.in[0], d.x->get(), b.out[0], d.params->get(), b.in[1],
+                                                                b.in[2], b.in[3], b.in[4], eps));
+      });
+    if (!s.has_out(1) || !s.has_out(2))
+      throw InputError("training-mode BatchNormalization needs its running_mean and running_var outputs on cuda");
+    // ONNX: running = input * momentum + batch * (1 - momentum). cuDNN updates its running
+    // buffers in place with factor (1 - momentum), so they start as copies of the inputs.
+    const double factor = 1.0 - static_cast<double>(momentum_);
+    return std::make_unique<PreparedFunction>([d, eps, factor, stat_bytes](const OpBuffers& b, DeviceContext& c) {
+      const float one = 1.0f, zero = 0.0f;
+      AMP_CUDA_CHECK(cudaMemcpyAsync(b.out[1], b.in[3], stat_bytes, cudaMemcpyDeviceToDevice, c.stream()));
+      AMP_CUDA_CHECK(cudaMemcpyAsync(b.out[2], b.in[4], stat_bytes, cudaMemcpyDeviceToDevice, c.stream()));
+      AMP_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(c.cudnn(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x->get(),
+                                                             b.in[0], d.x->get(), b.out[0], d.params->get(), b.in[1],
+                                                             b.in[2], factor, b.out[1], b.out[2], eps, nullptr, nullptr));
+    });
+  }
+
+ private:
+  float epsilon_, momentum_;
+  bool training_;
+};
+
+// ai.onnx_amp BatchNormalizationGrad(dY, X, scale) -> dX, [dScale], [dBias]; batch statistics
+// recomputed from X (cuDNN does so when no saved mean is passed).
+class BatchNormGrad final : public CudaOp {
+ public:
+  BatchNormGrad(const Node& n, int64_t) : epsilon_(n.attr_float("epsilon", 1e-5f)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const BnDescriptors d = bn_descriptors(*s.in[1], *s.in[2]);
+    const double eps = epsilon_;
+    const size_t param_bytes = s.in[2]->nbytes();
+    const bool dscale = s.has_out(1), dbias = s.has_out(2);
+    // cuDNN always writes both parameter gradients; absent ones land in the workspace.
+    return std::make_unique<PreparedFunction>(
+        [=](const OpBuffers& b, DeviceContext& c) {
+          const float one = 1.0f, zero = 0.0f;
+          void* ds = dscale ? b.out[1] : b.workspace;
+          void* db = dbias ? b.out[2] : static_cast<uint8_t*>(b.workspace) + param_bytes;
+          AMP_CUDNN_CHECK(cudnnBatchNormalizationBackward(c.cudnn(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero,
+                                                          d.x->get(), b.in[1], d.x->get(), b.in[0], d.x->get(), b.out[0],
+                                                          d.params->get(), b.in[2], ds, db, eps, nullptr, nullptr));
+        },
+        2 * param_bytes);
+  }
+
+ private:
+  float epsilon_;
+};
+
+}  // namespace
+
+const std::vector<CudaOpEntry>& normalization_ops() {
+  static const std::vector<CudaOpEntry> ops = {
+      {"", "LayerNormalization", make_op<LayerNorm>},
+      {kAmpDomain, "LayerNormalizationGrad", make_op<LayerNormGrad>},
+      {"", "BatchNormalization", make_op<BatchNorm>},
+      {kAmpDomain, "BatchNormalizationGrad", make_op<BatchNormGrad>},
+  };
+  return ops;
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,98 @@
+// ReduceSum / ReduceMean / ReduceMax / ReduceMin, GlobalAveragePool and the project's SumToShape
+// (the gradient of a broadcast) as ReducePlans (reduce.cuh): which axes are reduced is settled
+// while planning, from attributes or from operands known on the host.
+#include <algorithm>
+
+#include "backends/cuda/cuda_op.h"
+#include "backends/cuda/reduce.cuh"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+std::unique_ptr<PreparedOp> reduction(const TensorDesc& x, const std::vector<bool>& reduced, ReduceKind kind,
+                                      const DeviceContext& ctx) {
+  auto plan = std::make_shared<ReducePlan>(x.dtype, x.dims, reduced, kind, ctx.sm_count());
+  return std::make_unique<PreparedFunction>(
+      [plan](const OpBuffers& b, DeviceContext& c) { plan->enqueue(b.in[0], b.out[0], b.workspace, c.stream()); },
+      plan->workspace_bytes());
+}
+
+class Reduce final : public CudaOp {
+ public:
+  Reduce(const Node& n, int64_t opset)
+      : kind_(n.op_type() == "ReduceMean" ? ReduceKind::kMean
+              : n.op_type() == "ReduceMax" ? ReduceKind::kMax
+              : n.op_type() == "ReduceMin" ? ReduceKind::kMin
+                                           : ReduceKind::kSum),
+        axes_attr_(n.attr_ints("axes")),
+        // ReduceSum takes axes as an input from opset 13, the others from opset 18.
+        axes_input_(n.op_type() == "ReduceSum" ? opset >= 13 : opset >= 18),
+        noop_with_empty_axes_(n.attr_int("noop_with_empty_axes", 0) != 0) {}
+
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc& x = *s.in[0];
+    std::vector<int64_t> axes = axes_attr_;
+    if (axes_input_ && s.has_in(1)) {
+      if (!s.host[1]) throw InputError("axes must be known before the run");
+      axes.clear();
+      for (int64_t k = 0; k < s.host[1]->numel(); ++k) axes.push_back(static_cast<int64_t>(s.host[1]->element(k)));
+    }
+    const int64_t rank = static_cast<int64_t>(x.dims.size());
+    std::vector<bool> reduced(x.dims.size(), axes.empty() && !noop_with_empty_axes_);
+    for (int64_t a : axes) {
+      if (a < -rank || a >= rank) throw InputError("axis " + std::to_string(a) + " is out of range");
+      reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+    }
+    return reduction(x, reduced, kind_, ctx);
+  }
+
+ private:
+  ReduceKind kind_;
+  std::vector<int64_t> axes_attr_;
+  bool axes_input_, noop_with_empty_axes_;
+};
+
+class GlobalAveragePool final : public CudaOp {
+ public:
+  GlobalAveragePool(const Node&, int64_t) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    std::vector<bool> reduced(s.in[0]->dims.size(), true);
+    reduced[0] = false;
+    if (reduced.size() > 1) reduced[1] = false;
+    return reduction(*s.in[0], reduced, ReduceKind::kMean, ctx);
+  }
+};
+
+// ai.onnx_amp SumToShape(X, shape): X summed over the axes a tensor of `shape` was broadcast along.
+class SumToShape final : public CudaOp {
+ public:
+  SumToShape(const Node&, int64_t) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc& x = *s.in[0];
+    const std::vector<int64_t>& target = s.out[0]->dims;
+    if (target.size() > x.dims.size()) throw InputError("SumToShape: the target has more dims than X");
+    std::vector<bool> reduced(x.dims.size(), false);
+    const size_t lead = x.dims.size() - target.size();
+    for (size_t d = 0; d < x.dims.size(); ++d)
+      reduced[d] = d < lead || (target[d - lead] == 1 && x.dims[d] != 1);
+    return reduction(x, reduced, ReduceKind::kSum, ctx);
+  }
+};
+
+}  // namespace
+
+const std::vector<CudaOpEntry>& reduction_ops() {
+  static const std::vector<CudaOpEntry> ops = {
+      {"", "ReduceSum", make_op<Reduce>},
+      {"", "ReduceMean", make_op<Reduce>},
+      {"", "ReduceMax", make_op<Reduce>},
+      {"", "ReduceMin", make_op<Reduce>},
+      {"", "GlobalAveragePool", make_op<GlobalAveragePool>},
+      {kAmpDomain, "SumToShape", make_op<SumToShape>},
+  };
+  return ops;
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,98 @@
+// Softmax / log-softmax along one axis, statistics in fp32 whatever the storage type: exp() of
+// fp16 logits would overflow past 11, and a sum of 50k fp16 terms loses everything after the
+// 11th bit. The common case — the axis is the last one (attention rows, classifier outputs) —
+// gives each row to one block and reads it twice: once for an online max-and-sum (the running sum
+// rescaled whenever the max grows, so one pass finds both), once to write. An inner stride > 1
+// (softmax over a middle axis) uses one thread per (outer, inner) position instead.
+#include "backends/cuda/softmax.cuh"
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/float_types.cuh"
+
+namespace amp::cuda {
+namespace {
+
+struct MaxSum {
+  float max, sum;  // sum of exp(x - max)
+};
+
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+  const float m = fmaxf(a.max, b.max);
+  if (m == -INFINITY) return {m, 0.0f};  // both empty (or all -inf): nothing to rescale
+  return {m, a.sum * __expf(a.max - m) + b.sum * __expf(b.max - m)};
+}
+
+__device__ __forceinline__ MaxSum block_max_sum(MaxSum v, MaxSum* scratch) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    MaxSum o{__shfl_xor_sync(0xffffffffu, v.max, offset), __shfl_xor_sync(0xffffffffu, v.sum, offset)};
+    v = combine(v, o);
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? scratch[lane] : MaxSum{-INFINITY, 0.0f};
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      MaxSum o{__shfl_xor_sync(0xffffffffu, v.max, offset), __shfl_xor_sync(0xffffffffu, v.sum, offset)};
+      v = combine(v, o);
+    }
+    if (lane == 0) scratch[0] = v;
+  }
+  __syncthreads();
+  return scratch[0];
+}
+
+template <class T>
+__global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t cols, bool log) {
+  __shared__ MaxSum scratch[32];
+  const T* row = x + blockIdx.x * cols;
+  T* out = y + blockIdx.x * cols;
+  MaxSum acc{-INFINITY, 0.0f};
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) acc = combine(acc, MaxSum{to_float(row[c]), 1.0f});
+  const MaxSum total = block_max_sum(acc, scratch);
+  // expf, not __expf, for what is stored: the fast version is off by a few ulp near the max.
+  const float log_sum = logf(total.sum);
+  const float inv_sum = 1.0f / total.sum;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float shifted = to_float(row[c]) - total.max;
+    out[c] = from_float<T>(log ? shifted - log_sum : expf(shifted) * inv_sum);
+  }
+}
+
+template <class T>
+__global__ void softmax_strided_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t outer, int64_t axis,
+                                       int64_t inner, bool log) {
+  const int64_t pos = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (pos >= outer * inner) return;
+  const int64_t base = (pos / inner) * axis * inner + pos % inner;
+  MaxSum acc{-INFINITY, 0.0f};
+  for (int64_t c = 0; c < axis; ++c) acc = combine(acc, MaxSum{to_float(x[base + c * inner]), 1.0f});
+  const float log_sum = logf(acc.sum), inv_sum = 1.0f / acc.sum;
+  for (int64_t c = 0; c < axis; ++c) {
+    const float shifted = to_float(x[base + c * inner]) - acc.max;
+    y[base + c * inner] = from_float<T>(log ? shifted - log_sum : expf(shifted) * inv_sum);
+  }
+}
+
+}  // namespace
+
+void softmax_forward(DType t, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner, bool log,
+                     cudaStream_t stream) {
+  if (outer * axis * inner == 0) return;
+  dispatch_float(t, "Softmax", [&](auto tag) {
+    using T = decltype(tag);
+    if (inner == 1) {
+      // 1024 threads for long rows (a 50k vocabulary), fewer for short ones (attention over T=32).
+      const int threads = axis >= 4096 ? 1024 : axis >= 512 ? 256 : 64;
+      softmax_rows_kernel<T><<<static_cast<unsigned>(outer), threads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), axis, log);
+    } else {
+      const int64_t n = outer * inner;
+      softmax_strided_kernel<T><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), outer, axis, inner, log);
+    }
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,114 @@
+// Softmax, LogSoftmax and the fused softmax cross-entropy loss with its gradient (softmax.cuh,
+// cross_entropy.cuh).
+#include "backends/cuda/cross_entropy.cuh"
+#include "backends/cuda/cuda_op.h"
+#include "backends/cuda/softmax.cuh"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+int64_t normalize_axis(int64_t axis, size_t rank) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) throw InputError("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  return axis < 0 ? axis + r : axis;
+}
+
+class Softmax final : public CudaOp {
+ public:
+  Softmax(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)), log_(n.op_type() == "LogSoftmax") {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& x = *s.in[0];
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, x.dims.size()));
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < axis; ++d) outer *= x.dims[d];
+    for (size_t d = axis + 1; d < x.dims.size(); ++d) inner *= x.dims[d];
+    const int64_t len = x.dims[axis];
+    const DType t = x.dtype;
+    const bool log = log_;
+    return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& ctx) {
+      softmax_forward(t, b.in[0], b.out[0], outer, len, inner, log, ctx.stream());
+    });
+  }
+
+ private:
+  int64_t axis_;
+  bool log_;
+};
+
+CrossEntropyShape loss_shape(const Node& n) {
+  CrossEntropyShape s;
+  const std::string r = n.attr_string("reduction", "mean");
+  if (r == "none") s.reduction = LossReduction::kNone;
+  else if (r == "sum") s.reduction = LossReduction::kSum;
+  else if (r == "mean") s.reduction = LossReduction::kMean;
+  else throw InputError("reduction '" + r + "' is not none, sum or mean");
+  if (n.attr("ignore_index")) s.ignore_index = n.attr_int("ignore_index", 0);
+  return s;
+}
+
+void fill_dims(CrossEntropyShape& s, const TensorDesc& scores, const TensorDesc& labels) {
+  if (scores.dims.size() < 2) throw InputError("scores need a class axis: [N, C, ...]");
+  s.type = scores.dtype;
+  s.label_type = labels.dtype;
+  s.n = scores.dims[0];
+  s.classes = scores.dims[1];
+  s.inner = 1;
+  for (size_t d = 2; d < scores.dims.size(); ++d) s.inner *= scores.dims[d];
+}
+
+// SoftmaxCrossEntropyLoss(scores, labels, [weights]) -> loss, [log_prob]
+class CrossEntropy final : public CudaOp {
+ public:
+  CrossEntropy(const Node& n, int64_t) : base_(loss_shape(n)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    CrossEntropyShape shape = base_;
+    fill_dims(shape, *s.in[0], *s.in[1]);
+    const bool weighted = s.has_in(2), log_prob = s.has_out(1);
+    return std::make_unique<PreparedFunction>(
+        [=](const OpBuffers& b, DeviceContext& ctx) {
+          cross_entropy_forward(shape, b.in[0], b.in[1], weighted ? b.in[2] : nullptr, b.out[0],
+                                log_prob ? b.out[1] : nullptr, b.workspace, ctx.stream());
+        },
+        cross_entropy_workspace(shape));
+  }
+
+ private:
+  CrossEntropyShape base_;
+};
+
+// ai.onnx_amp SoftmaxCrossEntropyLossGrad(dLoss, scores, labels, [weights]) -> dScores
+class CrossEntropyGrad final : public CudaOp {
+ public:
+  CrossEntropyGrad(const Node& n, int64_t) : base_(loss_shape(n)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    CrossEntropyShape shape = base_;
+    fill_dims(shape, *s.in[1], *s.in[2]);
+    if (s.in[0]->dtype != shape.type) throw InputError("dLoss and scores differ in type");
+    const bool weighted = s.has_in(3);
+    return std::make_unique<PreparedFunction>(
+        [=](const OpBuffers& b, DeviceContext& ctx) {
+          cross_entropy_backward(shape, b.in[0], b.in[1], b.in[2], weighted ? b.in[3] : nullptr, b.out[0], b.workspace,
+                                 ctx.stream());
+        },
+        cross_entropy_workspace(shape));
+  }
+
+ private:
+  CrossEntropyShape base_;
+};
+
+}  // namespace
+
+const std::vector<CudaOpEntry>& softmax_loss_ops() {
+  static const std::vector<CudaOpEntry> ops = {
+      {"", "Softmax", make_op<Softmax>},
+      {"", "LogSoftmax", make_op<Softmax>},
+      {"", "SoftmaxCrossEntropyLoss", make_op<CrossEntropy>},
+      {kAmpDomain, "SoftmaxCrossEntropyLossGrad", make_op<CrossEntropyGrad>},
+  };
+  return ops;
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,79 @@
+// The ops a training step adds around the model: ai.onnx_amp AllFinite (the overflow check the
+// optimizer and the loss scale read; all_finite.cu) and Dropout (dropout.cu). The optimizer update
+// itself is standard elementwise ONNX (passes/training/optimizer.h) and runs as fused kernels.
+#include "backends/cuda/all_finite.cuh"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_op.h"
+#include "backends/cuda/dropout.cuh"
+#include "backends/cuda/elementwise_codegen.h"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+class AllFinite final : public CudaOp {
+ public:
+  AllFinite(const Node&, int64_t) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    std::vector<CheckedTensor> tensors;
+    std::vector<size_t> present;  // operand index of each checked tensor
+    for (size_t i = 0; i < s.in.size(); ++i)
+      if (s.in[i]) {
+        tensors.push_back({s.in[i]->dtype, s.in[i]->numel()});
+        present.push_back(i);
+      }
+    return std::make_unique<PreparedFunction>([tensors, present](const OpBuffers& b, DeviceContext& c) {
+      std::vector<const void*> data;
+      for (size_t i : present) data.push_back(b.in[i]);
+      all_finite(tensors, data, static_cast<bool*>(b.out[0]), c.sm_count(), c.stream());
+    });
+  }
+};
+
+// Dropout(data, [ratio], [training_mode]) -> output, [mask]
+class Dropout final : public CudaOp {
+ public:
+  Dropout(const Node& n, int64_t) : salt_(fnv1a64(n.output(0) ? n.output(0)->name() : n.name)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    auto scalar = [&](size_t i, double fallback) {
+      if (!s.has_in(i)) return fallback;
+      if (!s.host[i] || s.host[i]->numel() != 1)
+        throw InputError("Dropout's ratio and training_mode must be scalars known before the run");
+      return s.host[i]->element(0);
+    };
+    const float ratio = static_cast<float>(scalar(1, 0.5));
+    const bool training = scalar(2, 0.0) != 0.0;
+    const TensorDesc& x = *s.in[0];
+    const int64_t n = x.numel();
+    const DType t = x.dtype;
+    const bool mask = s.has_out(1);
+    const uint64_t salt = salt_;
+    if (!training || ratio == 0.0f)
+      return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
+        if (n == 0) return;
+        AMP_CUDA_CHECK(cudaMemcpyAsync(b.out[0], b.in[0], x.nbytes(), cudaMemcpyDeviceToDevice, c.stream()));
+        if (mask) AMP_CUDA_CHECK(cudaMemsetAsync(b.out[1], 1, static_cast<size_t>(n), c.stream()));
+      });
+    if (ratio < 0.0f || ratio >= 1.0f) throw InputError("Dropout ratio must be in [0, 1)");
+    return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
+      dropout_forward(t, b.in[0], b.out[0], mask ? static_cast<bool*>(b.out[1]) : nullptr, n, ratio, b.seed, salt,
+                      c.sm_count(), c.stream());
+    });
+  }
+
+ private:
+  uint64_t salt_;  // distinct per node, so two Dropouts in one step draw different masks
+};
+
+}  // namespace
+
+const std::vector<CudaOpEntry>& training_ops() {
+  static const std::vector<CudaOpEntry> ops = {
+      {kAmpDomain, "AllFinite", make_op<AllFinite>},
+      {"", "Dropout", make_op<Dropout>},
+  };
+  return ops;
+}
+
+}  // namespace amp::cuda
