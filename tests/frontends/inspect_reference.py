@@ -19,7 +19,21 @@ for t in g.initializer:
     params += n
     if t.data_type != onnx.TensorProto.STRING:
         nbytes += n * ITEMSIZE[t.data_type]
+# Per-node precision: the element type of the node's first floating output, after ONNX's own
+# shape inference, named as ONNX names types.
+inferred = onnx.shape_inference.infer_shapes(model)
+types = {v.name: v.type.tensor_type.elem_type for v in
+         list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input)}
+FLOAT_NAMES = {1: "float", 10: "float16", 11: "double", 16: "bfloat16"}
+precisions = Counter()
+for n in g.node:
+    for o in n.output:
+        if types.get(o) in FLOAT_NAMES:
+            precisions[FLOAT_NAMES[types[o]]] += 1
+            break
+
 print(json.dumps({
+    "node_precisions": dict(precisions),
     "nodes": len(g.node),
     "ops": dict(ops),
     "parameters": params,

@@ -21,7 +21,7 @@ TEST_P(InspectModels, JsonMatchesPythonOnnx) {
   ASSERT_EQ(test::run_command(inspect_bin() + " --json " + model + " 2>/dev/null", &ours), 0) << ours;
   ASSERT_EQ(test::run_python(test::source_dir() + "/tests/frontends/inspect_reference.py " + model, &ref), 0) << ref;
   json a = json::parse(ours), b = json::parse(ref);
-  for (const char* key : {"nodes", "ops", "parameters", "parameter_bytes", "casts", "ir_version", "opsets"})
+  for (const char* key : {"nodes", "ops", "node_precisions", "parameters", "parameter_bytes", "casts", "ir_version", "opsets"})
     EXPECT_EQ(a[key], b[key]) << key;
   std::vector<std::string> in, out;
   for (const auto& v : a["inputs"]) in.push_back(v["name"]);
@@ -40,6 +40,27 @@ INSTANTIATE_TEST_SUITE_P(Models, InspectModels,
                              if (c == '.') c = '_';
                            return s;
                          });
+
+TEST(Inspect, RewrittenModelShowsPrecisionAndReason) {
+  const std::string dir = test::temp_dir("inspect_rewrite");
+  const std::string model = dir + "/gpt.amp.onnx";
+  std::string out, ref;
+  ASSERT_EQ(test::run_command(test::binary_dir() + "/amp-rewrite " + test::source_dir() + "/models/gpt.onnx -o " +
+                                  model + " 2>&1",
+                              &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_command(inspect_bin() + " --json " + model + " 2>/dev/null", &out), 0) << out;
+  ASSERT_EQ(test::run_python(test::source_dir() + "/tests/frontends/inspect_reference.py " + model, &ref), 0) << ref;
+  json a = json::parse(out), b = json::parse(ref);
+  EXPECT_EQ(a["node_precisions"], b["node_precisions"]);
+  EXPECT_GT(b["node_precisions"]["float16"].get<int>(), 0);
+  EXPECT_EQ(a["casts"], b["casts"]);
+  ASSERT_TRUE(a.contains("rewrite"));
+  EXPECT_GT(a["rewrite"]["decisions"]["fp16 allow-list"].get<int>(), 0);
+  ASSERT_EQ(test::run_command(inspect_bin() + " --nodes " + model + " 2>/dev/null", &out), 0);
+  EXPECT_NE(out.find("why: allow-list: MatMul"), std::string::npos) << out.substr(0, 2000);
+}
 
 TEST(Inspect, NodesAndDot) {
   const std::string dir = test::temp_dir("inspect");
