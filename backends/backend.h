@@ -29,6 +29,9 @@ struct CompileOptions {
   std::vector<std::pair<std::string, std::string>> state_updates;
   uint64_t seed = 0;  // random ops (Dropout) draw from this, advanced per run
   int threads = 0;    // 0: all cores
+  // Runs an earlier executable of the same graph already made (a resumed training run): random ops
+  // continue the stream where it stopped, so N runs + resume + N runs draws what 2N runs draw.
+  uint64_t first_run = 0;
 };
 
 struct MemoryStats {

@@ -74,61 +74,74 @@ class Conv final : public Kernel {
     y.dims = {g.n, g.m};
     const Window win = window(x, w);
     y.dims.insert(y.dims.end(), win.out.begin(), win.out.end());
-    const size_t elem = x.dtype == DType::kDouble ? 8 : 4;
-    size_t scratch = g.pointwise() && !is_low_precision(x.dtype) ? 0 : g.col_rows() * g.pixels() * elem;
-    scratch = (scratch + 63) / 64 * 64;
-    if (is_low_precision(x.dtype)) scratch += fp32_scratch(w.numel()) + fp32_scratch(g.m * g.pixels());
-    return scratch;
+    const Scratch sc = scratch_layout(g, x.dtype, w.numel(), io.threads);
+    return sc.weights + sc.per_worker * static_cast<size_t>(sc.workers);
   }
 
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &x = io.input(0), &w = io.input(1);
     const Geometry g = geometry(x, w);
+    const Scratch sc = scratch_layout(g, x.dtype, w.numel(), ctx.threads);
     dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
       constexpr bool kWide = std::is_same_v<T, F>;
-      uint8_t* scratch = static_cast<uint8_t*>(io.workspace);
-      F* col = reinterpret_cast<F*>(scratch);
-      size_t used = g.pointwise() && kWide ? 0 : (g.col_rows() * g.pixels() * sizeof(F) + 63) / 64 * 64;
+      auto* scratch = static_cast<uint8_t*>(io.workspace);
       const F* weights;
-      F* y32 = nullptr;
       if constexpr (kWide) {
         weights = w.as<F>();
       } else {
-        F* w32 = reinterpret_cast<F*>(scratch + used);
+        F* w32 = reinterpret_cast<F*>(scratch);
         widen(w.as<T>(), w32, w.numel(), ctx.threads);
         weights = w32;
-        y32 = reinterpret_cast<F*>(scratch + used + fp32_scratch(w.numel()));
       }
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
       const int64_t cg = g.c / g.groups, mg = g.m / g.groups, rows = g.col_rows(), px = g.pixels();
-      for (int64_t n = 0; n < g.n; ++n) {
-        F* yimg = kWide ? reinterpret_cast<F*>(out + n * g.m * px) : y32;
-        for (int64_t grp = 0; grp < g.groups; ++grp) {
-          const T* image = in + (n * g.c + grp * cg) * g.image();
-          const F* cols;
-          if constexpr (kWide) {
-            if (g.pointwise()) {
-              cols = image;
-            } else {
-              im2col(image, cg, g, col, ctx.threads);
-              cols = col;
-            }
-          } else {
-            im2col(image, cg, g, col, ctx.threads);
-            cols = col;
+      // Images are independent: each worker takes a share with its own column (and fp32 output)
+      // buffer; one image alone uses every core inside im2col and the product instead.
+      const int inner = sc.workers == 1 ? ctx.threads : 1;
+#pragma omp parallel for num_threads(sc.workers) schedule(static, 1) if (sc.workers > 1)
+      for (int worker = 0; worker < sc.workers; ++worker) {
+        uint8_t* mine = scratch + sc.weights + sc.per_worker * static_cast<size_t>(worker);
+        F* col = reinterpret_cast<F*>(mine);
+        F* y32 = reinterpret_cast<F*>(mine + sc.columns);
+        for (int64_t n = g.n * worker / sc.workers; n < g.n * (worker + 1) / sc.workers; ++n) {
+          F* yimg = kWide ? reinterpret_cast<F*>(out + n * g.m * px) : y32;
+          for (int64_t grp = 0; grp < g.groups; ++grp) {
+            const T* image = in + (n * g.c + grp * cg) * g.image();
+            const F* cols = col;
+            if constexpr (kWide)
+              if (g.pointwise()) cols = image;
+            if (cols == col) im2col(image, cg, g, col, inner);
+            parallel_gemm<F>(false, false, mg, px, rows, F(1), weights + grp * mg * rows, rows, cols, px, F(0),
+                             yimg + grp * mg * px, px, inner);
           }
-          gemm<F>(false, false, mg, px, rows, F(1), weights + grp * mg * rows, rows, cols, px, F(0),
-                  yimg + grp * mg * px, px);
+          finish<T, F>(io, yimg, out + n * g.m * px, g, inner);
         }
-        finish<T, F>(io, yimg, out + n * g.m * px, g, ctx.threads);
       }
     });
   }
 
  private:
+  // Scratch: fp32 weights (16-bit types), then per worker a column matrix and an fp32 output image
+  // (16-bit types), each 64-byte aligned.
+  struct Scratch {
+    int workers;
+    size_t weights, columns, per_worker;
+  };
+  static Scratch scratch_layout(const Geometry& g, DType t, int64_t weight_count, int threads) {
+    const bool low = is_low_precision(t);
+    const size_t elem = t == DType::kDouble ? 8 : 4;
+    auto aligned = [](size_t n) { return (n + 63) / 64 * 64; };
+    Scratch s;
+    s.workers = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, g.n)));
+    s.weights = low ? fp32_scratch(weight_count) : 0;
+    s.columns = g.pointwise() && !low ? 0 : aligned(static_cast<size_t>(g.col_rows() * g.pixels()) * elem);
+    s.per_worker = s.columns + (low ? fp32_scratch(g.m * g.pixels()) : 0);
+    return s;
+  }
+
   Window window(const View& x, const View& w) const {
     std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end()), k(w.dims.begin() + 2, w.dims.end());
     if (!attrs_.kernel.empty() && attrs_.kernel != k)

@@ -63,9 +63,12 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
   std::vector<const Node*> nodes;
   program_ = make_program(m, &nodes);
   threads_ = options.threads > 0 ? options.threads : omp_get_num_procs();
-  // OpenBLAS keeps one global thread count; products are issued outside OpenMP regions.
-  openblas_set_num_threads(threads_);
+  // One pool of threads: OpenMP's. OpenBLAS runs each product on its caller's thread, and kernels
+  // split products across cores themselves; two pools spinning for the same cores made the cnn
+  // forward 15x slower on a loaded machine.
+  openblas_set_num_threads(1);
   seed_ = options.seed;
+  runs_ = options.first_run;
 
   std::vector<std::vector<int>> shape_inputs;
   std::vector<bool> reads_data;
@@ -199,6 +202,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
     const int s = steps[pos];
     const Program::Step& step = program_.steps[s];
     KernelIO io;
+    io.threads = threads_;
     for (int in : step.in) io.in.push_back(in >= 0 ? &views[in] : nullptr);
     // Shape-deciding values, and nodes without inputs (Constant), are computed once per plan.
     bool at_plan_time = step.in.empty();

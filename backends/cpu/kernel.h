@@ -43,6 +43,7 @@ struct KernelIO {
   std::vector<View*> in;   // nullptr for an absent optional input
   std::vector<View*> out;  // nullptr for an absent optional output
   void* workspace = nullptr;
+  int threads = 1;  // what RunContext::threads will be: scratch sized per core may use it in infer()
 
   bool has_in(size_t i) const { return i < in.size() && in[i]; }
   bool has_out(size_t i) const { return i < out.size() && out[i]; }

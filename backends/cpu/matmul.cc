@@ -35,7 +35,7 @@ void batched_matmul(const MatMulShape& s, const F* a, const F* b, F* out, int th
   if (batches == 0) return;
   // One weight matrix shared by every batch (a Linear layer on [N,T,C]): one tall product.
   if (product(s.b_batch) == 1 && product(s.a_batch) == batches) {
-    gemm<F>(false, false, batches * s.m, s.n, s.k, F(1), a, s.k, b, s.n, F(0), out, s.n);
+    parallel_gemm<F>(false, false, batches * s.m, s.n, s.k, F(1), a, s.k, b, s.n, F(0), out, s.n, threads);
     return;
   }
   const Broadcast bc({&s.a_batch, &s.b_batch});
@@ -47,18 +47,17 @@ void batched_matmul(const MatMulShape& s, const F* a, const F* b, F* out, int th
     for (int64_t i = 0; i < bc.inner(); ++i)
       pairs.emplace_back(offs[0] + i * bc.inner_stride(0), offs[1] + i * bc.inner_stride(1));
   }
-  auto one = [&](int64_t i) {
-    gemm<F>(false, false, s.m, s.n, s.k, F(1), a + pairs[i].first * s.m * s.k, s.k, b + pairs[i].second * s.k * s.n,
-            s.n, F(0), out + i * s.m * s.n, s.n);
+  auto one = [&](int64_t i, int cores) {
+    parallel_gemm<F>(false, false, s.m, s.n, s.k, F(1), a + pairs[i].first * s.m * s.k, s.k,
+                     b + pairs[i].second * s.k * s.n, s.n, F(0), out + i * s.m * s.n, s.n, cores);
   };
-  // Many small products (attention heads): one per core; OpenBLAS runs products this small on the
-  // calling thread. Large ones: one at a time, OpenBLAS spreads each over the cores.
-  if (s.m * s.n * s.k <= 64 * 64 * 64) {
+  // Small products (attention heads): whole products per core. Large ones: each split over cores.
+  if (s.m * s.n * s.k <= kGemmGrain) {
     parallel_for(batches, threads, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t i = b0; i < b1; ++i) one(i);
+      for (int64_t i = b0; i < b1; ++i) one(i, 1);
     });
   } else {
-    for (int64_t i = 0; i < batches; ++i) one(i);
+    for (int64_t i = 0; i < batches; ++i) one(i, threads);
   }
 }
 
@@ -128,14 +127,14 @@ class Gemm final : public Kernel {
     dispatch(FloatTypes{}, a.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_floating_point_v<T>) {
-        product<T>(io, a.as<T>(), b.as<T>(), y.as<T>());
+        product<T>(io, a.as<T>(), b.as<T>(), y.as<T>(), ctx.threads);
       } else {
         float* a32 = static_cast<float*>(io.workspace);
         float* b32 = a32 + fp32_scratch(a.numel()) / 4;
         float* y32 = b32 + fp32_scratch(b.numel()) / 4;
         widen(a.as<T>(), a32, a.numel(), ctx.threads);
         widen(b.as<T>(), b32, b.numel(), ctx.threads);
-        product<float>(io, a32, b32, y32);
+        product<float>(io, a32, b32, y32, ctx.threads);
         narrow(y32, y.as<T>(), y.numel(), ctx.threads);
       }
     });
@@ -144,7 +143,7 @@ class Gemm final : public Kernel {
  private:
   // y (F, [M,N]) = alpha a b + beta C, reading C in its storage type.
   template <class F>
-  void product(const KernelIO& io, const F* a, const F* b, F* y) const {
+  void product(const KernelIO& io, const F* a, const F* b, F* y, int threads) const {
     const View& yv = *io.out[0];
     const int64_t m = yv.dims[0], n = yv.dims[1];
     const int64_t k = io.input(0).dims[trans_a_ ? 0 : 1];
@@ -164,7 +163,8 @@ class Gemm final : public Kernel {
         }
       });
     }
-    gemm<F>(trans_a_, trans_b_, m, n, k, static_cast<F>(alpha_), a, trans_a_ ? m : k, b, trans_b_ ? k : n, beta, y, n);
+    parallel_gemm<F>(trans_a_, trans_b_, m, n, k, static_cast<F>(alpha_), a, trans_a_ ? m : k, b, trans_b_ ? k : n, beta,
+                     y, n, threads);
   }
 
   bool trans_a_, trans_b_;
