@@ -1,11 +1,13 @@
 #include "passes/pipelines.h"
 
 #include "passes/amp/cast_cleanup.h"
+#include "passes/name_nodes.h"
 
 namespace amp {
 
 PassManager amp_rewrite_pipeline(const AmpPolicy& policy, AmpResult& result, bool verify_each) {
   PassManager pm(verify_each);
+  pm.add(std::make_unique<NameNodesPass>());
   pm.add(std::make_unique<CastCleanupPass>());
   pm.add(std::make_unique<AmpColourPass>(policy, result));
   pm.add(std::make_unique<AmpInsertCastsPass>(policy, result));

@@ -7,9 +7,10 @@
 
 namespace amp {
 
-// amp-rewrite: cast-cleanup (drop the model's own useless Casts, so they cannot block colouring),
-// amp-colour, amp-insert-casts, cast-cleanup (exact round trips the new Casts made with old ones),
-// amp-record-decisions. The passes fill `result`, which must outlive the manager.
+// amp-rewrite: name-nodes (reports and records name every node), cast-cleanup (the model's own
+// useless Casts would block colouring), amp-colour, amp-insert-casts, cast-cleanup (exact round
+// trips the new Casts made with old ones), amp-record-decisions. The passes fill `result`, which
+// must outlive the manager.
 PassManager amp_rewrite_pipeline(const AmpPolicy& policy, AmpResult& result, bool verify_each);
 
 }  // namespace amp

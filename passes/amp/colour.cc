@@ -53,7 +53,7 @@ const NodeDecision* AmpDecisions::find(const Node* n) const {
 
 const NodeDecision* AmpDecisions::find(const std::string& name_or_ref) const {
   for (const auto& nd : nodes)
-    if ((!nd.node->name.empty() && nd.node->name == name_or_ref) || nd.ref == name_or_ref) return &nd;
+    if ((!nd.name.empty() && nd.name == name_or_ref) || nd.ref == name_or_ref) return &nd;
   return nullptr;
 }
 
@@ -84,6 +84,7 @@ class Colouring {
     for (size_t i = 0; i < order.size(); ++i) {
       NodeDecision& nd = d_.nodes[i];
       nd.node = order[i];
+      nd.name = order[i]->name;
       nd.ref = node_ref(order[i]);
       nd.op = order[i]->op_type();
       d_.index[order[i]] = i;

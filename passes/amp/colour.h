@@ -70,6 +70,7 @@ struct Decision {
 // edited; everything else is a copy that reports may keep.
 struct NodeDecision {
   const Node* node = nullptr;
+  std::string name;
   std::string ref;  // node_ref(node)
   std::string op;
   Decision decision;

@@ -6,6 +6,9 @@
 //
 // Usage:
 //   node run_model.js MODEL IN_DIR OUT_DIR [MODEL IN_DIR OUT_DIR ...]
+//   node run_model.js --jobs FILE      (one job per line: MODEL<TAB>IN_DIR<TAB>OUT_DIR)
+// Use --jobs for many jobs: onnxruntime-node 1.30 was seen to crash (SIGSEGV) after a few dozen
+// sessions when the command line was over ~32 KB.
 //
 // For each triple: reads IN_DIR/input_0.pb, input_1.pb, ... (matched to the session's inputs by the
 // TensorProto's name when it names one, else by position), runs MODEL, and writes OUT_DIR/output_K.pb
@@ -135,7 +138,16 @@ function encodeTensorProto(name, tensor) {
 }
 
 async function runJob(model, inDir, outDir) {
-  const session = await ort.InferenceSession.create(model);
+  // One thread: jobs are small, and results then do not depend on the machine's core count.
+  const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  try {
+    await runSession(session, inDir, outDir);
+  } finally {
+    await session.release();  // hundreds of jobs run in one process
+  }
+}
+
+async function runSession(session, inDir, outDir) {
   const feeds = {};
   for (let k = 0; fs.existsSync(path.join(inDir, `input_${k}.pb`)); ++k) {
     const proto = parseTensorProto(fs.readFileSync(path.join(inDir, `input_${k}.pb`)));
@@ -151,8 +163,11 @@ async function runJob(model, inDir, outDir) {
 }
 
 async function main(args) {
+  if (args.length === 2 && args[0] === '--jobs') {
+    args = fs.readFileSync(args[1], 'utf8').split('\n').filter((l) => l.trim()).flatMap((l) => l.split('\t'));
+  }
   if (args.length === 0 || args.length % 3 !== 0) {
-    process.stderr.write('usage: node run_model.js MODEL IN_DIR OUT_DIR [MODEL IN_DIR OUT_DIR ...]\n');
+    process.stderr.write('usage: node run_model.js MODEL IN_DIR OUT_DIR [MODEL IN_DIR OUT_DIR ...] | --jobs FILE\n');
     return 2;
   }
   let failed = 0;

@@ -1,0 +1,107 @@
+// amp-rewrite MODEL -o OUT: rewrites an ONNX model to mixed precision (fp16 or bf16) with Casts at
+// few boundaries, explains every decision, and writes a model that passes ONNX's checker.
+#include <iostream>
+
+#include "frontends/lib/amp_config.h"
+#include "frontends/lib/rewrite_report.h"
+#include "frontends/lib/tool_main.h"
+#include "graph/atomic_file.h"
+#include "graph/error.h"
+#include "graph/onnx_io.h"
+#include "graph/verify.h"
+#include "passes/pipelines.h"
+
+namespace amp {
+
+namespace {
+
+struct Options {
+  std::string model, output, dtype, weights, config, report, explain;
+  bool keep_io = false, no_keep_io = false, verify_each = false;
+  std::vector<std::string> allow, deny, infer, clear, block;
+};
+
+AmpPolicy make_policy(const Options& o) {
+  AmpConfig config;
+  if (!o.config.empty()) config = read_amp_config(o.config);
+  AmpPolicy policy(o.dtype.empty() ? config.dtype.value_or(DType::kFloat16) : parse_amp_dtype(o.dtype));
+  policy.keep_io_types = o.keep_io ? true : o.no_keep_io ? false : config.keep_io_types.value_or(true);
+  policy.weights = o.weights.empty() ? config.weights.value_or(WeightStorage::kKeep) : parse_weight_storage(o.weights);
+  OpListEdits flags{{{OpCategory::kAllow, o.allow}, {OpCategory::kDeny, o.deny}, {OpCategory::kInfer, o.infer},
+                     {OpCategory::kClear, o.clear}},
+                    "command line"};
+  policy.apply({config.lists, flags});
+  for (const auto& p : config.block_nodes) policy.block_nodes(p);
+  for (const auto& p : o.block) policy.block_nodes(p);
+  return policy;
+}
+
+bool has_node_named(const Graph& g, const std::string& name) {
+  for (const Node* n : g.nodes()) {
+    if (n->name == name) return true;
+    for (const Graph* sub : n->subgraphs())
+      if (has_node_named(*sub, name)) return true;
+  }
+  return false;
+}
+
+int rewrite(const Options& o) {
+  const AmpPolicy policy = make_policy(o);
+  Model m = load_model(o.model);
+  if (!m.training_info.empty())
+    throw InputError(o.model + ": has training_info; amp-rewrite rewrites inference graphs (amp-train rewrites "
+                               "training steps)");
+  if (!o.explain.empty() && !has_node_named(*m.graph, o.explain))
+    throw InputError(o.model + ": --explain: no node named '" + o.explain + "'");
+  RewriteFacts facts{o.model, o.output, count_casts(m), 0, activation_bytes(m), 0};
+  AmpResult result;
+  PassManager pm = amp_rewrite_pipeline(policy, result, o.verify_each);
+  pm.run(m);
+  verify_or_throw(m);
+  facts.casts_after = count_casts(m);
+  facts.activation_bytes_after = activation_bytes(m);
+  save_model(m, o.output);
+
+  const auto report = rewrite_report(facts, policy, result, pm.runs());
+  std::cerr << rewrite_summary_text(report);
+  if (!o.report.empty()) {
+    const std::string text = report.dump(2) + "\n";
+    AtomicFile out(o.report);
+    out.write(text.data(), text.size());
+    out.commit();
+  }
+  if (!o.explain.empty()) {
+    const NodeDecision* nd = result.decisions.find(o.explain);
+    if (!nd) std::cout << o.explain << ": removed by cast-cleanup before colouring (a Cast that changed nothing)\n";
+    if (nd)
+      for (const std::string& line : explain(result.decisions, *nd)) std::cout << line << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+}  // namespace amp
+
+int main(int argc, char** argv) {
+  CLI::App app{"Rewrite an ONNX model to mixed precision (fp16 or bf16), explaining every decision.", "amp-rewrite"};
+  amp::Options o;
+  app.add_option("model", o.model, "the .onnx file to rewrite")->required();
+  app.add_option("-o,--output", o.output, "where to write the rewritten model")->required();
+  app.add_option("--dtype", o.dtype, "low-precision type: fp16 (default) or bf16")->check(CLI::IsMember({"fp16", "bf16"}));
+  auto* keep = app.add_flag("--keep-io-types", o.keep_io, "graph inputs and outputs keep their types (default)");
+  app.add_flag("--no-keep-io-types", o.no_keep_io, "graph inputs and outputs may become low precision")->excludes(keep);
+  app.add_option("--allow", o.allow, "ops to run in low precision; -OP takes one off the list")->delimiter(',');
+  app.add_option("--deny", o.deny, "ops to keep in fp32, painting fp32 downstream; -OP takes one off")->delimiter(',');
+  app.add_option("--infer", o.infer, "ops that follow their neighbours; -OP takes one off")->delimiter(',');
+  app.add_option("--clear", o.clear, "data-movement ops that take the precision next to them; -OP takes one off")
+      ->delimiter(',');
+  app.add_option("--block-node", o.block, "keep nodes whose name matches this regex in fp32 (repeatable)");
+  app.add_option("--config", o.config, "JSON file with the same settings (see frontends/lib/amp_config.h)");
+  app.add_option("--weights", o.weights, "keep: fp32 weights cast at use (default); lowp: stored in low precision")
+      ->check(CLI::IsMember({"keep", "lowp"}));
+  app.add_option("--report", o.report, "write every node's precision and reason, casts, clamps as JSON");
+  app.add_option("--explain", o.explain, "print the chain of reasons behind one node's precision");
+  app.add_flag("--verify-each", o.verify_each, "check the graph after every pass and name the pass that broke it");
+  return amp::tool_main(app, argc, argv, [&] { return amp::rewrite(o); });
+}

@@ -1,0 +1,172 @@
+#include "frontends/lib/rewrite_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+
+#include "passes/amp/tensor_core_alignment.h"
+
+namespace amp {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+void for_each_node(const Graph& g, const std::function<void(const Node&)>& fn) {
+  for (const Node* n : g.nodes()) {
+    fn(*n);
+    for (const Graph* sub : n->subgraphs()) for_each_node(*sub, fn);
+  }
+}
+
+std::string megabytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+int64_t activation_bytes(const Model& m) {
+  int64_t total = 0;
+  for_each_node(*m.graph, [&](const Node& n) {
+    for (const Value* v : n.outputs()) {
+      if (!v || !v->type().is_tensor() || !v->type().shape) continue;
+      int64_t elems = 1;
+      for (const Dim& d : v->type().shape->dims) elems *= d.is_static() ? *d.value : 1;
+      total += elems * static_cast<int64_t>(dtype_size(v->dtype()));
+    }
+  });
+  return total;
+}
+
+int64_t count_casts(const Model& m) {
+  int64_t n = 0;
+  for_each_node(*m.graph, [&](const Node& node) { n += node.domain().empty() && node.op_type() == "Cast"; });
+  return n;
+}
+
+ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, const AmpResult& result,
+                            const std::vector<PassRun>& passes) {
+  const DType target = policy.target();
+  ordered_json j;
+  j["model"] = facts.model_path;
+  j["output"] = facts.output_path;
+  j["dtype"] = precision_name(Precision::kLow, target);
+  j["keep_io_types"] = policy.keep_io_types;
+  j["weights"] = policy.weights == WeightStorage::kKeep ? "keep" : "lowp";
+
+  std::map<std::string, int64_t> per_precision;
+  ordered_json nodes = ordered_json::array();
+  for (const NodeDecision& nd : result.decisions.nodes) {
+    const Decision& d = nd.decision;
+    const std::string p = precision_name(d.precision, target);
+    ++per_precision[p];
+    ordered_json n;
+    n["node"] = nd.ref;
+    n["op"] = nd.op;
+    n["precision"] = p;
+    n["rule"] = rule_name(d.rule);
+    n["reason"] = d.reason;
+    if (!d.from.empty()) n["from"] = d.from;
+    nodes.push_back(std::move(n));
+  }
+  ordered_json counts = ordered_json::object();
+  for (const auto& [p, n] : per_precision) counts[p] = n;
+  j["nodes_per_precision"] = counts;
+
+  const CastReport& c = result.casts;
+  ordered_json removed = ordered_json::object();
+  int64_t removed_total = 0;
+  for (const PassRun& r : passes)
+    if (r.name == "cast-cleanup")
+      for (const auto& [what, n] : r.stats) {
+        if (what == "exact chains shortened") continue;  // not a removal by itself
+        removed[what] = removed.value(what, int64_t{0}) + n;
+        removed_total += n;
+      }
+  j["casts"] = {{"before", facts.casts_before},
+                {"after", facts.casts_after},
+                {"inserted", c.casts_added},
+                {"retargeted", c.casts_retargeted},
+                {"removed", removed_total},
+                {"removed_by_kind", removed}};
+  j["values_retyped"] = c.values_retyped;
+  j["constants_converted"] = c.constants_converted;
+  ordered_json clamps = ordered_json::array();
+  for (const ClampRecord& r : c.clamps)
+    clamps.push_back({{"tensor", r.tensor},
+                      {"clamped", r.clamped},
+                      {"max_error", r.max_error},
+                      {"flushed_to_zero", r.flushed_to_zero}});
+  j["clamps"] = clamps;
+  j["warnings"] = c.warnings;
+  j["activation_bytes"] = {{"before", facts.activation_bytes_before},
+                           {"after", facts.activation_bytes_after},
+                           {"saved", facts.activation_bytes_before - facts.activation_bytes_after},
+                           {"note", "all node outputs, no reuse; static dims, each symbolic dim counted as 1"}};
+  ordered_json alignment = ordered_json::array();
+  for (const MisalignedProduct& p : find_misaligned_products(result.decisions)) {
+    ordered_json fixes = ordered_json::array();
+    for (const MisalignedDim& d : p.dims)
+      fixes.push_back({{"dim", d.role}, {"size", d.size}, {"pad_to", d.padded}, {"padding", d.padded - d.size}});
+    alignment.push_back({{"node", p.node}, {"op", p.op}, {"fixes", fixes}});
+  }
+  j["tensor_core_alignment"] = alignment;
+  ordered_json runs = ordered_json::array();
+  for (const PassRun& r : passes) runs.push_back({{"pass", r.name}, {"seconds", r.seconds}, {"changed", r.changed}, {"stats", r.stats}});
+  j["passes"] = runs;
+  j["nodes"] = nodes;
+  return j;
+}
+
+std::string rewrite_summary_text(const ordered_json& j) {
+  std::string s;
+  auto line = [&](const std::string& l) { s += l + "\n"; };
+  line("amp-rewrite: " + j["model"].get<std::string>() + " -> " + j["output"].get<std::string>() + " (" +
+       j["dtype"].get<std::string>() + (j["keep_io_types"].get<bool>() ? ", keep_io_types" : "") + ", weights " +
+       j["weights"].get<std::string>() + ")");
+  std::string counts;
+  for (const auto& [p, n] : j["nodes_per_precision"].items())
+    counts += (counts.empty() ? "" : ", ") + std::to_string(n.get<int64_t>()) + " " + (p == "-" ? "without float data" : p);
+  line("  nodes: " + counts);
+  const auto& c = j["casts"];
+  line("  casts: " + std::to_string(c["inserted"].get<int64_t>()) + " inserted, " +
+       std::to_string(c["retargeted"].get<int64_t>()) + " retargeted, " + std::to_string(c["removed"].get<int64_t>()) +
+       " removed (Cast nodes " + std::to_string(c["before"].get<int64_t>()) + " -> " +
+       std::to_string(c["after"].get<int64_t>()) + ")");
+  std::string clamps = "none clamped";
+  if (!j["clamps"].empty()) {
+    int64_t clamped = 0, flushed = 0;
+    double worst = 0;
+    for (const auto& r : j["clamps"]) {
+      clamped += r["clamped"].get<int64_t>();
+      flushed += r["flushed_to_zero"].get<int64_t>();
+      worst = std::max(worst, r["max_error"].get<double>());
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%lld values clamped (largest error %g), %lld flushed to zero, in %zu tensors",
+                  static_cast<long long>(clamped), worst, static_cast<long long>(flushed), j["clamps"].size());
+    clamps = buf;
+  }
+  line("  constants: " + std::to_string(j["constants_converted"].get<int64_t>()) + " converted, " + clamps);
+  for (const auto& w : j["warnings"]) line("  warning: " + w.get<std::string>());
+  const auto& a = j["activation_bytes"];
+  line("  activations (estimate, symbolic dims as 1): " + megabytes(a["before"].get<int64_t>()) + " -> " +
+       megabytes(a["after"].get<int64_t>()) + ", " + megabytes(a["saved"].get<int64_t>()) + " saved");
+  if (!j["tensor_core_alignment"].empty())
+    line("  tensor cores: " + std::to_string(j["tensor_core_alignment"].size()) +
+         " low-precision products have dimensions that are not multiples of 8 (padding in --report)");
+  std::string timings;
+  for (const auto& r : j["passes"]) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.2f ms", timings.empty() ? "" : ", ", r["pass"].get<std::string>().c_str(),
+                  r["seconds"].get<double>() * 1e3);
+    timings += buf;
+  }
+  line("  passes: " + timings);
+  return s;
+}
+
+}  // namespace amp

@@ -1,0 +1,35 @@
+// What amp-rewrite tells its user: the --report JSON (every node's precision and the rule behind
+// it, casts, clamps, estimated activation memory, tensor-core alignment, pass timings) and the
+// human summary printed on stderr, which is rendered from that JSON so the two always agree.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "graph/model.h"
+#include "passes/amp/amp_passes.h"
+#include "passes/pass_manager.h"
+
+namespace amp {
+
+// Measured on the model before and after the pipeline.
+struct RewriteFacts {
+  std::string model_path, output_path;
+  int64_t casts_before = 0, casts_after = 0;
+  int64_t activation_bytes_before = 0, activation_bytes_after = 0;
+};
+
+// Bytes of every node output tensor in every graph: an estimate of activation memory without
+// reuse. Dims must be static; a symbolic dim (batch, sequence) counts as 1, so the figure is per
+// unit of each symbolic dim.
+int64_t activation_bytes(const Model& m);
+// Cast nodes in all graphs.
+int64_t count_casts(const Model& m);
+
+nlohmann::ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, const AmpResult& result,
+                                      const std::vector<PassRun>& passes);
+std::string rewrite_summary_text(const nlohmann::ordered_json& report);
+
+}  // namespace amp
