@@ -229,12 +229,16 @@ void ProtoImporter::import_graph(onnx::GraphProto& gp, Graph& g) {
   }
   int index = 0;
   for (auto& np : *gp.mutable_node()) import_node(np, index++, g, where);
+  // value_info and graph outputs type the node outputs of this graph; inputs, initializers and
+  // values of enclosing graphs keep their own declaration unless they have none.
+  auto typed_here = [&](const Value* v) { return (v->producer() && v->graph() == &g) || !v->type().known(); };
   // value_info may describe any value in scope; entries for unknown names carry nothing to keep.
   std::unordered_set<const Value*> described;
   for (const auto& vi : gp.value_info()) {
     Value* v = g.lookup(vi.name());
     if (!v || !described.insert(v).second) continue;
-    if (vi.has_type()) v->set_type(import_type(vi.type(), where + ", value_info '" + vi.name() + "'"));
+    if (vi.has_type() && typed_here(v))
+      v->set_type(import_type(vi.type(), where + ", value_info '" + vi.name() + "'"));
     if (!vi.doc_string().empty()) v->doc_string = vi.doc_string();
     g.value_info().push_back(v);
   }
@@ -242,8 +246,7 @@ void ProtoImporter::import_graph(onnx::GraphProto& gp, Graph& g) {
     if (vi.name().empty()) throw InputError(where + ": an output has an empty name");
     Value* v = g.lookup(vi.name());
     if (!v) throw InputError(where + ": output '" + vi.name() + "' is not produced by the graph");
-    // Only a value of this graph takes its type from here: an outer value has its own declaration.
-    if (vi.has_type() && (v->graph() == &g || !v->type().known()))
+    if (vi.has_type() && typed_here(v))
       v->set_type(import_type(vi.type(), where + ", output '" + vi.name() + "'"));
     if (!vi.doc_string().empty()) v->doc_string = vi.doc_string();
     g.add_output(v);
