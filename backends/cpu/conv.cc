@@ -25,29 +25,37 @@ struct Geometry {
 };
 
 // col[(c*K + kernel offset)][output position] = image[c][output position * S - P + offset * D],
-// 0 outside the image.
+// 0 outside the image. Each output row is split into its padded edges and the valid middle,
+// which stride 1 copies as one run.
 template <class T, class F>
 void im2col(const T* image, int64_t channels, const Geometry& g, F* col, int threads) {
-  const int64_t ks = g.kernel_size();
+  const int64_t ks = g.kernel_size(), ow = g.out[2], sw = g.s[2];
   parallel_for(channels * ks, threads, 8, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t c = r / ks, i = r / (g.k[1] * g.k[2]) % g.k[0], j = r / g.k[2] % g.k[1], l = r % g.k[2];
       const T* plane = image + c * g.image();
       F* dst = col + r * g.pixels();
+      // Output columns x whose input column x*SW - PW + l*DW lies in [0, W).
+      const int64_t shift = l * g.d[2] - g.p[2];
+      const int64_t x_lo = std::min(ow, shift >= 0 ? 0 : (-shift + sw - 1) / sw);
+      const int64_t x_hi = std::max(x_lo, std::min(ow, g.in[2] - shift <= 0 ? 0 : (g.in[2] - shift + sw - 1) / sw));
       for (int64_t z = 0; z < g.out[0]; ++z) {
         const int64_t iz = z * g.s[0] - g.p[0] + i * g.d[0];
         for (int64_t y = 0; y < g.out[1]; ++y) {
           const int64_t iy = y * g.s[1] - g.p[1] + j * g.d[1];
-          F* row = dst + (z * g.out[1] + y) * g.out[2];
+          F* row = dst + (z * g.out[1] + y) * ow;
           if (iz < 0 || iz >= g.in[0] || iy < 0 || iy >= g.in[1]) {
-            std::fill(row, row + g.out[2], F(0));
+            std::fill(row, row + ow, F(0));
             continue;
           }
-          const T* src = plane + (iz * g.in[1] + iy) * g.in[2];
-          for (int64_t x = 0; x < g.out[2]; ++x) {
-            const int64_t ix = x * g.s[2] - g.p[2] + l * g.d[2];
-            row[x] = ix >= 0 && ix < g.in[2] ? static_cast<F>(load(src[ix])) : F(0);
+          const T* src = plane + (iz * g.in[1] + iy) * g.in[2] + shift;
+          std::fill(row, row + x_lo, F(0));
+          if (sw == 1 && std::is_same_v<T, F>) {
+            std::copy(src + x_lo, src + x_hi, reinterpret_cast<T*>(row) + x_lo);
+          } else {
+            for (int64_t x = x_lo; x < x_hi; ++x) row[x] = static_cast<F>(load(src[x * sw]));
           }
+          std::fill(row + x_hi, row + ow, F(0));
         }
       }
     }

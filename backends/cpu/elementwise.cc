@@ -28,6 +28,7 @@ class Unary final : public Kernel {
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
       parallel_for(x.numel(), ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
+#pragma omp simd
         for (int64_t i = b; i < e; ++i) out[i] = store<T>(static_cast<C>(op_(load(in[i]))));
       });
     });
@@ -120,13 +121,17 @@ void apply_binary(const Broadcast& bc, const A* a, const B* b, R* out, int threa
     const B* pb = b + offs[1];
     R* po = out + o;
     const int64_t n = bc.inner();
+    // omp simd: the rows may alias (Min/Max fold in place), which stops GCC's own vectorizer.
     if (bc.inner_stride(0) && bc.inner_stride(1)) {
+#pragma omp simd
       for (int64_t i = 0; i < n; ++i) po[i] = f(load(pa[i]), load(pb[i]));
     } else if (bc.inner_stride(0)) {
       const auto y = load(pb[0]);
+#pragma omp simd
       for (int64_t i = 0; i < n; ++i) po[i] = f(load(pa[i]), y);
     } else if (bc.inner_stride(1)) {
       const auto x = load(pa[0]);
+#pragma omp simd
       for (int64_t i = 0; i < n; ++i) po[i] = f(x, load(pb[i]));
     } else {
       std::fill(po, po + n, f(load(pa[0]), load(pb[0])));

@@ -41,14 +41,37 @@ std::vector<int64_t> pooled_dims(const View& x, const Window& w) {
   return dims;
 }
 
-// Calls f(out_index, window origin z, y, x) for each output position of one plane.
+// One output coordinate of one dim: where its window starts in the input, and the kernel taps
+// [lo, hi) that land inside the input (and, for count_include_pad, inside input plus pads). Made
+// once per dim and output coordinate, so the loops below have neither bounds checks nor divisions.
+struct Tap {
+  int64_t origin, lo, hi, padded;
+};
+
+std::vector<Tap> taps_of(const Window3& w, int dim) {
+  const int64_t k = w.k[dim], d = w.d[dim], extent = w.in[dim];
+  auto first_at_or_after = [&](int64_t origin, int64_t limit) {  // first tap t with origin + t*d >= limit
+    return origin >= limit ? 0 : (limit - origin + d - 1) / d;
+  };
+  std::vector<Tap> taps;
+  for (int64_t o = 0; o < w.out[dim]; ++o) {
+    const int64_t origin = o * w.s[dim] - w.pb[dim];
+    const int64_t hi = std::min(k, first_at_or_after(origin, extent));
+    const int64_t lo = std::min(hi, first_at_or_after(origin, 0));
+    const int64_t padded_hi = std::min(k, first_at_or_after(origin, extent + w.pe[dim]));
+    const int64_t padded_lo = std::min(padded_hi, first_at_or_after(origin, -w.pb[dim]));
+    taps.push_back({origin, lo, hi, padded_hi - padded_lo});
+  }
+  return taps;
+}
+
+// Calls f(out_index, tap z, tap y, tap x) for each output position of one plane.
 template <class F>
-void for_each_output(const Window3& w, F&& f) {
+void for_each_output(const std::vector<Tap> (&taps)[3], F&& f) {
   int64_t o = 0;
-  for (int64_t oz = 0; oz < w.out[0]; ++oz)
-    for (int64_t oy = 0; oy < w.out[1]; ++oy)
-      for (int64_t ox = 0; ox < w.out[2]; ++ox)
-        f(o++, oz * w.s[0] - w.pb[0], oy * w.s[1] - w.pb[1], ox * w.s[2] - w.pb[2]);
+  for (const Tap& z : taps[0])
+    for (const Tap& y : taps[1])
+      for (const Tap& x : taps[2]) f(o++, z, y, x);
 }
 
 class MaxPool final : public Kernel {
@@ -74,27 +97,42 @@ class MaxPool final : public Kernel {
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
       const int64_t planes = x.dims[0] * x.dims[1];
+      const std::vector<Tap> taps[3] = {taps_of(w, 0), taps_of(w, 1), taps_of(w, 2)};
       parallel_for(planes, ctx.threads, 1, [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {
           const T* plane = in + p * w.in_size();
-          for_each_output(w, [&](int64_t o, int64_t z0, int64_t y0, int64_t x0) {
-            C best = std::numeric_limits<C>::lowest();
+          for_each_output(taps, [&](int64_t o, const Tap& tz, const Tap& ty, const Tap& tx) {
+            C best = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
+                                                          : std::numeric_limits<C>::lowest();
             int64_t arg = -1;
-            for (int64_t i = 0; i < w.k[0]; ++i) {
-              const int64_t z = z0 + i * w.d[0];
-              if (z < 0 || z >= w.in[0]) continue;
-              for (int64_t j = 0; j < w.k[1]; ++j) {
-                const int64_t y = y0 + j * w.d[1];
-                if (y < 0 || y >= w.in[1]) continue;
-                for (int64_t l = 0; l < w.k[2]; ++l) {
-                  const int64_t xx = x0 + l * w.d[2];
-                  if (xx < 0 || xx >= w.in[2]) continue;
-                  const int64_t at = (z * w.in[1] + y) * w.in[2] + xx;
-                  const C v = load(plane[at]);
-                  if (arg < 0 || v > best || v != v) {
-                    best = v;
-                    arg = column_major_ ? z + w.in[0] * (y + w.in[1] * xx) : at;
+            if (!indices) {
+              // Plain max: no index chain, and NaN noted on the side, keep the loop short.
+              bool nan = false;
+              for (int64_t i = tz.lo; i < tz.hi; ++i)
+                for (int64_t j = ty.lo; j < ty.hi; ++j) {
+                  const T* row = plane + ((tz.origin + i * w.d[0]) * w.in[1] + ty.origin + j * w.d[1]) * w.in[2];
+                  for (int64_t l = tx.lo; l < tx.hi; ++l) {
+                    const C v = load(row[tx.origin + l * w.d[2]]);
+                    best = v > best ? v : best;
+                    nan |= v != v;
                   }
+                }
+              if constexpr (std::is_floating_point_v<C>)
+                if (nan) best = std::numeric_limits<C>::quiet_NaN();
+            }
+            for (int64_t i = tz.lo; indices && i < tz.hi; ++i) {
+              const int64_t z = tz.origin + i * w.d[0];
+              for (int64_t j = ty.lo; j < ty.hi; ++j) {
+                const int64_t y = ty.origin + j * w.d[1];
+                const T* row = plane + (z * w.in[1] + y) * w.in[2];
+                for (int64_t l = tx.lo; l < tx.hi; ++l) {
+                  const int64_t xx = tx.origin + l * w.d[2];
+                  const C v = load(row[xx]);
+                  // Selects rather than branches: on real data "is this the new max" is a coin flip.
+                  const bool take = (arg < 0) | (v > best) | (v != v);
+                  best = take ? v : best;
+                  const int64_t at = column_major_ ? z + w.in[0] * (y + w.in[1] * xx) : (z * w.in[1] + y) * w.in[2] + xx;
+                  arg = take ? at : arg;
                 }
               }
             }
@@ -131,25 +169,20 @@ class AveragePool final : public Kernel {
       using C = compute_t<T>;
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
+      const std::vector<Tap> taps[3] = {taps_of(w, 0), taps_of(w, 1), taps_of(w, 2)};
       parallel_for(x.dims[0] * x.dims[1], ctx.threads, 1, [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {
           const T* plane = in + p * w.in_size();
-          for_each_output(w, [&](int64_t o, int64_t z0, int64_t y0, int64_t x0) {
+          for_each_output(taps, [&](int64_t o, const Tap& tz, const Tap& ty, const Tap& tx) {
             C sum = 0;
-            int64_t valid = 0, padded = 0;
-            for (int64_t z = z0; z < z0 + w.k[0]; ++z) {
-              if (z < -w.pb[0] || z >= w.in[0] + w.pe[0]) continue;
-              for (int64_t y = y0; y < y0 + w.k[1]; ++y) {
-                if (y < -w.pb[1] || y >= w.in[1] + w.pe[1]) continue;
-                for (int64_t xx = x0; xx < x0 + w.k[2]; ++xx) {
-                  if (xx < -w.pb[2] || xx >= w.in[2] + w.pe[2]) continue;
-                  ++padded;
-                  if (z < 0 || z >= w.in[0] || y < 0 || y >= w.in[1] || xx < 0 || xx >= w.in[2]) continue;
-                  ++valid;
-                  sum += load(plane[(z * w.in[1] + y) * w.in[2] + xx]);
-                }
+            for (int64_t z = tz.origin + tz.lo; z < tz.origin + tz.hi; ++z)
+              for (int64_t y = ty.origin + ty.lo; y < ty.origin + ty.hi; ++y) {
+                const T* row = plane + (z * w.in[1] + y) * w.in[2];
+                for (int64_t xx = tx.origin + tx.lo; xx < tx.origin + tx.hi; ++xx) sum += load(row[xx]);
               }
-            }
+            const int64_t valid = (tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo);
+            // With count_include_pad the divisor counts the pads too, but not what lies beyond them.
+            const int64_t padded = tz.padded * ty.padded * tx.padded;
             const int64_t count = count_pad_ ? padded : valid;
             out[p * w.out_size() + o] = store<T>(count > 0 ? sum / static_cast<C>(count) : C(0));
           });
