@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <unordered_set>
 
 #include "passes/amp/tensor_core_alignment.h"
 
@@ -20,19 +21,38 @@ void for_each_node(const Graph& g, const std::function<void(const Node&)>& fn) {
   }
 }
 
-std::string megabytes(int64_t bytes) {
+std::string bytes_text(int64_t bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while ((v >= 1e3 || v <= -1e3) && u < 3) {
+    v /= 1e3;
+    ++u;
+  }
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / 1e6);
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
   return buf;
 }
 
 }  // namespace
 
 int64_t activation_bytes(const Model& m) {
+  // Activations are what depends on the graph's inputs; values computed from weights alone (the
+  // Casts of fp32 weights kept as masters) are not counted.
+  std::unordered_set<const Value*> activation;
+  for (const Value* v : m.graph->inputs())
+    if (!v->has_initializer()) activation.insert(v);
   int64_t total = 0;
   for_each_node(*m.graph, [&](const Node& n) {
+    for (const Graph* sub : n.subgraphs())
+      for (const Value* v : sub->inputs()) activation.insert(v);
+    bool depends = false;
+    for (const Value* v : Graph::all_reads(&n)) depends = depends || activation.count(v);
+    if (!depends) return;
     for (const Value* v : n.outputs()) {
-      if (!v || !v->type().is_tensor() || !v->type().shape) continue;
+      if (!v) continue;
+      activation.insert(v);
+      if (!v->type().is_tensor() || !v->type().shape) continue;
       int64_t elems = 1;
       for (const Dim& d : v->type().shape->dims) elems *= d.is_static() ? *d.value : 1;
       total += elems * static_cast<int64_t>(dtype_size(v->dtype()));
@@ -105,7 +125,7 @@ ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, 
   j["activation_bytes"] = {{"before", facts.activation_bytes_before},
                            {"after", facts.activation_bytes_after},
                            {"saved", facts.activation_bytes_before - facts.activation_bytes_after},
-                           {"note", "all node outputs, no reuse; static dims, each symbolic dim counted as 1"}};
+                           {"note", "node outputs that depend on graph inputs, no reuse; each symbolic dim counted as 1"}};
   ordered_json alignment = ordered_json::array();
   for (const MisalignedProduct& p : find_misaligned_products(result.decisions)) {
     ordered_json fixes = ordered_json::array();
@@ -153,8 +173,8 @@ std::string rewrite_summary_text(const ordered_json& j) {
   line("  constants: " + std::to_string(j["constants_converted"].get<int64_t>()) + " converted, " + clamps);
   for (const auto& w : j["warnings"]) line("  warning: " + w.get<std::string>());
   const auto& a = j["activation_bytes"];
-  line("  activations (estimate, symbolic dims as 1): " + megabytes(a["before"].get<int64_t>()) + " -> " +
-       megabytes(a["after"].get<int64_t>()) + ", " + megabytes(a["saved"].get<int64_t>()) + " saved");
+  line("  activations (estimate, symbolic dims as 1): " + bytes_text(a["before"].get<int64_t>()) + " -> " +
+       bytes_text(a["after"].get<int64_t>()) + ", " + bytes_text(a["saved"].get<int64_t>()) + " saved");
   if (!j["tensor_core_alignment"].empty())
     line("  tensor cores: " + std::to_string(j["tensor_core_alignment"].size()) +
          " low-precision products have dimensions that are not multiples of 8 (padding in --report)");

@@ -21,9 +21,9 @@ struct RewriteFacts {
   int64_t activation_bytes_before = 0, activation_bytes_after = 0;
 };
 
-// Bytes of every node output tensor in every graph: an estimate of activation memory without
-// reuse. Dims must be static; a symbolic dim (batch, sequence) counts as 1, so the figure is per
-// unit of each symbolic dim.
+// Bytes of every node output that depends on a graph input, in every graph: an estimate of
+// activation memory without reuse. A symbolic dim (batch, sequence) counts as 1, so the figure is
+// per unit of each symbolic dim.
 int64_t activation_bytes(const Model& m);
 // Cast nodes in all graphs.
 int64_t count_casts(const Model& m);

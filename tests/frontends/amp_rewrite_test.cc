@@ -1,0 +1,165 @@
+// amp-rewrite as a user runs it: exit codes and one-line errors, the --report JSON checked against
+// python3-onnx's reading of the written model, --explain, config files and list edits, blocked
+// nodes, --no-keep-io-types, --weights lowp, and idempotence through the command line.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/test_support.h"
+
+namespace amp {
+namespace {
+
+using nlohmann::json;
+
+std::string tool() { return test::binary_dir() + "/amp-rewrite"; }
+std::string model(const std::string& name) { return test::source_dir() + "/models/" + name; }
+
+// Runs amp-rewrite with `args`; returns the exit code, output in `out`.
+int rewrite(const std::string& args, std::string* out) { return test::run_command(tool() + " " + args, out); }
+
+json reference(const std::string& path) {
+  std::string out;
+  EXPECT_EQ(test::run_python(test::source_dir() + "/tests/frontends/amp_rewrite_reference.py " + path, &out), 0) << out;
+  return json::parse(out);
+}
+
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(AmpRewrite, ReportAgreesWithTheWrittenModel) {
+  const std::string dir = test::temp_dir("amp_rewrite_report");
+  std::string out;
+  ASSERT_EQ(rewrite(model("gpt.onnx") + " -o " + dir + "/gpt16.onnx --report " + dir + "/report.json", &out), 0) << out;
+  EXPECT_NE(out.find("nodes: "), std::string::npos) << out;
+  const json report = json::parse(test::read_file(dir + "/report.json"));
+  const json ref = reference(dir + "/gpt16.onnx");
+  EXPECT_EQ(ref["check"], "");
+  EXPECT_EQ(report["casts"]["after"], ref["casts"]);
+  EXPECT_EQ(ref["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=keep");
+  for (const auto& [name, type] : ref["outputs"].items()) EXPECT_EQ(type, 1) << name;  // float, as before
+  int low = 0;
+  for (const json& n : report["nodes"]) {
+    const std::string name = n["node"].get<std::string>().substr(0, n["node"].get<std::string>().find(" ("));
+    ASSERT_TRUE(ref["nodes"].contains(name)) << name;
+    const json& r = ref["nodes"][name];
+    // The record in the file says what the report says...
+    EXPECT_EQ(r["record"], "amp: " + n["precision"].get<std::string>() + " " + n["rule"].get<std::string>() + ": " +
+                               n["reason"].get<std::string>());
+    // ...and a low node's floating outputs are float16 in the file (a Cast's is its 'to').
+    if (n["precision"] == "fp16" && n["op"] != "Cast") {
+      ++low;
+      EXPECT_EQ(r["float_outputs"], json::array({"float16"})) << name;
+    }
+  }
+  EXPECT_EQ(report["nodes_per_precision"]["fp16"].get<int>(), low + [&] {
+    int casts = 0;
+    for (const json& n : report["nodes"]) casts += n["op"] == "Cast" && n["precision"] == "fp16";
+    return casts;
+  }());
+  EXPECT_GT(low, 20);
+}
+
+TEST(AmpRewrite, ExplainPrintsTheChainOfReasons) {
+  const std::string dir = test::temp_dir("amp_rewrite_explain");
+  std::string out;
+  // The summary goes to stderr, the explanation to stdout: keep stdout alone.
+  const std::string cmd = tool() + " " + model("gpt.onnx") + " -o " + dir + "/g.onnx --explain /blocks.0/attn/Where";
+  ASSERT_EQ(test::run_command("{ " + cmd + " 2>/dev/null; }", &out), 0) << out;
+  EXPECT_EQ(out,
+            "/blocks.0/attn/Where (Where): fp16, inputs-low: all its inputs are low precision\n"
+            "/blocks.0/attn/Mul (Mul): fp16, inputs-low: all its inputs are low precision\n"
+            "/blocks.0/attn/MatMul (MatMul): fp16, allow-list: MatMul is on the allow list: matrix product: tensor "
+            "cores, fp32 accumulation (autocast: matmul, bmm)\n");
+}
+
+TEST(AmpRewrite, RewritingTheOutputAgainGivesTheSameBytes) {
+  const std::string dir = test::temp_dir("amp_rewrite_twice");
+  std::string out;
+  for (const char* m : {"gpt.onnx", "cnn.onnx"}) {
+    ASSERT_EQ(rewrite(model(m) + " -o " + dir + "/once.onnx --dtype bf16 --weights lowp", &out), 0) << out;
+    ASSERT_EQ(rewrite(dir + "/once.onnx -o " + dir + "/twice.onnx --dtype bf16 --weights lowp", &out), 0) << out;
+    EXPECT_EQ(test::read_file(dir + "/once.onnx"), test::read_file(dir + "/twice.onnx")) << m;
+    EXPECT_NE(out.find("casts: 0 inserted, 0 retargeted, 0 removed"), std::string::npos) << out;
+  }
+}
+
+TEST(AmpRewrite, ConfigFileAndFlagsEditTheListsTogether) {
+  const std::string dir = test::temp_dir("amp_rewrite_config");
+  test::write_file(dir + "/policy.json", R"({"dtype": "bf16", "allow": ["-Conv"], "block_nodes": ["/fc/.*"]})");
+  std::string out;
+  ASSERT_EQ(rewrite(model("cnn.onnx") + " -o " + dir + "/c.onnx --config " + dir + "/policy.json --dtype fp16 --report " +
+                        dir + "/r.json 2>&1",
+                    &out),
+            0)
+      << out;
+  const json report = json::parse(test::read_file(dir + "/r.json"));
+  EXPECT_EQ(report["dtype"], "fp16");  // the flag wins over the file
+  for (const json& n : report["nodes"]) {
+    if (n["op"] == "Conv") EXPECT_EQ(n["rule"], "not-listed") << n["node"];
+    if (n["node"].get<std::string>().rfind("/fc/", 0) == 0) EXPECT_EQ(n["rule"], "blocked") << n["node"];
+  }
+}
+
+TEST(AmpRewrite, NoKeepIoTypesAndLowPrecisionWeights) {
+  const std::string dir = test::temp_dir("amp_rewrite_io");
+  std::string out;
+  ASSERT_EQ(rewrite(model("mlp.onnx") + " -o " + dir + "/m.onnx --no-keep-io-types --weights lowp", &out), 0) << out;
+  const json ref = reference(dir + "/m.onnx");
+  EXPECT_EQ(ref["check"], "");
+  EXPECT_EQ(ref["inputs"]["input"], 10);
+  EXPECT_EQ(ref["outputs"]["logits"], 10);
+  EXPECT_EQ(ref["initializer_types"], json::array({"float16"}));
+  EXPECT_EQ(ref["casts"], 0);
+}
+
+TEST(AmpRewrite, ReportsProductsThatAreNotMultiplesOfEight) {
+  const std::string dir = test::temp_dir("amp_rewrite_align");
+  std::string out;
+  ASSERT_EQ(rewrite(model("mlp.onnx") + " -o " + dir + "/m.onnx --report " + dir + "/r.json", &out), 0) << out;
+  const json report = json::parse(test::read_file(dir + "/r.json"));
+  ASSERT_EQ(report["tensor_core_alignment"].size(), 1u) << report["tensor_core_alignment"].dump();
+  const json& flagged = report["tensor_core_alignment"][0];
+  EXPECT_EQ(flagged["op"], "Gemm");
+  const json expected = json::parse(R"j([{"dim": "N (output columns)", "size": 10, "pad_to": 16, "padding": 6}])j");
+  EXPECT_EQ(flagged["fixes"], expected);
+}
+
+TEST(AmpRewrite, BadInputIsOneErrorLineAndExitCode2) {
+  const std::string dir = test::temp_dir("amp_rewrite_bad");
+  test::write_file(dir + "/junk.onnx", "not a model");
+  test::write_file(dir + "/bad.json", R"({"allow": ["MatMul"], "colour": "blue"})");
+  const std::string m = model("mlp.onnx") + " -o " + dir + "/out.onnx";
+  const std::pair<std::string, std::string> cases[] = {
+      {dir + "/junk.onnx -o " + dir + "/out.onnx", "junk.onnx"},
+      {m + " --allow Softmax --deny Softmax", "Softmax is put on two lists"},
+      {m + " --allow NotAnOp", "'NotAnOp' on the allow list (command line) is not an ONNX op"},
+      {m + " --deny -MatMul", "MatMul is not on that list"},
+      {m + " --block-node '('", "bad node pattern '('"},
+      {m + " --config " + dir + "/bad.json", "unknown key 'colour'"},
+      {m + " --explain nowhere", "no node named 'nowhere'"},
+      {m + " --dtype fp8", "--dtype"},
+      {m + " --keep-io-types --no-keep-io-types", "excludes"},
+      {model("mlp.onnx"), "--output is required"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::string out;
+    EXPECT_EQ(rewrite(args, &out), 2) << args << "\n" << out;
+    EXPECT_EQ(count_lines(out), 1) << out;
+    EXPECT_NE(out.find(message), std::string::npos) << out;
+    EXPECT_EQ(out.rfind("amp-rewrite: error: ", 0), 0u) << out;
+  }
+}
+
+TEST(AmpRewrite, VerifyEachRunsEveryPassChecked) {
+  const std::string dir = test::temp_dir("amp_rewrite_verify");
+  std::string out;
+  ASSERT_EQ(rewrite(model("gpt.onnx") + " -o " + dir + "/g.onnx --verify-each --report " + dir + "/r.json", &out), 0) << out;
+  const json report = json::parse(test::read_file(dir + "/r.json"));
+  std::vector<std::string> passes;
+  for (const json& p : report["passes"]) passes.push_back(p["pass"]);
+  EXPECT_EQ(passes, (std::vector<std::string>{"name-nodes", "cast-cleanup", "amp-colour", "amp-insert-casts",
+                                              "cast-cleanup", "amp-record-decisions"}));
+}
+
+}  // namespace
+}  // namespace amp
