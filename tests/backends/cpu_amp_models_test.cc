@@ -7,9 +7,9 @@
 // lack fp16 kernels in fp32 and drops the Casts between neighbouring ones, so fewer intermediates
 // are rounded (seen with fp16 Exp -> Log in ONNX Runtime 1.30: its result is log(exp(x)) with no
 // fp16 rounding in between); this backend rounds every fp16 tensor it stores, as fp16 GPU kernels
-// do. The bound
-// below (2e-3, about four fp16 steps at the output's scale) is well above both and far below what
-// a wrong kernel or a missed cast produces. ONNX Runtime's CPU provider has no bf16 kernels.
+// do. The bound below (2e-3, about four fp16 steps at the output's scale) is well above both and
+// far below what a wrong kernel or a missed cast produces. ONNX Runtime's CPU provider has no bf16
+// kernels.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
