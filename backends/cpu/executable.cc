@@ -100,9 +100,13 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
     if (v < 0 || program_.values[v].initializer < 0)
       throw InputError(program_.path + ": state '" + name + "' is not an initializer of the main graph");
     const Tensor& init = program_.initializers[program_.values[v].initializer];
-    // A private copy: the model's bytes may be a read-only mapping, and state is written in place.
-    Tensor own = Tensor::from_bytes(init.dtype, init.dims,
-                                    std::string(reinterpret_cast<const char*>(init.data()), init.nbytes()));
+    // State that runs write in place gets a private copy (the model's bytes may be a read-only
+    // mapping); the rest shares the model's buffer until write_state replaces it.
+    const bool updated = std::any_of(options.state_updates.begin(), options.state_updates.end(),
+                                     [&](const auto& u) { return u.first == name; });
+    Tensor own = updated ? Tensor::from_bytes(init.dtype, init.dims,
+                                              std::string(reinterpret_cast<const char*>(init.data()), init.nbytes()))
+                         : init;
     own.name = name;
     state_of_[v] = static_cast<int>(state_.size());
     state_.push_back(std::move(own));
@@ -341,7 +345,12 @@ void CpuExecutable::write_state(const std::string& name, const Tensor& value) {
     throw InputError(program_.path + ": state '" + name + "' is " + std::string(dtype_name(t.dtype)) + ", got " +
                      std::string(dtype_name(value.dtype)));
   if (value.dims == t.dims && !shape_value_[program_.find(name)]) {
+    const uint8_t* before = t.data();
     std::memcpy(t.mutable_data(), value.data(), t.nbytes());
+    if (t.data() != before) {  // it was shared with the model: plans point at the old bytes
+      plans_.clear();
+      last_plan_ = nullptr;
+    }
     return;
   }
   // A new shape (or contents other shapes depend on): plans are stale.

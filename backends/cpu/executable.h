@@ -40,7 +40,7 @@ class CpuExecutable final : public Executable {
   std::vector<const OpEntry*> entries_;           // per step
   std::vector<bool> shape_value_;                 // per value: planning must know its contents
   std::vector<int> state_of_;                     // per value: index into state_, or -1
-  std::vector<Tensor> state_;                     // owned, never shared, so data pointers stay put
+  std::vector<Tensor> state_;  // updated state is private so its bytes stay put; the rest may share the model's
   std::vector<std::pair<int, int>> updates_;      // state index <- value
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   const Plan* last_plan_ = nullptr;

@@ -105,6 +105,25 @@ TEST(CpuExecutor, StateIsUpdatedInPlaceFromOutputs) {
             std::string::npos);
 }
 
+TEST(CpuExecutor, WrittenStateIsSeenByTheNextRunAndTheModelStaysUntouched) {
+  // w is state that no run updates: it shares the model's bytes until write_state replaces them.
+  Model m;
+  m.set_opset_version("", 17);
+  Tensor w = floats({2}, {2.0f, 3.0f});
+  w.name = "w";
+  Value* wv = m.graph->add_initializer(w);
+  Value* x = m.graph->add_input("x", ValueType::tensor(DType::kFloat, Shape::of({2})));
+  m.graph->add_output(m.graph->add_node("Mul", {x, wv}, {"y"})->output(0));
+  auto exe = make_backend("cpu")->compile(m, {});
+  const Tensor ones = floats({2}, {1.0f, 1.0f});
+  EXPECT_EQ(exe->run({{"x", ones}}, {"y"})[0].as<float>()[1], 3.0f);
+  exe->write_state("w", floats({2}, {5.0f, 7.0f}));
+  EXPECT_EQ(exe->run({{"x", ones}}, {"y"})[0].as<float>()[1], 7.0f);
+  EXPECT_EQ(m.graph->value("w")->initializer().as<float>()[1], 3.0f);
+  exe->write_state("w", floats({3}, {1.0f, 1.0f, 1.0f}));  // a new shape re-plans
+  EXPECT_NE(error_of([&] { exe->run({{"x", ones}}, {"y"}); }).find("do not broadcast"), std::string::npos);
+}
+
 TEST(CpuExecutor, UnsupportedOpIsRejectedAtCompileNamingFileNodeAndOp) {
   Model m = one_node_model("NonMaxSuppression", {{"boxes", Tensor(DType::kFloat, {1, 2, 4})}}, {});
   m.path = "models/detector.onnx";
