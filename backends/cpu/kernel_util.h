@@ -64,8 +64,7 @@ class Broadcast {
   int64_t rows_ = 1, inner_ = 1;
 };
 
-// Elementwise over broadcast inputs: f(row_begin_out, inner, in_ptrs..., strides...) is left to
-// the caller; this walks rows in parallel and hands each row's input offsets.
+// Walks the output's rows in parallel: f(first output element of the row, each input's offset).
 template <class F>
 void for_each_row(const Broadcast& b, int threads, F&& f) {
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, b.inner()));
@@ -77,10 +76,6 @@ void for_each_row(const Broadcast& b, int threads, F&& f) {
     }
   });
 }
-
-}  // namespace amp::cpu
-
-namespace amp::cpu {
 
 // fp32 copies of 16-bit data and back, for the products that run through sgemm.
 template <class T>
