@@ -52,6 +52,11 @@ void im2col(const T* image, int64_t channels, const Geometry& g, F* col, int thr
           std::fill(row, row + x_lo, F(0));
           if (sw == 1 && std::is_same_v<T, F>) {
             std::copy(src + x_lo, src + x_hi, reinterpret_cast<T*>(row) + x_lo);
+          } else if constexpr (!std::is_same_v<T, F> && std::is_same_v<F, float>) {
+            if (sw == 1)
+              widen(src + x_lo, row + x_lo, x_hi - x_lo);
+            else
+              for (int64_t x = x_lo; x < x_hi; ++x) row[x] = load(src[x * sw]);
           } else {
             for (int64_t x = x_lo; x < x_hi; ++x) row[x] = static_cast<F>(load(src[x * sw]));
           }
@@ -184,12 +189,10 @@ class Conv final : public Kernel {
                    for (int64_t m = m0; m < m1; ++m) {
                      const F b = bias ? static_cast<F>(load(bias[m])) : F(0);
                      F* a = acc + m * px;
-                     if constexpr (std::is_same_v<T, F>) {
-                       if (bias)
-                         for (int64_t i = 0; i < px; ++i) a[i] += b;
-                     } else {
-                       for (int64_t i = 0; i < px; ++i) out[m * px + i] = store<T>(a[i] + b);
-                     }
+                     if (bias)
+#pragma omp simd
+                       for (int64_t i = 0; i < px; ++i) a[i] += b;
+                     if constexpr (!std::is_same_v<T, F>) narrow(a, out + m * px, px);
                    }
                  });
   }

@@ -9,6 +9,12 @@
 namespace amp::cpu {
 namespace {
 
+// 16-bit tensors go through fp32 blocks of this many elements: one bulk widen per input, the op
+// on floats (vectorized), one bulk narrow.
+constexpr int64_t kBlock = 256;
+template <class T>
+constexpr bool is_16bit_v = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+
 // ---- unary
 
 template <class Op>
@@ -28,8 +34,19 @@ class Unary final : public Kernel {
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
       parallel_for(x.numel(), ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
+        if constexpr (is_16bit_v<T>) {
+          float block[kBlock];
+          for (int64_t i0 = b; i0 < e; i0 += kBlock) {
+            const int64_t m = std::min(kBlock, e - i0);
+            widen(in + i0, block, m);
 #pragma omp simd
-        for (int64_t i = b; i < e; ++i) out[i] = store<T>(static_cast<C>(op_(load(in[i]))));
+            for (int64_t j = 0; j < m; ++j) block[j] = op_(block[j]);
+            narrow(block, out + i0, m);
+          }
+        } else {
+#pragma omp simd
+          for (int64_t i = b; i < e; ++i) out[i] = store<T>(static_cast<C>(op_(load(in[i]))));
+        }
       });
     });
   }
@@ -139,6 +156,30 @@ void apply_binary(const Broadcast& bc, const A* a, const B* b, R* out, int threa
   });
 }
 
+// The same for 16-bit T, in fp32 blocks: f(float, float) -> float.
+template <class T, class F>
+void apply_binary_blocks(const Broadcast& bc, const T* a, const T* b, T* out, int threads, F f) {
+  for_each_row(bc, threads, [&](int64_t o, const int64_t* offs) {
+    float xa[kBlock], xb[kBlock];
+    const T* pa = a + offs[0];
+    const T* pb = b + offs[1];
+    for (int64_t i0 = 0; i0 < bc.inner(); i0 += kBlock) {
+      const int64_t m = std::min(kBlock, bc.inner() - i0);
+      if (bc.inner_stride(0))
+        widen(pa + i0, xa, m);
+      else
+        std::fill(xa, xa + m, load(pa[0]));
+      if (bc.inner_stride(1))
+        widen(pb + i0, xb, m);
+      else
+        std::fill(xb, xb + m, load(pb[0]));
+#pragma omp simd
+      for (int64_t j = 0; j < m; ++j) xa[j] = f(xa[j], xb[j]);
+      narrow(xa, out + o + i0, m);
+    }
+  });
+}
+
 void require_same_types(const KernelIO& io, size_t n) {
   for (size_t i = 1; i < n; ++i)
     if (io.has_in(i) && io.input(i).dtype != io.input(0).dtype)
@@ -163,8 +204,12 @@ class Arith final : public Kernel {
     dispatch(NumericTypes{}, a.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = compute_t<T>;
-      apply_binary(bc, a.as<T>(), b.as<T>(), io.output(0).as<T>(), ctx.threads,
-                   [](C x, C y) { return store<T>(static_cast<C>(Op{}(x, y))); });
+      if constexpr (is_16bit_v<T>)
+        apply_binary_blocks(bc, a.as<T>(), b.as<T>(), io.output(0).as<T>(), ctx.threads,
+                            [](float x, float y) { return Op{}(x, y); });
+      else
+        apply_binary(bc, a.as<T>(), b.as<T>(), io.output(0).as<T>(), ctx.threads,
+                     [](C x, C y) { return store<T>(static_cast<C>(Op{}(x, y))); });
     });
   }
 };

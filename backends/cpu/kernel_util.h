@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/convert.h"
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/numeric.h"
 
@@ -77,18 +78,14 @@ void for_each_row(const Broadcast& b, int threads, F&& f) {
   });
 }
 
-// fp32 copies of 16-bit data and back, for the products that run through sgemm.
+// fp32 copies of 16-bit data and back (T is f16 or bf16), for the products that run through sgemm.
 template <class T>
 void widen(const T* in, float* out, int64_t n, int threads) {
-  parallel_for(n, threads, kParallelGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) out[i] = static_cast<float>(load(in[i]));
-  });
+  parallel_for(n, threads, kParallelGrain, [&](int64_t b, int64_t e) { widen(in + b, out + b, e - b); });
 }
 template <class T>
 void narrow(const float* in, T* out, int64_t n, int threads) {
-  parallel_for(n, threads, kParallelGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) out[i] = store<T>(in[i]);
-  });
+  parallel_for(n, threads, kParallelGrain, [&](int64_t b, int64_t e) { narrow(in + b, out + b, e - b); });
 }
 
 // Bytes of fp32 scratch for n elements, rounded up so consecutive scratch arrays stay aligned.

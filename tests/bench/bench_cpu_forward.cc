@@ -1,7 +1,8 @@
 // Forward time of the demo models on the CPU backend at training-like batches: mlp and cnn on
-// 28x28 images (batch 256 and 64), gpt on 16 sequences of 32 tokens. The plan is built by a warm-up
-// run, so the loop measures what a training or serving loop sees. tests/bench/compare_ort.sh runs
-// ONNX Runtime on the same models and shapes.
+// 28x28 images (batch 256 and 64), gpt on 16 sequences of 32 tokens; as exported (fp32) and after
+// the amp-rewrite pipeline (fp16, bf16: what the CPU reference pays for 16-bit storage). The plan
+// is built by a warm-up run, so the loop measures what a training or serving loop sees.
+// tests/bench/compare_ort.sh runs ONNX Runtime on the same fp32 models and shapes.
 //
 //   build-cpu/bench_cpu_forward [--benchmark_filter=gpt]   (AMP_SOURCE_DIR: the checkout, default
 //   the one this file was compiled from; AMP_THREADS: threads, default all cores)
@@ -13,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "graph/onnx_io.h"
+#include "passes/pipelines.h"
 
 namespace {
 
@@ -35,9 +37,13 @@ amp::Tensor random_input(amp::DType t, std::vector<int64_t> dims) {
   return x;
 }
 
-void BM_Forward(benchmark::State& state, const std::string& name, const std::string& input, amp::DType type,
-                std::vector<int64_t> dims) {
-  const amp::Model m = amp::load_model(model_path(name));
+void BM_Forward(benchmark::State& state, const std::string& name, amp::DType precision, const std::string& input,
+                amp::DType type, std::vector<int64_t> dims) {
+  amp::Model m = amp::load_model(model_path(name));
+  if (precision != amp::DType::kFloat) {
+    amp::AmpResult result;
+    amp::amp_rewrite_pipeline(amp::AmpPolicy(precision), result, false).run(m);
+  }
   amp::CompileOptions options;
   const char* threads = std::getenv("AMP_THREADS");
   options.threads = threads ? std::atoi(threads) : 0;
@@ -52,12 +58,19 @@ void BM_Forward(benchmark::State& state, const std::string& name, const std::str
   state.counters["samples/s"] = benchmark::Counter(static_cast<double>(dims[0]), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-BENCHMARK_CAPTURE(BM_Forward, mlp, "mlp", "input", amp::DType::kFloat, {256, 1, 28, 28})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Forward, cnn, "cnn", "input", amp::DType::kFloat, {64, 1, 28, 28})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Forward, gpt, "gpt", "tokens", amp::DType::kInt64, {16, 32})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+#define AMP_FORWARD(model, precision, ...)                                                                    \
+  BENCHMARK_CAPTURE(BM_Forward, model##_##precision, #model, amp::dtype_from_name(#precision).value(), __VA_ARGS__) \
+      ->Unit(benchmark::kMillisecond)                                                                                \
+      ->UseRealTime();
+AMP_FORWARD(mlp, fp32, "input", amp::DType::kFloat, {256, 1, 28, 28})
+AMP_FORWARD(cnn, fp32, "input", amp::DType::kFloat, {64, 1, 28, 28})
+AMP_FORWARD(gpt, fp32, "tokens", amp::DType::kInt64, {16, 32})
+AMP_FORWARD(mlp, fp16, "input", amp::DType::kFloat, {256, 1, 28, 28})
+AMP_FORWARD(cnn, fp16, "input", amp::DType::kFloat, {64, 1, 28, 28})
+AMP_FORWARD(gpt, fp16, "tokens", amp::DType::kInt64, {16, 32})
+AMP_FORWARD(mlp, bf16, "input", amp::DType::kFloat, {256, 1, 28, 28})
+AMP_FORWARD(cnn, bf16, "input", amp::DType::kFloat, {64, 1, 28, 28})
+AMP_FORWARD(gpt, bf16, "tokens", amp::DType::kInt64, {16, 32})
 
 }  // namespace
 

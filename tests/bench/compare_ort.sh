@@ -25,7 +25,7 @@ printf '%-5s %-18s %10s %10s %8s %12s %12s\n' model shape amp_ms ort_ms amp/ort 
 for spec in "mlp input float32 256,1,28,28" "cnn input float32 64,1,28,28" "gpt tokens int64 16,32"; do
   set -- $spec
   AMP_SOURCE_DIR=$ROOT AMP_THREADS=$THREADS OMP_WAIT_POLICY=passive /usr/bin/time -f %M -o "$TMP/amp.rss" \
-    "$BENCH" --benchmark_filter="BM_Forward/$1/" --benchmark_format=json --benchmark_min_time=1 >"$TMP/amp.json" 2>/dev/null
+    "$BENCH" --benchmark_filter="BM_Forward/$1_fp32/" --benchmark_format=json --benchmark_min_time=1 >"$TMP/amp.json" 2>/dev/null
   /usr/bin/time -f %M -o "$TMP/ort.rss" node "$ROOT/tests/bench/ort_forward.js" "$ROOT/models/$1.onnx" "$2" "$3" "$4" \
     "$THREADS" >"$TMP/ort.json"
   amp_ms=$(json_field "$TMP/amp.json" real_time)
