@@ -34,20 +34,37 @@ constexpr int kToolTimeoutSeconds = 300;
 std::string normalized_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 std::string domain_name(const std::string& d) { return d.empty() ? std::string("ai.onnx") : d; }
 
-// ONNX errors come with a multi-line context; the user sees one line.
-std::string one_line(std::string s) {
+// ONNX errors come with a multi-line context, and names in a malformed file can hold any bytes:
+// the user sees one printable line (whitespace runs become one space, control bytes \xNN).
+std::string one_line(const std::string& s) {
   std::string out;
   bool space = false;
-  for (char c : s) {
+  for (unsigned char c : s) {
     if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
       space = !out.empty();
       continue;
     }
     if (space) out += ' ';
     space = false;
-    out += c;
+    if (c < 0x20 || c == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
   }
   return out;
+}
+
+template <class Load>
+Model with_one_line_errors(Load&& load) {
+  try {
+    return load();
+  } catch (const InputError& e) {
+    throw InputError(one_line(e.what()));
+  }
 }
 
 onnx::ModelProto parse(const uint8_t* data, size_t size, const std::string& path) {
@@ -394,18 +411,22 @@ std::string folder_of(const std::string& path) {
 
 Model load_model_from_bytes(const std::string& bytes, const std::string& path_for_errors, const std::string& base_dir,
                             const LoadOptions& options) {
-  onnx::ModelProto p = parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path_for_errors);
-  return load_proto(p, path_for_errors, base_dir, options);
+  return with_one_line_errors([&] {
+    onnx::ModelProto p = parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path_for_errors);
+    return load_proto(p, path_for_errors, base_dir, options);
+  });
 }
 
 Model load_model(const std::string& path, const LoadOptions& options) {
-  onnx::ModelProto p;
-  {
-    // Parsed straight from the mapping: the file's bytes are not copied into memory first.
-    std::shared_ptr<MappedFile> file = MappedFile::open(path);
-    p = parse(file->data(), file->size(), path);
-  }
-  return load_proto(p, path, folder_of(path), options);
+  return with_one_line_errors([&] {
+    onnx::ModelProto p;
+    {
+      // Parsed straight from the mapping: the file's bytes are not copied into memory first.
+      std::shared_ptr<MappedFile> file = MappedFile::open(path);
+      p = parse(file->data(), file->size(), path);
+    }
+    return load_proto(p, path, folder_of(path), options);
+  });
 }
 
 }  // namespace amp

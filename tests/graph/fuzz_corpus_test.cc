@@ -2,6 +2,7 @@
 // refused with InputError; before their fixes they crashed ONNX's tools or escaped as other errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "graph/error.h"
@@ -33,7 +34,11 @@ TEST(FuzzCorpus, EveryInputLoadsOrIsAnInputError) {
       Model m = load_model_from_bytes(bytes, entry.path().string(), "/nonexistent-amp-fuzz-dir", options);
       serialize_model(m);
     } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(entry.path().string()), std::string::npos) << e.what();
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(entry.path().string()), std::string::npos) << msg;
+      // One printable line, whatever bytes the file's names hold.
+      EXPECT_EQ(std::count_if(msg.begin(), msg.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }), 0)
+          << entry.path();
     } catch (const std::exception& e) {
       ADD_FAILURE() << entry.path() << ": not an InputError: " << e.what();
     }
