@@ -17,6 +17,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "graph/amp_ops.h"
 #include "graph/crash_isolation.h"
 #include "graph/error.h"
 #include "graph/onnx_import.h"
@@ -379,6 +380,7 @@ void run_onnx_tools(onnx::ModelProto& p, const std::string& path, const std::str
 }
 
 Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string& base_dir, const LoadOptions& options) {
+  register_amp_op_schemas();  // the project's own ops (saved training steps) check like standard ones
   if (options.target_opset > kMaxOpset)
     throw InputError(path + ": unsupported target opset " + std::to_string(options.target_opset) +
                      " (this build reads up to opset " + std::to_string(kMaxOpset) + ")");

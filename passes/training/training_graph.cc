@@ -18,6 +18,8 @@ void TrainingGraph::keep_state(Value* v) {
 }
 
 void TrainingGraph::bind_update(Value* state, Value* next, bool keep_name) {
+  // Graph outputs need full types (onnx::checker), and the next value has the state's.
+  if (next->dtype() == state->dtype() && !next->type().shape) next->set_type(state->type());
   if (!next->is_output()) {
     if (!keep_name && next->producer()) graph().rename_value(next, graph().fresh_name(state->name() + "_next"));
     graph().add_output(next);

@@ -19,6 +19,7 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
   Model& m = step.model;
   for (Value* v : m.graph->inputs())
     if (!v->has_initializer()) step.data_inputs.push_back(v->name());
+  for (Value* v : m.graph->outputs()) step.model_outputs.push_back(v->name());
 
   TrainingGraph tg(m);
   tg.loss = add_loss(m, spec.loss);
@@ -45,6 +46,7 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
   step.state = tg.state();
   step.updates = tg.updates();
   for (const TrainedParam& p : tg.params) step.params.push_back(p.value->name());
+  step.loss_spec = spec.loss;
   step.loss = tg.loss.loss->name();
   if (tg.loss.target) step.target = tg.loss.target->name();
   if (tg.loss.labels) step.labels = tg.loss.labels->name();

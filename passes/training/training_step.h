@@ -36,6 +36,8 @@ struct TrainingStep {
   std::vector<std::pair<std::string, std::string>> updates;  // state <- output after each run
   std::vector<std::string> params;       // trained parameters (with a gradient)
   std::vector<std::string> data_inputs;  // inputs fed from the data set: the model's inputs and the labels
+  std::vector<std::string> model_outputs;  // the forward model's own outputs
+  LossSpec loss_spec;                    // as built: the eval model appends the same loss
   std::string loss, target, labels;      // target and labels empty for a model's own loss
   std::string lr;                        // fp32 scalar input
   std::string apply_update;              // bool scalar input, with accumulation

@@ -1,0 +1,142 @@
+// amp-train MODEL --data TRAIN [--val VAL] ...: trains an ONNX model (or a training step saved by
+// --save-training-graph) in fp32 or mixed precision and writes the trained model. Exit codes: 0,
+// 2 for bad input (model, data, flags, a loss that stays non-finite), 1 for internal failures.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "frontends/lib/tool_main.h"
+#include "frontends/lib/trainer.h"
+#include "graph/error.h"
+
+namespace amp {
+
+namespace {
+
+struct Flags {
+  std::string loss, optimizer = "sgd", schedule = "constant", dtype = "fp32", loss_scale;
+  double lr = 0.01, momentum = 0, weight_decay = 0, clip_norm = 0;
+  bool nesterov = false, no_shuffle = false, compare_fp32 = false;
+};
+
+TrainOptions options_from(TrainOptions o, const Flags& f) {
+  if (!f.loss.empty()) {
+    o.spec.loss.kind = loss_kind_from_name(f.loss);
+    if (!o.spec.loss.kind) throw InputError("--loss must be cross_entropy, mse or bce_with_logits, not '" + f.loss + "'");
+  }
+  auto kind = optimizer_kind_from_name(f.optimizer);
+  if (!kind) throw InputError("--optimizer must be sgd, adam or adamw, not '" + f.optimizer + "'");
+  o.spec.optimizer.kind = *kind;
+  o.spec.optimizer.momentum = static_cast<float>(f.momentum);
+  o.spec.optimizer.nesterov = f.nesterov;
+  o.spec.optimizer.weight_decay = static_cast<float>(f.weight_decay);
+  if (f.nesterov && (f.momentum <= 0 || *kind != OptimizerSpec::Kind::kSgd))
+    throw InputError("--nesterov needs --optimizer sgd with --momentum > 0");
+  o.spec.clip_norm = static_cast<float>(f.clip_norm);
+  auto schedule = schedule_kind_from_name(f.schedule);
+  if (!schedule) throw InputError("--schedule must be constant, cosine or linear, not '" + f.schedule + "'");
+  o.schedule.kind = *schedule;
+  o.schedule.base = f.lr;
+  auto dtype = dtype_from_name(f.dtype);
+  if (!dtype || (*dtype != DType::kFloat && !is_low_precision(*dtype)))
+    throw InputError("--dtype must be fp32, fp16 or bf16, not '" + f.dtype + "'");
+  o.spec.precision = *dtype;
+  // fp16 needs loss scaling (small gradients underflow); bf16 has fp32's range and needs none.
+  LossScaleSpec& scale = o.spec.loss_scale;
+  if (f.loss_scale.empty()) {
+    scale.mode = *dtype == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
+  } else if (f.loss_scale == "dynamic") {
+    scale.mode = LossScaleSpec::Mode::kDynamic;
+  } else {
+    char* end = nullptr;
+    const double v = std::strtod(f.loss_scale.c_str(), &end);
+    if (*end || !(v > 0)) throw InputError("--loss-scale must be 'dynamic' or a positive number, not '" + f.loss_scale + "'");
+    scale.mode = LossScaleSpec::Mode::kStatic;
+    scale.initial = static_cast<float>(v);
+  }
+  o.shuffle = !f.no_shuffle;
+  return o;
+}
+
+std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+
+void print_summary(const char* label, const TrainResult& r) {
+  std::printf("%s: %lld steps (%lld skipped), final loss %.6f, %.2f ms/step, %.0f samples/s, peak memory %s "
+              "(backend state + arena %s)\n",
+              label, static_cast<long long>(r.steps), static_cast<long long>(r.skipped), r.final_loss,
+              r.seconds_per_step * 1e3, r.samples_per_second, mib(r.peak_rss_bytes).c_str(),
+              mib(r.backend_peak_bytes).c_str());
+  if (r.val_loss >= 0)
+    std::printf("%s: val_loss %.6f%s\n", label, r.val_loss,
+                r.val_accuracy >= 0 ? fmt::format(" val_accuracy {:.4f}", r.val_accuracy).c_str() : "");
+}
+
+int run(TrainOptions o, const Flags& f) {
+  o = options_from(std::move(o), f);
+  if (!f.compare_fp32) {
+    print_summary("train", train(o));
+    return kExitOk;
+  }
+  // The same steps in fp32 first (no side outputs), then as asked.
+  TrainOptions fp32 = o;
+  fp32.spec.precision = DType::kFloat;
+  fp32.spec.loss_scale.mode = LossScaleSpec::Mode::kNone;
+  fp32.save = fp32.checkpoint = fp32.metrics = fp32.save_training_graph = "";
+  fp32.quiet = true;
+  const TrainResult a = train(fp32);
+  const TrainResult b = train(o);
+  std::printf("%-14s %14s %14s\n", "", "fp32", f.dtype.c_str());
+  std::printf("%-14s %14.3f %14.3f\n", "ms/step", a.seconds_per_step * 1e3, b.seconds_per_step * 1e3);
+  std::printf("%-14s %14.0f %14.0f\n", "samples/s", a.samples_per_second, b.samples_per_second);
+  std::printf("%-14s %14s %14s\n", "peak memory", mib(a.peak_rss_bytes).c_str(), mib(b.peak_rss_bytes).c_str());
+  std::printf("%-14s %14s %14s\n", "backend bytes", mib(a.backend_peak_bytes).c_str(), mib(b.backend_peak_bytes).c_str());
+  std::printf("%-14s %14.6f %14.6f\n", "final loss", a.final_loss, b.final_loss);
+  std::printf("%-14s %14lld %14lld\n", "skipped steps", static_cast<long long>(a.skipped), static_cast<long long>(b.skipped));
+  if (a.val_accuracy >= 0) std::printf("%-14s %14.4f %14.4f\n", "val accuracy", a.val_accuracy, b.val_accuracy);
+  return kExitOk;
+}
+
+}  // namespace
+
+}  // namespace amp
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train an ONNX model in fp32 or mixed precision (fp16/bf16 over fp32 master weights).", "amp-train"};
+  amp::TrainOptions o;
+  amp::Flags f;
+  app.add_option("model", o.model, "the .onnx model (a training-mode export), or a step saved with --save-training-graph")
+      ->required();
+  app.add_option("--data", o.data, "training data: .npz (keys = graph inputs + labels), IDX[.gz][,LABELS] or .csv")
+      ->required();
+  app.add_option("--val", o.val, "validation data, same formats; evaluated after every epoch");
+  app.add_option("--loss", f.loss, "append a loss: cross_entropy, mse or bce_with_logits (default: the model's own scalar output)");
+  app.add_option("--target", o.spec.loss.target, "the model output the loss reads (default: the only output)");
+  app.add_option("--labels", o.spec.loss.labels, "data key of the labels (default: labels)");
+  auto* epochs = app.add_option("--epochs", o.epochs, "passes over the training data");
+  app.add_option("--steps", o.steps, "optimizer steps in total (a resumed run counts the checkpoint's)")->excludes(epochs);
+  app.add_option("--batch-size", o.batch_size, "samples per micro-batch (default 32)");
+  app.add_option("--optimizer", f.optimizer, "sgd, adam or adamw (default sgd)");
+  app.add_option("--lr", f.lr, "learning rate (default 0.01)");
+  app.add_option("--momentum", f.momentum, "SGD momentum");
+  app.add_flag("--nesterov", f.nesterov, "Nesterov momentum (SGD)");
+  app.add_option("--weight-decay", f.weight_decay, "L2 (sgd, adam) or decoupled (adamw) weight decay");
+  app.add_option("--schedule", f.schedule, "learning-rate schedule: constant, cosine or linear");
+  app.add_option("--warmup", o.schedule.warmup, "linear warm-up steps");
+  app.add_option("--clip-norm", f.clip_norm, "clip the global gradient L2 norm to this value");
+  app.add_option("--accumulate", o.spec.accumulate, "micro-batches per optimizer step (default 1)");
+  app.add_option("--dtype", f.dtype, "fp32, fp16 or bf16 (forward and backward; weights stay fp32)");
+  app.add_option("--loss-scale", f.loss_scale, "'dynamic' or a static scale (default: dynamic for fp16, none otherwise)");
+  app.add_option("--freeze", o.spec.freeze, "regular expression of parameter names not to train");
+  app.add_option("--device", o.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--threads", o.threads, "CPU threads (0: all cores)");
+  app.add_option("--seed", o.seed, "seed for shuffling and dropout (same seed, same result)");
+  app.add_flag("--no-shuffle", f.no_shuffle, "keep the data's order");
+  app.add_option("--save", o.save, "write the trained model (inference mode) here");
+  app.add_option("--checkpoint", o.checkpoint, "folder for checkpoints (written after every epoch and at the end)");
+  app.add_option("--resume", o.resume, "continue from the checkpoint in this folder");
+  app.add_option("--metrics", o.metrics, "JSON lines: one per optimizer step and one per validation pass");
+  app.add_option("--save-training-graph", o.save_training_graph,
+                 "write the training step as ONNX (inference graph + training_info)");
+  app.add_flag("--compare-fp32", f.compare_fp32, "train the same steps in fp32 too and print both side by side");
+  return amp::tool_main(app, argc, argv, [&] { return amp::run(o, f); });
+}

@@ -1,0 +1,44 @@
+// amp-train's loop: builds the training step from a model (or reads a saved one), compiles it and
+// its evaluation twin on a backend, and runs it over seeded, shuffled batches — validation per
+// epoch, metrics, checkpoints, resume — then reports time per step, throughput and peak memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "frontends/lib/lr_schedule.h"
+#include "passes/training/training_step.h"
+
+namespace amp {
+
+struct TrainOptions {
+  std::string model;
+  std::string data, val;
+  TrainingSpec spec;
+  int64_t epochs = 0;  // one of epochs and steps is > 0
+  int64_t steps = 0;   // optimizer steps
+  int64_t batch_size = 32;
+  LrSchedule schedule;  // total is filled in by train()
+  std::string device = "cpu";
+  uint64_t seed = 0;
+  bool shuffle = true;
+  int threads = 0;
+  std::string save, checkpoint, resume, metrics, save_training_graph;
+  bool quiet = false;  // no progress or log lines (the runs of --compare-fp32)
+};
+
+struct TrainResult {
+  int64_t steps = 0;    // optimizer steps run by this process
+  int64_t skipped = 0;  // of those, skipped for inf/NaN gradients
+  double final_loss = 0;
+  double seconds_per_step = 0;  // mean over the steps after the first (which plans the shapes)
+  double samples_per_second = 0;
+  size_t backend_peak_bytes = 0;  // state + the plan's arena, as the backend reports them
+  size_t peak_rss_bytes = 0;      // the process's peak resident memory
+  double val_loss = -1, val_accuracy = -1;  // the last validation pass; -1 without one
+};
+
+// Throws InputError for bad models, data or options (naming the file, node and op).
+TrainResult train(const TrainOptions& options);
+
+}  // namespace amp
