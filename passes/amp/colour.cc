@@ -74,7 +74,8 @@ void collect(const Graph& g, std::vector<const Node*>& out) {
 
 class Colouring {
  public:
-  Colouring(const Model& m, const AmpPolicy& policy, AmpDecisions& d) : m_(m), policy_(policy), d_(d) {}
+  Colouring(const Model& m, const AmpPolicy& policy, AmpDecisions& d)
+      : m_(m), policy_(policy), d_(d), typer_(policy.target()) {}
 
   void run() {
     std::vector<const Node*> order;
@@ -141,7 +142,7 @@ class Colouring {
       return decide(i, Precision::kFp32, Rule::kNoSchema,
                     "no ONNX schema for " + (n->domain().empty() ? "" : n->domain() + ":") + n->op_type() +
                         " at the model's opset: types kept");
-    nd.typing = node_typing(*n, schema, policy_.target());
+    nd.typing = typer_(*n, schema);
     const NodeTyping& t = nd.typing;
     if (t.kind != NodeTyping::Kind::kData)
       return decide(i, Precision::kNone, Rule::kNoFloatData, "moves no floating data: reads any precision");
@@ -315,6 +316,7 @@ class Colouring {
   const Model& m_;
   const AmpPolicy& policy_;
   AmpDecisions& d_;
+  NodeTyper typer_;
   int n_ = 0;
   std::vector<int> category_;  // OpCategory of open candidates, kNone otherwise
   std::vector<bool> decided_;

@@ -17,9 +17,12 @@ void write_decision_record(Node& n, const DecisionRecord& r) {
   std::string reason = r.reason;
   std::replace(reason.begin(), reason.end(), '\n', ' ');
   std::string out;
-  std::istringstream lines(n.doc_string);
-  for (std::string line; std::getline(lines, line);)
+  for (size_t start = 0; start < n.doc_string.size();) {
+    const size_t end = std::min(n.doc_string.find('\n', start), n.doc_string.size());
+    const std::string line = n.doc_string.substr(start, end - start);
     if (!is_record(line)) out += line + "\n";
+    start = end + 1;
+  }
   n.doc_string = out + kPrefix + r.precision + " " + r.rule + ": " + reason;
 }
 

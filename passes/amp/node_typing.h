@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/model.h"
@@ -36,6 +37,33 @@ struct NodeTyping {
 
 // The schema of n at the opsets of m, or nullptr.
 const onnx::OpSchema* node_schema(const Node& n, const std::vector<OpsetImport>& opsets);
-NodeTyping node_typing(const Node& n, const onnx::OpSchema* schema, DType target);
+
+// Reads each schema's type constraints once: a model has thousands of nodes of a few dozen ops.
+class NodeTyper {
+ public:
+  explicit NodeTyper(DType target) : target_(target) {}
+  NodeTyping operator()(const Node& n, const onnx::OpSchema* schema);
+
+ private:
+  struct Formal {
+    int var = -1;  // index into vars, -1 for a fixed type such as tensor(float)
+    bool variadic = false;
+  };
+  struct Var {
+    std::string name;
+    bool allows_target = false;
+    int formals = 0;  // formal parameters bound to it
+  };
+  struct SchemaTypes {
+    std::vector<Formal> inputs, outputs;
+    std::vector<Var> vars;
+    // The formal for actual position i (the last one repeats when variadic); nullptr past the end.
+    static const Formal* at(const std::vector<Formal>& formals, size_t i);
+  };
+  const SchemaTypes& types_of(const onnx::OpSchema& schema);
+
+  DType target_;
+  std::unordered_map<const onnx::OpSchema*, SchemaTypes> cache_;
+};
 
 }  // namespace amp
