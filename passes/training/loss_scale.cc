@@ -23,6 +23,8 @@ bool LossScalePass::run(Model& m) {
   Value* scale = spec_.mode == LossScaleSpec::Mode::kStatic
                      ? b.scalar(spec_.initial, DType::kFloat)
                      : tg_.add_state(StepNames::kLossScale, fp32_scalar(spec_.initial));
+  // The backward nodes read the seed: the scale must exist before them, where the seed was made.
+  if (Node* made = scale->producer(); made && tg_.seed->producer()) g.move_before(made, tg_.seed->producer());
   g.replace_all_uses(tg_.seed, scale);
   if (Node* constant = tg_.seed->producer(); constant && tg_.seed->uses().empty()) g.remove_node(constant);
   tg_.seed = scale;

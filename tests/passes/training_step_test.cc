@@ -1,0 +1,285 @@
+// The training step's graph-level machinery run on the CPU backend: fault injection (a gradient
+// forced to inf at step k skips exactly that step — weights, moments and Adam's step count
+// bit-identical, the loss scale halved — and training goes on), GradScaler's growth and bounds,
+// bf16's check without scaling, gradient accumulation against one large batch, global-norm
+// clipping against its definition, and the training_info round trip.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "backends/backend.h"
+#include "graph/amp_ops.h"
+#include "graph/onnx_io.h"
+#include "passes/graph_builder.h"
+#include "passes/training/training_info.h"
+#include "passes/training/training_step.h"
+#include "tests/support/test_support.h"
+
+namespace amp {
+namespace {
+
+using Feeds = std::vector<std::pair<std::string, Tensor>>;
+
+Model mlp() {
+  register_amp_op_schemas();
+  return load_model(test::source_dir() + "/models/mlp.train.onnx");
+}
+
+TrainingSpec spec(DType precision, LossScaleSpec::Mode scale, OptimizerSpec::Kind opt = OptimizerSpec::Kind::kAdamW) {
+  TrainingSpec s;
+  s.loss = LossSpec{LossKind::kCrossEntropy, "logits", "labels"};
+  s.optimizer.kind = opt;
+  s.optimizer.weight_decay = 0.01f;
+  s.precision = precision;
+  s.loss_scale.mode = scale;
+  return s;
+}
+
+Tensor scalar(float v) {
+  Tensor t(DType::kFloat, {});
+  *t.mutable_as<float>() = v;
+  return t;
+}
+
+// A batch of `n` random images and labels, different for each `seed`.
+Feeds batch(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  Tensor x(DType::kFloat, {n, 1, 28, 28});
+  for (int64_t i = 0; i < x.numel(); ++i) x.mutable_as<float>()[i] = u(rng);
+  Tensor y(DType::kInt64, {n});
+  for (int64_t i = 0; i < n; ++i) y.mutable_as<int64_t>()[i] = static_cast<int64_t>(rng() % 10);
+  return {{"input", x}, {"labels", y}};
+}
+
+// Multiplies the gradient `name` by a new scalar input "fault" (1 normally, inf to inject).
+void add_fault_input(TrainingStep& step, const std::string& grad_name) {
+  Graph& g = *step.model.graph;
+  Value* grad = g.value(grad_name);
+  ASSERT_NE(grad, nullptr) << grad_name;
+  Value* fault = g.add_input("fault", ValueType::tensor(DType::kFloat, Shape::of({})));
+  Node* mul = g.add_node("Mul", {grad, fault}, {grad_name + "_faulty"}, "", grad->producer());
+  g.move_before(mul, nullptr);
+  mul->output(0)->set_type(grad->type());
+  std::vector<Use> uses = grad->uses();
+  for (const Use& u : uses)
+    if (u.node != mul) u.node->set_input(u.index, mul->output(0));
+  g.topological_sort();
+}
+
+std::unique_ptr<Executable> compile(const TrainingStep& step) {
+  return make_backend("cpu")->compile(step.model, CompileOptions{step.state, step.updates, 7, 0});
+}
+
+std::map<std::string, Tensor> snapshot(const Executable& exe) {
+  std::map<std::string, Tensor> s;
+  for (const std::string& name : exe.state_names()) s[name] = exe.read_state(name);
+  return s;
+}
+
+bool bits_equal(const Tensor& a, const Tensor& b) {
+  return a.dims == b.dims && a.dtype == b.dtype && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+struct StepRun {
+  double loss;
+  bool finite;
+};
+
+StepRun run_step(Executable& exe, const TrainingStep& step, uint32_t seed, float fault) {
+  Feeds feeds = batch(8, seed);
+  feeds.emplace_back(step.lr, scalar(1e-3f));
+  feeds.emplace_back("fault", scalar(fault));
+  auto out = exe.run(feeds, {step.loss, step.all_finite});
+  return {out[0].element(0), out[1].element(0) != 0};
+}
+
+TEST(FaultInjection, InfGradientSkipsTheStepLeavesStateAndHalvesTheScale) {
+  TrainingStep step = build_training_step(mlp(), spec(DType::kFloat16, LossScaleSpec::Mode::kDynamic));
+  ASSERT_FALSE(step.all_finite.empty());
+  ASSERT_EQ(step.loss_scale, StepNames::kLossScale);
+  add_fault_input(step, "fc2.weight_grad");
+  auto exe = compile(step);
+  const float inf = std::numeric_limits<float>::infinity();
+  const int k = 3;
+  for (int s = 1; s < k; ++s) EXPECT_TRUE(run_step(*exe, step, s, 1).finite);
+  const auto before = snapshot(*exe);
+  EXPECT_EQ(before.at(StepNames::kGoodSteps).element(0), k - 1);
+
+  const StepRun faulty = run_step(*exe, step, k, inf);
+  EXPECT_FALSE(faulty.finite);
+  EXPECT_TRUE(std::isfinite(faulty.loss));  // the forward was fine; only the update is skipped
+  const auto after = snapshot(*exe);
+  for (const auto& [name, t] : before) {
+    if (name == StepNames::kLossScale) {
+      EXPECT_EQ(after.at(name).element(0), t.element(0) / 2) << "the scale backs off by half";
+    } else if (name == StepNames::kGoodSteps) {
+      EXPECT_EQ(after.at(name).element(0), 0) << "the good-step count restarts";
+    } else {
+      EXPECT_TRUE(bits_equal(after.at(name), t)) << name << " changed on a skipped step";
+    }
+  }
+  // Training goes on: the next step is finite and updates weights, moments and Adam's count.
+  EXPECT_TRUE(run_step(*exe, step, k + 1, 1).finite);
+  const auto next = snapshot(*exe);
+  EXPECT_FALSE(bits_equal(next.at("fc2.weight"), after.at("fc2.weight")));
+  EXPECT_FALSE(bits_equal(next.at("fc2.weight.exp_avg"), after.at("fc2.weight.exp_avg")));
+  EXPECT_EQ(next.at(StepNames::kOptimizerStep).element(0), after.at(StepNames::kOptimizerStep).element(0) + 1);
+  EXPECT_EQ(next.at(StepNames::kLossScale).element(0), after.at(StepNames::kLossScale).element(0));
+}
+
+TEST(FaultInjection, Bf16ChecksWithoutScaling) {
+  TrainingStep step = build_training_step(mlp(), spec(DType::kBFloat16, LossScaleSpec::Mode::kNone));
+  EXPECT_TRUE(step.loss_scale.empty());
+  ASSERT_FALSE(step.all_finite.empty());
+  add_fault_input(step, "fc1.bias_grad");
+  auto exe = compile(step);
+  EXPECT_TRUE(run_step(*exe, step, 1, 1).finite);
+  const auto before = snapshot(*exe);
+  EXPECT_FALSE(run_step(*exe, step, 2, std::numeric_limits<float>::quiet_NaN()).finite);
+  for (const auto& [name, t] : before) EXPECT_TRUE(bits_equal(snapshot(*exe).at(name), t)) << name;
+}
+
+TEST(LossScale, GrowsAfterTheIntervalWithinItsBoundsAndBacksOffToTheMinimum) {
+  TrainingSpec s = spec(DType::kFloat16, LossScaleSpec::Mode::kDynamic);
+  s.loss_scale.initial = 1024;
+  s.loss_scale.growth_interval = 2;
+  s.loss_scale.max_scale = 4096;
+  s.loss_scale.min_scale = 256;
+  TrainingStep step = build_training_step(mlp(), s);
+  add_fault_input(step, "fc3.bias_grad");
+  auto exe = compile(step);
+  auto scale = [&] { return exe->read_state(StepNames::kLossScale).element(0); };
+  std::vector<double> seen;
+  for (int i = 0; i < 6; ++i) {
+    run_step(*exe, step, i, 1);
+    seen.push_back(scale());
+  }
+  EXPECT_EQ(seen, (std::vector<double>{1024, 2048, 2048, 4096, 4096, 4096}));  // x2 per 2 steps, capped
+  seen.clear();
+  for (int i = 0; i < 6; ++i) {
+    run_step(*exe, step, i, std::numeric_limits<float>::infinity());
+    seen.push_back(scale());
+  }
+  EXPECT_EQ(seen, (std::vector<double>{2048, 1024, 512, 256, 256, 256}));  // /2 per overflow, floored
+}
+
+TEST(LossScale, StaticScaleIsAConstantAndTrainingMatchesTheUnscaledStep) {
+  // fp32 with a static scale of 1024 (a power of two: scaling and unscaling are exact) must update
+  // the weights exactly as fp32 without scaling.
+  TrainingStep plain = build_training_step(mlp(), spec(DType::kFloat, LossScaleSpec::Mode::kNone));
+  TrainingStep scaled = build_training_step(mlp(), [] {
+    TrainingSpec s = spec(DType::kFloat, LossScaleSpec::Mode::kStatic);
+    s.loss_scale.initial = 1024;
+    return s;
+  }());
+  EXPECT_EQ(std::count(scaled.state.begin(), scaled.state.end(), StepNames::kLossScale), 0);
+  auto a = compile(plain), b = compile(scaled);
+  for (uint32_t i = 0; i < 3; ++i) {
+    Feeds f = batch(8, i);
+    f.emplace_back(plain.lr, scalar(1e-3f));
+    a->run(f, {plain.loss});
+    b->run(f, {scaled.loss});
+  }
+  for (const std::string& p : plain.params) {
+    const Tensor x = a->read_state(p), y = b->read_state(p);
+    for (int64_t i = 0; i < x.numel(); ++i) ASSERT_NEAR(x.element(i), y.element(i), 1e-6) << p;
+  }
+}
+
+TEST(Accumulation, TwoMicroBatchesTrainLikeOneBatchOfTwiceTheSize) {
+  TrainingSpec one = spec(DType::kFloat, LossScaleSpec::Mode::kNone, OptimizerSpec::Kind::kSgd);
+  one.optimizer.momentum = 0.9f;
+  TrainingSpec two = one;
+  two.accumulate = 2;
+  TrainingStep big = build_training_step(mlp(), one), micro = build_training_step(mlp(), two);
+  ASSERT_FALSE(micro.apply_update.empty());
+  auto a = compile(big), b = compile(micro);
+  Feeds whole = batch(16, 5);
+  for (int step = 0; step < 2; ++step) {
+    Feeds f = whole;
+    f.emplace_back(big.lr, scalar(0.1f));
+    a->run(f, {big.loss});
+    for (int half = 0; half < 2; ++half) {
+      Feeds h;
+      for (const auto& [name, t] : whole) {
+        std::vector<int64_t> dims = t.dims;
+        dims[0] = 8;
+        const size_t bytes = t.nbytes() / 2;
+        h.emplace_back(name, Tensor::from_bytes(t.dtype, dims,
+                                                std::string(reinterpret_cast<const char*>(t.data()) + half * bytes, bytes)));
+      }
+      h.emplace_back(micro.lr, scalar(0.1f));
+      Tensor apply(DType::kBool, {});
+      *apply.mutable_as<bool>() = half == 1;
+      h.emplace_back(micro.apply_update, apply);
+      const Tensor w_before = b->read_state("fc1.weight");
+      b->run(h, {micro.loss});
+      if (half == 0) EXPECT_TRUE(bits_equal(b->read_state("fc1.weight"), w_before)) << "updated before the last micro-batch";
+    }
+  }
+  for (const std::string& p : big.params) {
+    const Tensor x = a->read_state(p), y = b->read_state(p);
+    for (int64_t i = 0; i < x.numel(); ++i) ASSERT_NEAR(x.element(i), y.element(i), 2e-6) << p << "[" << i << "]";
+  }
+}
+
+TEST(Clipping, UpdateHasTheClippedGlobalNorm) {
+  TrainingSpec s = spec(DType::kFloat, LossScaleSpec::Mode::kNone, OptimizerSpec::Kind::kSgd);
+  s.optimizer.weight_decay = 0;
+  s.clip_norm = 0.01f;
+  TrainingStep step = build_training_step(mlp(), s);
+  ASSERT_FALSE(step.grad_norm.empty());
+  auto exe = compile(step);
+  const auto before = snapshot(*exe);
+  Feeds f = batch(8, 3);
+  f.emplace_back(step.lr, scalar(1.0f));
+  const double norm = exe->run(f, {step.grad_norm})[0].element(0);
+  ASSERT_GT(norm, 0.01);  // the raw gradient is larger than the limit, so clipping acts
+  double sq = 0;
+  for (const std::string& p : step.params) {
+    const Tensor after = exe->read_state(p);
+    for (int64_t i = 0; i < after.numel(); ++i) {
+      const double d = after.element(i) - before.at(p).element(i);
+      sq += d * d;
+    }
+  }
+  // lr 1: the update is the clipped gradient, whose norm is max_norm * norm / (norm + 1e-6).
+  EXPECT_NEAR(std::sqrt(sq), 0.01 * norm / (norm + 1e-6), 1e-5);
+}
+
+TEST(TrainingInfo, SavedStepSplitsIntoInferenceAndAlgorithmAndJoinsBack) {
+  TrainingStep step = build_training_step(mlp(), spec(DType::kFloat16, LossScaleSpec::Mode::kDynamic));
+  auto exe = compile(step);
+  Feeds f = batch(8, 1);
+  f.emplace_back(step.lr, scalar(1e-3f));
+  exe->run(f, {step.loss});
+  std::vector<std::pair<std::string, Tensor>> state;
+  for (const std::string& name : exe->state_names()) state.emplace_back(name, exe->read_state(name));
+  Model saved = to_training_info_model(step, state);
+  ASSERT_EQ(saved.training_info.size(), 1u);
+  // The inference graph is the forward alone: no loss, no gradient op, the model's one output.
+  ASSERT_EQ(saved.graph->outputs().size(), 1u);
+  EXPECT_EQ(saved.graph->outputs()[0]->name(), "logits");
+  for (const Node* n : saved.graph->nodes()) EXPECT_NE(n->domain(), kAmpDomain) << n->label();
+  const std::string path = test::temp_dir("training_info") + "/step.onnx";
+  save_model(saved, path);
+  Model loaded = load_model(path);  // onnx::checker and shape inference accept it
+
+  // Joined back, the step continues exactly where the original executable is.
+  TrainingStep again = step_from_training_info(loaded);
+  EXPECT_EQ(again.updates, step.updates);
+  auto exe2 = make_backend("cpu")->compile(again.model, CompileOptions{again.state, again.updates, 7, 0});
+  Feeds g = batch(8, 2);
+  g.emplace_back(step.lr, scalar(1e-3f));
+  const double l1 = exe->run(g, {step.loss})[0].element(0);
+  const double l2 = exe2->run(g, {again.loss})[0].element(0);
+  EXPECT_EQ(l1, l2);
+  for (const std::string& name : exe->state_names()) EXPECT_TRUE(bits_equal(exe->read_state(name), exe2->read_state(name))) << name;
+}
+
+}  // namespace
+}  // namespace amp
