@@ -45,8 +45,8 @@ void AmpPolicy::set_target(DType t) {
   target_ = t;
 }
 
-const OpListEntry* AmpPolicy::entry(const std::string& op_type) const {
-  auto it = lists_.find(op_type);
+const OpListEntry* AmpPolicy::entry(const std::string& domain, const std::string& op_type) const {
+  auto it = lists_.find(domain.empty() || domain == "ai.onnx" ? op_type : domain + ":" + op_type);
   return it == lists_.end() ? nullptr : &it->second;
 }
 
@@ -64,7 +64,9 @@ void AmpPolicy::apply(const std::vector<OpListEdits>& all) {
         const std::string op = remove ? raw.substr(1) : raw;
         const std::string where = std::string(op_category_name(category)) + " list (" + edits.source + ")";
         if (op.empty()) throw InputError("empty op name on the " + where);
-        if (!onnx::OpSchemaRegistry::Schema(op, ""))
+        const size_t colon = op.rfind(':');
+        const std::string domain = colon == std::string::npos ? "" : op.substr(0, colon);
+        if (!onnx::OpSchemaRegistry::Schema(op.substr(colon == std::string::npos ? 0 : colon + 1), domain))
           throw InputError("'" + op + "' on the " + where + " is not an ONNX op");
         if (remove) {
           removals.emplace_back(op, Put{category, where});

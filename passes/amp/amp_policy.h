@@ -28,7 +28,8 @@ enum class WeightStorage {
 };
 
 // Edits of the op lists, as the command line and config files give them: per category, op types
-// to put on that list ("Op") or to take off it ("-Op"; the op then stays fp32).
+// to put on that list ("Op", "domain:Op" outside the default domain) or to take off it ("-Op"; the
+// op then stays fp32).
 struct OpListEdits {
   std::map<OpCategory, std::vector<std::string>> edits;
   std::string source;  // "command line", a config file path: named in errors
@@ -45,8 +46,9 @@ class AmpPolicy {
   bool keep_io_types = true;
   WeightStorage weights = WeightStorage::kKeep;
 
-  // Default-domain ops only; other domains are listed nowhere. nullptr when not listed.
-  const OpListEntry* entry(const std::string& op_type) const;
+  // The list entry of an op: keyed by op type in the default domain, "domain:Op" in others (the
+  // defaults list default-domain ops only). nullptr when not listed.
+  const OpListEntry* entry(const std::string& domain, const std::string& op_type) const;
   const std::map<std::string, OpListEntry>& lists() const { return lists_; }
   // Applies edits from all sources at once. An op put on two lists (by any sources together), or an
   // unknown op name, is an InputError naming the sources.

@@ -148,7 +148,7 @@ class Colouring {
       return decide(i, Precision::kNone, Rule::kNoFloatData, "moves no floating data: reads any precision");
     if (const std::string* pattern = policy_.blocked_by(*n))
       return decide(i, Precision::kFp32, Rule::kBlocked, "blocked by node pattern '" + *pattern + "'");
-    const OpListEntry* entry = n->domain().empty() ? policy_.entry(n->op_type()) : nullptr;
+    const OpListEntry* entry = policy_.entry(n->domain(), n->op_type());
     if (!entry)
       return decide(i, Precision::kFp32, Rule::kNotListed, n->op_type() + " is on no op list; unlisted ops stay fp32");
     if (entry->category == OpCategory::kDeny)

@@ -55,6 +55,30 @@ TEST(AmpColour, DenyRegionIsNotBrokenByClearOps) {
   EXPECT_EQ(decided(d, b, "t"), "fp32 input-fp32");
 }
 
+// REFERENCE §2 failure 5 (NaN after conversion in ReduceMean / softmax paths): a layer norm
+// decomposed into ReduceMean, Sub, Pow, Sqrt and Div stays fp32 from the first reduction to the
+// last division, between two low products.
+TEST(AmpColour, DecomposedLayerNormStaysFp32) {
+  ModelBuilder b;
+  Value* h = b.op("MatMul", {b.input("x"), b.weight("w1")}, "h");
+  Value* mean = b.op("ReduceMean", {h}, "mean", DType::kFloat, {}, nullptr, Shape::of({2, 1}));
+  Value* d = b.op("Sub", {h, mean}, "d");
+  Value* sq = b.op("Pow", {d, b.weight("two", {})}, "sq");
+  Value* var = b.op("ReduceMean", {sq}, "var", DType::kFloat, {}, nullptr, Shape::of({2, 1}));
+  Value* std = b.op("Sqrt", {b.op("Add", {var, b.weight("eps", {})}, "var_eps")}, "std");
+  Value* n = b.op("Div", {d, std}, "n");
+  b.output(b.op("MatMul", {n, b.weight("w2")}, "y"));
+  const AmpDecisions dec = colour(b.m, AmpPolicy());
+  EXPECT_EQ(decided(dec, b, "h"), "fp16 allow-list");
+  EXPECT_EQ(decided(dec, b, "mean"), "fp32 deny-list");
+  EXPECT_EQ(decided(dec, b, "d"), "fp32 deny-path");
+  EXPECT_EQ(decided(dec, b, "sq"), "fp32 deny-list");
+  EXPECT_EQ(decided(dec, b, "var_eps"), "fp32 deny-path");
+  EXPECT_EQ(decided(dec, b, "std"), "fp32 deny-path");
+  EXPECT_EQ(decided(dec, b, "n"), "fp32 deny-path");
+  EXPECT_EQ(decided(dec, b, "y"), "fp16 allow-list");
+}
+
 TEST(AmpColour, InferAndClearBetweenLowOpsRunLow) {
   ModelBuilder b;
   Value* h = b.op("MatMul", {b.input("x"), b.weight("w1")}, "h");
