@@ -1,5 +1,6 @@
 // amp-rewrite MODEL -o OUT: rewrites an ONNX model to mixed precision (fp16 or bf16) with Casts at
 // few boundaries, explains every decision, and writes a model that passes ONNX's checker.
+#include <filesystem>
 #include <iostream>
 
 #include "frontends/lib/amp_config.h"
@@ -36,6 +37,19 @@ AmpPolicy make_policy(const Options& o) {
   return policy;
 }
 
+// Weights stay beside the model when they came that way, or when they would pass protobuf's 2 GB.
+SaveOptions save_options(const Model& m) {
+  size_t bytes = 0;
+  bool external = false;
+  for (const Value* v : m.graph->initializers()) {
+    bytes += v->initializer().nbytes();
+    external = external || v->initializer().external.has_value();
+  }
+  SaveOptions options;
+  if (external || bytes > (size_t{3} << 29)) options.external_threshold = 1024;  // onnx's own default threshold
+  return options;
+}
+
 bool has_node_named(const Graph& g, const std::string& name) {
   for (const Node* n : g.nodes()) {
     if (n->name == name) return true;
@@ -47,6 +61,11 @@ bool has_node_named(const Graph& g, const std::string& name) {
 
 int rewrite(const Options& o) {
   const AmpPolicy policy = make_policy(o);
+  for (const std::string& out : {o.output, o.report}) {
+    if (out.empty()) continue;
+    const auto dir = std::filesystem::absolute(out).parent_path();
+    if (!std::filesystem::is_directory(dir)) throw InputError(out + ": no such directory '" + dir.string() + "'");
+  }
   Model m = load_model(o.model);
   if (!m.training_info.empty())
     throw InputError(o.model + ": has training_info; amp-rewrite rewrites inference graphs (amp-train rewrites "
@@ -60,7 +79,7 @@ int rewrite(const Options& o) {
   verify_or_throw(m);
   facts.casts_after = count_casts(m);
   facts.activation_bytes_after = activation_bytes(m);
-  save_model(m, o.output);
+  save_model(m, o.output, save_options(m));
 
   const auto report = rewrite_report(facts, policy, result, pm.runs());
   std::cerr << rewrite_summary_text(report);

@@ -3,6 +3,7 @@
 // nodes, --no-keep-io-types, --weights lowp, and idempotence through the command line.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/test_support.h"
@@ -124,6 +125,20 @@ TEST(AmpRewrite, ReportsProductsThatAreNotMultiplesOfEight) {
   EXPECT_EQ(flagged["fixes"], expected);
 }
 
+TEST(AmpRewrite, WeightsStoredExternallyStayExternal) {
+  const std::string dir = test::temp_dir("amp_rewrite_external");
+  std::string out;
+  ASSERT_EQ(test::run_python("-c \"import onnx; onnx.save(onnx.load('" + model("gpt.onnx") + "'), '" + dir +
+                                 "/ext.onnx', save_as_external_data=True, location='ext.onnx.data', size_threshold=0)\"",
+                             &out),
+            0)
+      << out;
+  ASSERT_EQ(rewrite(dir + "/ext.onnx -o " + dir + "/out.onnx", &out), 0) << out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out.onnx.data"));
+  EXPECT_LT(std::filesystem::file_size(dir + "/out.onnx"), std::filesystem::file_size(dir + "/out.onnx.data"));
+  EXPECT_EQ(reference(dir + "/out.onnx")["check"], "");
+}
+
 TEST(AmpRewrite, BadInputIsOneErrorLineAndExitCode2) {
   const std::string dir = test::temp_dir("amp_rewrite_bad");
   test::write_file(dir + "/junk.onnx", "not a model");
@@ -140,6 +155,7 @@ TEST(AmpRewrite, BadInputIsOneErrorLineAndExitCode2) {
       {m + " --dtype fp8", "--dtype"},
       {m + " --keep-io-types --no-keep-io-types", "excludes"},
       {model("mlp.onnx"), "--output is required"},
+      {model("mlp.onnx") + " -o " + dir + "/missing/out.onnx", "no such directory"},
   };
   for (const auto& [args, message] : cases) {
     std::string out;
