@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", o.dtype, "low-precision type: fp16 (default) or bf16")->check(CLI::IsMember({"fp16", "bf16"}));
   auto* keep = app.add_flag("--keep-io-types", o.keep_io, "graph inputs and outputs keep their types (default)");
   app.add_flag("--no-keep-io-types", o.no_keep_io, "graph inputs and outputs may become low precision")->excludes(keep);
-  app.add_option("--allow", o.allow, "ops to run in low precision; -OP takes one off the list")->delimiter(',');
+  app.add_option("--allow", o.allow, "ops to run in low precision (comma-separated); -OP takes one off the list")->delimiter(',');
   app.add_option("--deny", o.deny, "ops to keep in fp32, painting fp32 downstream; -OP takes one off")->delimiter(',');
   app.add_option("--infer", o.infer, "ops that follow their neighbours; -OP takes one off")->delimiter(',');
   app.add_option("--clear", o.clear, "data-movement ops that take the precision next to them; -OP takes one off")

@@ -66,8 +66,9 @@ struct Decision {
   std::string from;    // node_ref() of the neighbour the decision came from; "" for list rules
 };
 
-// One node's decision with what the rewrite needs about it. `node` is valid until the model is
-// edited; everything else is a copy that reports may keep.
+// One node's decision with what the rewrite needs about it. `node` points at the node as it was
+// coloured: insert_casts() and the record pass use it right after; once a pass has removed nodes
+// (cast-cleanup) it may dangle, so reports read the copies (name, ref, op) instead.
 struct NodeDecision {
   const Node* node = nullptr;
   std::string name;
@@ -82,13 +83,15 @@ struct AmpDecisions {
   std::vector<NodeDecision> nodes;  // graph order; a subgraph's nodes right after their If/Loop/Scan
   std::unordered_map<const Node*, size_t> index;
 
+  // Only for nodes alive since colouring: a node made after another was removed may reuse the
+  // removed node's address (amp-rewrite's passes make nodes before they remove any).
   const NodeDecision* find(const Node* n) const;
-  // By node name, or by node_ref() for unnamed nodes; nullptr when absent.
+  // By node name, or by node_ref() for unnamed nodes; nullptr when absent. Reads only copies.
   const NodeDecision* find(const std::string& name_or_ref) const;
 };
 
-// How reports name a node: "name (Op)", or "Op -> first_output" when unnamed (stable across files,
-// unlike a position).
+// How reports name a node: "name (Op)", or "Op -> first_output" when unnamed (amp-rewrite names
+// every node first: an output can be renamed by the rewrite, a name is not).
 std::string node_ref(const Node* n);
 
 AmpDecisions colour(const Model& m, const AmpPolicy& policy);
