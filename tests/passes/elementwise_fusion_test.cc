@@ -434,21 +434,29 @@ TEST(ElementwiseFusion, NoGroupThroughAnUnfusedNodeThatReadsTheGroup) {
                                   1);
 }
 
-TEST(ElementwiseFusion, DifferentIterationShapesAndUnknownDimsDoNotFuse) {
+TEST(ElementwiseFusion, DifferentIterationShapesDoNotFuse) {
   Builder b;
   Value* x = b.input("x", DType::kFloat, {"1", "8"});
   Value* y = b.input("y", DType::kFloat, {"4", "8"});
   Value* r = b.node("Relu", {x}, DType::kFloat, {"1", "8"});
   b.g.add_output(b.node("Add", {r, y}, DType::kFloat, {"4", "8"}));
-  Value* u = b.g.add_input("u", ValueType::tensor(DType::kFloat, Shape{{Dim{}, Dim::fixed(8)}}));
-  Value* e = b.node("Exp", {u}, DType::kFloat, {"4", "8"});
-  e->set_type(ValueType::tensor(DType::kFloat, Shape{{Dim{}, Dim::fixed(8)}}));
-  Value* n = b.node("Neg", {e}, DType::kFloat, {"4", "8"});
-  n->set_type(ValueType::tensor(DType::kFloat, Shape{{Dim{}, Dim::fixed(8)}}));
-  b.g.add_output(n);
   ElementwiseFusion pass;
-  EXPECT_FALSE(pass.run(b.m));
-  EXPECT_EQ(b.g.num_nodes(), 4u);
+  EXPECT_FALSE(pass.run(b.m)) << "Relu's [1,8] result is an output of its own; the Add iterates over [4,8]";
+  EXPECT_EQ(b.g.num_nodes(), 2u);
+}
+
+TEST(ElementwiseFusion, UnaryChainsOnUnknownDimsFuse) {
+  Builder b;
+  const ValueType partly_known = ValueType::tensor(DType::kFloat, Shape{{Dim{}, Dim::fixed(8)}});
+  Value* u = b.g.add_input("u", partly_known);
+  Node* e = b.g.add_node("Exp", {u}, {"e"});
+  e->output(0)->set_type(partly_known);
+  Node* n = b.g.add_node("Neg", {e->output(0)}, {"n"});
+  n->output(0)->set_type(partly_known);
+  b.g.add_output(n->output(0));
+  ElementwiseFusion pass;
+  EXPECT_TRUE(pass.run(b.m)) << "an unknown dim is the same dim all along a unary chain";
+  EXPECT_EQ(b.g.num_nodes(), 1u);
 }
 
 TEST(ElementwiseFusion, IntegerOpsAndInitializerScalarsAreLeftAlone) {
@@ -467,7 +475,90 @@ TEST(ElementwiseFusion, SingleNodeGroupsForBackends) {
   EXPECT_EQ(groups[0].nodes.size(), 1u);
   EXPECT_EQ(groups[0].nodes[0]->op_type(), "Add");
   Node* matmul = b.g.add_node("MatMul", {b.g.value("x"), b.g.value("x")}, 1);
-  EXPECT_THROW(single_node_group(matmul), InputError);
+  std::vector<const Value*> inputs;
+  EXPECT_THROW(node_program(*matmul, &inputs), InputError);
+}
+
+// Values without shapes, as the training passes leave them: the chain still fuses, since each
+// result's shape follows from its operands (rank-0 constants change nothing), while an Add of two
+// unrelated unknown shapes may broadcast and starts a group of its own.
+TEST(ElementwiseFusion, UnknownShapesFuseThroughElementwiseChains) {
+  Builder b;
+  const ValueType unknown = ValueType::tensor(DType::kFloat);
+  Value* x = b.g.add_input("x", unknown);
+  Value* y = b.g.add_input("y", unknown);
+  auto op = [&](const std::string& type, std::vector<Value*> ins, const std::string& name) {
+    Node* n = b.g.add_node(type, ins, {name});
+    n->output(0)->set_type(unknown);
+    return n->output(0);
+  };
+  Value* d = op("Div", {x, b.constant(1.4142135f, DType::kFloat)}, "d");
+  Value* e = op("Erf", {d}, "e");
+  Value* a = op("Add", {e, b.constant(1.0f, DType::kFloat)}, "a");
+  Value* m = op("Mul", {x, a}, "m");
+  Value* s = op("Add", {m, y}, "s");  // y's shape is unrelated: s may be larger than m
+  b.g.add_output(op("Tanh", {s}, "t"));
+  const auto groups = find_elementwise_groups(b.g, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].nodes.size(), 4u) << "Div, Erf, Add, Mul share x's shape";
+  EXPECT_EQ(groups[1].nodes.size(), 2u) << "Add with y, then Tanh of it";
+  EXPECT_EQ(groups[0].outputs, std::vector<Value*>{m});
+}
+
+TEST(ElementwiseFusion, GroupingRuleOnAnAbstractDag) {
+  // 0: fusable A   1: fusable B(0)   2: opaque C(1)   3: fusable D(1, 2)   4: fusable E(3), other shape
+  std::vector<FusionCandidate> ops(5);
+  ops[0] = {true, std::string("s"), {}};
+  ops[1] = {true, std::string("s"), {0}};
+  ops[2] = {false, std::string("s"), {1}};
+  ops[3] = {true, std::string("s"), {1, 2}};
+  ops[4] = {true, std::string("t"), {3}};
+  const auto groups = group_fusion_candidates(ops, 1);
+  EXPECT_EQ(groups, (std::vector<std::vector<int>>{{0, 1}, {3}, {4}}))
+      << "3 cannot join {0,1}: it reads 2, which reads 1";
+  EXPECT_EQ(group_fusion_candidates(ops, 2), (std::vector<std::vector<int>>{{0, 1}}));
+
+  // Two independent chains meeting in one op become one group (AdamW's new m and new v).
+  std::vector<FusionCandidate> meet(3);
+  meet[0] = {true, std::string("s"), {}};
+  meet[1] = {true, std::string("s"), {}};
+  meet[2] = {true, std::string("s"), {0, 1}};
+  EXPECT_EQ(group_fusion_candidates(meet, 1), (std::vector<std::vector<int>>{{0, 1, 2}}));
+
+  // ... unless one reaches the other through an op outside both.
+  std::vector<FusionCandidate> through(4);
+  through[0] = {true, std::string("s"), {}};
+  through[1] = {false, std::string("s"), {0}};
+  through[2] = {true, std::string("s"), {1}};
+  through[3] = {true, std::string("s"), {0, 2}};
+  EXPECT_EQ(group_fusion_candidates(through, 1), (std::vector<std::vector<int>>{{0}, {2, 3}}));
+
+  // A group runs as one kernel, so reaching any member reaches the inputs of all of them: the
+  // unscaled gradient (0) feeds AllFinite (1), whose flag a scalar group (2, 3, 4) reads in 3; the
+  // update (5) reads that group's 4, which does not depend on the flag, yet 5 cannot join 0.
+  std::vector<FusionCandidate> contracted(6);
+  contracted[0] = {true, std::string("p"), {}};
+  contracted[1] = {false, std::string(), {0}};
+  contracted[2] = {true, std::string(""), {}};
+  contracted[3] = {true, std::string(""), {1, 2}};
+  contracted[4] = {true, std::string(""), {2}};
+  contracted[5] = {true, std::string("p"), {0, 4}};
+  EXPECT_EQ(group_fusion_candidates(contracted, 1), (std::vector<std::vector<int>>{{0}, {2, 3, 4}, {5}}));
+}
+
+TEST(ElementwiseProgram, MergedPartsReadEachOthersOutputsFromRegisters) {
+  // part A: v2 = v0 * v1 (fp16); part B: v3 = relu(v2); keep only v3.
+  ProgramPart a{ElementwiseProgram::parse("inputs float16 float16\n%0 = Input 0 : float16\n%1 = Input 1 : float16\n"
+                                          "%2 = Mul %0 %1 : float16\nreturn %2\n"),
+                {0, 1}, {2}};
+  ProgramPart r{ElementwiseProgram::parse("inputs float16\n%0 = Input 0 : float16\n%1 = Relu %0 : float16\nreturn %1\n"),
+                {2}, {3}};
+  const ProgramPart merged = merge_programs({&a, &r}, [](int v) { return v == 3; });
+  EXPECT_EQ(merged.inputs, (std::vector<int>{0, 1}));
+  EXPECT_EQ(merged.outputs, (std::vector<int>{3}));
+  EXPECT_EQ(merged.program.to_text(),
+            "inputs float16 float16\nmin_rank 0\n%0 = Input 0 : float16\n%1 = Input 1 : float16\n"
+            "%2 = Mul %0 %1 : float16\n%3 = Relu %2 : float16\nreturn %3\n");
 }
 
 // ---- the program's text form
