@@ -1,6 +1,6 @@
 #include "backends/cuda/cuda_backend.h"
 
-#include "backends/cpu/kernel.h"
+#include "backends/cpu/grad_kernels.h"
 #include "backends/cuda/cuda_executable.h"
 #include "graph/error.h"
 #include "passes/fusion/elementwise_fusion.h"
@@ -24,7 +24,7 @@ std::string CudaBackend::unsupported_reason(const Node& n) const {
     return is_fusable_node(n) ? "" : "elementwise " + n.op_type() + " runs on the device only on float, float16, bfloat16 and bool tensors";
   // Nodes that read nothing but constants and dims run on the host while a run is planned.
   if (n.domain().empty() && (n.op_type() == "Constant" || n.op_type() == "Shape" || n.op_type() == "Size")) return "";
-  if (cpu::find_op(n.op_type()))
+  if (cpu::find_op(n.domain(), n.op_type()))
     return "no device kernel for " + n.op_type() + ": it runs (on the host, while planning) only when its inputs are constants or shapes";
   return "op " + (n.domain().empty() ? "" : n.domain() + "::") + n.op_type() + " is not supported by the cuda backend";
 }

@@ -20,11 +20,8 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/cpu/kernel.h"
-#include "backends/cuda/cuda_op.h"
 #include "backends/cuda/device_context.h"
-#include "backends/program.h"
-#include "passes/fusion/elementwise_program.h"
+#include "backends/cuda/schedule.h"
 
 namespace amp::cuda {
 
@@ -44,26 +41,15 @@ class CudaExecutable final : public Executable {
   size_t graph_replays() const;
 
  private:
-  struct Unit;
   struct Plan;
-  void build_units(const Model& m, const std::vector<const Node*>& nodes);
   std::vector<const Tensor*> bind_feeds(const std::vector<std::pair<std::string, Tensor>>& feeds) const;
   std::string signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const;
   std::unique_ptr<Plan> build_plan(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches);
   void enqueue_step(Plan& plan);
-  int state_index(const std::string& name) const;
   const DeviceBuffer& device_constant(int value);
 
   std::shared_ptr<DeviceContext> ctx_;
-  Program program_;
-  std::vector<std::unique_ptr<cpu::Kernel>> shape_kernels_;  // per step: shapes and host evaluation
-  std::vector<const cpu::OpEntry*> entries_;                  // per step, null for FusedElementwise nodes
-  std::vector<std::unique_ptr<ElementwiseProgram>> node_programs_;  // per step: a FusedElementwise node's
-  std::vector<bool> shape_value_;  // per value: planning needs its contents
-  std::vector<bool> host_step_;    // per step: computed on the host while planning
-  std::vector<bool> host_value_;   // per value: its contents are known while planning
-  std::vector<std::unique_ptr<Unit>> units_;  // device work, in run order
-  std::vector<int> unit_of_step_;             // per step, -1 for host steps
+  const Schedule s_;
 
   struct State {
     std::string name;
@@ -71,9 +57,7 @@ class CudaExecutable final : public Executable {
     std::vector<int64_t> dims;
     DeviceBuffer buffer;
   };
-  std::vector<int> state_of_;  // per value: index into state_, or -1
-  std::vector<State> state_;
-  std::vector<std::pair<int, int>> updates_;        // state index <- value
+  std::vector<State> state_;  // in s_.state_values order
   std::map<int, DeviceBuffer> constants_on_device_;  // non-state initializers a device unit reads
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   Plan* last_plan_ = nullptr;

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/device_context.h"
 #include "graph/dtype.h"
+#include "graph/error.h"
 #include "graph/node.h"
 #include "graph/tensor.h"
 
@@ -102,6 +103,18 @@ const std::vector<CudaOpEntry>& training_ops();
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {
   return std::make_unique<Op>(node, opset);
+}
+
+// Runs fn; an Error it throws gets `where` (file and node) in front and keeps its kind.
+template <class F>
+auto at_node(const std::string& where, F&& fn) {
+  try {
+    return fn();
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
 }
 
 // Launch geometry for a grid-stride loop over n elements: enough blocks to fill the device a few

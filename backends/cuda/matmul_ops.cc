@@ -58,39 +58,38 @@ class ProductOp final : public CudaOp {
     g.alpha = c_.alpha;
     g.epilogue = c_.epilogue;
     g.tf32 = tf32_allowed();
-    if (c_.gemm) {
-      if (a.dims.size() != 2 || b.dims.size() != 2) throw InputError("Gemm takes 2-D A and B");
-      g.trans_a = c_.trans_a;
-      g.trans_b = c_.trans_b;
-      g.m = c_.trans_a ? a.dims[1] : a.dims[0];
-      g.k = c_.trans_a ? a.dims[0] : a.dims[1];
-      g.n = c_.trans_b ? b.dims[0] : b.dims[1];
-      if ((c_.trans_b ? b.dims[1] : b.dims[0]) != g.k) throw InputError("Gemm inner dims differ");
+    g.trans_a = c_.trans_a;
+    g.trans_b = c_.trans_b;
+    if (c_.gemm && (a.dims.size() != 2 || b.dims.size() != 2)) throw InputError("Gemm takes 2-D A and B");
+    // numpy's 1-D promotions (a folded transpose always has rank 2 or more).
+    std::vector<int64_t> ad = a.dims, bd = b.dims;
+    if (ad.size() == 1) ad.insert(ad.begin(), 1);
+    if (bd.size() == 1) bd.push_back(1);
+    if (ad.size() < 2 || bd.size() < 2) throw InputError("MatMul operands need a rank");
+    const size_t ra = ad.size(), rb = bd.size();
+    g.m = c_.trans_a ? ad[ra - 1] : ad[ra - 2];
+    g.k = c_.trans_a ? ad[ra - 2] : ad[ra - 1];
+    g.n = c_.trans_b ? bd[rb - 2] : bd[rb - 1];
+    const int64_t k_of_b = c_.trans_b ? bd[rb - 1] : bd[rb - 2];
+    if (k_of_b != g.k) throw InputError("inner dims differ: " + std::to_string(g.k) + " vs " + std::to_string(k_of_b));
+    const int64_t batch_a = product(ad, 0, ra - 2), batch_b = product(bd, 0, rb - 2);
+    std::vector<int64_t> pa(ad.begin(), ad.end() - 2), pb(bd.begin(), bd.end() - 2);
+    while (pa.size() < pb.size()) pa.insert(pa.begin(), 1);
+    while (pb.size() < pa.size()) pb.insert(pb.begin(), 1);
+    if (batch_b == 1 && !c_.trans_a) {
+      g.m *= batch_a;  // [batch, M, K] rows are one [batch*M, K] matrix
+    } else if (batch_b == 1) {
+      g.batch = batch_a;  // one B for every batch
+      g.stride_a = g.m * g.k;
+    } else if (batch_a == 1) {
+      g.batch = batch_b;
+      g.stride_b = g.k * g.n;
+    } else if (pa == pb) {
+      g.batch = batch_a;
+      g.stride_a = g.m * g.k;
+      g.stride_b = g.k * g.n;
     } else {
-      std::vector<int64_t> ad = a.dims, bd = b.dims;
-      if (ad.size() == 1) ad.insert(ad.begin(), 1);
-      if (bd.size() == 1) bd.push_back(1);
-      if (ad.size() < 2 || bd.size() < 2) throw InputError("MatMul operands need a rank");
-      g.m = ad[ad.size() - 2];
-      g.k = ad.back();
-      g.n = bd.back();
-      if (bd[bd.size() - 2] != g.k) throw InputError("MatMul inner dims differ: " + std::to_string(g.k) + " vs " + std::to_string(bd[bd.size() - 2]));
-      const int64_t batch_a = product(ad, 0, ad.size() - 2), batch_b = product(bd, 0, bd.size() - 2);
-      std::vector<int64_t> pa(ad.begin(), ad.end() - 2), pb(bd.begin(), bd.end() - 2);
-      while (pa.size() < pb.size()) pa.insert(pa.begin(), 1);
-      while (pb.size() < pa.size()) pb.insert(pb.begin(), 1);
-      if (batch_b == 1) {
-        g.m *= batch_a;  // [batch, M, K] rows are one [batch*M, K] matrix
-      } else if (batch_a == 1) {
-        g.batch = batch_b;
-        g.stride_b = g.k * g.n;
-      } else if (pa == pb) {
-        g.batch = batch_a;
-        g.stride_a = g.m * g.k;
-        g.stride_b = g.k * g.n;
-      } else {
-        throw InputError("MatMul batch dims broadcast on both sides, which the cuda backend does not run");
-      }
+      throw InputError("MatMul batch dims broadcast on both sides, which the cuda backend does not run");
     }
     // C: a [n] row with beta 1 is the bias epilogue; anything else is expanded into D first and
     // accumulated with beta (cuBLASLt reads C from D's own buffer).
@@ -132,7 +131,7 @@ class ProductOp final : public CudaOp {
   ProductConfig c_;
 };
 
-// ---- epilogue matching
+// ---- what a product absorbs
 
 const Node* only_reader(const Value* v) {
   if (!v || v->is_output() || v->uses().size() != 1) return nullptr;
@@ -151,67 +150,102 @@ std::optional<std::vector<int64_t>> constant_ints(const Value* v) {
   return out;
 }
 
-std::optional<int64_t> static_last_dim(const Value* v) {
-  if (!v || !v->type().shape || v->type().shape->dims.empty()) return std::nullopt;
-  return v->type().shape->dims.back().value;
+bool is_op(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
+
+// A Transpose that swaps the last two axes and feeds only this product becomes a transpose flag:
+// the backward pass of every MatMul is two products with a transposed operand, and without this
+// each transposed activation would be written out once more.
+bool fold_transpose(const Node* p, const Value*& operand, bool& trans, std::vector<const Node*>& nodes,
+                    const std::function<bool(const Node*)>& busy) {
+  const Node* t = operand->producer();
+  if (!is_op(t, "Transpose") || busy(t) || only_reader(operand) != p) return false;
+  const std::vector<int64_t> perm = t->attr_ints("perm");
+  const size_t r = perm.size();
+  if (r < 2 || (p->op_type() == "Gemm" && r != 2)) return false;
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  if (perm[r - 2] != static_cast<int64_t>(r - 1) || perm[r - 1] != static_cast<int64_t>(r - 2)) return false;
+  operand = t->input(0);
+  trans = !trans;
+  nodes.push_back(t);
+  return true;
 }
 
-bool is_product(const Node* n) {
-  return n && n->domain().empty() && (n->op_type() == "MatMul" || (n->op_type() == "Gemm" && !n->input(2)));
+// N, from the B operand's static shape (the output's is often unknown after reshapes whose
+// shapes are computed).
+std::optional<int64_t> columns_of(const Value* b, bool trans_b) {
+  if (!b->type().shape || b->type().shape->rank() < 2) return std::nullopt;
+  const auto& dims = b->type().shape->dims;
+  return trans_b ? dims[dims.size() - 2].value : dims.back().value;
 }
 
-// P = MatMul|Gemm(A, B) -> Add(P, bias[N]) [-> Relu]
-std::optional<ProductFusion> match_bias(const Node* p, const std::function<bool(const Node*)>& excluded) {
-  const Node* add = only_reader(p->output(0));
-  if (!add || excluded(add) || add->op_type() != "Add" || !add->domain().empty()) return std::nullopt;
-  const Value* bias = add->input(0) == p->output(0) ? add->input(1) : add->input(0);
-  const auto n = static_last_dim(p->output(0));
-  if (!bias || !n || !bias->type().shape || bias->type().shape->rank() != 1 || bias->type().shape->dims[0].value != n ||
-      bias->dtype() != p->output(0)->dtype() || add->output(0)->dtype() != bias->dtype() || *n <= 1)
-    return std::nullopt;
-  if (p->op_type() == "MatMul" && (!p->input(1)->type().shape || p->input(1)->type().shape->rank() < 2)) return std::nullopt;
+std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy) {
+  const bool gemm = p->op_type() == "Gemm";
+  ProductConfig c{gemm, p->attr_int("transA", 0) != 0, p->attr_int("transB", 0) != 0, p->attr_float("alpha", 1.0f),
+                  p->attr_float("beta", 1.0f), GemmEpilogue::kNone};
   ProductFusion f;
-  ProductConfig c{p->op_type() == "Gemm", p->attr_int("transA", 0) != 0, p->attr_int("transB", 0) != 0,
-                    p->attr_float("alpha", 1.0f), 1.0f, GemmEpilogue::kBias};
-  f.nodes = {p, add};
-  const Value* out = add->output(0);
-  const Node* relu = only_reader(out);
-  if (relu && !excluded(relu) && relu->op_type() == "Relu" && relu->domain().empty()) {
-    c.epilogue = GemmEpilogue::kReluBias;
-    f.nodes.push_back(relu);
-    out = relu->output(0);
-  }
-  f.inputs = {p->input(0), p->input(1), nullptr, bias};
-  f.outputs = {out};
-  f.op = std::make_unique<ProductOp>(c);
-  return f;
-}
+  f.nodes = {p};
+  const Value* a = p->input(0);
+  const Value* b = p->input(1);
+  const Value* c_input = gemm ? p->input(2) : nullptr;
+  fold_transpose(p, a, c.trans_a, f.nodes, busy);
+  fold_transpose(p, b, c.trans_b, f.nodes, busy);
+  const DType t = p->output(0)->dtype();
+  const Value* bias = nullptr;
+  const Value* out = p->output(0);
 
-// dW = Gemm(dY, X, transA=1) or Gemm(X, dY, transA=1) beside db = ReduceSum(dY, axes [0]).
-std::optional<ProductFusion> match_bias_grad(const Node* p, const std::function<bool(const Node*)>& excluded) {
-  if (p->op_type() != "Gemm" || p->attr_int("transA", 0) == 0 || p->attr_float("alpha", 1.0f) != 1.0f) return std::nullopt;
-  for (int side = 0; side < 2; ++side) {
-    const Value* dy = p->input(static_cast<size_t>(side));
-    if (!dy || !dy->type().shape || dy->type().shape->rank() != 2) continue;
-    for (const Use& u : dy->uses()) {
-      const Node* r = u.node;
-      if (r == p || excluded(r) || r->op_type() != "ReduceSum" || !r->domain().empty() || r->attr_int("keepdims", 1) != 0 ||
-          r->output(0)->dtype() != p->output(0)->dtype() || dy->dtype() != p->output(0)->dtype())
-        continue;
-      const auto axes = r->input(1) ? constant_ints(r->input(1)) : std::optional<std::vector<int64_t>>(r->attr_ints("axes"));
-      if (!axes || *axes != std::vector<int64_t>{0}) continue;
-      // dY is A: D = dY^T X, db = row sums of op(A) = dY^T. dY is B (transB=0): D = X^T dY, db = column sums of dY.
-      if (side == 1 && p->attr_int("transB", 0) != 0) continue;
-      ProductFusion f;
-      f.nodes = {p, r};
-      f.inputs = {p->input(0), p->input(1)};
-      f.outputs = {p->output(0), r->output(0)};
-      f.op = std::make_unique<ProductOp>(ProductConfig{true, true, p->attr_int("transB", 0) != 0, 1.0f, 1.0f,
-                                                       side == 0 ? GemmEpilogue::kBiasGradFromA : GemmEpilogue::kBiasGradFromB});
-      return f;
+  // Bias: Gemm's own C row (beta 1), or an Add of a [N] row; then maybe a Relu.
+  const auto n = columns_of(b, c.trans_b);
+  auto is_row = [&](const Value* v) {
+    return v && n && *n > 1 && v->type().shape && v->type().shape->rank() == 1 &&
+           v->type().shape->dims[0].value == n && v->dtype() == t;
+  };
+  const Node* add = only_reader(out);
+  if (c_input && c.beta == 1.0f && is_row(c_input)) {
+    bias = c_input;
+    c_input = nullptr;
+  } else if (!c_input && is_op(add, "Add") && !busy(add)) {
+    const Value* other = add->input(0) == out ? add->input(1) : add->input(0);
+    if (is_row(other) && add->output(0)->dtype() == t) {
+      bias = other;
+      f.nodes.push_back(add);
+      out = add->output(0);
     }
   }
-  return std::nullopt;
+  if (bias) {
+    c.epilogue = GemmEpilogue::kBias;
+    const Node* relu = only_reader(out);
+    if (is_op(relu, "Relu") && !busy(relu)) {
+      c.epilogue = GemmEpilogue::kReluBias;
+      f.nodes.push_back(relu);
+      out = relu->output(0);
+    }
+  }
+  f.outputs = {out};
+
+  // Weight gradient dW = dY^T X or X^T dY beside db = ReduceSum(dY, axes [0]): one product that
+  // also writes the column sums of dY.
+  if (gemm && !bias && !c_input && c.trans_a && c.alpha == 1.0f && p->output(0)->dtype() == t) {
+    for (int side = 0; side < 2 && c.epilogue == GemmEpilogue::kNone; ++side) {
+      const Value* dy = side == 0 ? a : b;  // 2-D: Gemm takes nothing else
+      if (side == 1 && c.trans_b) continue;
+      if (dy->dtype() != t) continue;
+      for (const Use& u : dy->uses()) {
+        const Node* r = u.node;
+        if (!is_op(r, "ReduceSum") || busy(r) || r->attr_int("keepdims", 1) != 0 || r->output(0)->dtype() != t) continue;
+        const auto axes = r->input(1) ? constant_ints(r->input(1)) : std::optional<std::vector<int64_t>>(r->attr_ints("axes"));
+        if (!axes || *axes != std::vector<int64_t>{0}) continue;
+        c.epilogue = side == 0 ? GemmEpilogue::kBiasGradFromA : GemmEpilogue::kBiasGradFromB;
+        f.nodes.push_back(r);
+        f.outputs.push_back(r->output(0));
+        break;
+      }
+    }
+  }
+  if (f.nodes.size() == 1) return std::nullopt;  // nothing absorbed: the plain table op
+  f.inputs = {a, b, c_input, bias};
+  f.op = std::make_unique<ProductOp>(c);
+  return f;
 }
 
 }  // namespace
@@ -221,9 +255,8 @@ std::vector<ProductFusion> match_product_epilogues(const Graph& g, const std::fu
   std::vector<const Node*> taken;
   auto busy = [&](const Node* n) { return excluded(n) || std::find(taken.begin(), taken.end(), n) != taken.end(); };
   for (const Node* n : g.nodes()) {
-    if (!is_product(n) || busy(n)) continue;
-    std::optional<ProductFusion> f = match_bias(n, busy);
-    if (!f) f = match_bias_grad(n, busy);
+    if (!(is_op(n, "MatMul") || is_op(n, "Gemm")) || busy(n)) continue;
+    std::optional<ProductFusion> f = match_product(n, busy);
     if (!f) continue;
     taken.insert(taken.end(), f->nodes.begin(), f->nodes.end());
     out.push_back(std::move(*f));

@@ -1,0 +1,416 @@
+#include "backends/cuda/schedule.h"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+#include "backends/cpu/grad_kernels.h"
+#include "backends/cuda/fused_elementwise_op.h"
+#include "backends/cuda/matmul_ops.h"
+#include "graph/error.h"
+#include "passes/fusion/elementwise_fusion.h"
+#include "passes/fusion/elementwise_program_eval.h"
+
+namespace amp::cuda {
+
+namespace {
+
+// Ops whose results differ per run although they read no data: never evaluated once per plan.
+bool is_random_op(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
+         op == "Bernoulli" || op == "Multinomial" || op == "Dropout";
+}
+
+bool is_fused_node(const Node& n) { return n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp; }
+
+std::string summary(const std::vector<const Node*>& nodes) {
+  std::string s;
+  for (const Node* n : nodes) s += (s.empty() ? "" : "+") + n->op_type();
+  return s;
+}
+
+}  // namespace
+
+Schedule::Schedule(const Model& m, const CompileOptions& options) {
+  std::vector<const Node*> nodes;
+  program = make_program(m, &nodes);
+  const size_t num_steps = program.steps.size();
+  readers.resize(program.values.size());
+  for (size_t s = 0; s < num_steps; ++s)
+    for (int in : program.steps[s].in)
+      if (in >= 0) readers[in].push_back(static_cast<int>(s));
+
+  std::vector<std::vector<int>> shape_inputs(num_steps);
+  std::vector<bool> reads_data(num_steps, true);
+  for (size_t s = 0; s < num_steps; ++s) {
+    const Node& n = *nodes[s];
+    const Program::Step& step = program.steps[s];
+    if (is_fused_node(n)) {
+      entries.push_back(nullptr);
+      shape_kernels.push_back(nullptr);
+      node_programs.push_back(at_node(step.where, [&] {
+        return std::make_unique<ElementwiseProgram>(ElementwiseProgram::parse(n.attr_string("program", "")));
+      }));
+      continue;
+    }
+    node_programs.push_back(nullptr);
+    // The CPU backend's kernels are the shape rules of every op, and compute host steps.
+    const cpu::OpEntry* e = cpu::find_op(n.domain(), n.op_type());
+    if (!e)
+      throw InputError(step.where + ": op " + (n.domain().empty() ? "" : n.domain() + "::") + n.op_type() +
+                       " is not supported by the cuda backend");
+    entries.push_back(e);
+    shape_kernels.push_back(at_node(step.where, [&] { return e->make(n, step.opset); }));
+    shape_inputs[s] = e->shape_inputs;
+    reads_data[s] = e->reads_data;
+  }
+  shape_value = shape_values(program, shape_inputs, reads_data);
+
+  state_of.assign(program.values.size(), -1);
+  std::vector<std::string> names = options.state;
+  if (names.empty())
+    for (const Tensor& t : program.initializers) names.push_back(t.name);
+  for (const std::string& name : names) {
+    const int v = program.find(name);
+    if (v < 0 || program.values[v].initializer < 0)
+      throw InputError(program.path + ": state '" + name + "' is not an initializer of the main graph");
+    state_of[v] = static_cast<int>(state_values.size());
+    state_values.push_back(v);
+  }
+  for (const auto& [state, source] : options.state_updates) {
+    const int s = state_index(state);
+    const int v = program.find(source);
+    if (s < 0) throw InputError(program.path + ": state update target '" + state + "' is not state");
+    if (v < 0) throw InputError(program.path + ": state update source '" + source + "' is not a value of the graph");
+    updates.emplace_back(s, v);
+  }
+
+  // Host steps: what planning can compute from constants, shape-deciding feeds and dims alone.
+  host_value.assign(program.values.size(), false);
+  for (size_t v = 0; v < program.values.size(); ++v) {
+    const Program::Val& val = program.values[v];
+    host_value[v] = (val.initializer >= 0 && state_of[v] < 0 && !val.graph_input) ||
+                     (val.graph_input && shape_value[v]);
+  }
+  host_step.assign(num_steps, false);
+  for (size_t s = 0; s < num_steps; ++s) {
+    const Program::Step& step = program.steps[s];
+    if (!entries[s] || is_random_op(step.op)) continue;
+    bool host = !reads_data[s];
+    if (!host) {
+      host = true;
+      for (int in : step.in) host = host && (in < 0 || host_value[in]);
+    }
+    host_step[s] = host;
+    for (int out : step.out)
+      if (out >= 0) host_value[out] = host;
+    for (int out : step.out)
+      if (out >= 0 && shape_value[out] && !host)
+        throw InputError(step.where + ": a shape depends on '" + program.values[out].name +
+                         "', which is computed on the device; the cuda backend needs shapes known before a run");
+  }
+  build_units(m, nodes);
+}
+
+void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes) {
+  const size_t num_steps = program.steps.size();
+  std::unordered_map<const Node*, int> step_of;
+  for (size_t s = 0; s < num_steps; ++s) step_of[nodes[s]] = static_cast<int>(s);
+  unit_of_step.assign(num_steps, -1);
+  elementwise.resize(num_steps);
+  auto value_id = [&](const Value* v) { return v ? program.find(v->name()) : -1; };
+  auto add = [&](std::vector<const Node*> unit_nodes, std::vector<int> in, std::vector<int> out, std::unique_ptr<CudaOp> op) {
+    auto u = std::make_unique<Unit>();
+    for (const Node* n : unit_nodes) {
+      u->steps.push_back(step_of.at(n));
+      unit_of_step[step_of.at(n)] = static_cast<int>(units.size());
+    }
+    u->where = program.steps[u->steps.front()].where;
+    u->kind = summary(unit_nodes);
+    u->in = std::move(in);
+    u->out = std::move(out);
+    u->host_only.assign(u->in.size(), false);
+    u->op = std::move(op);
+    units.push_back(std::move(u));
+  };
+  auto taken = [&](const Node* n) {
+    auto it = step_of.find(n);
+    return it == step_of.end() || host_step[it->second] || unit_of_step[it->second] >= 0;
+  };
+
+  for (ProductFusion& f : match_product_epilogues(*m.graph, taken)) {
+    std::vector<int> in, out;
+    for (const Value* v : f.inputs) in.push_back(value_id(v));
+    for (const Value* v : f.outputs) out.push_back(value_id(v));
+    add(f.nodes, in, out, std::move(f.op));
+  }
+  for (size_t s = 0; s < num_steps; ++s) {
+    if (host_step[s] || unit_of_step[s] >= 0) continue;
+    const Node& n = *nodes[s];
+    const Program::Step& step = program.steps[s];
+    if (is_fusable_node(n)) {  // grouped with its neighbours once shapes are known (plan())
+      std::vector<const Value*> inputs;
+      auto part = std::make_unique<ProgramPart>();
+      part->program = node_program(n, &inputs);
+      for (const Value* v : inputs) part->inputs.push_back(value_id(v));
+      part->outputs = {step.out[0]};
+      elementwise[s] = std::move(part);
+      continue;
+    }
+    std::unique_ptr<CudaOp> op;
+    if (node_programs[s]) {
+      op = std::make_unique<FusedElementwiseOp>(*node_programs[s]);
+    } else if (const CudaOpEntry* e = find_cuda_op(n.domain(), n.op_type())) {
+      op = at_node(step.where, [&] { return e->make(n, step.opset); });
+    } else if (n.domain().empty() && elem_op_from_onnx(n.op_type())) {
+      std::vector<const Value*> inputs;
+      at_node(step.where, [&] { return node_program(n, &inputs); });  // throws, saying why it is not fusable
+    } else {
+      throw InputError(step.where + ": op " + (n.domain().empty() ? "" : n.domain() + "::") + n.op_type() +
+                       " is not supported by the cuda backend");
+    }
+    add({&n}, step.in, step.out, std::move(op));
+    if (entries[s])
+      for (int i : entries[s]->shape_inputs)
+        if (i < static_cast<int>(units.back()->host_only.size())) units.back()->host_only[i] = true;
+  }
+}
+
+ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vector<TensorDesc>& state_desc,
+                         const std::vector<int>& targets) const {
+  ShapePlan p;
+  const size_t num_values = program.values.size();
+  p.desc.resize(num_values);
+  p.known.assign(num_values, nullptr);
+  std::vector<cpu::View> host(num_values);
+  for (size_t v = 0; v < num_values; ++v) {
+    const Program::Val& val = program.values[v];
+    if (const Tensor* t = fed[v]) {
+      host[v] = cpu::View{t->dtype, t->dims, const_cast<uint8_t*>(t->data())};
+      if (host_value[v]) p.known[v] = t;
+    } else if (state_of[v] >= 0) {
+      const TensorDesc& st = state_desc[static_cast<size_t>(state_of[v])];
+      host[v] = cpu::View{st.dtype, st.dims, nullptr};
+    } else if (val.initializer >= 0) {
+      const Tensor& t = program.initializers[val.initializer];
+      host[v] = cpu::View{t.dtype, t.dims, const_cast<uint8_t*>(t.data())};
+      p.known[v] = &t;
+    }
+  }
+
+  // The steps the targets need; a fixed unit runs whole, so all of its steps are needed.
+  std::vector<int> wanted = targets;
+  for (;;) {
+    p.steps = steps_needed(program, wanted);
+    const size_t before = wanted.size();
+    for (int s : p.steps)
+      if (unit_of_step[s] >= 0)
+        for (int t : units[unit_of_step[s]]->steps)
+          if (!std::binary_search(p.steps.begin(), p.steps.end(), t))
+            for (int out : program.steps[t].out) wanted.push_back(out);
+    if (wanted.size() == before) break;
+  }
+  std::vector<bool> needed(program.steps.size(), false);
+  for (int s : p.steps) needed[s] = true;
+  for (int s : p.steps)
+    for (int in : program.steps[s].in)
+      if (in >= 0 && program.values[in].producer < 0 && host[in].dtype == DType::kUndefined)
+        throw InputError(program.path + ": input '" + program.values[in].name + "' is needed but not fed");
+
+  // Types and dims of everything; host steps computed.
+  cpu::RunContext planning{1, 0};
+  for (int s : p.steps) {
+    const Program::Step& step = program.steps[s];
+    if (!entries[s]) {  // a FusedElementwise node: the broadcast of its inputs
+      at_node(step.where, [&] {
+        const ElementwiseProgram& prog = *node_programs[s];
+        std::vector<std::vector<int64_t>> dims;
+        for (int in : step.in) dims.push_back(host[in].dims);
+        const std::vector<int64_t> out = broadcast_shape(dims, prog.min_rank, "FusedElementwise");
+        const std::vector<DType> types = prog.output_dtypes();
+        for (size_t k = 0; k < step.out.size(); ++k)
+          if (step.out[k] >= 0) host[step.out[k]] = cpu::View{types.at(k), out, nullptr};
+      });
+    } else {
+      cpu::KernelIO io;
+      for (int in : step.in) io.in.push_back(in >= 0 ? &host[in] : nullptr);
+      for (int out : step.out) {
+        io.out.push_back(out >= 0 ? &host[out] : nullptr);
+        if (out >= 0) host[out].dtype = program.values[out].dtype;
+      }
+      const size_t scratch = at_node(step.where, [&] { return shape_kernels[s]->infer(io); });
+      for (int out : step.out) {
+        if (out < 0) continue;
+        const DType declared = program.values[out].dtype;
+        if (declared != DType::kUndefined && declared != host[out].dtype)
+          throw InputError(step.where + ": output '" + program.values[out].name + "' is declared " +
+                           std::string(dtype_name(declared)) + " but the op produces " +
+                           std::string(dtype_name(host[out].dtype)));
+      }
+      if (host_step[s]) {
+        for (int out : step.out) {
+          if (out < 0) continue;
+          p.host_results.emplace_back(host[out].dtype, host[out].dims);
+          p.host_results.back().name = program.values[out].name;
+          host[out].data = p.host_results.back().mutable_data();
+          p.known[out] = &p.host_results.back();
+        }
+        std::vector<uint8_t> ws(scratch);
+        io.workspace = ws.data();
+        at_node(step.where, [&] { shape_kernels[s]->run(io, planning); });
+      }
+    }
+  }
+  for (size_t v = 0; v < num_values; ++v) p.desc[v] = TensorDesc{host[v].dtype, host[v].dims};
+
+  group_elementwise(p, needed, targets);
+  order_units(p);
+  return p;
+}
+
+void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets) const {
+  // Grouping sees a fixed unit as one op: the steps of a product and what it absorbed run as one
+  // launch, so a path into any of them and out of any other counts for cycles. Nodes: needed
+  // steps outside fixed units, and fixed units, in a topological order close to the program's.
+  const size_t num_steps = program.steps.size();
+  std::vector<int> node_of_step(num_steps, -1);
+  std::vector<std::vector<int>> node_steps;
+  for (int s : p.steps) {
+    const int u = unit_of_step[s];
+    if (u >= 0) {
+      const int first = units[u]->steps.front();
+      if (node_of_step[first] < 0) {
+        node_steps.push_back(units[u]->steps);
+        for (int t : units[u]->steps) node_of_step[t] = static_cast<int>(node_steps.size()) - 1;
+      }
+    } else {
+      node_of_step[s] = static_cast<int>(node_steps.size());
+      node_steps.push_back({s});
+    }
+  }
+  const size_t count = node_steps.size();
+  std::vector<std::vector<int>> deps(count);
+  for (size_t n = 0; n < count; ++n) {
+    for (int s : node_steps[n])
+      for (int in : program.steps[s].in) {
+        const int producer = in >= 0 ? program.values[in].producer : -1;
+        const int d = producer >= 0 ? node_of_step[producer] : -1;
+        if (d >= 0 && d != static_cast<int>(n)) deps[n].push_back(d);
+      }
+    std::sort(deps[n].begin(), deps[n].end());
+    deps[n].erase(std::unique(deps[n].begin(), deps[n].end()), deps[n].end());
+  }
+  std::vector<std::vector<int>> readers_of(count);
+  std::vector<size_t> pending(count);
+  for (size_t n = 0; n < count; ++n) {
+    pending[n] = deps[n].size();
+    for (int d : deps[n]) readers_of[d].push_back(static_cast<int>(n));
+  }
+  auto first_step = [&](int n) { return *std::min_element(node_steps[n].begin(), node_steps[n].end()); };
+  auto later = [&](int a, int b) { return first_step(a) > first_step(b); };
+  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+  for (size_t n = 0; n < count; ++n)
+    if (pending[n] == 0) ready.push(static_cast<int>(n));
+  std::vector<int> order, rank(count, -1);
+  while (!ready.empty()) {
+    const int n = ready.top();
+    ready.pop();
+    rank[n] = static_cast<int>(order.size());
+    order.push_back(n);
+    for (int r : readers_of[n])
+      if (--pending[r] == 0) ready.push(r);
+  }
+  if (order.size() != count) throw Error(program.path + ": internal: products and what they absorbed form a cycle");
+
+  std::vector<FusionCandidate> ops(count);
+  for (size_t i = 0; i < count; ++i) {
+    const std::vector<int>& steps = node_steps[order[i]];
+    const int s = steps.front();
+    ops[i].fusable = steps.size() == 1 && unit_of_step[s] < 0 && elementwise[s] != nullptr;
+    if (ops[i].fusable) {
+      std::string key;
+      for (int64_t d : p.desc[program.steps[s].out[0]].dims) key += std::to_string(d) + ",";
+      ops[i].shape = key;
+    }
+    for (int d : deps[order[i]]) ops[i].producers.push_back(rank[d]);
+  }
+
+  std::vector<bool> is_target(program.values.size(), false);
+  for (int t : targets) is_target[t] = true;
+  for (const std::vector<int>& group_nodes : group_fusion_candidates(ops, 1)) {
+    std::vector<int> group;
+    for (int i : group_nodes) group.push_back(node_steps[order[i]].front());
+    std::vector<const ProgramPart*> parts;
+    for (int s : group) parts.push_back(elementwise[s].get());
+    // A value leaves the kernel when a needed step outside the group reads it, or it is a target.
+    const ProgramPart merged = merge_programs(parts, [&](int v) {
+      if (is_target[v]) return true;
+      for (int r : readers[v])
+        if (needed[r] && std::find(group.begin(), group.end(), r) == group.end()) return true;
+      return false;
+    });
+    auto u = std::make_unique<Unit>();
+    u->steps = group;
+    u->in = merged.inputs;
+    u->out = merged.outputs;
+    u->host_only.assign(u->in.size(), false);
+    u->where = program.steps[group.front()].where;
+    u->kind = "fused";
+    for (size_t i = 0; i < group.size(); ++i) u->kind += (i ? "+" : " ") + program.steps[group[i]].op;
+    u->op = std::make_unique<FusedElementwiseOp>(merged.program);
+    p.fused.push_back(std::move(u));
+  }
+}
+
+void Schedule::order_units(ShapePlan& p) const {
+  // The plan's units and the unit producing each value.
+  std::vector<const Unit*> all;
+  std::vector<bool> seen(units.size(), false);
+  for (int s : p.steps)
+    if (unit_of_step[s] >= 0 && !seen[unit_of_step[s]]) {
+      seen[unit_of_step[s]] = true;
+      all.push_back(units[unit_of_step[s]].get());
+    }
+  for (const auto& u : p.fused) all.push_back(u.get());
+  std::vector<int> unit_of_value(program.values.size(), -1);
+  for (size_t u = 0; u < all.size(); ++u)
+    for (int s : all[u]->steps)
+      for (int v : program.steps[s].out)
+        if (v >= 0) unit_of_value[v] = static_cast<int>(u);
+
+  // Topologically, ties broken by first step, so the order stays close to the graph's.
+  const size_t count = all.size();
+  std::vector<std::vector<size_t>> readers_of(count);
+  std::vector<size_t> pending(count, 0);
+  for (size_t u = 0; u < count; ++u) {
+    std::vector<size_t> deps;
+    for (int s : all[u]->steps)
+      for (int v : program.steps[s].in)
+        if (v >= 0 && unit_of_value[v] >= 0 && static_cast<size_t>(unit_of_value[v]) != u)
+          deps.push_back(static_cast<size_t>(unit_of_value[v]));
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (size_t d : deps) readers_of[d].push_back(u);
+    pending[u] = deps.size();
+  }
+  auto first_step = [&](size_t u) { return *std::min_element(all[u]->steps.begin(), all[u]->steps.end()); };
+  auto later = [&](size_t a, size_t b) { return first_step(a) > first_step(b); };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
+  for (size_t u = 0; u < count; ++u)
+    if (pending[u] == 0) ready.push(u);
+  while (!ready.empty()) {
+    const size_t u = ready.top();
+    ready.pop();
+    p.order.push_back(all[u]);
+    for (size_t r : readers_of[u])
+      if (--pending[r] == 0) ready.push(r);
+  }
+  if (p.order.size() != count) throw Error(program.path + ": internal: device units form a cycle");
+}
+
+int Schedule::state_index(const std::string& name) const {
+  const int v = program.find(name);
+  return v < 0 ? -1 : state_of[v];
+}
+
+}  // namespace amp::cuda

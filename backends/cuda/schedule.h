@@ -1,0 +1,82 @@
+// What the CUDA backend decides about a model without touching a device, so all of it is built and
+// tested anywhere.
+//
+// At compile time: the numbered program; the CPU kernel of every step (the one implementation of
+// the shape rules of every op, and the evaluator of host steps); which steps run on the host while
+// a run is planned (constants, Shape and the arithmetic on shapes); the fixed device units —
+// cuBLASLt products with the nodes their epilogues absorb, FusedElementwise nodes, one op per
+// other node from the CUDA op table — and the one-node program of every elementwise step.
+//
+// Per input-shape signature (plan()): every value's type and dims, host steps computed, and the
+// elementwise steps grouped by their concrete shapes into fused kernels. Grouping waits for
+// concrete shapes because training graphs carry few static ones (the passes that build them add
+// values without shapes), and a group's outputs must agree in shape at run time.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/kernel.h"
+#include "backends/cuda/cuda_op.h"
+#include "backends/program.h"
+#include "passes/fusion/elementwise_fusion.h"
+
+namespace amp::cuda {
+
+struct Unit {
+  std::vector<int> steps;       // program steps it covers
+  std::vector<int> in, out;     // value numbers in the op's operand order, -1 when absent
+  std::vector<bool> host_only;  // per input: the op reads it only while planning (a shape input)
+  std::unique_ptr<CudaOp> op;
+  std::string where;            // its first node, for errors
+  std::string kind;             // "MatMul+Add", "fused Div+Erf+Add+Mul+Mul", "Softmax": for reports and tests
+};
+
+// One signature's shapes and work, before any device memory exists.
+struct ShapePlan {
+  std::vector<int> steps;             // the steps the targets need, in program order
+  std::vector<TensorDesc> desc;       // per value
+  std::vector<const Tensor*> known;   // per value: contents known on the host, else null
+  std::deque<Tensor> host_results;    // storage of what host steps computed
+  std::vector<std::unique_ptr<Unit>> fused;  // this signature's elementwise groups
+  std::vector<const Unit*> order;     // device units to run, in order
+};
+
+struct Schedule {
+  // Throws InputError naming the node for anything the backend cannot run.
+  Schedule(const Model& m, const CompileOptions& options);
+
+  // fed: per value, the tensor fed for it (null when not fed). state_desc: per state tensor, its
+  // current type and dims. targets: values that must be computed (fetches, state update sources).
+  // InputError for a missing feed or shapes the ops reject.
+  ShapePlan plan(const std::vector<const Tensor*>& fed, const std::vector<TensorDesc>& state_desc,
+                 const std::vector<int>& targets) const;
+
+  int state_index(const std::string& name) const;
+
+  Program program;
+  std::vector<std::unique_ptr<cpu::Kernel>> shape_kernels;         // per step, null for FusedElementwise nodes
+  std::vector<const cpu::OpEntry*> entries;                        // per step, likewise
+  std::vector<std::unique_ptr<ElementwiseProgram>> node_programs;  // per step: a FusedElementwise node's
+  std::vector<std::unique_ptr<ProgramPart>> elementwise;  // per step: its one-node program, for plan-time fusion
+  std::vector<std::vector<int>> readers;  // per value: the steps reading it
+  std::vector<bool> shape_value;  // per value: planning needs its contents
+  std::vector<bool> host_step;    // per step: computed on the host while planning
+  std::vector<bool> host_value;   // per value: its contents are known while planning
+  std::vector<std::unique_ptr<Unit>> units;  // fixed device units
+  std::vector<int> unit_of_step;             // per step: its fixed unit, or -1
+
+  std::vector<int> state_values;             // value number of each state tensor, in order
+  std::vector<int> state_of;                 // per value: index into state_values, or -1
+  std::vector<std::pair<int, int>> updates;  // state index <- value
+
+ private:
+  void build_units(const Model& m, const std::vector<const Node*>& nodes);
+  void group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets) const;
+  void order_units(ShapePlan& p) const;
+};
+
+}  // namespace amp::cuda

@@ -1,0 +1,228 @@
+// What the CUDA backend makes of the shipped models and their mixed-precision training steps,
+// checked without a GPU (Schedule and its plan() touch no device): every needed node is a host step
+// (shape arithmetic) or part of exactly one device unit, products absorb their bias and ReLU,
+// elementwise chains — GELU, the AdamW update — fuse at plan time on concrete shapes, the
+// generated source of every fused kernel compiles with NVRTC for the plan's real broadcasts, and
+// what the device cannot run is refused naming the node.
+#include <gtest/gtest.h>
+
+#if !AMP_HAVE_CUDA
+TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvcc not found)"; }
+#else
+
+#include <map>
+
+#include "backends/cuda/elementwise_codegen.h"
+#include "backends/cuda/fused_elementwise_op.h"
+#include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/schedule.h"
+#include "graph/error.h"
+#include "graph/onnx_io.h"
+#include "passes/training/training_step.h"
+#include "tests/support/test_support.h"
+
+namespace amp::cuda {
+namespace {
+
+Model load(const std::string& name) { return load_model(test::source_dir() + "/models/" + name); }
+
+// Zero-filled feeds for every graph input that is not an initializer: N=2, T=8, other symbols 2.
+std::vector<Tensor> zero_feeds(const Schedule& s) {
+  std::vector<Tensor> feeds;
+  for (int v : s.program.inputs) {
+    const Program::Val& val = s.program.values[v];
+    if (val.initializer >= 0) continue;
+    std::vector<int64_t> dims;
+    if (val.shape)
+      for (const Dim& d : val.shape->dims) dims.push_back(d.value ? *d.value : d.param == "T" ? 8 : 2);
+    Tensor t(val.dtype, dims);
+    t.name = val.name;
+    feeds.push_back(std::move(t));
+  }
+  return feeds;
+}
+
+ShapePlan plan_with_zero_feeds(const Schedule& s, std::vector<Tensor>& feeds) {
+  feeds = zero_feeds(s);
+  std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
+  for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
+  std::vector<TensorDesc> state;
+  for (int v : s.state_values) {
+    const Tensor& t = s.program.initializers[s.program.values[v].initializer];
+    state.push_back(TensorDesc{t.dtype, t.dims});
+  }
+  std::vector<int> targets = s.program.outputs;
+  for (const auto& [st, v] : s.updates) targets.push_back(v);
+  return s.plan(fed, state, targets);
+}
+
+std::map<std::string, int> kinds(const ShapePlan& p) {
+  std::map<std::string, int> k;
+  for (const Unit* u : p.order) ++k[u->kind];
+  return k;
+}
+
+std::string listing(const ShapePlan& p) {
+  std::string out;
+  for (const Unit* u : p.order) out += "  " + u->kind + "\n";
+  return out;
+}
+
+// Every needed step is a host step or in exactly one unit of the plan.
+void expect_every_step_placed(const Schedule& s, const ShapePlan& p) {
+  std::vector<int> covered(s.program.steps.size(), 0);
+  for (const Unit* u : p.order)
+    for (int st : u->steps) ++covered[st];
+  for (int st : p.steps) EXPECT_EQ(covered[st] + (s.host_step[st] ? 1 : 0), 1) << s.program.steps[st].where;
+}
+
+// The generated source of every fused unit, with the plan's broadcasts, compiles.
+void expect_fused_kernels_compile(const ShapePlan& p) {
+  size_t fused = 0;
+  for (const Unit* u : p.order) {
+    const auto* op = dynamic_cast<const FusedElementwiseOp*>(u->op.get());
+    if (!op) continue;
+    ++fused;
+    std::vector<std::vector<int64_t>> in_dims;
+    for (int v : u->in) in_dims.push_back(p.desc[v].dims);
+    const auto k = generate_elementwise_kernel(op->program(), choose_indexing(in_dims, p.desc[u->out[0]].dims));
+    try {
+      compile_cuda_source(k.source, k.name, "sm_90");
+    } catch (const Error& e) {
+      ADD_FAILURE() << u->where << " (" << u->kind << "): " << e.what();
+    }
+  }
+  EXPECT_GT(fused, 0u);
+}
+
+TEST(CudaSchedule, MlpProductsAbsorbBiasAndRelu) {
+  const Schedule s(load("mlp.onnx"), {});
+  std::vector<Tensor> feeds;
+  const ShapePlan p = plan_with_zero_feeds(s, feeds);
+  expect_every_step_placed(s, p);
+  std::vector<std::string> got;
+  for (const Unit* u : p.order) got.push_back(u->kind);
+  EXPECT_EQ(got, (std::vector<std::string>{"Flatten", "Gemm+Relu", "Gemm+Relu", "Gemm"})) << listing(p);
+}
+
+TEST(CudaSchedule, GptShapesOnTheHostGeluFusedBiasesInEpilogues) {
+  const Schedule s(load("gpt.onnx"), {});
+  std::vector<Tensor> feeds;
+  const ShapePlan p = plan_with_zero_feeds(s, feeds);
+  expect_every_step_placed(s, p);
+  auto k = kinds(p);
+  EXPECT_EQ(k.count("Shape"), 0u) << "shape arithmetic runs on the host while planning:\n" << listing(p);
+  EXPECT_EQ(k["fused Div+Erf+Add+Mul+Mul"], 2) << listing(p);
+  EXPECT_EQ(k["LayerNormalization"], 5) << listing(p);
+  EXPECT_EQ(k["Softmax"], 2) << listing(p);
+  EXPECT_EQ(k["MatMul+Add"], 9) << "qkv, attention proj, MLP fc and proj of both blocks, and the head:\n" << listing(p);
+  for (size_t st = 0; st < s.program.steps.size(); ++st)
+    if (s.program.steps[st].op == "Shape" || s.program.steps[st].op == "Constant") EXPECT_TRUE(s.host_step[st]);
+  expect_fused_kernels_compile(p);
+}
+
+TEST(CudaSchedule, CnnRunsConvolutionsOnCudnnAndFusesTheResidual) {
+  const Schedule s(load("cnn.onnx"), {});
+  std::vector<Tensor> feeds;
+  const ShapePlan p = plan_with_zero_feeds(s, feeds);
+  expect_every_step_placed(s, p);
+  auto k = kinds(p);
+  EXPECT_EQ(k["Conv"], 4) << listing(p);
+  EXPECT_EQ(k["fused Add+Relu"], 1) << listing(p);
+  EXPECT_EQ(k["MaxPool"], 1);
+  EXPECT_EQ(k["GlobalAveragePool"], 1);
+}
+
+TrainingStep mixed_precision_step(const std::string& model, DType precision) {
+  TrainingSpec spec;
+  spec.optimizer.kind = OptimizerSpec::Kind::kAdamW;
+  spec.optimizer.weight_decay = 0.01f;
+  spec.precision = precision;
+  spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
+  spec.check_finite = true;
+  spec.loss.kind = LossKind::kCrossEntropy;
+  return build_training_step(load(model), spec);
+}
+
+TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpdates) {
+  for (const char* model : {"mlp.train.onnx", "gpt.train.onnx", "cnn.train.onnx"}) {
+    for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(model) + " " + std::string(dtype_name(precision)));
+      TrainingStep step = mixed_precision_step(model, precision);
+      CompileOptions options;
+      options.state = step.state;
+      options.state_updates = step.updates;
+      std::unique_ptr<Schedule> s;
+      try {
+        s = std::make_unique<Schedule>(step.model, options);
+      } catch (const InputError& e) {
+        FAIL() << e.what();
+      }
+      std::vector<Tensor> feeds;
+      const ShapePlan p = plan_with_zero_feeds(*s, feeds);
+      expect_every_step_placed(*s, p);
+      EXPECT_EQ(kinds(p)["AllFinite"], 1) << listing(p);
+      // AdamW: each parameter's gradient conversion, unscaling and both moment updates (with the
+      // square root of the second) run as one kernel; the rest of its update, which must wait for
+      // the all-finite flag over every gradient, as a few more.
+      size_t fused = 0, fused_nodes = 0, moment_kernels = 0;
+      for (const Unit* u : p.order)
+        if (u->kind.rfind("fused ", 0) == 0) {
+          ++fused;
+          fused_nodes += u->steps.size();
+          moment_kernels += u->kind.find("Mul+Add+Sqrt") != std::string::npos;
+        }
+      EXPECT_GE(moment_kernels, step.params.size()) << listing(p);
+      EXPECT_GT(fused_nodes, 3 * fused) << "fused units should average more than 3 nodes:\n" << listing(p);
+      if (precision == DType::kFloat16) expect_fused_kernels_compile(p);  // NVRTC is slow: one type is enough
+    }
+  }
+}
+
+TEST(CudaSchedule, OpsWithoutADeviceKernelAreRefusedNamingTheNode) {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({4, 3})));
+  Value* t = g.add_input("t", ValueType::tensor(DType::kInt64, Shape::of({4})));
+  Node* n = g.add_node("NegativeLogLikelihoodLoss", {x, t}, {"loss"});
+  n->name = "nll";
+  n->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({})));
+  g.add_output(n->output(0));
+  try {
+    Schedule s(m, {});
+    FAIL() << "scheduled an op the device cannot run";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nll (NegativeLogLikelihoodLoss)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not supported by the cuda backend"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaSchedule, ShapesThatDependOnDeviceStateAreRefused) {
+  // Reshape(x, Cast(w)) with w a weight: its contents live on the device, a plan cannot read them.
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({2, 3})));
+  Tensor w(DType::kFloat, {2});
+  w.name = "w";
+  Value* wv = g.add_initializer(w);
+  Node* cast = g.add_node("Cast", {wv}, {"as_int"});
+  cast->set_attr(Attribute::of_int("to", static_cast<int64_t>(DType::kInt64)));
+  cast->output(0)->set_type(ValueType::tensor(DType::kInt64, Shape::of({2})));
+  Node* flat = g.add_node("Reshape", {x, cast->output(0)}, {"y"});
+  flat->name = "reshape";
+  flat->output(0)->set_type(ValueType::tensor(DType::kFloat, std::nullopt));
+  g.add_output(flat->output(0));
+  try {
+    Schedule s(m, {});
+    FAIL() << "accepted a shape computed from device state";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("computed on the device"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace amp::cuda
+
+#endif
