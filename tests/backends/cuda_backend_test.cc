@@ -1,0 +1,428 @@
+// The CUDA backend against the CPU backend, the reference: every op family on small tensors, the
+// shipped models forward, a mixed-precision training step, CUDA Graph replay and Dropout's
+// per-run masks. On a machine without a GPU only the availability tests run; the others skip
+// with the CUDA runtime's reason, so a green run here says nothing about device results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backends/backend.h"
+#include "graph/error.h"
+#include "graph/half.h"
+#include "graph/onnx_io.h"
+#include "tests/support/test_support.h"
+
+#if AMP_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_executable.h"
+#include "graph/amp_ops.h"
+#include "passes/training/training_step.h"
+#endif
+
+namespace amp {
+namespace {
+
+#if !AMP_HAVE_CUDA
+TEST(CudaBackend, NeedsTheCudaBuild) {
+  EXPECT_THROW(make_backend("cuda"), InputError);
+  EXPECT_EQ(make_backend("auto")->name(), "cpu");
+  GTEST_SKIP() << "built without CUDA (nvcc not found)";
+}
+#else
+
+std::string device_missing() {
+  std::string why;
+  return cuda::CudaBackend().available(&why) ? "" : why;
+}
+
+#define REQUIRE_GPU()                                                              \
+  do {                                                                             \
+    const std::string why = device_missing();                                      \
+    if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;            \
+  } while (0)
+
+TEST(CudaBackend, AvailabilityIsReportedWithTheRuntimesReason) {
+  std::string why;
+  const bool available = cuda::CudaBackend().available(&why);
+  std::printf("cuda backend available: %s%s\n", available ? "yes" : "no, ", why.c_str());
+  if (available) {
+    EXPECT_TRUE(why.empty());
+    EXPECT_EQ(make_backend("cuda")->name(), "cuda");
+    EXPECT_EQ(make_backend("auto")->name(), "cuda");
+    return;
+  }
+  EXPECT_FALSE(why.empty());
+  try {
+    make_backend("cuda");
+    FAIL() << "make_backend(\"cuda\") succeeded without a device";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda backend not available: " + why), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(make_backend("auto")->name(), "cpu") << "--device auto falls back to the CPU";
+  Model m;
+  m.opset_imports = {{"", 17}};
+  EXPECT_THROW(cuda::CudaBackend().compile(m, {}), InputError);
+}
+
+TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
+  Model m;
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat16, Shape::of({2})));
+  Value* i = g.add_input("i", ValueType::tensor(DType::kInt64, Shape::of({2})));
+  Node* relu = g.add_node("Relu", {x}, {"r"});
+  relu->output(0)->set_type(ValueType::tensor(DType::kFloat16, Shape::of({2})));
+  Node* iadd = g.add_node("Add", {i, i}, {"s"});
+  iadd->output(0)->set_type(ValueType::tensor(DType::kInt64, Shape::of({2})));
+  Node* nll = g.add_node("NegativeLogLikelihoodLoss", {x, i}, 1);
+  Node* mm = g.add_node("MatMul", {x, x}, 1);
+  const cuda::CudaBackend b;
+  EXPECT_EQ(b.unsupported_reason(*relu), "");
+  EXPECT_EQ(b.unsupported_reason(*mm), "");
+  EXPECT_NE(b.unsupported_reason(*iadd).find("float, float16, bfloat16 and bool"), std::string::npos);
+  EXPECT_NE(b.unsupported_reason(*nll).find("no device kernel"), std::string::npos);
+}
+
+// ---- parity with the CPU backend
+
+Tensor random_tensor(DType t, std::vector<int64_t> dims, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
+  Tensor x(t, std::move(dims));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    const float v = u(rng);
+    switch (t) {
+      case DType::kFloat: x.mutable_as<float>()[k] = v; break;
+      case DType::kFloat16: x.mutable_as<uint16_t>()[k] = fp32_to_fp16(v); break;
+      case DType::kBFloat16: x.mutable_as<uint16_t>()[k] = fp32_to_bf16(v); break;
+      case DType::kInt64: x.mutable_as<int64_t>()[k] = static_cast<int64_t>(std::floor(v)); break;
+      case DType::kInt32: x.mutable_as<int32_t>()[k] = static_cast<int32_t>(std::floor(v)); break;
+      case DType::kBool: x.mutable_as<uint8_t>()[k] = v > 0; break;
+      default: ADD_FAILURE() << "no random " << dtype_name(t);
+    }
+  }
+  return x;
+}
+
+using Feeds = std::vector<std::pair<std::string, Tensor>>;
+
+std::vector<Tensor> run_on(const std::string& device, const Model& m, const Feeds& feeds,
+                           const std::vector<std::string>& fetches, const CompileOptions& options = {}, int runs = 1) {
+  auto exe = make_backend(device)->compile(m, options);
+  std::vector<Tensor> out;
+  for (int r = 0; r < runs; ++r) out = exe->run(feeds, fetches);
+  return out;
+}
+
+// Stored values compared as doubles: integers and bools exactly, floats within a tolerance
+// that follows the type (different summation orders and libm ulps, nothing more).
+void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double tol_scale = 1.0) {
+  ASSERT_EQ(got.dtype, want.dtype) << what;
+  ASSERT_EQ(got.dims, want.dims) << what;
+  double rtol = 0;
+  if (want.dtype == DType::kFloat) rtol = 1e-4;
+  if (want.dtype == DType::kFloat16) rtol = 2e-3;
+  if (want.dtype == DType::kBFloat16) rtol = 1.6e-2;
+  rtol *= tol_scale;
+  size_t bad = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.element(i), b = want.element(i);
+    const bool same = (std::isnan(a) && std::isnan(b)) || a == b || std::fabs(a - b) <= rtol * (1.0 + std::fabs(b));
+    if (!same && bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: cuda " << a << ", cpu " << b;
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::string>& fetches, double tol_scale = 1.0) {
+  const auto cpu = run_on("cpu", m, feeds, fetches);
+  const auto gpu = run_on("cuda", m, feeds, fetches);
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (size_t k = 0; k < cpu.size(); ++k) expect_close(gpu[k], cpu[k], fetches[k], tol_scale);
+}
+
+// One node whose inputs are graph inputs with the feeds' types; outputs typed `out_types`.
+struct OneNode {
+  Model m;
+  Feeds feeds;
+  std::vector<std::string> outputs;
+  Node* node = nullptr;
+  OneNode(const std::string& op, Feeds inputs, std::vector<DType> out_types, const std::string& domain = "") {
+    m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
+    Graph& g = *m.graph;
+    std::vector<Value*> ins;
+    for (auto& [name, t] : inputs) ins.push_back(name.empty() ? nullptr : g.add_input(name, ValueType::tensor(t.dtype, Shape::of(t.dims))));
+    std::vector<std::string> names;
+    for (size_t k = 0; k < out_types.size(); ++k) names.push_back("out" + std::to_string(k));
+    node = g.add_node(op, ins, names, domain);
+    for (size_t k = 0; k < out_types.size(); ++k) {
+      node->output(k)->set_type(ValueType::tensor(out_types[k]));
+      g.add_output(node->output(k));
+    }
+    for (auto& f : inputs)
+      if (!f.first.empty()) feeds.push_back(std::move(f));
+    outputs = names;
+  }
+};
+
+Tensor ints(std::vector<int64_t> v) {
+  Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
+  for (size_t k = 0; k < v.size(); ++k) t.mutable_as<int64_t>()[k] = v[k];
+  return t;
+}
+
+TEST(CudaBackendGpu, ElementwiseChainsFusedAndAloneMatchTheCpu) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    // gelu(x + bias) as models/gpt.onnx computes it, the bias broadcast over rows.
+    Model m;
+    m.opset_imports = {{"", 17}};
+    Graph& g = *m.graph;
+    Value* x = g.add_input("x", ValueType::tensor(t, Shape::of({3, 5, 64})));
+    Value* b = g.add_input("b", ValueType::tensor(t, Shape::of({64})));
+    auto node = [&](const std::string& op, std::vector<Value*> in) {
+      Node* n = g.add_node(op, in, 1);
+      n->output(0)->set_type(ValueType::tensor(t, Shape::of({3, 5, 64})));
+      return n->output(0);
+    };
+    auto constant = [&](float v) {
+      Tensor c(t, {});
+      if (t == DType::kFloat) c.mutable_as<float>()[0] = v;
+      else c.mutable_as<uint16_t>()[0] = t == DType::kFloat16 ? fp32_to_fp16(v) : fp32_to_bf16(v);
+      Node* n = g.add_node("Constant", {}, 1);
+      n->set_attr(Attribute::of_tensor("value", c));
+      n->output(0)->set_type(ValueType::tensor(t, Shape::of({})));
+      return n->output(0);
+    };
+    Value* h = node("Add", {x, b});
+    Value* e = node("Erf", {node("Div", {h, constant(1.4142135f)})});
+    Value* y = node("Mul", {node("Mul", {h, node("Add", {e, constant(1.0f)})}), constant(0.5f)});
+    g.add_output(y);
+    expect_parity(m, {{"x", random_tensor(t, {3, 5, 64}, 1)}, {"b", random_tensor(t, {64}, 2)}}, {y->name()});
+  }
+  OneNode where("Where", {{"c", random_tensor(DType::kBool, {1, 4}, 3)}, {"a", random_tensor(DType::kFloat16, {3, 4}, 4)},
+                          {"b", random_tensor(DType::kFloat16, {3, 1}, 5)}},
+                {DType::kFloat16});
+  expect_parity(where.m, where.feeds, where.outputs);
+}
+
+TEST(CudaBackendGpu, ProductsWithTheirEpiloguesMatchTheCpu) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    const double tol = t == DType::kFloat ? 10.0 : 1.0;  // fp32 sums of 48 products in another order
+    OneNode batched("MatMul", {{"a", random_tensor(t, {2, 3, 5, 48}, 6)}, {"b", random_tensor(t, {2, 3, 48, 7}, 7)}}, {t});
+    expect_parity(batched.m, batched.feeds, batched.outputs, tol);
+    OneNode shared("MatMul", {{"a", random_tensor(t, {4, 6, 48}, 8)}, {"b", random_tensor(t, {48, 16}, 9)}}, {t});
+    expect_parity(shared.m, shared.feeds, shared.outputs, tol);
+    OneNode gemm("Gemm", {{"a", random_tensor(t, {48, 8}, 10)}, {"b", random_tensor(t, {16, 48}, 11)}, {"c", random_tensor(t, {16}, 12)}},
+                 {t});
+    gemm.node->set_attr(Attribute::of_int("transA", 1));
+    gemm.node->set_attr(Attribute::of_int("transB", 1));
+    gemm.node->set_attr(Attribute::of_float("alpha", 0.5f));
+    expect_parity(gemm.m, gemm.feeds, gemm.outputs, tol);
+    OneNode gemm_full_c("Gemm", {{"a", random_tensor(t, {8, 48}, 13)}, {"b", random_tensor(t, {48, 16}, 14)},
+                                 {"c", random_tensor(t, {8, 1}, 15)}},
+                        {t});
+    gemm_full_c.node->set_attr(Attribute::of_float("beta", 2.0f));
+    expect_parity(gemm_full_c.m, gemm_full_c.feeds, gemm_full_c.outputs, tol);
+  }
+}
+
+TEST(CudaBackendGpu, SoftmaxNormalisationLossAndReductionsMatchTheCpu) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16}) {
+    for (int64_t axis : {-1, 1}) {
+      OneNode sm("Softmax", {{"x", random_tensor(t, {3, 7, 5}, 16, -8, 8)}}, {t});
+      sm.node->set_attr(Attribute::of_int("axis", axis));
+      expect_parity(sm.m, sm.feeds, sm.outputs);
+      OneNode lsm("LogSoftmax", {{"x", random_tensor(t, {3, 7, 5}, 17, -8, 8)}}, {t});
+      lsm.node->set_attr(Attribute::of_int("axis", axis));
+      expect_parity(lsm.m, lsm.feeds, lsm.outputs);
+    }
+    for (auto axes : {std::vector<int64_t>{0}, std::vector<int64_t>{-1}, std::vector<int64_t>{0, 2}, std::vector<int64_t>{}}) {
+      OneNode rs("ReduceSum", {{"x", random_tensor(t, {6, 300, 5}, 18)}, {"axes", ints(axes)}}, {t});
+      expect_parity(rs.m, rs.feeds, rs.outputs, 10.0);
+    }
+  }
+  OneNode ln("LayerNormalization", {{"x", random_tensor(DType::kFloat, {4, 9, 32}, 19, 3, 5)},
+                                    {"s", random_tensor(DType::kFloat, {32}, 20)}, {"b", random_tensor(DType::kFloat, {32}, 21)}},
+             {DType::kFloat, DType::kFloat, DType::kFloat});
+  expect_parity(ln.m, ln.feeds, ln.outputs, 10.0);
+  OneNode lng("LayerNormalizationGrad", {{"dy", random_tensor(DType::kFloat, {4, 9, 32}, 22)},
+                                         {"x", random_tensor(DType::kFloat, {4, 9, 32}, 23)},
+                                         {"s", random_tensor(DType::kFloat, {32}, 24)}},
+              {DType::kFloat, DType::kFloat, DType::kFloat}, kAmpDomain);
+  expect_parity(lng.m, lng.feeds, lng.outputs, 10.0);
+  Tensor labels = random_tensor(DType::kInt64, {12}, 25, 0, 10);
+  labels.mutable_as<int64_t>()[3] = -1;  // ignored
+  for (const char* reduction : {"mean", "sum", "none"}) {
+    OneNode ce("SoftmaxCrossEntropyLoss", {{"x", random_tensor(DType::kFloat, {12, 10}, 26, -4, 4)}, {"y", labels}},
+               {DType::kFloat, DType::kFloat});
+    ce.node->set_attr(Attribute::of_string("reduction", reduction));
+    ce.node->set_attr(Attribute::of_int("ignore_index", -1));
+    expect_parity(ce.m, ce.feeds, ce.outputs, 10.0);
+    OneNode ceg("SoftmaxCrossEntropyLossGrad",
+                {{"d", random_tensor(DType::kFloat, std::string(reduction) == "none" ? std::vector<int64_t>{12} : std::vector<int64_t>{}, 27)},
+                 {"x", random_tensor(DType::kFloat, {12, 10}, 28, -4, 4)}, {"y", labels}},
+                {DType::kFloat}, kAmpDomain);
+    ceg.node->set_attr(Attribute::of_string("reduction", reduction));
+    ceg.node->set_attr(Attribute::of_int("ignore_index", -1));
+    expect_parity(ceg.m, ceg.feeds, ceg.outputs, 10.0);
+  }
+}
+
+TEST(CudaBackendGpu, DataMovementAndEmbeddingsMatchTheCpu) {
+  REQUIRE_GPU();
+  OneNode tr("Transpose", {{"x", random_tensor(DType::kFloat16, {2, 3, 4, 5}, 29)}}, {DType::kFloat16});
+  tr.node->set_attr(Attribute::of_ints("perm", {0, 2, 1, 3}));
+  expect_parity(tr.m, tr.feeds, tr.outputs);
+  OneNode sl("Slice", {{"x", random_tensor(DType::kFloat, {6, 8}, 30)}, {"st", ints({5, 1})}, {"en", ints({0, 7})},
+                       {"ax", ints({0, 1})}, {"sp", ints({-2, 3})}},
+             {DType::kFloat});
+  expect_parity(sl.m, sl.feeds, sl.outputs);
+  OneNode cat("Concat", {{"a", random_tensor(DType::kFloat, {2, 3, 4}, 31)}, {"b", random_tensor(DType::kFloat, {2, 5, 4}, 32)}},
+              {DType::kFloat});
+  cat.node->set_attr(Attribute::of_int("axis", 1));
+  expect_parity(cat.m, cat.feeds, cat.outputs);
+  OneNode ex("Expand", {{"x", random_tensor(DType::kBFloat16, {3, 1}, 33)}, {"s", ints({2, 3, 4})}}, {DType::kBFloat16});
+  expect_parity(ex.m, ex.feeds, ex.outputs);
+  OneNode ga("Gather", {{"w", random_tensor(DType::kFloat, {10, 16}, 34)}, {"i", random_tensor(DType::kInt64, {3, 4}, 35, -10, 10)}},
+             {DType::kFloat});
+  expect_parity(ga.m, ga.feeds, ga.outputs);
+  OneNode gg("GatherGrad", {{"dy", random_tensor(DType::kFloat, {3, 4, 16}, 36)}, {"s", ints({10, 16})},
+                            {"i", random_tensor(DType::kInt64, {3, 4}, 37, 0, 10)}},
+             {DType::kFloat}, kAmpDomain);
+  expect_parity(gg.m, gg.feeds, gg.outputs, 10.0);
+}
+
+TEST(CudaBackendGpu, ConvolutionPoolingAndBatchNormMatchTheCpu) {
+  REQUIRE_GPU();
+  OneNode conv("Conv", {{"x", random_tensor(DType::kFloat, {2, 3, 9, 9}, 38)}, {"w", random_tensor(DType::kFloat, {4, 3, 3, 3}, 39)},
+                        {"b", random_tensor(DType::kFloat, {4}, 40)}},
+               {DType::kFloat});
+  conv.node->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  conv.node->set_attr(Attribute::of_ints("strides", {2, 2}));
+  expect_parity(conv.m, conv.feeds, conv.outputs, 10.0);
+  OneNode cg("ConvGrad", {{"dy", random_tensor(DType::kFloat, {2, 4, 5, 5}, 41)}, {"x", random_tensor(DType::kFloat, {2, 3, 9, 9}, 42)},
+                          {"w", random_tensor(DType::kFloat, {4, 3, 3, 3}, 43)}},
+             {DType::kFloat, DType::kFloat, DType::kFloat}, kAmpDomain);
+  cg.node->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  cg.node->set_attr(Attribute::of_ints("strides", {2, 2}));
+  expect_parity(cg.m, cg.feeds, cg.outputs, 10.0);
+  OneNode mp("MaxPool", {{"x", random_tensor(DType::kFloat, {2, 3, 8, 8}, 44)}}, {DType::kFloat});
+  mp.node->set_attr(Attribute::of_ints("kernel_shape", {2, 2}));
+  mp.node->set_attr(Attribute::of_ints("strides", {2, 2}));
+  expect_parity(mp.m, mp.feeds, mp.outputs);
+  OneNode bn("BatchNormalization", {{"x", random_tensor(DType::kFloat, {4, 3, 5, 5}, 45)}, {"s", random_tensor(DType::kFloat, {3}, 46)},
+                                    {"b", random_tensor(DType::kFloat, {3}, 47)}, {"m", random_tensor(DType::kFloat, {3}, 48)},
+                                    {"v", random_tensor(DType::kFloat, {3}, 49, 0.5, 2)}},
+             {DType::kFloat, DType::kFloat, DType::kFloat});
+  bn.node->set_attr(Attribute::of_int("training_mode", 1));
+  expect_parity(bn.m, bn.feeds, bn.outputs, 10.0);
+}
+
+TEST(CudaBackendGpu, AllFiniteFindsOneNanAmongManyTensors) {
+  REQUIRE_GPU();
+  Feeds inputs;
+  for (int k = 0; k < 60; ++k) inputs.push_back({"g" + std::to_string(k), random_tensor(DType::kFloat16, {100 + k}, 50 + k)});
+  OneNode clean("AllFinite", inputs, {DType::kBool}, kAmpDomain);
+  EXPECT_EQ(run_on("cuda", clean.m, clean.feeds, clean.outputs)[0].element(0), 1.0);
+  inputs[57].second.mutable_as<uint16_t>()[42] = 0x7e00;  // fp16 NaN, in the second launch's list
+  OneNode dirty("AllFinite", inputs, {DType::kBool}, kAmpDomain);
+  EXPECT_EQ(run_on("cuda", dirty.m, dirty.feeds, dirty.outputs)[0].element(0), 0.0);
+}
+
+Feeds model_feeds(const std::string& name) {
+  if (name == "gpt") return {{"tokens", random_tensor(DType::kInt64, {2, 16}, 60, 0, 64)}};
+  return {{"input", random_tensor(DType::kFloat, {4, 1, 28, 28}, 61, 0, 1)}};
+}
+
+TEST(CudaBackendGpu, ShippedModelsForwardMatchTheCpu) {
+  REQUIRE_GPU();
+  for (const char* name : {"mlp", "cnn", "gpt"}) {
+    SCOPED_TRACE(name);
+    const Model m = load_model(test::source_dir() + "/models/" + name + ".onnx");
+    expect_parity(m, model_feeds(name), {"logits"}, 10.0);
+  }
+}
+
+TEST(CudaBackendGpu, CapturedGraphReplaysGiveTheSameResults) {
+  REQUIRE_GPU();
+  const Model m = load_model(test::source_dir() + "/models/gpt.onnx");
+  auto exe = make_backend("cuda")->compile(m, {});
+  const Feeds feeds = model_feeds("gpt");
+  const Tensor first = exe->run(feeds, {"logits"})[0];
+  for (int k = 0; k < 4; ++k) {
+    const Tensor again = exe->run(feeds, {"logits"})[0];
+    EXPECT_TRUE(again.same_contents(first)) << "run " << k;
+  }
+  EXPECT_GE(dynamic_cast<cuda::CudaExecutable&>(*exe).graph_replays(), 2u);
+}
+
+TEST(CudaBackendGpu, DropoutDrawsANewMaskEveryReplay) {
+  REQUIRE_GPU();
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({4096})));
+  auto constant = [&](Tensor t) {  // Constant nodes: known while planning, as Dropout needs
+    Node* n = g.add_node("Constant", {}, 1);
+    n->output(0)->set_type(ValueType::tensor(t.dtype, Shape::of({})));
+    n->set_attr(Attribute::of_tensor("value", std::move(t)));
+    return n->output(0);
+  };
+  Tensor ratio(DType::kFloat, {});
+  ratio.mutable_as<float>()[0] = 0.25f;
+  Tensor train(DType::kBool, {});
+  train.mutable_as<uint8_t>()[0] = 1;
+  Node* d = g.add_node("Dropout", {x, constant(ratio), constant(train)}, {"y", "mask"});
+  d->output(0)->set_type(ValueType::tensor(DType::kFloat));
+  d->output(1)->set_type(ValueType::tensor(DType::kBool));
+  g.add_output(d->output(0));
+  g.add_output(d->output(1));
+  Tensor ones(DType::kFloat, {4096});
+  for (int k = 0; k < 4096; ++k) ones.mutable_as<float>()[k] = 1.0f;
+  CompileOptions options;
+  options.seed = 7;
+  auto exe = make_backend("cuda")->compile(m, options);
+  std::vector<Tensor> masks;
+  for (int r = 0; r < 5; ++r) masks.push_back(exe->run({{"x", ones}}, {"mask"})[0]);
+  for (int r = 1; r < 5; ++r) EXPECT_FALSE(masks[r].same_contents(masks[r - 1])) << "run " << r;
+  double kept = 0;
+  for (int k = 0; k < 4096; ++k) kept += masks[4].element(k);
+  EXPECT_NEAR(kept / 4096, 0.75, 0.03);
+}
+
+TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
+  REQUIRE_GPU();
+  for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+    TrainingSpec spec;
+    spec.optimizer.kind = OptimizerSpec::Kind::kAdamW;
+    spec.optimizer.weight_decay = 0.01f;
+    spec.precision = precision;
+    spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
+    spec.check_finite = true;
+    spec.loss.kind = LossKind::kCrossEntropy;
+    TrainingStep step = build_training_step(load_model(test::source_dir() + "/models/mlp.train.onnx"), spec);
+    CompileOptions options;
+    options.state = step.state;
+    options.state_updates = step.updates;
+    Feeds feeds = model_feeds("mlp");
+    feeds.push_back({step.labels, random_tensor(DType::kInt64, {4}, 62, 0, 10)});
+    Tensor lr(DType::kFloat, {});
+    lr.mutable_as<float>()[0] = 1e-3f;
+    feeds.push_back({step.lr, lr});
+    auto cpu = make_backend("cpu")->compile(step.model, options);
+    auto gpu = make_backend("cuda")->compile(step.model, options);
+    for (int s = 0; s < 5; ++s) {  // past the CUDA Graph capture
+      const Tensor lc = cpu->run(feeds, {step.loss})[0];
+      const Tensor lg = gpu->run(feeds, {step.loss})[0];
+      expect_close(lg, lc, "loss at step " + std::to_string(s), 10.0);
+    }
+    for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
+  }
+}
+
+#endif
+
+}  // namespace
+}  // namespace amp
