@@ -1,0 +1,104 @@
+// One optimizer step of the demo models on the CUDA backend, the C++ side of
+// tests/bench/bench_gpu_train.py: the training step graph amp-train builds (AdamW, cross entropy;
+// fp16 with a dynamic loss scale, bf16 without, or fp32), compiled once, fed in-memory batches of
+// the sizes the PyTorch script uses, timed after warm-up — so after CUDA Graph capture, the
+// steady state of a training loop. Counters: samples/s, device memory of the plan (arena and
+// scratch) and of the state (fp32 masters, moments, loss scale).
+//
+//   build/bench_cuda_train_step [--benchmark_filter=gpt] [--benchmark_format=json]
+//
+// Without a usable GPU every benchmark reports the CUDA runtime's reason and is skipped.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "backends/backend.h"
+#include "graph/error.h"
+#include "graph/onnx_io.h"
+#include "passes/training/training_step.h"
+
+namespace {
+
+std::string model_path(const std::string& name) {
+  const char* env = std::getenv("AMP_SOURCE_DIR");
+  const std::filesystem::path root =
+      env && *env ? std::filesystem::path(env) : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  return (root / "models" / (name + ".train.onnx")).string();
+}
+
+amp::Tensor random_tensor(amp::DType t, std::vector<int64_t> dims, int64_t classes) {
+  amp::Tensor x(t, std::move(dims));
+  std::mt19937 gen(1);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (t == amp::DType::kInt64) x.mutable_as<int64_t>()[i] = static_cast<int64_t>(gen() % classes);
+    else x.mutable_as<float>()[i] = static_cast<float>(gen() % 1000) / 1000.0f;
+  }
+  return x;
+}
+
+void BM_TrainStep(benchmark::State& state, const std::string& name, amp::DType precision, int64_t batch) {
+  std::unique_ptr<amp::Backend> backend;
+  try {
+    backend = amp::make_backend("cuda");
+  } catch (const amp::InputError& e) {
+    state.SkipWithError(e.what());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  amp::TrainingSpec spec;
+  spec.loss.kind = amp::LossKind::kCrossEntropy;
+  spec.optimizer.kind = amp::OptimizerSpec::Kind::kAdamW;
+  spec.optimizer.weight_decay = 0.01f;
+  spec.precision = precision;
+  spec.check_finite = precision != amp::DType::kFloat;
+  if (precision == amp::DType::kFloat16) spec.loss_scale.mode = amp::LossScaleSpec::Mode::kDynamic;
+  amp::TrainingStep step = amp::build_training_step(amp::load_model(model_path(name)), spec);
+  amp::CompileOptions options;
+  options.state = step.state;
+  options.state_updates = step.updates;
+  auto exe = backend->compile(step.model, options);
+
+  // gpt: [batch, 32] tokens over a 64-symbol vocabulary, labels the next tokens; images otherwise.
+  std::vector<std::pair<std::string, amp::Tensor>> feeds;
+  const bool gpt = name == "gpt";
+  feeds.push_back(gpt ? std::make_pair(std::string("tokens"), random_tensor(amp::DType::kInt64, {batch, 32}, 64))
+                      : std::make_pair(std::string("input"), random_tensor(amp::DType::kFloat, {batch, 1, 28, 28}, 0)));
+  feeds.push_back({step.labels, gpt ? random_tensor(amp::DType::kInt64, {batch, 32}, 64)
+                                    : random_tensor(amp::DType::kInt64, {batch}, 10)});
+  amp::Tensor lr(amp::DType::kFloat, {});
+  lr.mutable_as<float>()[0] = 1e-3f;
+  feeds.push_back({step.lr, lr});
+  for (int warm = 0; warm < 5; ++warm) exe->run(feeds, {step.loss});  // plan, compile kernels, capture the graph
+  for (auto _ : state) benchmark::DoNotOptimize(exe->run(feeds, {step.loss}));
+  const amp::MemoryStats mem = exe->memory();
+  state.counters["batch"] = static_cast<double>(batch);
+  state.counters["tokens"] = static_cast<double>(gpt ? batch * 32 : 0);
+  state.counters["arena_MiB"] = static_cast<double>(mem.arena_bytes) / (1 << 20);
+  state.counters["state_MiB"] = static_cast<double>(mem.state_bytes) / (1 << 20);
+  state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_all() {
+  const std::pair<const char*, amp::DType> precisions[] = {
+      {"fp32", amp::DType::kFloat}, {"fp16", amp::DType::kFloat16}, {"bf16", amp::DType::kBFloat16}};
+  const std::pair<const char*, int64_t> models[] = {{"mlp", 256}, {"cnn", 128}, {"gpt", 16}};
+  for (const auto& [model, batch] : models)
+    for (const auto& [tag, precision] : precisions)
+      benchmark::RegisterBenchmark((std::string("BM_TrainStep/") + model + "_" + tag).c_str(), BM_TrainStep, model,
+                                   precision, batch)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
