@@ -61,7 +61,7 @@ struct CudaExecutable::Plan {
 };
 
 CudaExecutable::CudaExecutable(const Model& m, const CompileOptions& options, std::shared_ptr<DeviceContext> ctx)
-    : ctx_(std::move(ctx)), s_(m, options), seed_(options.seed) {
+    : ctx_(std::move(ctx)), s_(m, options), seed_(options.seed), runs_(options.first_run) {
   // State on the device, copied once.
   for (int v : s_.state_values) {
     const Tensor& init = s_.program.initializers[s_.program.values[v].initializer];
