@@ -1,5 +1,7 @@
 #include "backends/cuda/fused_elementwise_op.h"
 
+#include <algorithm>
+
 #include "backends/cuda/cuda_check.h"
 #include "graph/error.h"
 #include "passes/fusion/elementwise_program_eval.h"
@@ -54,6 +56,53 @@ std::unique_ptr<PreparedOp> FusedElementwiseOp::prepare(const OpShapes& shapes, 
     for (void*& o : outs) args.push_back(&o);
     AMP_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(grid), dim3(kBlock), args.data(), 0,
                                     c.stream()));
+  });
+}
+
+std::unique_ptr<PreparedOp> MultiTensorFusedOp::prepare(const OpShapes& shapes, DeviceContext& ctx) const {
+  const size_t ni = program_.input_dtypes.size(), no = program_.outputs.size(), groups = static_cast<size_t>(groups_);
+  if (shapes.in.size() != groups * ni || shapes.out.size() != groups * no)
+    throw Error("internal: multi-tensor kernel operands do not match its groups");
+  // How group 0 reads each input; every group must read alike (the schedule batched them so).
+  auto indexing_of = [&](size_t g) {
+    std::vector<InputIndexing> ix;
+    for (size_t k = 0; k < ni; ++k) {
+      const TensorDesc& in = *shapes.in[g * ni + k];
+      ix.push_back(in.dims == shapes.out[g * no]->dims ? InputIndexing::kSame
+                   : in.numel() == 1                   ? InputIndexing::kScalar
+                                                       : InputIndexing::kBroadcast);
+    }
+    return ix;
+  };
+  const std::vector<InputIndexing> indexing = indexing_of(0);
+  std::vector<int64_t> counts;
+  int64_t largest = 0;
+  for (size_t g = 0; g < groups; ++g) {
+    if (indexing_of(g) != indexing) throw Error("internal: batched groups read their inputs differently");
+    counts.push_back(shapes.out[g * no]->numel());
+    largest = std::max(largest, counts.back());
+  }
+  const MultiTensorKernel mt = generate_multi_tensor_kernel(program_, indexing, needs_wide_index(largest));
+  const cudaKernel_t fn = ctx.load_kernel(mt.kernel);
+  constexpr int kBlock = 256;
+  const unsigned grid = grid_for(largest, kBlock, ctx);
+  const size_t slot = ni + no + 1, capacity = static_cast<size_t>(mt.capacity);
+
+  return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
+    for (size_t first = 0; first < groups; first += capacity) {
+      // The FusedTaskList argument: capacity slots of 8-byte words, then the count.
+      std::vector<uint64_t> words(capacity * slot + 1, 0);
+      const size_t used = std::min(capacity, groups - first);
+      for (size_t j = 0; j < used; ++j) {
+        const size_t g = first + j;
+        for (size_t k = 0; k < ni; ++k) words[j * slot + k] = reinterpret_cast<uint64_t>(b.in[g * ni + k]);
+        for (size_t k = 0; k < no; ++k) words[j * slot + ni + k] = reinterpret_cast<uint64_t>(b.out[g * no + k]);
+        words[j * slot + ni + no] = static_cast<uint64_t>(counts[g]);
+      }
+      words[capacity * slot] = used;  // int count: the low 4 bytes on a little-endian GPU
+      void* args[] = {words.data()};
+      AMP_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(grid), dim3(kBlock), args, 0, c.stream()));
+    }
   });
 }
 

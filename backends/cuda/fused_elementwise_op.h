@@ -24,4 +24,20 @@ class FusedElementwiseOp final : public CudaOp {
   ElementwiseProgram program_;
 };
 
+// Groups with one program as one launch (generate_multi_tensor_kernel): the AdamW update of every
+// parameter, say. Operands are the groups' operands in turn: the inputs of group 0, of group 1,
+// ..., then the outputs likewise. Every input of every group is read at the element's index or is
+// a scalar; the schedule batches only such groups.
+class MultiTensorFusedOp final : public CudaOp {
+ public:
+  MultiTensorFusedOp(ElementwiseProgram program, int groups) : program_(std::move(program)), groups_(groups) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& shapes, DeviceContext& ctx) const override;
+  const ElementwiseProgram& program() const { return program_; }
+  int groups() const { return groups_; }
+
+ private:
+  ElementwiseProgram program_;
+  int groups_;
+};
+
 }  // namespace amp::cuda

@@ -1,6 +1,7 @@
 #include "backends/cuda/schedule.h"
 
 #include <algorithm>
+#include <map>
 #include <queue>
 #include <unordered_map>
 
@@ -264,6 +265,7 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   for (size_t v = 0; v < num_values; ++v) p.desc[v] = TensorDesc{host[v].dtype, host[v].dims};
 
   group_elementwise(p, needed, targets);
+  batch_fused_groups(p);
   order_units(p);
   return p;
 }
@@ -362,8 +364,7 @@ void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, 
   }
 }
 
-void Schedule::order_units(ShapePlan& p) const {
-  // The plan's units and the unit producing each value.
+std::vector<const Unit*> Schedule::plan_units(const ShapePlan& p) const {
   std::vector<const Unit*> all;
   std::vector<bool> seen(units.size(), false);
   for (int s : p.steps)
@@ -372,40 +373,126 @@ void Schedule::order_units(ShapePlan& p) const {
       all.push_back(units[unit_of_step[s]].get());
     }
   for (const auto& u : p.fused) all.push_back(u.get());
+  return all;
+}
+
+std::vector<std::vector<size_t>> Schedule::unit_dependencies(const std::vector<const Unit*>& all) const {
   std::vector<int> unit_of_value(program.values.size(), -1);
   for (size_t u = 0; u < all.size(); ++u)
     for (int s : all[u]->steps)
       for (int v : program.steps[s].out)
         if (v >= 0) unit_of_value[v] = static_cast<int>(u);
-
-  // Topologically, ties broken by first step, so the order stays close to the graph's.
-  const size_t count = all.size();
-  std::vector<std::vector<size_t>> readers_of(count);
-  std::vector<size_t> pending(count, 0);
-  for (size_t u = 0; u < count; ++u) {
-    std::vector<size_t> deps;
+  std::vector<std::vector<size_t>> deps(all.size());
+  for (size_t u = 0; u < all.size(); ++u) {
     for (int s : all[u]->steps)
       for (int v : program.steps[s].in)
         if (v >= 0 && unit_of_value[v] >= 0 && static_cast<size_t>(unit_of_value[v]) != u)
-          deps.push_back(static_cast<size_t>(unit_of_value[v]));
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    for (size_t d : deps) readers_of[d].push_back(u);
-    pending[u] = deps.size();
+          deps[u].push_back(static_cast<size_t>(unit_of_value[v]));
+    std::sort(deps[u].begin(), deps[u].end());
+    deps[u].erase(std::unique(deps[u].begin(), deps[u].end()), deps[u].end());
+  }
+  return deps;
+}
+
+std::vector<size_t> Schedule::topological(const std::vector<const Unit*>& all,
+                                          const std::vector<std::vector<size_t>>& deps) const {
+  // Ties broken by first step, so the order stays close to the graph's (what the memory plan's
+  // liveness was tuned on).
+  const size_t count = all.size();
+  std::vector<std::vector<size_t>> readers_of(count);
+  std::vector<size_t> pending(count);
+  for (size_t u = 0; u < count; ++u) {
+    pending[u] = deps[u].size();
+    for (size_t d : deps[u]) readers_of[d].push_back(u);
   }
   auto first_step = [&](size_t u) { return *std::min_element(all[u]->steps.begin(), all[u]->steps.end()); };
   auto later = [&](size_t a, size_t b) { return first_step(a) > first_step(b); };
   std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
   for (size_t u = 0; u < count; ++u)
     if (pending[u] == 0) ready.push(u);
+  std::vector<size_t> order;
   while (!ready.empty()) {
     const size_t u = ready.top();
     ready.pop();
-    p.order.push_back(all[u]);
+    order.push_back(u);
     for (size_t r : readers_of[u])
       if (--pending[r] == 0) ready.push(r);
   }
-  if (p.order.size() != count) throw Error(program.path + ": internal: device units form a cycle");
+  if (order.size() != count) throw Error(program.path + ": internal: device units form a cycle");
+  return order;
+}
+
+void Schedule::batch_fused_groups(ShapePlan& p) const {
+  const std::vector<const Unit*> all = plan_units(p);
+  const std::vector<std::vector<size_t>> deps = unit_dependencies(all);
+  const std::vector<size_t> order = topological(all, deps);
+  // reach[u]: the units that (transitively) wait for u; two units can share a launch when
+  // neither waits for the other.
+  const size_t count = all.size(), words = (count + 63) / 64;
+  std::vector<std::vector<uint64_t>> reach(count, std::vector<uint64_t>(words, 0));
+  std::vector<std::vector<size_t>> readers_of(count);
+  for (size_t u = 0; u < count; ++u)
+    for (size_t d : deps[u]) readers_of[d].push_back(u);
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    for (size_t r : readers_of[*it]) {
+      reach[*it][r / 64] |= uint64_t{1} << (r % 64);
+      for (size_t w = 0; w < words; ++w) reach[*it][w] |= reach[r][w];
+    }
+  auto reaches = [&](size_t a, size_t b) { return (reach[a][b / 64] >> (b % 64)) & 1; };
+
+  // Fused groups alike in program and in how each input is read, without broadcasts.
+  std::map<std::string, std::vector<std::vector<size_t>>> batches;
+  for (size_t u : order) {
+    const auto* op = dynamic_cast<const FusedElementwiseOp*>(all[u]->op.get());
+    if (!op) continue;
+    const std::vector<int64_t>& space = p.desc[all[u]->out[0]].dims;
+    std::string key = op->program().to_text();
+    bool broadcast = false;
+    for (int v : all[u]->in) {
+      const bool same = p.desc[v].dims == space, scalar = p.desc[v].numel() == 1;
+      broadcast |= !same && !scalar;
+      key += same ? 'S' : 'C';
+    }
+    if (broadcast) continue;
+    auto& list = batches[key];
+    auto fits = [&](const std::vector<size_t>& batch) {
+      return std::all_of(batch.begin(), batch.end(), [&](size_t m) { return !reaches(m, u) && !reaches(u, m); });
+    };
+    auto batch = std::find_if(list.begin(), list.end(), fits);
+    if (batch == list.end()) list.push_back({u});
+    else batch->push_back(u);
+  }
+
+  std::vector<const Unit*> batched;
+  std::vector<std::unique_ptr<Unit>> made;
+  for (const auto& [key, list] : batches)
+    for (const std::vector<size_t>& batch : list) {
+      if (batch.size() < 2) continue;
+      auto merged = std::make_unique<Unit>();
+      for (size_t m : batch) {
+        const Unit& u = *all[m];
+        merged->steps.insert(merged->steps.end(), u.steps.begin(), u.steps.end());
+        merged->in.insert(merged->in.end(), u.in.begin(), u.in.end());
+        merged->out.insert(merged->out.end(), u.out.begin(), u.out.end());
+        batched.push_back(&u);
+      }
+      merged->host_only.assign(merged->in.size(), false);
+      merged->where = all[batch.front()]->where;
+      merged->kind = "multi-tensor x" + std::to_string(batch.size()) + " " + all[batch.front()]->kind;
+      const auto* first = dynamic_cast<const FusedElementwiseOp*>(all[batch.front()]->op.get());
+      merged->op = std::make_unique<MultiTensorFusedOp>(first->program(), static_cast<int>(batch.size()));
+      made.push_back(std::move(merged));
+    }
+  std::vector<std::unique_ptr<Unit>> kept;
+  for (auto& u : p.fused)
+    if (std::find(batched.begin(), batched.end(), u.get()) == batched.end()) kept.push_back(std::move(u));
+  for (auto& u : made) kept.push_back(std::move(u));
+  p.fused = std::move(kept);
+}
+
+void Schedule::order_units(ShapePlan& p) const {
+  const std::vector<const Unit*> all = plan_units(p);
+  for (size_t u : topological(all, unit_dependencies(all))) p.order.push_back(all[u]);
 }
 
 int Schedule::state_index(const std::string& name) const {

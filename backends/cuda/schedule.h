@@ -8,7 +8,8 @@
 // other node from the CUDA op table — and the one-node program of every elementwise step.
 //
 // Per input-shape signature (plan()): every value's type and dims, host steps computed, and the
-// elementwise steps grouped by their concrete shapes into fused kernels. Grouping waits for
+// elementwise steps grouped by their concrete shapes into fused kernels, and groups with one
+// program batched into multi-tensor launches. Grouping waits for
 // concrete shapes because training graphs carry few static ones (the passes that build them add
 // values without shapes), and a group's outputs must agree in shape at run time.
 #pragma once
@@ -76,7 +77,13 @@ struct Schedule {
  private:
   void build_units(const Model& m, const std::vector<const Node*>& nodes);
   void group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets) const;
+  // Fused groups with one program whose inputs are all full-size or scalar, none waiting for
+  // another, become one multi-tensor launch.
+  void batch_fused_groups(ShapePlan& p) const;
   void order_units(ShapePlan& p) const;
+  std::vector<const Unit*> plan_units(const ShapePlan& p) const;
+  std::vector<std::vector<size_t>> unit_dependencies(const std::vector<const Unit*>& all) const;
+  std::vector<size_t> topological(const std::vector<const Unit*>& all, const std::vector<std::vector<size_t>>& deps) const;
 };
 
 }  // namespace amp::cuda

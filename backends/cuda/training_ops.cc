@@ -1,6 +1,7 @@
 // The ops a training step adds around the model: ai.onnx_amp AllFinite (the overflow check the
 // optimizer and the loss scale read; all_finite.cu) and Dropout (dropout.cu). The optimizer update
-// itself is standard elementwise ONNX (passes/training/optimizer.h) and runs as fused kernels.
+// itself is standard elementwise ONNX (passes/training/optimizer.h) and runs as generated fused
+// kernels, one multi-tensor launch per program for all parameters (schedule.h).
 #include "backends/cuda/all_finite.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"

@@ -158,6 +158,24 @@ TEST(CudaCodegen, FusionPassGroupsFeedTheGenerator) {
   expect_compiles(generate_elementwise_kernel(groups[0].program, choose_indexing({{4, 8}}, {4, 8})), "graph swish");
 }
 
+TEST(CudaCodegen, MultiTensorKernelsCompileAndFitTheParameterLimit) {
+  // An AdamW-like program: master weight and gradient per element, learning rate as a scalar.
+  const ElementwiseProgram p = ElementwiseProgram::parse(
+      "inputs float float16 float\n%0 = Input 0 : float\n%1 = Input 1 : float16\n%2 = Input 2 : float\n"
+      "%3 = Cast %1 : float\n%4 = Mul %2 %3 : float\n%5 = Sub %0 %4 : float\n%6 = Cast %5 : float16\nreturn %5 %6\n");
+  const MultiTensorKernel mt = generate_multi_tensor_kernel(p, {InputIndexing::kSame, InputIndexing::kSame, InputIndexing::kScalar});
+  EXPECT_EQ(mt.inputs, 3);
+  EXPECT_EQ(mt.outputs, 2);
+  // Slots of 3 inputs + 2 outputs + a count, 8 bytes each, and the list's count: within 4 KB.
+  EXPECT_EQ(mt.capacity, 64);
+  EXPECT_LE((static_cast<size_t>(mt.capacity) * 6 + 1) * 8, kKernelParamBytes);
+  EXPECT_NE(mt.kernel.source.find("FusedTask task[64];"), std::string::npos) << mt.kernel.source;
+  EXPECT_NE(mt.kernel.source.find("in2[0]"), std::string::npos) << "the learning rate is a scalar";
+  EXPECT_EQ(mt.kernel.source.find("rest % dims.size"), std::string::npos);
+  expect_compiles(mt.kernel, "multi-tensor update");
+  EXPECT_THROW(generate_multi_tensor_kernel(p, {InputIndexing::kSame, InputIndexing::kBroadcast, InputIndexing::kScalar}), Error);
+}
+
 TEST(CudaCodegen, IndexingFollowsTheBroadcast) {
   using I = InputIndexing;
   EXPECT_EQ(choose_indexing({{2, 3, 4}, {4}, {1}, {}, {2, 1, 4}, {1, 3, 4}}, {2, 3, 4}),

@@ -76,16 +76,23 @@ void expect_every_step_placed(const Schedule& s, const ShapePlan& p) {
   for (int st : p.steps) EXPECT_EQ(covered[st] + (s.host_step[st] ? 1 : 0), 1) << s.program.steps[st].where;
 }
 
-// The generated source of every fused unit, with the plan's broadcasts, compiles.
+// The generated source of every fused unit, with the plan's broadcasts, compiles; so does that of
+// every multi-tensor launch.
 void expect_fused_kernels_compile(const ShapePlan& p) {
   size_t fused = 0;
   for (const Unit* u : p.order) {
-    const auto* op = dynamic_cast<const FusedElementwiseOp*>(u->op.get());
-    if (!op) continue;
-    ++fused;
     std::vector<std::vector<int64_t>> in_dims;
-    for (int v : u->in) in_dims.push_back(p.desc[v].dims);
-    const auto k = generate_elementwise_kernel(op->program(), choose_indexing(in_dims, p.desc[u->out[0]].dims));
+    for (int v : u->in) in_dims.push_back(v >= 0 ? p.desc[v].dims : std::vector<int64_t>{});
+    GeneratedKernel k;
+    if (const auto* op = dynamic_cast<const FusedElementwiseOp*>(u->op.get())) {
+      k = generate_elementwise_kernel(op->program(), choose_indexing(in_dims, p.desc[u->out[0]].dims));
+    } else if (const auto* mt = dynamic_cast<const MultiTensorFusedOp*>(u->op.get())) {
+      in_dims.resize(mt->program().input_dtypes.size());  // group 0 reads like all the others
+      k = generate_multi_tensor_kernel(mt->program(), choose_indexing(in_dims, p.desc[u->out[0]].dims)).kernel;
+    } else {
+      continue;
+    }
+    ++fused;
     try {
       compile_cuda_source(k.source, k.name, "sm_90");
     } catch (const Error& e) {
@@ -116,8 +123,11 @@ TEST(CudaSchedule, GptShapesOnTheHostGeluFusedBiasesInEpilogues) {
   EXPECT_EQ(k["LayerNormalization"], 5) << listing(p);
   EXPECT_EQ(k["Softmax"], 2) << listing(p);
   EXPECT_EQ(k["MatMul+Add"], 9) << "qkv, attention proj, MLP fc and proj of both blocks, and the head:\n" << listing(p);
-  for (size_t st = 0; st < s.program.steps.size(); ++st)
-    if (s.program.steps[st].op == "Shape" || s.program.steps[st].op == "Constant") EXPECT_TRUE(s.host_step[st]);
+  for (size_t st = 0; st < s.program.steps.size(); ++st) {
+    if (s.program.steps[st].op == "Shape" || s.program.steps[st].op == "Constant") {
+      EXPECT_TRUE(s.host_step[st]) << s.program.steps[st].where;
+    }
+  }
   expect_fused_kernels_compile(p);
 }
 
@@ -163,17 +173,22 @@ TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpd
       expect_every_step_placed(*s, p);
       EXPECT_EQ(kinds(p)["AllFinite"], 1) << listing(p);
       // AdamW: each parameter's gradient conversion, unscaling and both moment updates (with the
-      // square root of the second) run as one kernel; the rest of its update, which must wait for
-      // the all-finite flag over every gradient, as a few more.
-      size_t fused = 0, fused_nodes = 0, moment_kernels = 0;
-      for (const Unit* u : p.order)
-        if (u->kind.rfind("fused ", 0) == 0) {
-          ++fused;
-          fused_nodes += u->steps.size();
-          moment_kernels += u->kind.find("Mul+Add+Sqrt") != std::string::npos;
-        }
-      EXPECT_GE(moment_kernels, step.params.size()) << listing(p);
-      EXPECT_GT(fused_nodes, 3 * fused) << "fused units should average more than 3 nodes:\n" << listing(p);
+      // square root of the second) fuse into one program, and the parameters sharing that program
+      // (one per gradient type) into one multi-tensor launch; the rest of the update, which waits
+      // for the all-finite flag over every gradient, likewise.
+      size_t moment_groups = 0, moment_launches = 0, fused = 0, fused_nodes = 0;
+      for (const Unit* u : p.order) {
+        if (u->kind.find("fused ") == std::string::npos) continue;
+        ++fused;
+        fused_nodes += u->steps.size();
+        if (u->kind.find("Mul+Add+Sqrt") == std::string::npos) continue;
+        ++moment_launches;
+        const auto* mt = dynamic_cast<const MultiTensorFusedOp*>(u->op.get());
+        moment_groups += mt ? static_cast<size_t>(mt->groups()) : 1;
+      }
+      EXPECT_GE(moment_groups, step.params.size()) << listing(p);
+      EXPECT_LE(moment_launches, 3u) << "one launch per gradient type:\n" << listing(p);
+      EXPECT_GT(fused_nodes, 5 * fused) << "fused units should average more than 5 nodes:\n" << listing(p);
       if (precision == DType::kFloat16) expect_fused_kernels_compile(p);  // NVRTC is slow: one type is enough
     }
   }
