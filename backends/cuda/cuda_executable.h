@@ -1,17 +1,17 @@
-// A compiled model on a CUDA device.
+// A compiled model on a CUDA device: a Schedule (schedule.h: host steps, device units, per
+// signature the shapes and the fused and multi-tensor kernels) plus what lives on the device.
 //
-// Compile: the main graph is numbered (backends/program.h); nodes whose values are known on the
-// host — Constants, Shape and the arithmetic on shapes, anything reading only those — are marked
-// host steps; the rest become device units: cuBLASLt products that absorb their bias/ReLU or bias
-// gradient (matmul_ops.h), fused elementwise groups (passes/fusion, one generated kernel each),
-// and one op per remaining node from the CUDA op table. State is copied to the device once.
+// Compile: the schedule is built and state is copied to the device once. Plan, once per
+// input-shape signature: the schedule's plan, one device arena laid out by liveness over the
+// units' run order (backends/memory_plan.h), host values the device reads uploaded, each unit
+// prepared (cuBLASLt/cuDNN algorithms chosen, kernels compiled by NVRTC). Run: feeds copied in
+// and a fresh random seed written to device memory, units enqueued on one stream — from the third
+// run of a plan on, as one captured CUDA Graph replay — state updated on the device, fetches
+// copied out, one synchronisation at the end. The loss scale and the skip decision of a
+// mixed-precision step are graph values, so they never leave the device.
 //
-// Plan, once per input-shape signature: every value's type and dims from the CPU backend's
-// kernels (the one implementation of ONNX shape rules), host steps run on the CPU, one device
-// arena laid out by liveness (backends/memory_plan.h), each unit prepared (algorithms chosen,
-// kernels compiled by NVRTC). Run: feeds copied in, units enqueued on one stream — after two
-// warm-up runs of a plan, as one captured CUDA Graph — state updated in place on the device,
-// fetches copied out, one synchronisation at the end.
+// Environment: AMP_CUDA_GRAPHS=0 runs without graph capture; AMP_CUDA_TF32=1 lets fp32 products
+// and convolutions use TF32; AMP_KERNEL_CACHE_DIR keeps NVRTC's output between processes.
 #pragma once
 
 #include <map>
