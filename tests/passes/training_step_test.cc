@@ -12,6 +12,7 @@
 
 #include "backends/backend.h"
 #include "graph/amp_ops.h"
+#include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "passes/graph_builder.h"
 #include "passes/training/training_info.h"
@@ -249,6 +250,24 @@ TEST(Clipping, UpdateHasTheClippedGlobalNorm) {
   }
   // lr 1: the update is the clipped gradient, whose norm is max_norm * norm / (norm + 1e-6).
   EXPECT_NEAR(std::sqrt(sq), 0.01 * norm / (norm + 1e-6), 1e-5);
+}
+
+TEST(Freeze, FrozenParametersKeepTheirValuesAndOthersTrain) {
+  TrainingSpec s = spec(DType::kFloat, LossScaleSpec::Mode::kNone);
+  s.freeze = "fc1\\..*";
+  TrainingStep step = build_training_step(mlp(), s);
+  EXPECT_EQ(step.params, (std::vector<std::string>{"fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"}));
+  auto exe = make_backend("cpu")->compile(step.model, CompileOptions{step.state, step.updates, 7, 0});
+  const auto before = snapshot(*exe);
+  Feeds f = batch(8, 4);
+  f.emplace_back(step.lr, scalar(1e-2f));
+  exe->run(f, {step.loss});
+  for (const auto& [state, next] : step.updates) EXPECT_NE(state.rfind("fc1.", 0), 0u) << state << " is updated";
+  EXPECT_FALSE(bits_equal(exe->read_state("fc2.weight"), before.at("fc2.weight")));
+  s.freeze = "fc[";
+  EXPECT_THROW(build_training_step(mlp(), s), InputError);
+  s.freeze = ".*";
+  EXPECT_THROW(build_training_step(mlp(), s), InputError);  // nothing left to train
 }
 
 TEST(TrainingInfo, SavedStepSplitsIntoInferenceAndAlgorithmAndJoinsBack) {
