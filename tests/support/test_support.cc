@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace amp::test {
 
 namespace fs = std::filesystem;
@@ -20,7 +22,8 @@ std::string binary_dir() { return env_or("AMP_BINARY_DIR", AMP_BINARY_DIR); }
 std::string testdata_dir() { return env_or("AMP_TESTDATA", "/usr/share/libonnx-testdata/data"); }
 
 std::string temp_dir(const std::string& tag) {
-  fs::path p = fs::path(binary_dir()) / "test-tmp" / tag;
+  // Per process: ctest runs the cases of one suite as parallel processes that would share the folder.
+  fs::path p = fs::path(binary_dir()) / "test-tmp" / (tag + "." + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();

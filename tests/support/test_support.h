@@ -9,7 +9,7 @@ namespace amp::test {
 std::string source_dir();
 std::string binary_dir();
 std::string testdata_dir();  // libonnx-testdata's data folder
-// A fresh empty folder under the build tree, removed at process exit is not guaranteed.
+// A fresh empty folder under the build tree, private to this process (not removed afterwards).
 std::string temp_dir(const std::string& tag);
 // Runs a shell command; returns its exit code and fills `output` with stdout+stderr.
 int run_command(const std::string& cmd, std::string* output);
