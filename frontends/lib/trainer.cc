@@ -289,7 +289,7 @@ TrainResult Trainer::run() {
   if (!step.loss_scale.empty()) fetches.push_back(step.loss_scale);
 
   const int64_t samples_per_step = o_.batch_size * o_.spec.accumulate;
-  double timed_seconds = 0;
+  double timed_seconds = 0, first_seconds = 0;
   int64_t timed_steps = 0, skips_at_minimum = 0;
   const int64_t first_step = steps_;
   while (steps_ < total_) {
@@ -318,6 +318,8 @@ TrainResult Trainer::run() {
     if (steps_ > first_step + 1) {  // the first step plans the shapes: not a fair sample
       timed_seconds += seconds;
       ++timed_steps;
+    } else {
+      first_seconds = seconds;
     }
     const double loss = loss_sum / static_cast<double>(o_.spec.accumulate);
     skipped_ += skipped;
@@ -362,7 +364,7 @@ TrainResult Trainer::run() {
 
   result_.steps = steps_ - first_step;
   result_.skipped = skipped_;
-  result_.seconds_per_step = timed_steps ? timed_seconds / static_cast<double>(timed_steps) : 0;
+  result_.seconds_per_step = timed_steps ? timed_seconds / static_cast<double>(timed_steps) : first_seconds;
   result_.samples_per_second =
       result_.seconds_per_step > 0 ? static_cast<double>(samples_per_step) / result_.seconds_per_step : 0;
   const MemoryStats mem = train_->memory();

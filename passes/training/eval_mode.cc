@@ -43,6 +43,12 @@ Model clone_model(const Model& m) {
   onnx::ModelProto p = to_proto(m);
   Model copy = from_proto(p, m.path, ".");
   copy.path = m.path;
+  // ONNX keeps types only of values listed in value_info; the IR knows more (shape inference
+  // fills every value it can), and the passes that run on the copy need those types.
+  for (Node* n : copy.graph->nodes())
+    for (Value* v : n->outputs())
+      if (v && !v->type().known())
+        if (const Value* original = m.graph->lookup(v->name())) v->set_type(original->type());
   return copy;
 }
 
