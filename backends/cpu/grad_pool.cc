@@ -9,27 +9,6 @@
 namespace amp::cpu {
 namespace {
 
-// The window padded out to 3 spatial dims (leading dims of extent 1).
-struct Window3 {
-  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
-  explicit Window3(const Window& w) {
-    const size_t r = w.in.size(), shift = 3 - r;
-    for (size_t i = 0; i < 3; ++i) {
-      const bool real = i >= shift;
-      const size_t j = i - shift;
-      in[i] = real ? w.in[j] : 1;
-      out[i] = real ? w.out[j] : 1;
-      k[i] = real ? w.kernel[j] : 1;
-      s[i] = real ? w.strides[j] : 1;
-      d[i] = real ? w.dilations[j] : 1;
-      pb[i] = real ? w.pads_begin[j] : 0;
-      pe[i] = real ? w.pads_end[j] : 0;
-    }
-  }
-  int64_t in_size() const { return in[0] * in[1] * in[2]; }
-  int64_t out_size() const { return out[0] * out[1] * out[2]; }
-};
-
 // Checks dY against the pooled shape of X; the output is shaped like X.
 Window3 infer_pool_grad(KernelIO& io, const WindowAttrs& a) {
   const View &dy = io.input(0), &x = io.input(1);

@@ -9,27 +9,6 @@
 namespace amp::cpu {
 namespace {
 
-// The window padded out to 3 spatial dims (leading dims of extent 1).
-struct Window3 {
-  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
-  explicit Window3(const Window& w) {
-    const size_t r = w.in.size(), shift = 3 - r;
-    for (size_t i = 0; i < 3; ++i) {
-      const bool real = i >= shift;
-      const size_t j = i - shift;
-      in[i] = real ? w.in[j] : 1;
-      out[i] = real ? w.out[j] : 1;
-      k[i] = real ? w.kernel[j] : 1;
-      s[i] = real ? w.strides[j] : 1;
-      d[i] = real ? w.dilations[j] : 1;
-      pb[i] = real ? w.pads_begin[j] : 0;
-      pe[i] = real ? w.pads_end[j] : 0;
-    }
-  }
-  int64_t in_size() const { return in[0] * in[1] * in[2]; }
-  int64_t out_size() const { return out[0] * out[1] * out[2]; }
-};
-
 Window pool_window(const WindowAttrs& a, const View& x) {
   if (x.rank() < 3 || x.rank() > 5) throw InputError("pooling supports 1 to 3 spatial dims, X is " + dims_str(x.dims));
   return make_window(a, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()), {});

@@ -27,4 +27,13 @@ struct WindowAttrs {
 // when given, e.g. Conv's weight shape). InputError when the window does not fit.
 Window make_window(const WindowAttrs& a, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel);
 
+// The window padded out to 3 spatial dims (leading dims of extent 1), so the pools and their
+// gradients run one 3-D loop nest for 1-D to 3-D inputs.
+struct Window3 {
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+  explicit Window3(const Window& w);
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+};
+
 }  // namespace amp::cpu

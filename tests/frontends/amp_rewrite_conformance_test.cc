@@ -68,6 +68,9 @@ struct Case {
   std::string no_compare;  // why outputs are not compared ("" compares)
 };
 
+// Names the case in test listings instead of gtest's byte dump of the struct.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const char* set : {"pytorch-converted", "pytorch-operator"}) {
