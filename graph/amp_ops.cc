@@ -206,6 +206,24 @@ std::vector<OpSchema> schemas() {
         onnx::getOutputShape(ctx, 0);  // a scalar: a shape with no dims
       });
   out.push_back(std::move(finite));
+
+  OpSchema scaled;
+  scaled.SetName("AllFiniteScaled")
+      .SetDomain(kAmpDomain)
+      .SinceVersion(kAmpDomainVersion)
+      .SetLocation(__FILE__, __LINE__)
+      .SetDoc("True when no x * scale, over every element x of every input, is inf or NaN, the product taken in "
+              "float32: AllFinite of the unscaled gradients, read before they are unscaled. The check then "
+              "needs none of the unscaled values, so a backend can unscale inside the optimizer's kernel.")
+      .Input(0, "scale", "Scalar float32 factor (1 / loss scale).", "tensor(float)")
+      .Input(1, "inputs", "Tensors to check.", "T", OpSchema::Variadic, false)
+      .Output(0, "all_finite", "Scalar bool.", "tensor(bool)")
+      .TypeConstraint("T", kFloatTypes, "Floating-point tensors.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        onnx::updateOutputElemType(ctx, 0, onnx::TensorProto::BOOL);
+        onnx::getOutputShape(ctx, 0);
+      });
+  out.push_back(std::move(scaled));
   return out;
 }
 

@@ -1,6 +1,8 @@
 // AllFinite: one bool for all of a step's gradients — false when any element of any input is inf
-// or NaN. The loss-scaled step reads it to skip the update and back the scale off, so the check
-// never leaves the graph (no host round trip per tensor).
+// or NaN. AllFiniteScaled(scale, inputs...): the same for every x * scale, the product rounded to
+// float32 as the unscaling Mul rounds it, so it reads the gradients before they are unscaled. The
+// loss-scaled step reads the flag to skip the update and back the scale off, so the check never
+// leaves the graph (no host round trip per tensor).
 #include <cmath>
 
 #include "backends/cpu/grad_kernels.h"
@@ -11,17 +13,22 @@ namespace {
 
 class AllFinite final : public Kernel {
  public:
-  AllFinite(const Node&, int64_t) {}
+  AllFinite(const Node& n, int64_t) : scaled_(n.op_type() == "AllFiniteScaled") {}
   size_t infer(KernelIO& io) const override {
-    for (size_t i = 0; i < io.in.size(); ++i)
-      if (io.has_in(i) && !is_floating(io.input(i).dtype)) throw InputError("AllFinite takes floating-point tensors");
+    const size_t first = scaled_ ? 1 : 0;
+    if (scaled_ && (!io.has_in(0) || io.input(0).dtype != DType::kFloat || io.input(0).numel() != 1))
+      throw InputError("AllFiniteScaled's scale must be a float32 scalar");
+    for (size_t i = first; i < io.in.size(); ++i)
+      if (io.has_in(i) && !is_floating(io.input(i).dtype)) throw InputError(name() + " takes floating-point tensors");
     io.output(0).dtype = DType::kBool;
     io.output(0).dims = {};
     return 0;
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
+    const size_t first = scaled_ ? 1 : 0;
+    const float scale = scaled_ ? *io.input(0).as<float>() : 1.0f;
     bool finite = true;
-    for (size_t i = 0; i < io.in.size() && finite; ++i) {
+    for (size_t i = first; i < io.in.size() && finite; ++i) {
       if (!io.has_in(i)) continue;
       const View& v = io.input(i);
       dispatch(FloatTypes{}, v.dtype, [&](auto tag) {
@@ -30,7 +37,14 @@ class AllFinite final : public Kernel {
         int bad = 0;
         parallel_for(v.numel(), ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
           int found = 0;
-          for (int64_t k = b; k < e; ++k) found |= !std::isfinite(static_cast<double>(load(p[k])));
+          if (scaled_) {
+            for (int64_t k = b; k < e; ++k) {
+              const float x = static_cast<float>(load(p[k]));  // exact for fp16/bf16; fp32 as it is
+              found |= !std::isfinite(x * scale);
+            }
+          } else {
+            for (int64_t k = b; k < e; ++k) found |= !std::isfinite(static_cast<double>(load(p[k])));
+          }
           if (found) {
 #pragma omp atomic write
             bad = 1;
@@ -41,6 +55,10 @@ class AllFinite final : public Kernel {
     }
     *io.output(0).as<bool>() = finite;
   }
+
+ private:
+  std::string name() const { return scaled_ ? "AllFiniteScaled" : "AllFinite"; }
+  bool scaled_;
 };
 
 }  // namespace
@@ -48,6 +66,7 @@ class AllFinite final : public Kernel {
 const std::vector<OpEntry>& grad_all_finite_ops() {
   static const std::vector<OpEntry> ops = {
       {"AllFinite", make_kernel<AllFinite>, FloatTypes::mask(), {}},
+      {"AllFiniteScaled", make_kernel<AllFinite>, FloatTypes::mask(), {}},
   };
   return ops;
 }

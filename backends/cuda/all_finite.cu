@@ -3,6 +3,8 @@
 // writes the same value, so the race is harmless and no reduction is needed. Tensors travel in
 // the kernel's arguments, up to kPerLaunch per launch (apex's multi_tensor_apply approach):
 // 4 KB of parameters hold 48 pointers and sizes, and a captured CUDA Graph keeps them as values.
+// With a scale (AllFiniteScaled) each element is checked as x * scale rounded to float32, exactly
+// the unscaled gradient the optimizer computes from it.
 #include "backends/cuda/all_finite.cuh"
 
 #include <algorithm>
@@ -22,20 +24,21 @@ struct TensorList {
   int count;
 };
 
-__device__ __forceinline__ bool finite_at(const void* p, unsigned char type, long long i) {
+__device__ __forceinline__ bool finite_at(const void* p, unsigned char type, long long i, float scale) {
   float v;
   if (type == 0) v = static_cast<const float*>(p)[i];
   else if (type == 1) v = __half2float(static_cast<const __half*>(p)[i]);
   else v = __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-  return isfinite(v);
+  return isfinite(__fmul_rn(v, scale));  // never contracted into anything else
 }
 
-__global__ void all_finite_kernel(TensorList list, bool* flag) {
+__global__ void all_finite_kernel(TensorList list, const float* scale_ptr, bool* flag) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const float scale = scale_ptr ? *scale_ptr : 1.0f;
   for (int t = 0; t < list.count; ++t) {
     bool ok = true;
     for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < list.n[t]; i += stride)
-      ok = ok && finite_at(list.data[t], list.type[t], i);
+      ok = ok && finite_at(list.data[t], list.type[t], i, scale);
     // One store per warp that found something, not one per element.
     if (__any_sync(0xffffffffu, !ok) && threadIdx.x % 32 == 0) *flag = false;
   }
@@ -52,8 +55,8 @@ unsigned char type_code(DType t) {
 
 }  // namespace
 
-void all_finite(const std::vector<CheckedTensor>& tensors, const std::vector<const void*>& data, bool* flag, int sm_count,
-                cudaStream_t stream) {
+void all_finite(const std::vector<CheckedTensor>& tensors, const std::vector<const void*>& data, const float* scale,
+                bool* flag, int sm_count, cudaStream_t stream) {
   AMP_CUDA_CHECK(cudaMemsetAsync(flag, 1, sizeof(bool), stream));
   int64_t largest = 0;
   for (const CheckedTensor& t : tensors) largest = std::max(largest, t.n);
@@ -66,7 +69,7 @@ void all_finite(const std::vector<CheckedTensor>& tensors, const std::vector<con
       list.n[slot] = tensors[k].n;
       list.type[slot] = type_code(tensors[k].type);
     }
-    all_finite_kernel<<<blocks, 256, 0, stream>>>(list, flag);
+    all_finite_kernel<<<blocks, 256, 0, stream>>>(list, scale, flag);
   }
   AMP_CUDA_CHECK(cudaGetLastError());
 }

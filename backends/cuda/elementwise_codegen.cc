@@ -257,36 +257,54 @@ GeneratedKernel generate_elementwise_kernel(const ElementwiseProgram& p, const s
   return kernel;
 }
 
-MultiTensorKernel generate_multi_tensor_kernel(const ElementwiseProgram& p, const std::vector<InputIndexing>& indexing,
-                                               bool wide_index) {
-  p.check();
-  if (indexing.size() != p.input_dtypes.size()) throw Error("internal: one indexing per fused input expected");
-  for (InputIndexing ix : indexing)
-    if (ix == InputIndexing::kBroadcast) throw Error("internal: a multi-tensor kernel reads no broadcast input");
-  const std::vector<DType> out_types = p.output_dtypes();
-  const size_t ni = p.input_dtypes.size(), no = out_types.size();
-  if (ni == 0) throw Error("internal: a multi-tensor kernel needs inputs");
+MultiTensorKernel generate_multi_tensor_kernel(const std::vector<MultiTensorVariant>& variants, bool wide_index) {
+  if (variants.empty()) throw Error("internal: a multi-tensor kernel needs a program");
   MultiTensorKernel mt;
-  mt.inputs = static_cast<int>(p.input_dtypes.size());
-  mt.outputs = static_cast<int>(no);
-  mt.capacity = static_cast<int>(std::min<size_t>(kMultiTensorMaxTasks, (kKernelParamBytes - 8) / ((ni + no + 1) * 8)));
+  mt.has_variant = variants.size() > 1;
+  for (const MultiTensorVariant& v : variants) {
+    const ElementwiseProgram& p = *v.program;
+    p.check();
+    if (v.indexing.size() != p.input_dtypes.size()) throw Error("internal: one indexing per fused input expected");
+    for (InputIndexing ix : v.indexing)
+      if (ix == InputIndexing::kBroadcast) throw Error("internal: a multi-tensor kernel reads no broadcast input");
+    if (p.input_dtypes.empty()) throw Error("internal: a multi-tensor kernel needs inputs");
+    mt.inputs = std::max(mt.inputs, static_cast<int>(p.input_dtypes.size()));
+    mt.outputs = std::max(mt.outputs, static_cast<int>(p.outputs.size()));
+  }
+  mt.capacity = static_cast<int>(
+      std::min<size_t>(kMultiTensorMaxTasks, (kKernelParamBytes - 8) / (static_cast<size_t>(mt.words_per_slot()) * 8)));
 
   std::ostringstream decl, body;
-  decl << "struct FusedTask {\n  const void* in[" << ni << "];\n  void* out[" << no << "];\n  unsigned long long n;\n};\n"
+  decl << "struct FusedTask {\n  const void* in[" << mt.inputs << "];\n  void* out[" << mt.outputs
+       << "];\n  unsigned long long n;\n" << (mt.has_variant ? "  unsigned long long variant;\n" : "") << "};\n"
        << "struct FusedTaskList {\n  FusedTask task[" << mt.capacity << "];\n  int count;\n};\n";
-  for (size_t k = 0; k < p.input_dtypes.size(); ++k)
-    body << "    const " << storage_type(p.input_dtypes[k]) << "* __restrict__ in" << k << " = static_cast<const "
-         << storage_type(p.input_dtypes[k]) << "*>(task.in[" << k << "]);\n";
-  for (size_t k = 0; k < no; ++k)
-    body << "    " << storage_type(out_types[k]) << "* __restrict__ out" << k << " = static_cast<"
-         << storage_type(out_types[k]) << "*>(task.out[" << k << "]);\n";
-  body << "    const idx_t n = static_cast<idx_t>(task.n);\n"
-       << "    for (idx_t i = static_cast<idx_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {\n"
-       << element_body(p, indexing) << "    }\n";
+  body << "    const idx_t n = static_cast<idx_t>(task.n);\n";
+  if (mt.has_variant) body << "    switch (task.variant) {\n";
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const ElementwiseProgram& p = *variants[v].program;
+    const std::vector<DType> out_types = p.output_dtypes();
+    if (mt.has_variant) body << "    case " << v << ": {\n";
+    for (size_t k = 0; k < p.input_dtypes.size(); ++k)
+      body << "    const " << storage_type(p.input_dtypes[k]) << "* __restrict__ in" << k << " = static_cast<const "
+           << storage_type(p.input_dtypes[k]) << "*>(task.in[" << k << "]);\n";
+    for (size_t k = 0; k < out_types.size(); ++k)
+      body << "    " << storage_type(out_types[k]) << "* __restrict__ out" << k << " = static_cast<"
+           << storage_type(out_types[k]) << "*>(task.out[" << k << "]);\n";
+    body << "    for (idx_t i = static_cast<idx_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {\n"
+         << element_body(p, variants[v].indexing) << "    }\n";
+    if (mt.has_variant) body << "    } break;\n";
+  }
+  if (mt.has_variant) body << "    default: break;\n    }\n";
   mt.kernel.name = "amp_fused_mt_" + hex64(fnv1a64(std::to_string(wide_index) + decl.str() + body.str()));
-  mt.kernel.source = source_head(p, wide_index) + decl.str() + "\nextern \"C\" __global__ void __launch_bounds__(256) " +
-                     mt.kernel.name + "(FusedTaskList list) {\n" +
-                     "  const idx_t step = static_cast<idx_t>(gridDim.x) * blockDim.x;\n" +
+  // One prelude; the programs' listings as comments above it.
+  std::string head;
+  for (const MultiTensorVariant& v : variants) {
+    const std::string h = source_head(*v.program, wide_index);
+    head += h.substr(0, h.find(kPrelude));
+  }
+  mt.kernel.source = head + kPrelude + "\ntypedef " + (wide_index ? "long long" : "unsigned int") + " idx_t;\n\n" +
+                     decl.str() + "\nextern \"C\" __global__ void __launch_bounds__(256) " + mt.kernel.name +
+                     "(FusedTaskList list) {\n" + "  const idx_t step = static_cast<idx_t>(gridDim.x) * blockDim.x;\n" +
                      "  for (int t = 0; t < list.count; ++t) {\n    const FusedTask& task = list.task[t];\n" + body.str() +
                      "  }\n}\n";
   return mt;

@@ -49,22 +49,34 @@ GeneratedKernel generate_elementwise_kernel(const ElementwiseProgram& p, const s
 // True when n elements (plus a grid-stride step past the end) do not fit 32-bit unsigned indices.
 inline bool needs_wide_index(int64_t n) { return n >= (int64_t{1} << 31); }
 
-// The multi-tensor form: one launch applies the program to up to `capacity` sets of tensors of the
-// same types (every parameter's optimizer update at once, where one launch per parameter would
-// spend more time launching than computing for small layers). The tensor sets travel in the
-// kernel's one argument, a FusedTaskList: `capacity` slots of (`inputs` input pointers, `outputs`
-// output pointers, element count), 8 bytes each, then an int count of the slots in use. Inputs
-// are read at the element's index or at 0 (a scalar), never broadcast.
+// The multi-tensor form: one launch applies a program to up to `capacity` sets of tensors (every
+// parameter's optimizer update at once, where one launch per parameter would spend more time
+// launching than computing for small layers). With several variants — programs with their own
+// indexing, e.g. the update of parameters with fp16 gradients and of those with fp32 ones — each
+// tensor set names the variant it runs, and one launch still serves them all. The tensor sets
+// travel in the kernel's one argument, a FusedTaskList: `capacity` slots of (`inputs` input
+// pointers, `outputs` output pointers, element count[, variant]), 8 bytes each, then an int count
+// of the slots in use; `inputs`/`outputs` are the largest of the variants'. Inputs are read at the
+// element's index or at 0 (a scalar), never broadcast.
 inline constexpr size_t kKernelParamBytes = 4096;  // CUDA's limit for kernel parameters before 12.1
 inline constexpr size_t kMultiTensorMaxTasks = 64;
 
 struct MultiTensorKernel {
   GeneratedKernel kernel;
-  int inputs = 0, outputs = 0;  // per tensor set
+  int inputs = 0, outputs = 0;  // pointer slots per tensor set
   int capacity = 0;             // tensor sets per launch
+  bool has_variant = false;     // each slot ends with its variant's number (more than one variant)
+  int words_per_slot() const { return inputs + outputs + 1 + (has_variant ? 1 : 0); }
 };
-MultiTensorKernel generate_multi_tensor_kernel(const ElementwiseProgram& p, const std::vector<InputIndexing>& indexing,
-                                               bool wide_index = false);
+struct MultiTensorVariant {
+  const ElementwiseProgram* program = nullptr;
+  std::vector<InputIndexing> indexing;
+};
+MultiTensorKernel generate_multi_tensor_kernel(const std::vector<MultiTensorVariant>& variants, bool wide_index = false);
+inline MultiTensorKernel generate_multi_tensor_kernel(const ElementwiseProgram& p, const std::vector<InputIndexing>& indexing,
+                                                      bool wide_index = false) {
+  return generate_multi_tensor_kernel({MultiTensorVariant{&p, indexing}}, wide_index);
+}
 
 // How each input is read over the iteration space `out`.
 std::vector<InputIndexing> choose_indexing(const std::vector<std::vector<int64_t>>& input_shapes,

@@ -60,33 +60,55 @@ std::unique_ptr<PreparedOp> FusedElementwiseOp::prepare(const OpShapes& shapes, 
 }
 
 std::unique_ptr<PreparedOp> MultiTensorFusedOp::prepare(const OpShapes& shapes, DeviceContext& ctx) const {
-  const size_t ni = program_.input_dtypes.size(), no = program_.outputs.size(), groups = static_cast<size_t>(groups_);
-  if (shapes.in.size() != groups * ni || shapes.out.size() != groups * no)
+  const size_t groups = variant_of_group_.size(), variants = programs_.size();
+  // Where each group's operands start.
+  std::vector<size_t> in_at(groups + 1, 0), out_at(groups + 1, 0);
+  for (size_t g = 0; g < groups; ++g) {
+    const ElementwiseProgram& p = programs_.at(static_cast<size_t>(variant_of_group_[g]));
+    in_at[g + 1] = in_at[g] + p.input_dtypes.size();
+    out_at[g + 1] = out_at[g] + p.outputs.size();
+  }
+  if (shapes.in.size() != in_at[groups] || shapes.out.size() != out_at[groups])
     throw Error("internal: multi-tensor kernel operands do not match its groups");
-  // How group 0 reads each input; every group must read alike (the schedule batched them so).
+  // How a group reads each input; the groups of one variant must read alike (the schedule batched
+  // them so), and the first group of each variant says how.
   auto indexing_of = [&](size_t g) {
     std::vector<InputIndexing> ix;
-    for (size_t k = 0; k < ni; ++k) {
-      const TensorDesc& in = *shapes.in[g * ni + k];
-      ix.push_back(in.dims == shapes.out[g * no]->dims ? InputIndexing::kSame
-                   : in.numel() == 1                   ? InputIndexing::kScalar
-                                                       : InputIndexing::kBroadcast);
+    for (size_t k = in_at[g]; k < in_at[g + 1]; ++k) {
+      const TensorDesc& in = *shapes.in[k];
+      ix.push_back(in.dims == shapes.out[out_at[g]]->dims ? InputIndexing::kSame
+                   : in.numel() == 1                      ? InputIndexing::kScalar
+                                                          : InputIndexing::kBroadcast);
     }
     return ix;
   };
-  const std::vector<InputIndexing> indexing = indexing_of(0);
+  std::vector<std::vector<InputIndexing>> indexing(variants);
+  std::vector<bool> seen(variants, false);
   std::vector<int64_t> counts;
   int64_t largest = 0;
   for (size_t g = 0; g < groups; ++g) {
-    if (indexing_of(g) != indexing) throw Error("internal: batched groups read their inputs differently");
-    counts.push_back(shapes.out[g * no]->numel());
+    const size_t v = static_cast<size_t>(variant_of_group_[g]);
+    if (!seen[v]) {
+      indexing[v] = indexing_of(g);
+      seen[v] = true;
+    } else if (indexing_of(g) != indexing[v]) {
+      throw Error("internal: batched groups of one program read their inputs differently");
+    }
+    counts.push_back(shapes.out[out_at[g]]->numel());
     largest = std::max(largest, counts.back());
   }
-  const MultiTensorKernel mt = generate_multi_tensor_kernel(program_, indexing, needs_wide_index(largest));
+  std::vector<MultiTensorVariant> list;
+  for (size_t v = 0; v < variants; ++v) {
+    if (!seen[v]) throw Error("internal: a multi-tensor program no group runs");
+    list.push_back({&programs_[v], indexing[v]});
+  }
+  const MultiTensorKernel mt = generate_multi_tensor_kernel(list, needs_wide_index(largest));
   const cudaKernel_t fn = ctx.load_kernel(mt.kernel);
   constexpr int kBlock = 256;
   const unsigned grid = grid_for(largest, kBlock, ctx);
-  const size_t slot = ni + no + 1, capacity = static_cast<size_t>(mt.capacity);
+  const size_t slot = static_cast<size_t>(mt.words_per_slot()), capacity = static_cast<size_t>(mt.capacity);
+  const size_t max_in = static_cast<size_t>(mt.inputs);
+  const std::vector<int> variant_of_group = variant_of_group_;
 
   return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
     for (size_t first = 0; first < groups; first += capacity) {
@@ -95,9 +117,12 @@ std::unique_ptr<PreparedOp> MultiTensorFusedOp::prepare(const OpShapes& shapes, 
       const size_t used = std::min(capacity, groups - first);
       for (size_t j = 0; j < used; ++j) {
         const size_t g = first + j;
-        for (size_t k = 0; k < ni; ++k) words[j * slot + k] = reinterpret_cast<uint64_t>(b.in[g * ni + k]);
-        for (size_t k = 0; k < no; ++k) words[j * slot + ni + k] = reinterpret_cast<uint64_t>(b.out[g * no + k]);
-        words[j * slot + ni + no] = static_cast<uint64_t>(counts[g]);
+        uint64_t* w = &words[j * slot];
+        for (size_t k = in_at[g]; k < in_at[g + 1]; ++k) w[k - in_at[g]] = reinterpret_cast<uint64_t>(b.in[k]);
+        for (size_t k = out_at[g]; k < out_at[g + 1]; ++k)
+          w[max_in + k - out_at[g]] = reinterpret_cast<uint64_t>(b.out[k]);
+        w[max_in + static_cast<size_t>(mt.outputs)] = static_cast<uint64_t>(counts[g]);
+        if (mt.has_variant) w[max_in + static_cast<size_t>(mt.outputs) + 1] = static_cast<uint64_t>(variant_of_group[g]);
       }
       words[capacity * slot] = used;  // int count: the low 4 bytes on a little-endian GPU
       void* args[] = {words.data()};

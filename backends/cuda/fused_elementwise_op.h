@@ -24,20 +24,26 @@ class FusedElementwiseOp final : public CudaOp {
   ElementwiseProgram program_;
 };
 
-// Groups with one program as one launch (generate_multi_tensor_kernel): the AdamW update of every
-// parameter, say. Operands are the groups' operands in turn: the inputs of group 0, of group 1,
-// ..., then the outputs likewise. Every input of every group is read at the element's index or is
-// a scalar; the schedule batches only such groups.
+// Groups as one launch (generate_multi_tensor_kernel): the AdamW update of every parameter, say.
+// Each group runs one of the programs (its variant): the groups sharing a program are alike in
+// types and in how they read each input. Operands are the groups' operands in turn: the inputs of
+// group 0, of group 1, ..., then the outputs likewise, each group with its program's counts. Every
+// input of every group is read at the element's index or is a scalar; the schedule batches only
+// such groups.
 class MultiTensorFusedOp final : public CudaOp {
  public:
-  MultiTensorFusedOp(ElementwiseProgram program, int groups) : program_(std::move(program)), groups_(groups) {}
+  MultiTensorFusedOp(std::vector<ElementwiseProgram> programs, std::vector<int> variant_of_group)
+      : programs_(std::move(programs)), variant_of_group_(std::move(variant_of_group)) {}
+  MultiTensorFusedOp(ElementwiseProgram program, int groups)
+      : programs_{std::move(program)}, variant_of_group_(static_cast<size_t>(groups), 0) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& shapes, DeviceContext& ctx) const override;
-  const ElementwiseProgram& program() const { return program_; }
-  int groups() const { return groups_; }
+  const std::vector<ElementwiseProgram>& programs() const { return programs_; }
+  const std::vector<int>& variant_of_group() const { return variant_of_group_; }
+  int groups() const { return static_cast<int>(variant_of_group_.size()); }
 
  private:
-  ElementwiseProgram program_;
-  int groups_;
+  std::vector<ElementwiseProgram> programs_;
+  std::vector<int> variant_of_group_;
 };
 
 }  // namespace amp::cuda

@@ -133,9 +133,20 @@ class ProductOp final : public CudaOp {
 
 // ---- what a product absorbs
 
+bool is_op(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
+
+// The one node that reads v's contents. Readers of its dims alone (Shape, Size: host steps while
+// planning, as the backward pass's shape arithmetic is) do not count: an absorbed value still has
+// dims, it is only never stored.
 const Node* only_reader(const Value* v) {
-  if (!v || v->is_output() || v->uses().size() != 1) return nullptr;
-  return v->uses()[0].node;
+  if (!v || v->is_output()) return nullptr;
+  const Node* reader = nullptr;
+  for (const Use& u : v->uses()) {
+    if (is_op(u.node, "Shape") || is_op(u.node, "Size")) continue;
+    if (reader) return nullptr;
+    reader = u.node;
+  }
+  return reader;
 }
 
 std::optional<std::vector<int64_t>> constant_ints(const Value* v) {
@@ -149,8 +160,6 @@ std::optional<std::vector<int64_t>> constant_ints(const Value* v) {
   for (int64_t i = 0; i < t->numel(); ++i) out.push_back(static_cast<int64_t>(t->element(i)));
   return out;
 }
-
-bool is_op(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
 
 // A Transpose that swaps the last two axes and feeds only this product becomes a transpose flag:
 // the backward pass of every MatMul is two products with a transposed operand, and without this

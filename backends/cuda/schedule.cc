@@ -266,6 +266,7 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
 
   group_elementwise(p, needed, targets);
   batch_fused_groups(p);
+  merge_scalar_groups(p);
   order_units(p);
   return p;
 }
@@ -422,23 +423,38 @@ std::vector<size_t> Schedule::topological(const std::vector<const Unit*>& all,
   return order;
 }
 
+namespace {
+
+// Which units (transitively) wait for which; two units can share a launch when neither waits for
+// the other.
+class Reachability {
+ public:
+  Reachability(const std::vector<std::vector<size_t>>& deps, const std::vector<size_t>& order)
+      : words_((deps.size() + 63) / 64), reach_(deps.size(), std::vector<uint64_t>(words_, 0)) {
+    std::vector<std::vector<size_t>> readers_of(deps.size());
+    for (size_t u = 0; u < deps.size(); ++u)
+      for (size_t d : deps[u]) readers_of[d].push_back(u);
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+      for (size_t r : readers_of[*it]) {
+        reach_[*it][r / 64] |= uint64_t{1} << (r % 64);
+        for (size_t w = 0; w < words_; ++w) reach_[*it][w] |= reach_[r][w];
+      }
+  }
+  // True when b waits, directly or not, for a.
+  bool operator()(size_t a, size_t b) const { return (reach_[a][b / 64] >> (b % 64)) & 1; }
+
+ private:
+  size_t words_;
+  std::vector<std::vector<uint64_t>> reach_;
+};
+
+}  // namespace
+
 void Schedule::batch_fused_groups(ShapePlan& p) const {
   const std::vector<const Unit*> all = plan_units(p);
   const std::vector<std::vector<size_t>> deps = unit_dependencies(all);
   const std::vector<size_t> order = topological(all, deps);
-  // reach[u]: the units that (transitively) wait for u; two units can share a launch when
-  // neither waits for the other.
-  const size_t count = all.size(), words = (count + 63) / 64;
-  std::vector<std::vector<uint64_t>> reach(count, std::vector<uint64_t>(words, 0));
-  std::vector<std::vector<size_t>> readers_of(count);
-  for (size_t u = 0; u < count; ++u)
-    for (size_t d : deps[u]) readers_of[d].push_back(u);
-  for (auto it = order.rbegin(); it != order.rend(); ++it)
-    for (size_t r : readers_of[*it]) {
-      reach[*it][r / 64] |= uint64_t{1} << (r % 64);
-      for (size_t w = 0; w < words; ++w) reach[*it][w] |= reach[r][w];
-    }
-  auto reaches = [&](size_t a, size_t b) { return (reach[a][b / 64] >> (b % 64)) & 1; };
+  const Reachability reaches(deps, order);
 
   // Fused groups alike in program and in how each input is read, without broadcasts.
   std::map<std::string, std::vector<std::vector<size_t>>> batches;
@@ -463,29 +479,121 @@ void Schedule::batch_fused_groups(ShapePlan& p) const {
     else batch->push_back(u);
   }
 
+  // Batches of different programs that do not wait for each other share one launch too, each
+  // group running its own program (the update of parameters with fp16 gradients and of those with
+  // fp32 ones: one optimizer launch).
+  struct Batch {
+    const std::vector<size_t>* units;
+    size_t first;  // its earliest unit, for a stable order
+  };
+  std::vector<Batch> all_batches;
+  for (const auto& [key, list] : batches)
+    for (const std::vector<size_t>& batch : list)
+      if (batch.size() >= 2) all_batches.push_back({&batch, *std::min_element(batch.begin(), batch.end())});
+  std::sort(all_batches.begin(), all_batches.end(), [](const Batch& a, const Batch& b) { return a.first < b.first; });
+  std::vector<std::vector<const std::vector<size_t>*>> launches;
+  for (const Batch& b : all_batches) {
+    auto independent = [&](const std::vector<const std::vector<size_t>*>& launch) {
+      for (const std::vector<size_t>* other : launch)
+        for (size_t m : *other)
+          for (size_t u : *b.units)
+            if (reaches(m, u) || reaches(u, m)) return false;
+      return true;
+    };
+    auto launch = std::find_if(launches.begin(), launches.end(), independent);
+    if (launch == launches.end()) launches.push_back({b.units});
+    else launch->push_back(b.units);
+  }
+
   std::vector<const Unit*> batched;
   std::vector<std::unique_ptr<Unit>> made;
-  for (const auto& [key, list] : batches)
-    for (const std::vector<size_t>& batch : list) {
-      if (batch.size() < 2) continue;
-      auto merged = std::make_unique<Unit>();
+  for (const auto& launch : launches) {
+    auto merged = std::make_unique<Unit>();
+    std::vector<ElementwiseProgram> programs;
+    std::vector<int> variant_of_group;
+    size_t groups = 0;
+    for (size_t v = 0; v < launch.size(); ++v) {
+      const std::vector<size_t>& batch = *launch[v];
+      programs.push_back(dynamic_cast<const FusedElementwiseOp&>(*all[batch.front()]->op).program());
       for (size_t m : batch) {
         const Unit& u = *all[m];
         merged->steps.insert(merged->steps.end(), u.steps.begin(), u.steps.end());
         merged->in.insert(merged->in.end(), u.in.begin(), u.in.end());
         merged->out.insert(merged->out.end(), u.out.begin(), u.out.end());
+        variant_of_group.push_back(static_cast<int>(v));
         batched.push_back(&u);
       }
+      groups += batch.size();
+      merged->kind += (v ? " | " : "") + all[batch.front()]->kind;
+    }
+    merged->host_only.assign(merged->in.size(), false);
+    merged->where = all[launch.front()->front()]->where;
+    merged->kind = "multi-tensor x" + std::to_string(groups) + " " + merged->kind;
+    merged->op = std::make_unique<MultiTensorFusedOp>(std::move(programs), std::move(variant_of_group));
+    made.push_back(std::move(merged));
+  }
+  std::vector<std::unique_ptr<Unit>> kept;
+  for (auto& u : p.fused)
+    if (std::find(batched.begin(), batched.end(), u.get()) == batched.end()) kept.push_back(std::move(u));
+  for (auto& u : made) kept.push_back(std::move(u));
+  p.fused = std::move(kept);
+}
+
+void Schedule::merge_scalar_groups(ShapePlan& p) const {
+  const std::vector<const Unit*> all = plan_units(p);
+  const std::vector<std::vector<size_t>> deps = unit_dependencies(all);
+  const std::vector<size_t> order = topological(all, deps);
+  const Reachability reaches(deps, order);
+  // Sets of independent fused units computing single elements, by the outputs' dims.
+  std::map<std::vector<int64_t>, std::vector<std::vector<size_t>>> sets;
+  for (size_t u : order) {
+    if (!dynamic_cast<const FusedElementwiseOp*>(all[u]->op.get())) continue;
+    const TensorDesc& out = p.desc[all[u]->out[0]];
+    if (out.numel() != 1) continue;
+    bool scalar = true;
+    for (int v : all[u]->in) scalar = scalar && p.desc[v].numel() == 1;
+    for (int v : all[u]->out) scalar = scalar && p.desc[v].dims == out.dims;
+    if (!scalar) continue;
+    auto& list = sets[out.dims];
+    auto fits = [&](const std::vector<size_t>& set) {
+      return std::all_of(set.begin(), set.end(), [&](size_t m) { return !reaches(m, u) && !reaches(u, m); });
+    };
+    auto set = std::find_if(list.begin(), list.end(), fits);
+    if (set == list.end()) list.push_back({u});
+    else set->push_back(u);
+  }
+
+  std::vector<const Unit*> merged_away;
+  std::vector<std::unique_ptr<Unit>> made;
+  for (const auto& [dims, list] : sets)
+    for (const std::vector<size_t>& set : list) {
+      if (set.size() < 2) continue;
+      std::vector<ProgramPart> parts(set.size());
+      std::vector<const ProgramPart*> part_ptrs;
+      auto merged = std::make_unique<Unit>();
+      merged->kind = "fused";
+      for (size_t j = 0; j < set.size(); ++j) {
+        const Unit& u = *all[set[j]];
+        parts[j].program = dynamic_cast<const FusedElementwiseOp&>(*u.op).program();
+        parts[j].inputs = u.in;
+        parts[j].outputs = u.out;
+        part_ptrs.push_back(&parts[j]);
+        merged->steps.insert(merged->steps.end(), u.steps.begin(), u.steps.end());
+        merged->kind += (j ? " | " : " ") + u.kind.substr(u.kind.find(' ') + 1);
+        merged_away.push_back(&u);
+      }
+      // Independent parts share no register; every output already leaves its own kernel.
+      ProgramPart one = merge_programs(part_ptrs, [](int) { return true; });
+      merged->in = one.inputs;
+      merged->out = one.outputs;
       merged->host_only.assign(merged->in.size(), false);
-      merged->where = all[batch.front()]->where;
-      merged->kind = "multi-tensor x" + std::to_string(batch.size()) + " " + all[batch.front()]->kind;
-      const auto* first = dynamic_cast<const FusedElementwiseOp*>(all[batch.front()]->op.get());
-      merged->op = std::make_unique<MultiTensorFusedOp>(first->program(), static_cast<int>(batch.size()));
+      merged->where = all[set.front()]->where;
+      merged->op = std::make_unique<FusedElementwiseOp>(std::move(one.program));
       made.push_back(std::move(merged));
     }
   std::vector<std::unique_ptr<Unit>> kept;
   for (auto& u : p.fused)
-    if (std::find(batched.begin(), batched.end(), u.get()) == batched.end()) kept.push_back(std::move(u));
+    if (std::find(merged_away.begin(), merged_away.end(), u.get()) == merged_away.end()) kept.push_back(std::move(u));
   for (auto& u : made) kept.push_back(std::move(u));
   p.fused = std::move(kept);
 }

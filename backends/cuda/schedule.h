@@ -78,8 +78,12 @@ struct Schedule {
   void build_units(const Model& m, const std::vector<const Node*>& nodes);
   void group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets) const;
   // Fused groups with one program whose inputs are all full-size or scalar, none waiting for
-  // another, become one multi-tensor launch.
+  // another, become one multi-tensor launch; such batches of different programs that do not wait
+  // for each other share it, each group running its own program.
   void batch_fused_groups(ShapePlan& p) const;
+  // Fused groups that compute single elements from single elements (a step's scalars: Adam's
+  // bias corrections, the loss scale's update), none waiting for another, become one kernel.
+  void merge_scalar_groups(ShapePlan& p) const;
   void order_units(ShapePlan& p) const;
   std::vector<const Unit*> plan_units(const ShapePlan& p) const;
   std::vector<std::vector<size_t>> unit_dependencies(const std::vector<const Unit*>& all) const;

@@ -1,5 +1,5 @@
-// The ops a training step adds around the model: ai.onnx_amp AllFinite (the overflow check the
-// optimizer and the loss scale read; all_finite.cu) and Dropout (dropout.cu). The optimizer update
+// The ops a training step adds around the model: ai.onnx_amp AllFinite / AllFiniteScaled (the
+// overflow check the optimizer and the loss scale read; all_finite.cu) and Dropout (dropout.cu). The optimizer update
 // itself is standard elementwise ONNX (passes/training/optimizer.h) and runs as generated fused
 // kernels, one multi-tensor launch per program for all parameters (schedule.h).
 #include "backends/cuda/all_finite.cuh"
@@ -13,23 +13,32 @@
 namespace amp::cuda {
 namespace {
 
+// AllFinite(inputs...) and AllFiniteScaled(scale, inputs...).
 class AllFinite final : public CudaOp {
  public:
-  AllFinite(const Node&, int64_t) {}
+  AllFinite(const Node& n, int64_t) : scaled_(n.op_type() == "AllFiniteScaled") {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const size_t first = scaled_ ? 1 : 0;
+    if (scaled_ && (!s.has_in(0) || s.in[0]->dtype != DType::kFloat || s.in[0]->numel() != 1))
+      throw InputError("AllFiniteScaled's scale must be a float32 scalar");
     std::vector<CheckedTensor> tensors;
     std::vector<size_t> present;  // operand index of each checked tensor
-    for (size_t i = 0; i < s.in.size(); ++i)
+    for (size_t i = first; i < s.in.size(); ++i)
       if (s.in[i]) {
         tensors.push_back({s.in[i]->dtype, s.in[i]->numel()});
         present.push_back(i);
       }
-    return std::make_unique<PreparedFunction>([tensors, present](const OpBuffers& b, DeviceContext& c) {
+    const bool scaled = scaled_;
+    return std::make_unique<PreparedFunction>([tensors, present, scaled](const OpBuffers& b, DeviceContext& c) {
       std::vector<const void*> data;
       for (size_t i : present) data.push_back(b.in[i]);
-      all_finite(tensors, data, static_cast<bool*>(b.out[0]), c.sm_count(), c.stream());
+      all_finite(tensors, data, scaled ? static_cast<const float*>(b.in[0]) : nullptr, static_cast<bool*>(b.out[0]),
+                 c.sm_count(), c.stream());
     });
   }
+
+ private:
+  bool scaled_;
 };
 
 // Dropout(data, [ratio], [training_mode]) -> output, [mask]
@@ -72,6 +81,7 @@ class Dropout final : public CudaOp {
 const std::vector<CudaOpEntry>& training_ops() {
   static const std::vector<CudaOpEntry> ops = {
       {kAmpDomain, "AllFinite", make_op<AllFinite>},
+      {kAmpDomain, "AllFiniteScaled", make_op<AllFinite>},
       {"", "Dropout", make_op<Dropout>},
   };
   return ops;

@@ -12,10 +12,12 @@ using Grads = std::vector<Value*>;
 
 Value* constant_like(GradContext& c, double v, const Value* like) { return c.b.scalar(v, like->dtype()); }
 
-// relu'(x) = x > 0: PyTorch's threshold_backward.
+// relu'(x) = x > 0, read from the result as PyTorch's threshold_backward(grad, result, 0) does
+// (y > 0 exactly where x > 0; NaN fails both). The backward then keeps y alive rather than x, so a
+// product whose only other reader was the Relu can apply it in its epilogue and x is never stored.
 Grads relu(GradContext& c) {
-  Value* x = c.x(0);
-  return {c.b.where(c.b.greater(x, constant_like(c, 0, x)), c.dy[0], constant_like(c, 0, x))};
+  Value* y = c.y(0);
+  return {c.b.where(c.b.greater(y, constant_like(c, 0, y)), c.dy[0], constant_like(c, 0, y))};
 }
 
 Grads leaky_relu(GradContext& c) {

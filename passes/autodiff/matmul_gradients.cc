@@ -9,10 +9,17 @@ namespace {
 
 using Grads = std::vector<Value*>;
 
+// v with its last two axes swapped. When v is itself such a swap (x @ W^T, as PyTorch exports a
+// Linear layer), that is the swap's own input: the product reads W as it is stored instead of a
+// transpose of a transpose.
 Value* swap_last_two(GraphBuilder& b, Value* v, int64_t rank) {
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
   std::swap(perm[static_cast<size_t>(rank - 1)], perm[static_cast<size_t>(rank - 2)]);
+  Node* t = v->producer();
+  if (t && t->domain().empty() && t->op_type() == "Transpose" && t->attr("perm") && t->attr_ints("perm") == perm &&
+      t->input(0))
+    return t->input(0);
   return b.transpose(v, perm);
 }
 

@@ -31,7 +31,11 @@ bool LossScalePass::run(Model& m) {
   tg_.loss_scale = scale;
   // 1/scale in fp32, as GradScaler's inv_scale; exact for the powers of two the dynamic scale takes.
   Value* inverse = b.div(b.scalar(1, DType::kFloat), scale);
-  for (TrainedParam& p : tg_.params) p.grad = b.mul(p.grad, inverse);
+  tg_.inverse_scale = inverse;
+  for (TrainedParam& p : tg_.params) {
+    p.scaled_grad = p.grad;
+    p.grad = b.mul(p.grad, inverse);
+  }
   count("gradients unscaled", static_cast<int64_t>(tg_.params.size()));
   return true;
 }

@@ -17,6 +17,9 @@ namespace amp {
 struct TrainedParam {
   Value* value = nullptr;  // the fp32 master weight (an initializer)
   Value* grad = nullptr;   // its fp32 gradient, once the passes have made it
+  // With loss scaling: what grad was before it was unscaled (grad = Mul(scaled_grad, inverse_scale)
+  // until a later pass makes grad something else).
+  Value* scaled_grad = nullptr;
 };
 
 // Names of the step graph's inputs and outputs beyond the model's own.
@@ -39,6 +42,7 @@ class TrainingGraph {
   std::vector<TrainedParam> params;
   Value* seed = nullptr;        // dLoss: the constant 1, or the loss scale
   Value* loss_scale = nullptr;  // fp32 state, when the loss is scaled
+  Value* inverse_scale = nullptr;  // fp32 1 / loss_scale, when the loss is scaled
   Value* all_finite = nullptr;  // bool: every gradient finite (null when not checked)
   Value* apply = nullptr;       // bool input: this micro-batch ends an accumulation (null without)
   Value* lr = nullptr;          // fp32 input

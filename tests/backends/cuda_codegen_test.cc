@@ -176,6 +176,32 @@ TEST(CudaCodegen, MultiTensorKernelsCompileAndFitTheParameterLimit) {
   EXPECT_THROW(generate_multi_tensor_kernel(p, {InputIndexing::kSame, InputIndexing::kBroadcast, InputIndexing::kScalar}), Error);
 }
 
+TEST(CudaCodegen, MultiTensorKernelsRunSeveralProgramsInOneLaunch) {
+  // The update of parameters with fp16 gradients and of those with fp32 gradients: one kernel,
+  // each tensor set naming its program.
+  const ElementwiseProgram half = ElementwiseProgram::parse(
+      "inputs float float16 float\n%0 = Input 0 : float\n%1 = Input 1 : float16\n%2 = Input 2 : float\n"
+      "%3 = Cast %1 : float\n%4 = Mul %2 %3 : float\n%5 = Sub %0 %4 : float\n%6 = Cast %5 : float16\nreturn %5 %6\n");
+  const ElementwiseProgram full = ElementwiseProgram::parse(
+      "inputs float float float\n%0 = Input 0 : float\n%1 = Input 1 : float\n%2 = Input 2 : float\n"
+      "%3 = Mul %2 %1 : float\n%4 = Sub %0 %3 : float\nreturn %4\n");
+  using I = InputIndexing;
+  const MultiTensorKernel mt =
+      generate_multi_tensor_kernel({{&half, {I::kSame, I::kSame, I::kScalar}}, {&full, {I::kSame, I::kSame, I::kScalar}}});
+  EXPECT_TRUE(mt.has_variant);
+  EXPECT_EQ(mt.inputs, 3);
+  EXPECT_EQ(mt.outputs, 2) << "the larger of the programs' output counts";
+  EXPECT_EQ(mt.words_per_slot(), 3 + 2 + 2);
+  EXPECT_LE((static_cast<size_t>(mt.capacity) * 7 + 1) * 8, kKernelParamBytes);
+  EXPECT_NE(mt.kernel.source.find("unsigned long long variant;"), std::string::npos) << mt.kernel.source;
+  EXPECT_NE(mt.kernel.source.find("case 1:"), std::string::npos) << mt.kernel.source;
+  EXPECT_NE(mt.kernel.source.find("const unsigned short* __restrict__ in1"), std::string::npos) << "fp16 gradients";
+  EXPECT_NE(mt.kernel.source.find("const float* __restrict__ in1"), std::string::npos) << "fp32 gradients";
+  expect_compiles(mt.kernel, "two-program multi-tensor update");
+  // One program keeps the plain layout: no variant word.
+  EXPECT_FALSE(generate_multi_tensor_kernel(full, {I::kSame, I::kSame, I::kScalar}).has_variant);
+}
+
 TEST(CudaCodegen, IndexingFollowsTheBroadcast) {
   using I = InputIndexing;
   EXPECT_EQ(choose_indexing({{2, 3, 4}, {4}, {1}, {}, {2, 1, 4}, {1, 3, 4}}, {2, 3, 4}),

@@ -10,7 +10,9 @@
 TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvcc not found)"; }
 #else
 
+#include <cstring>
 #include <map>
+#include <random>
 
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/fused_elementwise_op.h"
@@ -18,6 +20,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "backends/cuda/schedule.h"
 #include "graph/error.h"
 #include "graph/onnx_io.h"
+#include "passes/fusion/elementwise_program_eval.h"
 #include "passes/training/training_step.h"
 #include "tests/support/test_support.h"
 
@@ -87,8 +90,22 @@ void expect_fused_kernels_compile(const ShapePlan& p) {
     if (const auto* op = dynamic_cast<const FusedElementwiseOp*>(u->op.get())) {
       k = generate_elementwise_kernel(op->program(), choose_indexing(in_dims, p.desc[u->out[0]].dims));
     } else if (const auto* mt = dynamic_cast<const MultiTensorFusedOp*>(u->op.get())) {
-      in_dims.resize(mt->program().input_dtypes.size());  // group 0 reads like all the others
-      k = generate_multi_tensor_kernel(mt->program(), choose_indexing(in_dims, p.desc[u->out[0]].dims)).kernel;
+      // Each program reads its inputs as its first group does (the others read alike).
+      std::vector<MultiTensorVariant> variants(mt->programs().size());
+      size_t at = 0, out_at = 0;
+      for (int v : mt->variant_of_group()) {
+        const ElementwiseProgram& prog = mt->programs()[static_cast<size_t>(v)];
+        if (!variants[static_cast<size_t>(v)].program) {
+          std::vector<std::vector<int64_t>> dims;
+          for (size_t i = 0; i < prog.input_dtypes.size(); ++i) dims.push_back(p.desc[u->in[at + i]].dims);
+          variants[static_cast<size_t>(v)] = {&prog, choose_indexing(dims, p.desc[u->out[out_at]].dims)};
+        }
+        at += prog.input_dtypes.size();
+        out_at += prog.outputs.size();
+      }
+      EXPECT_EQ(at, u->in.size());
+      EXPECT_EQ(out_at, u->out.size());
+      k = generate_multi_tensor_kernel(variants).kernel;
     } else {
       continue;
     }
@@ -171,26 +188,156 @@ TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpd
       std::vector<Tensor> feeds;
       const ShapePlan p = plan_with_zero_feeds(*s, feeds);
       expect_every_step_placed(*s, p);
-      EXPECT_EQ(kinds(p)["AllFinite"], 1) << listing(p);
-      // AdamW: each parameter's gradient conversion, unscaling and both moment updates (with the
-      // square root of the second) fuse into one program, and the parameters sharing that program
-      // (one per gradient type) into one multi-tensor launch; the rest of the update, which waits
-      // for the all-finite flag over every gradient, likewise.
-      size_t moment_groups = 0, moment_launches = 0, fused = 0, fused_nodes = 0;
+      // fp16 scales the loss: the check reads the fp16 gradients times 1/scale (AllFiniteScaled),
+      // so nothing of the update has to happen before it; bf16 checks its fp32 gradients as they are.
+      const std::string check = precision == DType::kFloat16 ? "AllFiniteScaled" : "AllFinite";
+      EXPECT_EQ(kinds(p)[check], 1) << listing(p);
+      // After the check, AdamW is: one kernel for the step's scalars (bias corrections, the loss
+      // scale's update), then one multi-tensor launch that, for every parameter, converts and
+      // unscales the gradient, updates both moments, decays and updates the fp32 master weight,
+      // and keeps all of it when the step is skipped (a program per gradient type, one launch).
+      size_t after_check = 0, update_launches = 0, updated_params = 0, fused = 0, fused_nodes = 0;
+      bool seen_check = false;
       for (const Unit* u : p.order) {
+        if (u->kind == check) seen_check = true;
+        else if (seen_check) ++after_check;
         if (u->kind.find("fused ") == std::string::npos) continue;
         ++fused;
         fused_nodes += u->steps.size();
-        if (u->kind.find("Mul+Add+Sqrt") == std::string::npos) continue;
-        ++moment_launches;
+        if (u->kind.find("Mul+Add+Sqrt+Div+Add+Where+Where+Div+Mul+Sub+Where") == std::string::npos) continue;
+        ++update_launches;
         const auto* mt = dynamic_cast<const MultiTensorFusedOp*>(u->op.get());
-        moment_groups += mt ? static_cast<size_t>(mt->groups()) : 1;
+        updated_params += mt ? static_cast<size_t>(mt->groups()) : 1;
       }
-      EXPECT_GE(moment_groups, step.params.size()) << listing(p);
-      EXPECT_LE(moment_launches, 3u) << "one launch per gradient type:\n" << listing(p);
+      EXPECT_EQ(updated_params, step.params.size()) << listing(p);
+      EXPECT_EQ(update_launches, 1u) << "one launch for every parameter, whatever its gradient's type:\n" << listing(p);
+      EXPECT_EQ(after_check, 2u) << "scalars, then the update:\n" << listing(p);
       EXPECT_GT(fused_nodes, 5 * fused) << "fused units should average more than 5 nodes:\n" << listing(p);
       if (precision == DType::kFloat16) expect_fused_kernels_compile(p);  // NVRTC is slow: one type is enough
     }
+  }
+}
+
+// Training graphs keep what the backward reads, and products still absorb their epilogues: ReLU's
+// gradient reads the ReLU's result (not the product's), the bias row is the Cast of a weight, and
+// PyTorch's x @ W^T reads W itself in the backward pass, so the forward Transpose has one reader.
+TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
+  {
+    TrainingStep step = mixed_precision_step("mlp.train.onnx", DType::kFloat16);
+    CompileOptions options;
+    options.state = step.state;
+    options.state_updates = step.updates;
+    const Schedule s(step.model, options);
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    EXPECT_EQ(kinds(p)["Gemm+Relu"], 2) << listing(p);
+    EXPECT_EQ(kinds(p)["fused Relu"], 0) << listing(p);
+  }
+  {
+    TrainingStep step = mixed_precision_step("gpt.train.onnx", DType::kFloat16);
+    CompileOptions options;
+    options.state = step.state;
+    options.state_updates = step.updates;
+    const Schedule s(step.model, options);
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    EXPECT_EQ(kinds(p)["MatMul+Transpose+Add"], 9) << "every Linear of the forward pass:\n" << listing(p);
+  }
+}
+
+// What the device would compute, checked on the CPU: every fused unit of a training step's plan
+// — plan-time groups, merged scalar kernels, multi-tensor launches with several programs — is
+// evaluated on the host (evaluate_elementwise_program, the reference the generated kernels are
+// compiled from) on the inputs the CPU backend computed for the unfused graph, and must give
+// exactly the CPU backend's values of its outputs.
+TEST(CudaSchedule, EveryFusedUnitOfATrainingStepComputesWhatTheUnfusedGraphComputes) {
+  for (const char* model : {"mlp.train.onnx", "gpt.train.onnx", "cnn.train.onnx"}) {
+    SCOPED_TRACE(model);
+    TrainingStep step = mixed_precision_step(model, DType::kFloat16);
+    CompileOptions options;
+    options.state = step.state;
+    options.state_updates = step.updates;
+    const Schedule s(step.model, options);
+    // Random inputs: images in [-1, 1), labels and tokens in {0, 1}, the learning rate 1e-3.
+    std::vector<Tensor> feeds = zero_feeds(s);
+    std::mt19937 rng(5);
+    for (Tensor& t : feeds) {
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        if (t.dtype == DType::kFloat) t.mutable_as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+        else if (t.dtype == DType::kInt64) t.mutable_as<int64_t>()[i] = static_cast<int64_t>(rng() % 2);
+      }
+      if (t.name == step.lr) *t.mutable_as<float>() = 1e-3f;
+    }
+    std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
+    for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
+    std::vector<TensorDesc> state;
+    for (int v : s.state_values) {
+      const Tensor& t = s.program.initializers[s.program.values[v].initializer];
+      state.push_back(TensorDesc{t.dtype, t.dims});
+    }
+    std::vector<int> targets = s.program.outputs;
+    for (const auto& [st, v] : s.updates) targets.push_back(v);
+    const ShapePlan p = s.plan(fed, state, targets);
+
+    // Every value a fused unit reads or writes, from one CPU run of the unfused step.
+    std::vector<const Unit*> fused;
+    std::vector<std::string> names;
+    std::map<int, size_t> fetched;
+    for (const Unit* u : p.order) {
+      if (!dynamic_cast<const FusedElementwiseOp*>(u->op.get()) && !dynamic_cast<const MultiTensorFusedOp*>(u->op.get()))
+        continue;
+      fused.push_back(u);
+      for (const std::vector<int>* list : {&u->in, &u->out})
+        for (int v : *list)
+          if (!fetched.count(v)) {
+            fetched[v] = names.size();
+            names.push_back(s.program.values[v].name);
+          }
+    }
+    ASSERT_GT(fused.size(), 5u);
+    std::vector<std::pair<std::string, Tensor>> cpu_feeds;
+    for (const Tensor& t : feeds) cpu_feeds.emplace_back(t.name, t);
+    auto cpu = make_backend("cpu")->compile(step.model, CompileOptions{step.state, step.updates, 3, 1});
+    const std::vector<Tensor> values = cpu->run(cpu_feeds, names);
+
+    size_t checked = 0;
+    for (const Unit* u : fused) {
+      // (program, its operands) per group.
+      std::vector<std::pair<const ElementwiseProgram*, size_t>> groups;  // program, first input index
+      std::vector<size_t> out_first;
+      if (const auto* op = dynamic_cast<const FusedElementwiseOp*>(u->op.get())) {
+        groups.push_back({&op->program(), 0});
+        out_first.push_back(0);
+      } else {
+        const auto* mt = dynamic_cast<const MultiTensorFusedOp*>(u->op.get());
+        size_t at = 0, out_at = 0;
+        for (int v : mt->variant_of_group()) {
+          const ElementwiseProgram& prog = mt->programs()[static_cast<size_t>(v)];
+          groups.push_back({&prog, at});
+          out_first.push_back(out_at);
+          at += prog.input_dtypes.size();
+          out_at += prog.outputs.size();
+        }
+        ASSERT_EQ(at, u->in.size()) << u->kind;
+        ASSERT_EQ(out_at, u->out.size()) << u->kind;
+      }
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const ElementwiseProgram& prog = *groups[g].first;
+        std::vector<const Tensor*> in;
+        for (size_t k = 0; k < prog.input_dtypes.size(); ++k) in.push_back(&values[fetched.at(u->in[groups[g].second + k])]);
+        const std::vector<Tensor> got = evaluate_elementwise_program(prog, in, u->where);
+        for (size_t k = 0; k < got.size(); ++k) {
+          const int v = u->out[out_first[g] + k];
+          const Tensor& want = values[fetched.at(v)];
+          ASSERT_EQ(got[k].dtype, want.dtype) << u->kind << " " << s.program.values[v].name;
+          ASSERT_EQ(got[k].numel(), want.numel()) << u->kind << " " << s.program.values[v].name;
+          EXPECT_EQ(std::memcmp(got[k].data(), want.data(), want.nbytes()), 0)
+              << u->kind << ": " << s.program.values[v].name << " differs from the unfused graph's";
+          ++checked;
+        }
+      }
+    }
+    EXPECT_GT(checked, fused.size());
   }
 }
 

@@ -36,7 +36,6 @@ struct In {
 };
 
 In x(std::vector<int64_t> dims, Fill f = Fill::kRandom) { return In{std::move(dims), f, std::nullopt, false}; }
-In absent() { return In{{}, Fill::kRandom, std::nullopt, true}; }
 template <class T>
 In constant(DType t, std::vector<int64_t> dims, std::vector<T> values) {
   Tensor c(t, dims);

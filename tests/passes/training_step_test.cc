@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
+#include "graph/half.h"
 #include "graph/onnx_io.h"
 #include "passes/graph_builder.h"
 #include "passes/training/training_info.h"
@@ -56,19 +57,25 @@ Feeds batch(int64_t n, uint32_t seed) {
   return {{"input", x}, {"labels", y}};
 }
 
-// Multiplies the gradient `name` by a new scalar input "fault" (1 normally, inf to inject).
-void add_fault_input(TrainingStep& step, const std::string& grad_name) {
+// Multiplies a gradient by a new scalar input "fault" (1 normally, inf or NaN to inject) where the
+// backward pass computes it: for a master weight, the fp16/bf16 value the widening Cast to fp32
+// reads (overflow happens there, in the low-precision backward), else the gradient `name` itself.
+// Returns the fault input's type.
+DType add_fault_input(TrainingStep& step, const std::string& grad_name) {
   Graph& g = *step.model.graph;
   Value* grad = g.value(grad_name);
-  ASSERT_NE(grad, nullptr) << grad_name;
-  Value* fault = g.add_input("fault", ValueType::tensor(DType::kFloat, Shape::of({})));
-  Node* mul = g.add_node("Mul", {grad, fault}, {grad_name + "_faulty"}, "", grad->producer());
+  EXPECT_NE(grad, nullptr) << grad_name;
+  if (!grad) return DType::kFloat;
+  if (const Node* c = grad->producer(); c && c->op_type() == "Cast") grad = c->input(0);
+  Value* fault = g.add_input("fault", ValueType::tensor(grad->dtype(), Shape::of({})));
+  Node* mul = g.add_node("Mul", {grad, fault}, {grad->name() + "_faulty"}, "", grad->producer());
   g.move_before(mul, nullptr);
   mul->output(0)->set_type(grad->type());
   std::vector<Use> uses = grad->uses();
   for (const Use& u : uses)
     if (u.node != mul) u.node->set_input(u.index, mul->output(0));
   g.topological_sort();
+  return grad->dtype();
 }
 
 std::unique_ptr<Executable> compile(const TrainingStep& step) {
@@ -90,10 +97,14 @@ struct StepRun {
   bool finite;
 };
 
-StepRun run_step(Executable& exe, const TrainingStep& step, uint32_t seed, float fault) {
+StepRun run_step(Executable& exe, const TrainingStep& step, uint32_t seed, float fault, DType fault_type = DType::kFloat) {
   Feeds feeds = batch(8, seed);
   feeds.emplace_back(step.lr, scalar(1e-3f));
-  feeds.emplace_back("fault", scalar(fault));
+  Tensor f(fault_type, {});
+  if (fault_type == DType::kFloat16) *f.mutable_as<uint16_t>() = fp32_to_fp16(fault);
+  else if (fault_type == DType::kBFloat16) *f.mutable_as<uint16_t>() = fp32_to_bf16(fault);
+  else *f.mutable_as<float>() = fault;
+  feeds.emplace_back("fault", f);
   auto out = exe.run(feeds, {step.loss, step.all_finite});
   return {out[0].element(0), out[1].element(0) != 0};
 }
@@ -102,15 +113,16 @@ TEST(FaultInjection, InfGradientSkipsTheStepLeavesStateAndHalvesTheScale) {
   TrainingStep step = build_training_step(mlp(), spec(DType::kFloat16, LossScaleSpec::Mode::kDynamic));
   ASSERT_FALSE(step.all_finite.empty());
   ASSERT_EQ(step.loss_scale, StepNames::kLossScale);
-  add_fault_input(step, "fc2.weight_grad");
+  const DType ft = add_fault_input(step, "fc2.weight_grad");
+  EXPECT_EQ(ft, DType::kFloat16) << "the fault goes where the fp16 backward computes the gradient";
   auto exe = compile(step);
   const float inf = std::numeric_limits<float>::infinity();
   const int k = 3;
-  for (int s = 1; s < k; ++s) EXPECT_TRUE(run_step(*exe, step, s, 1).finite);
+  for (int s = 1; s < k; ++s) EXPECT_TRUE(run_step(*exe, step, s, 1, ft).finite);
   const auto before = snapshot(*exe);
   EXPECT_EQ(before.at(StepNames::kGoodSteps).element(0), k - 1);
 
-  const StepRun faulty = run_step(*exe, step, k, inf);
+  const StepRun faulty = run_step(*exe, step, k, inf, ft);
   EXPECT_FALSE(faulty.finite);
   EXPECT_TRUE(std::isfinite(faulty.loss));  // the forward was fine; only the update is skipped
   const auto after = snapshot(*exe);
@@ -124,7 +136,7 @@ TEST(FaultInjection, InfGradientSkipsTheStepLeavesStateAndHalvesTheScale) {
     }
   }
   // Training goes on: the next step is finite and updates weights, moments and Adam's count.
-  EXPECT_TRUE(run_step(*exe, step, k + 1, 1).finite);
+  EXPECT_TRUE(run_step(*exe, step, k + 1, 1, ft).finite);
   const auto next = snapshot(*exe);
   EXPECT_FALSE(bits_equal(next.at("fc2.weight"), after.at("fc2.weight")));
   EXPECT_FALSE(bits_equal(next.at("fc2.weight.exp_avg"), after.at("fc2.weight.exp_avg")));
@@ -136,12 +148,53 @@ TEST(FaultInjection, Bf16ChecksWithoutScaling) {
   TrainingStep step = build_training_step(mlp(), spec(DType::kBFloat16, LossScaleSpec::Mode::kNone));
   EXPECT_TRUE(step.loss_scale.empty());
   ASSERT_FALSE(step.all_finite.empty());
-  add_fault_input(step, "fc1.bias_grad");
+  const DType ft = add_fault_input(step, "fc1.bias_grad");
+  EXPECT_EQ(ft, DType::kBFloat16);
   auto exe = compile(step);
-  EXPECT_TRUE(run_step(*exe, step, 1, 1).finite);
+  EXPECT_TRUE(run_step(*exe, step, 1, 1, ft).finite);
   const auto before = snapshot(*exe);
-  EXPECT_FALSE(run_step(*exe, step, 2, std::numeric_limits<float>::quiet_NaN()).finite);
+  EXPECT_FALSE(run_step(*exe, step, 2, std::numeric_limits<float>::quiet_NaN(), ft).finite);
   for (const auto& [name, t] : before) EXPECT_TRUE(bits_equal(snapshot(*exe).at(name), t)) << name;
+}
+
+// The loss-scaled check reads the fp16 gradients before unscaling (AllFiniteScaled with 1/scale),
+// so the optimizer may unscale inside its own kernel; its verdict is that of the unscaled fp32
+// values: a finite fp16 gradient whose unscaled value overflows float32 still skips the step.
+TEST(FaultInjection, ScaledCheckReadsLowPrecisionGradientsAndJudgesTheUnscaledValues) {
+  TrainingStep step = build_training_step(mlp(), spec(DType::kFloat16, LossScaleSpec::Mode::kDynamic));
+  const Node* check = step.model.graph->value(step.all_finite)->producer();
+  ASSERT_NE(check, nullptr);
+  ASSERT_EQ(check->op_type(), "AllFiniteScaled");
+  ASSERT_EQ(check->inputs().size(), 1 + 6u) << "1/scale, then the six gradients";
+  for (size_t i = 1; i < check->inputs().size(); ++i) EXPECT_EQ(check->input(i)->dtype(), DType::kFloat16) << i;
+
+  // The kernel alone, against float32 arithmetic: 60000 (finite fp16) * 1e34 overflows float32.
+  auto judge = [](float scale, float x, DType t) {
+    Model m;
+    m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
+    Graph& g = *m.graph;
+    Value* s = g.add_input("s", ValueType::tensor(DType::kFloat, Shape::of({})));
+    Value* v = g.add_input("x", ValueType::tensor(t, Shape::of({3})));
+    Node* n = g.add_node("AllFiniteScaled", {s, v}, {"ok"}, kAmpDomain);
+    n->output(0)->set_type(ValueType::tensor(DType::kBool, Shape::of({})));
+    g.add_output(n->output(0));
+    Tensor xs(t, {3});
+    for (int i = 0; i < 3; ++i) {
+      const float e = i == 1 ? x : 1.0f;
+      if (t == DType::kFloat16) xs.mutable_as<uint16_t>()[i] = fp32_to_fp16(e);
+      else xs.mutable_as<float>()[i] = e;
+    }
+    auto exe = make_backend("cpu")->compile(m, CompileOptions{});
+    return exe->run({{"s", scalar(scale)}, {"x", xs}}, {"ok"})[0].element(0) != 0;
+  };
+  const float big = 60000.0f, flt_max = std::numeric_limits<float>::max();
+  EXPECT_EQ(judge(1e34f, big, DType::kFloat16), std::isfinite(big * 1e34f));
+  EXPECT_FALSE(judge(1e34f, big, DType::kFloat16));
+  EXPECT_TRUE(judge(1e30f, big, DType::kFloat16));
+  EXPECT_TRUE(judge(0.5f, flt_max, DType::kFloat));
+  EXPECT_FALSE(judge(2.0f, flt_max, DType::kFloat)) << "the product is rounded to float32, not computed wider";
+  EXPECT_FALSE(judge(1.0f, std::numeric_limits<float>::infinity(), DType::kFloat16));
+  EXPECT_FALSE(judge(std::numeric_limits<float>::infinity(), 0.0f, DType::kFloat16)) << "0 * inf is NaN";
 }
 
 TEST(LossScale, GrowsAfterTheIntervalWithinItsBoundsAndBacksOffToTheMinimum) {
@@ -151,18 +204,18 @@ TEST(LossScale, GrowsAfterTheIntervalWithinItsBoundsAndBacksOffToTheMinimum) {
   s.loss_scale.max_scale = 4096;
   s.loss_scale.min_scale = 256;
   TrainingStep step = build_training_step(mlp(), s);
-  add_fault_input(step, "fc3.bias_grad");
+  const DType ft = add_fault_input(step, "fc3.bias_grad");
   auto exe = compile(step);
   auto scale = [&] { return exe->read_state(StepNames::kLossScale).element(0); };
   std::vector<double> seen;
   for (int i = 0; i < 6; ++i) {
-    run_step(*exe, step, i, 1);
+    run_step(*exe, step, i, 1, ft);
     seen.push_back(scale());
   }
   EXPECT_EQ(seen, (std::vector<double>{1024, 2048, 2048, 4096, 4096, 4096}));  // x2 per 2 steps, capped
   seen.clear();
   for (int i = 0; i < 6; ++i) {
-    run_step(*exe, step, i, std::numeric_limits<float>::infinity());
+    run_step(*exe, step, i, std::numeric_limits<float>::infinity(), ft);
     seen.push_back(scale());
   }
   EXPECT_EQ(seen, (std::vector<double>{2048, 1024, 512, 256, 256, 256}));  // /2 per overflow, floored
@@ -219,7 +272,9 @@ TEST(Accumulation, TwoMicroBatchesTrainLikeOneBatchOfTwiceTheSize) {
       h.emplace_back(micro.apply_update, apply);
       const Tensor w_before = b->read_state("fc1.weight");
       b->run(h, {micro.loss});
-      if (half == 0) EXPECT_TRUE(bits_equal(b->read_state("fc1.weight"), w_before)) << "updated before the last micro-batch";
+      if (half == 0) {
+        EXPECT_TRUE(bits_equal(b->read_state("fc1.weight"), w_before)) << "updated before the last micro-batch";
+      }
     }
   }
   for (const std::string& p : big.params) {
