@@ -188,6 +188,23 @@ std::optional<int64_t> columns_of(const Value* b, bool trans_b) {
   return trans_b ? dims[dims.size() - 2].value : dims.back().value;
 }
 
+// v's rank when the graph fixes it: from its type, or through the Reshape to a constant shape,
+// the Transpose or the Cast that made it (training graphs leave such values without shapes).
+std::optional<size_t> static_rank(const Value* v) {
+  if (!v) return std::nullopt;
+  if (v->type().shape) return v->type().shape->rank();
+  const Node* p = v->producer();
+  if (is_op(p, "Reshape")) {
+    if (auto dims = constant_ints(p->input(1))) return dims->size();
+  } else if (is_op(p, "Transpose")) {
+    if (p->attr("perm")) return p->attr_ints("perm").size();
+    return static_rank(p->input(0));
+  } else if (is_op(p, "Cast")) {
+    return static_rank(p->input(0));
+  }
+  return std::nullopt;
+}
+
 std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy) {
   const bool gemm = p->op_type() == "Gemm";
   ProductConfig c{gemm, p->attr_int("transA", 0) != 0, p->attr_int("transB", 0) != 0, p->attr_float("alpha", 1.0f),
@@ -249,6 +266,22 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
         f.outputs.push_back(r->output(0));
         break;
       }
+    }
+  }
+  // D^T = op(B)^T op(A)^T: a 2-D product whose only reader transposes it (dW = (X^T dY)^T, the
+  // weight gradient of PyTorch's x @ W^T) computes the transpose directly, operands swapped.
+  auto rank2 = [](const Value* v) { return static_rank(v) == std::optional<size_t>(2); };
+  if (c.epilogue == GemmEpilogue::kNone && !c_input && rank2(a) && rank2(b)) {
+    const Node* tr = only_reader(out);
+    if (is_op(tr, "Transpose") && !busy(tr) && tr->output(0)->dtype() == t &&
+        (!tr->attr("perm") || tr->attr_ints("perm") == std::vector<int64_t>{1, 0})) {
+      std::swap(a, b);
+      const bool trans_a = c.trans_a;
+      c.trans_a = !c.trans_b;
+      c.trans_b = !trans_a;
+      f.nodes.push_back(tr);
+      out = tr->output(0);
+      f.outputs = {out};
     }
   }
   if (f.nodes.size() == 1) return std::nullopt;  // nothing absorbed: the plain table op

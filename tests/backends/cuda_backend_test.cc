@@ -224,6 +224,22 @@ TEST(CudaBackendGpu, ProductsWithTheirEpiloguesMatchTheCpu) {
                         {t});
     gemm_full_c.node->set_attr(Attribute::of_float("beta", 2.0f));
     expect_parity(gemm_full_c.m, gemm_full_c.feeds, gemm_full_c.outputs, tol);
+    // Transpose(MatMul(Transpose(x), dy)): both transposes become flags of one swapped product.
+    Model tm;
+    tm.opset_imports = {{"", 17}};
+    Graph& g = *tm.graph;
+    Value* x = g.add_input("x", ValueType::tensor(t, Shape::of({24, 8})));
+    Value* dy = g.add_input("dy", ValueType::tensor(t, Shape::of({24, 16})));
+    Node* xt = g.add_node("Transpose", {x}, {"xt"});
+    xt->set_attr(Attribute::of_ints("perm", {1, 0}));
+    xt->output(0)->set_type(ValueType::tensor(t, Shape::of({8, 24})));
+    Node* mm = g.add_node("MatMul", {xt->output(0), dy}, {"dw_t"});
+    mm->output(0)->set_type(ValueType::tensor(t, Shape::of({8, 16})));
+    Node* back = g.add_node("Transpose", {mm->output(0)}, {"dw"});
+    back->set_attr(Attribute::of_ints("perm", {1, 0}));
+    back->output(0)->set_type(ValueType::tensor(t, Shape::of({16, 8})));
+    g.add_output(back->output(0));
+    expect_parity(tm, {{"x", random_tensor(t, {24, 8}, 16)}, {"dy", random_tensor(t, {24, 16}, 17)}}, {"dw"}, tol);
   }
 }
 

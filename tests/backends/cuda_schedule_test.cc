@@ -220,7 +220,8 @@ TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpd
 
 // Training graphs keep what the backward reads, and products still absorb their epilogues: ReLU's
 // gradient reads the ReLU's result (not the product's), the bias row is the Cast of a weight, and
-// PyTorch's x @ W^T reads W itself in the backward pass, so the forward Transpose has one reader.
+// PyTorch's x @ W^T reads W itself in the backward pass, so the forward Transpose has one reader;
+// the weight gradient's final transpose is the product's operands swapped.
 TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
   {
     TrainingStep step = mixed_precision_step("mlp.train.onnx", DType::kFloat16);
@@ -242,6 +243,8 @@ TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
     std::vector<Tensor> feeds;
     const ShapePlan p = plan_with_zero_feeds(s, feeds);
     EXPECT_EQ(kinds(p)["MatMul+Transpose+Add"], 9) << "every Linear of the forward pass:\n" << listing(p);
+    // Their weight gradients dW = (X^T dY)^T are one product each, dY^T X, nothing transposed.
+    EXPECT_EQ(kinds(p)["MatMul+Transpose+Transpose"], 9) << listing(p);
   }
 }
 
