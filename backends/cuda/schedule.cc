@@ -425,6 +425,16 @@ std::vector<size_t> Schedule::topological(const std::vector<const Unit*>& all,
 
 namespace {
 
+// units without those in `gone`, then `made`.
+void replace_units(std::vector<std::unique_ptr<Unit>>& units, const std::vector<const Unit*>& gone,
+                   std::vector<std::unique_ptr<Unit>>& made) {
+  std::vector<std::unique_ptr<Unit>> kept;
+  for (auto& u : units)
+    if (std::find(gone.begin(), gone.end(), u.get()) == gone.end()) kept.push_back(std::move(u));
+  for (auto& u : made) kept.push_back(std::move(u));
+  units = std::move(kept);
+}
+
 // Which units (transitively) wait for which; two units can share a launch when neither waits for
 // the other.
 class Reachability {
@@ -532,11 +542,7 @@ void Schedule::batch_fused_groups(ShapePlan& p) const {
     merged->op = std::make_unique<MultiTensorFusedOp>(std::move(programs), std::move(variant_of_group));
     made.push_back(std::move(merged));
   }
-  std::vector<std::unique_ptr<Unit>> kept;
-  for (auto& u : p.fused)
-    if (std::find(batched.begin(), batched.end(), u.get()) == batched.end()) kept.push_back(std::move(u));
-  for (auto& u : made) kept.push_back(std::move(u));
-  p.fused = std::move(kept);
+  replace_units(p.fused, batched, made);
 }
 
 void Schedule::merge_scalar_groups(ShapePlan& p) const {
@@ -591,11 +597,7 @@ void Schedule::merge_scalar_groups(ShapePlan& p) const {
       merged->op = std::make_unique<FusedElementwiseOp>(std::move(one.program));
       made.push_back(std::move(merged));
     }
-  std::vector<std::unique_ptr<Unit>> kept;
-  for (auto& u : p.fused)
-    if (std::find(merged_away.begin(), merged_away.end(), u.get()) == merged_away.end()) kept.push_back(std::move(u));
-  for (auto& u : made) kept.push_back(std::move(u));
-  p.fused = std::move(kept);
+  replace_units(p.fused, merged_away, made);
 }
 
 void Schedule::order_units(ShapePlan& p) const {

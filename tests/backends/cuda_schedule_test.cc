@@ -45,8 +45,8 @@ std::vector<Tensor> zero_feeds(const Schedule& s) {
   return feeds;
 }
 
-ShapePlan plan_with_zero_feeds(const Schedule& s, std::vector<Tensor>& feeds) {
-  feeds = zero_feeds(s);
+// The plan for these feeds, the initial state and every output and state update as targets.
+ShapePlan plan_with(const Schedule& s, const std::vector<Tensor>& feeds) {
   std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
   for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
   std::vector<TensorDesc> state;
@@ -57,6 +57,11 @@ ShapePlan plan_with_zero_feeds(const Schedule& s, std::vector<Tensor>& feeds) {
   std::vector<int> targets = s.program.outputs;
   for (const auto& [st, v] : s.updates) targets.push_back(v);
   return s.plan(fed, state, targets);
+}
+
+ShapePlan plan_with_zero_feeds(const Schedule& s, std::vector<Tensor>& feeds) {
+  feeds = zero_feeds(s);
+  return plan_with(s, feeds);
 }
 
 std::map<std::string, int> kinds(const ShapePlan& p) {
@@ -223,29 +228,23 @@ TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpd
 // PyTorch's x @ W^T reads W itself in the backward pass, so the forward Transpose has one reader;
 // the weight gradient's final transpose is the product's operands swapped.
 TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
-  {
-    TrainingStep step = mixed_precision_step("mlp.train.onnx", DType::kFloat16);
+  auto step_units = [](const char* model) {
+    TrainingStep step = mixed_precision_step(model, DType::kFloat16);
     CompileOptions options;
     options.state = step.state;
     options.state_updates = step.updates;
     const Schedule s(step.model, options);
     std::vector<Tensor> feeds;
     const ShapePlan p = plan_with_zero_feeds(s, feeds);
-    EXPECT_EQ(kinds(p)["Gemm+Relu"], 2) << listing(p);
-    EXPECT_EQ(kinds(p)["fused Relu"], 0) << listing(p);
-  }
-  {
-    TrainingStep step = mixed_precision_step("gpt.train.onnx", DType::kFloat16);
-    CompileOptions options;
-    options.state = step.state;
-    options.state_updates = step.updates;
-    const Schedule s(step.model, options);
-    std::vector<Tensor> feeds;
-    const ShapePlan p = plan_with_zero_feeds(s, feeds);
-    EXPECT_EQ(kinds(p)["MatMul+Transpose+Add"], 9) << "every Linear of the forward pass:\n" << listing(p);
-    // Their weight gradients dW = (X^T dY)^T are one product each, dY^T X, nothing transposed.
-    EXPECT_EQ(kinds(p)["MatMul+Transpose+Transpose"], 9) << listing(p);
-  }
+    return std::make_pair(kinds(p), listing(p));
+  };
+  auto [mlp, mlp_listing] = step_units("mlp.train.onnx");
+  EXPECT_EQ(mlp["Gemm+Relu"], 2) << mlp_listing;
+  EXPECT_EQ(mlp["fused Relu"], 0) << mlp_listing;
+  auto [gpt, gpt_listing] = step_units("gpt.train.onnx");
+  EXPECT_EQ(gpt["MatMul+Transpose+Add"], 9) << "every Linear of the forward pass:\n" << gpt_listing;
+  // Their weight gradients dW = (X^T dY)^T are one product each, dY^T X, nothing transposed.
+  EXPECT_EQ(gpt["MatMul+Transpose+Transpose"], 9) << gpt_listing;
 }
 
 // What the device would compute, checked on the CPU: every fused unit of a training step's plan
@@ -271,16 +270,7 @@ TEST(CudaSchedule, EveryFusedUnitOfATrainingStepComputesWhatTheUnfusedGraphCompu
       }
       if (t.name == step.lr) *t.mutable_as<float>() = 1e-3f;
     }
-    std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
-    for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
-    std::vector<TensorDesc> state;
-    for (int v : s.state_values) {
-      const Tensor& t = s.program.initializers[s.program.values[v].initializer];
-      state.push_back(TensorDesc{t.dtype, t.dims});
-    }
-    std::vector<int> targets = s.program.outputs;
-    for (const auto& [st, v] : s.updates) targets.push_back(v);
-    const ShapePlan p = s.plan(fed, state, targets);
+    const ShapePlan p = plan_with(s, feeds);
 
     // Every value a fused unit reads or writes, from one CPU run of the unfused step.
     std::vector<const Unit*> fused;
