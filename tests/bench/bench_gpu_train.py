@@ -18,6 +18,11 @@ precision), and peak device memory (PyTorch: max_memory_allocated; amp: plan are
 resident state).
 
   python3 tests/bench/bench_gpu_train.py --build build [--steps 200] [--models gpt]
+      [--bench-bin PATH] [--json FILE]
+
+--bench-bin names the bench_cuda_train_step executable when it is not in BUILD/tests (the GPU
+session kit's, see .ci/gpu_run.sh); --json also writes the rows to FILE (rewritten after each row,
+so an interrupted run keeps what it measured).
 
 Needs a CUDA GPU, PyTorch with CUDA, and the bench_cuda_train_step target built with nvcc.
 Not run on the development machine (no GPU there): its numbers are unverified.
@@ -31,8 +36,11 @@ import subprocess
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # a clear line, not a traceback
+    sys.exit(f"bench_gpu_train.py needs PyTorch with CUDA: {e}")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "models"))
@@ -115,20 +123,35 @@ def time_torch(name, variant, steps, warmup):
     return statistics.median(times), torch.cuda.max_memory_allocated() / 2**20, precision, flops
 
 
-def time_amp(build, name, steps):
-    """Runs bench_cuda_train_step for one model; returns {precision: (seconds, MiB)}."""
-    binary = os.path.join(build, "tests", "bench_cuda_train_step")
-    if not os.path.exists(binary):
-        sys.exit(f"{binary} not found: build the bench_cuda_train_step target (needs nvcc)")
-    out = subprocess.run(
-        [binary, f"--benchmark_filter=BM_TrainStep/{name}_", "--benchmark_format=json",
-         f"--benchmark_min_time={max(1, steps // 100)}"],
-        check=True, capture_output=True, text=True, env={**os.environ, "AMP_SOURCE_DIR": ROOT}).stdout
+def time_amp(binary, name, steps):
+    """Runs bench_cuda_train_step for one model; returns {precision: (seconds, MiB)}.
+
+    A failure (crash, unparsable output, a benchmark reporting an error) is printed and gives no
+    rows for that model, so that the other models are still measured."""
+    try:
+        proc = subprocess.run(
+            [binary, f"--benchmark_filter=BM_TrainStep/{name}_", "--benchmark_format=json",
+             f"--benchmark_min_time={max(1, steps // 100)}"],
+            capture_output=True, text=True, env={**os.environ, "AMP_SOURCE_DIR": ROOT})
+    except OSError as e:
+        print(f"amp {name}: cannot run {binary}: {e}", flush=True)
+        return {}
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
+        print(f"amp {name}: {binary} exited with {proc.returncode}:\n{tail}", flush=True)
+        return {}
+    try:
+        benchmarks = json.loads(proc.stdout)["benchmarks"]
+    except (ValueError, KeyError) as e:
+        print(f"amp {name}: unreadable output of {binary} ({e}):\n{proc.stdout[-2000:]}", flush=True)
+        return {}
     results = {}
-    for b in json.loads(out)["benchmarks"]:
+    for b in benchmarks:
         if b.get("error_occurred"):
-            sys.exit(f"amp: {b['name']}: {b['error_message']}")
-        precision = b["name"].split("_")[-1].split("/")[0]
+            print(f"amp: {b['name']}: {b['error_message']}", flush=True)
+            continue
+        # "BM_TrainStep/mlp_fp16/real_time" (UseRealTime() appends "/real_time")
+        precision = b["name"].split("/")[1].split("_")[-1]
         seconds = b["real_time"] / {"ms": 1e3, "us": 1e6, "ns": 1e9, "s": 1}[b["time_unit"]]
         results[precision] = (seconds, b["arena_MiB"] + b["state_MiB"])
     return results
@@ -141,11 +164,17 @@ def main():
     ap.add_argument("--warmup", type=int, default=30, help="untimed steps first (torch.compile compiles here)")
     ap.add_argument("--models", nargs="+", default=["mlp", "cnn", "gpt"], choices=["mlp", "cnn", "gpt"])
     ap.add_argument("--skip-amp", action="store_true", help="PyTorch rows only")
+    ap.add_argument("--bench-bin", help="the bench_cuda_train_step executable (default: BUILD/tests/bench_cuda_train_step)")
+    ap.add_argument("--json", help="also write the rows to this JSON file")
     args = ap.parse_args()
+    bench_bin = args.bench_bin or os.path.join(args.build, "tests", "bench_cuda_train_step")
+    if not args.skip_amp and not os.access(bench_bin, os.X_OK):
+        sys.exit(f"{bench_bin} not found: build the bench_cuda_train_step target (needs nvcc) or pass --bench-bin")
     if not torch.cuda.is_available():
-        sys.exit("no CUDA device visible to PyTorch")
+        sys.exit(f"no CUDA device visible to PyTorch (torch {torch.__version__}, built for CUDA {torch.version.cuda})")
 
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "steps": args.steps, "rows": []}
     print(f"{'model':5} {'variant':16} {'step ms':>9} {'samples/s':>11} {'tokens/s':>11} {'MFU':>7} {'peak MiB':>9}")
 
     def row(name, variant, seconds, mib, precision, flops):
@@ -153,14 +182,26 @@ def main():
         tokens = f"{samples * CONTEXT:11.0f}" if name == "gpt" else f"{'':11}"
         mfu = f"{100 * flops / seconds / peak_flops(precision):6.2f}%" if flops else f"{'':7}"
         print(f"{name:5} {variant:16} {1e3 * seconds:9.3f} {samples:11.0f} {tokens} {mfu} {mib:9.1f}", flush=True)
+        if args.json:
+            report["rows"].append({"model": name, "variant": variant, "step_ms": 1e3 * seconds, "samples_per_s": samples,
+                                   "tokens_per_s": samples * CONTEXT if name == "gpt" else None,
+                                   "mfu": flops / seconds / peak_flops(precision) if flops and not math.isnan(peak_flops(precision)) else None,
+                                   "peak_MiB": mib})
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
 
     for name in args.models:
         flops = None
         for variant in ("torch fp32", "torch amp fp16", "torch amp bf16", "torch compile"):
-            seconds, mib, precision, flops = time_torch(name, variant, args.steps, args.warmup)
+            try:
+                seconds, mib, precision, flops = time_torch(name, variant, args.steps, args.warmup)
+            except Exception as e:  # e.g. torch.compile without a working compiler: the other rows still count
+                print(f"{name:5} {variant:16} failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+                      flush=True)
+                continue
             row(name, variant, seconds, mib, precision, flops)
         if not args.skip_amp:
-            for precision, (seconds, mib) in sorted(time_amp(args.build, name, args.steps).items()):
+            for precision, (seconds, mib) in sorted(time_amp(bench_bin, name, args.steps).items()):
                 row(name, f"amp {precision}", seconds, mib, precision, flops)
 
 
