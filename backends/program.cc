@@ -131,4 +131,58 @@ std::vector<bool> shape_values(const Program& p, const std::vector<std::vector<i
   return known;
 }
 
+std::string type_str(DType t, const std::vector<int64_t>& dims) {
+  std::string s = std::string(dtype_name(t)) + "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::vector<const Tensor*> bind_feeds(const Program& p, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                      const char* backend) {
+  std::vector<const Tensor*> fed(p.values.size(), nullptr);
+  for (const auto& [name, t] : feeds) {
+    const int v = p.find(name);
+    if (v < 0 || !p.values[v].graph_input) throw InputError(p.path + ": '" + name + "' is not an input of the graph");
+    const Program::Val& val = p.values[v];
+    bool ok = val.dtype == DType::kUndefined || val.dtype == t.dtype;
+    if (ok && val.shape) {
+      ok = val.shape->rank() == t.dims.size();
+      for (size_t i = 0; ok && i < t.dims.size(); ++i)
+        ok = !val.shape->dims[i].is_static() || *val.shape->dims[i].value == t.dims[i];
+    }
+    if (!ok)
+      throw InputError(p.path + ": input '" + name + "' expects " +
+                       (val.dtype == DType::kUndefined ? std::string("tensor") : std::string(dtype_name(val.dtype))) +
+                       (val.shape ? val.shape->str() : std::string()) + ", got " + type_str(t.dtype, t.dims));
+    if (t.dtype == DType::kString || dtype_size(t.dtype) == 0)
+      throw InputError(p.path + ": input '" + name + "': element type " + std::string(dtype_name(t.dtype)) +
+                       " is not supported by the " + backend + " backend");
+    fed[v] = &t;
+  }
+  return fed;
+}
+
+std::vector<int> fetch_values(const Program& p, const std::vector<std::string>& fetches) {
+  std::vector<int> ids;
+  for (const std::string& name : fetches) {
+    const int v = p.find(name);
+    if (v < 0) throw InputError(p.path + ": no value named '" + name + "' to fetch");
+    ids.push_back(v);
+  }
+  return ids;
+}
+
+std::string plan_signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches,
+                           const std::vector<bool>& shape_value) {
+  std::string key;
+  for (int f : fetches) key += std::to_string(f) + ",";
+  for (size_t v = 0; v < fed.size(); ++v) {
+    if (!fed[v]) continue;
+    key += "|" + std::to_string(v) + ":" + type_str(fed[v]->dtype, fed[v]->dims);
+    // Shapes depend on these contents, so they are part of what a plan is valid for.
+    if (shape_value[v]) key.append(reinterpret_cast<const char*>(fed[v]->data()), fed[v]->nbytes());
+  }
+  return key;
+}
+
 }  // namespace amp

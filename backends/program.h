@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "graph/model.h"
@@ -57,5 +58,32 @@ std::vector<int> steps_needed(const Program& p, const std::vector<int>& targets)
 // read only dims (reads_data[s] false, e.g. Shape).
 std::vector<bool> shape_values(const Program& p, const std::vector<std::vector<int>>& shape_inputs,
                                const std::vector<bool>& reads_data);
+
+// ---- what every backend's run() does with its arguments
+
+// "float16[2,3]": a tensor's type in messages.
+std::string type_str(DType t, const std::vector<int64_t>& dims);
+
+// Per value, the tensor fed for it (null where nothing is). InputError naming the file and the
+// input for a name that is no graph input, a type or static dim that disagrees with the graph,
+// or an element type without a fixed size (strings), which `backend` ("cpu", "cuda") cannot run.
+std::vector<const Tensor*> bind_feeds(const Program& p, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                      const char* backend);
+
+// Value numbers of the fetched names; InputError for a name the graph has no value for.
+std::vector<int> fetch_values(const Program& p, const std::vector<std::string>& fetches);
+
+// What a plan made for these feeds and fetches is valid for: the fetches, every fed value's type
+// and dims, and the contents of fed values that decide shapes (shape_value, per value).
+std::string plan_signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches,
+                           const std::vector<bool>& shape_value);
+
+// The 64-bit mixer (splitmix64's finaliser after its increment) that derives per-run seeds.
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
 
 }  // namespace amp

@@ -32,6 +32,22 @@ void shape_from_input(InferenceContext& ctx, size_t elem_from, size_t shape_inpu
   if (found) onnx::updateOutputShape(ctx, 0, shape);
 }
 
+// AllFinite(inputs...) or, scaled, AllFiniteScaled(scale, inputs...): a scalar bool.
+OpSchema all_finite_schema(const char* name, const char* doc, bool scaled) {
+  OpSchema s;
+  s.SetName(name).SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion).SetLocation(__FILE__, __LINE__).SetDoc(doc);
+  int first = 0;
+  if (scaled) s.Input(first++, "scale", "Scalar float32 factor (1 / loss scale).", "tensor(float)");
+  s.Input(first, "inputs", "Tensors to check.", "T", OpSchema::Variadic, false)
+      .Output(0, "all_finite", "Scalar bool.", "tensor(bool)")
+      .TypeConstraint("T", kFloatTypes, "Floating-point tensors.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        onnx::updateOutputElemType(ctx, 0, onnx::TensorProto::BOOL);
+        onnx::getOutputShape(ctx, 0);  // a scalar: a shape with no dims
+      });
+  return s;
+}
+
 OpSchema grad_schema(const char* name, const char* doc) {
   OpSchema s;
   s.SetName(name).SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion).SetDoc(doc).SetLocation(__FILE__, __LINE__);
@@ -50,6 +66,27 @@ void pool_attributes(OpSchema& s) {
 void loss_attributes(OpSchema& s) {
   s.Attr("reduction", "As the forward op's: none, sum or mean.", AttributeProto::STRING, std::string("mean"))
       .Attr("ignore_index", "As the forward op's.", AttributeProto::INT, false);
+}
+
+struct Param {
+  const char* name;
+  const char* doc;
+};
+
+// The gradient of a loss op (dLoss, its scores, its class indices, optional class weights) with
+// respect to the scores, with the loss op's attributes.
+OpSchema loss_grad_schema(const char* name, const char* doc, Param dloss, Param scores, Param labels, Param weights,
+                          Param dscores) {
+  OpSchema s = grad_schema(name, doc);
+  s.Input(0, dloss.name, dloss.doc, "T")
+      .Input(1, scores.name, scores.doc, "T")
+      .Input(2, labels.name, labels.doc, "Tind")
+      .Input(3, weights.name, weights.doc, "T", OpSchema::Optional)
+      .Output(0, dscores.name, dscores.doc, "T")
+      .TypeConstraint("Tind", kIndexTypes, "Class index types.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
+  loss_attributes(s);
+  return s;
 }
 
 std::vector<OpSchema> schemas() {
@@ -132,30 +169,17 @@ std::vector<OpSchema> schemas() {
       });
   out.push_back(std::move(ln));
 
-  OpSchema sce = grad_schema("SoftmaxCrossEntropyLossGrad",
-                             "Gradient of SoftmaxCrossEntropyLoss with respect to scores: (softmax - onehot) "
-                             "times dLoss and the label weights, divided as the reduction says.");
-  sce.Input(0, "dLoss", "Gradient of the loss (a scalar unless reduction is none).", "T")
-      .Input(1, "scores", "The forward op's scores [N,C,...].", "T")
-      .Input(2, "labels", "The forward op's labels [N,...].", "Tind")
-      .Input(3, "weights", "The forward op's class weights [C].", "T", OpSchema::Optional)
-      .Output(0, "dScores", "Gradient of scores.", "T")
-      .TypeConstraint("Tind", kIndexTypes, "Label types.")
-      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
-  loss_attributes(sce);
-  out.push_back(std::move(sce));
-
-  OpSchema nll = grad_schema("NegativeLogLikelihoodLossGrad",
-                             "Gradient of NegativeLogLikelihoodLoss with respect to its input.");
-  nll.Input(0, "dLoss", "Gradient of the loss.", "T")
-      .Input(1, "input", "The forward op's input [N,C,...].", "T")
-      .Input(2, "target", "The forward op's target [N,...].", "Tind")
-      .Input(3, "weight", "The forward op's class weights [C].", "T", OpSchema::Optional)
-      .Output(0, "dInput", "Gradient of input.", "T")
-      .TypeConstraint("Tind", kIndexTypes, "Target types.")
-      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
-  loss_attributes(nll);
-  out.push_back(std::move(nll));
+  out.push_back(loss_grad_schema("SoftmaxCrossEntropyLossGrad",
+                                 "Gradient of SoftmaxCrossEntropyLoss with respect to scores: (softmax - onehot) "
+                                 "times dLoss and the label weights, divided as the reduction says.",
+                                 {"dLoss", "Gradient of the loss (a scalar unless reduction is none)."},
+                                 {"scores", "The forward op's scores [N,C,...]."}, {"labels", "The forward op's labels [N,...]."},
+                                 {"weights", "The forward op's class weights [C]."}, {"dScores", "Gradient of scores."}));
+  out.push_back(loss_grad_schema("NegativeLogLikelihoodLossGrad",
+                                 "Gradient of NegativeLogLikelihoodLoss with respect to its input.",
+                                 {"dLoss", "Gradient of the loss."}, {"input", "The forward op's input [N,C,...]."},
+                                 {"target", "The forward op's target [N,...]."},
+                                 {"weight", "The forward op's class weights [C]."}, {"dInput", "Gradient of input."}));
 
   OpSchema gather = grad_schema("GatherGrad",
                                 "Gradient of Gather's data: dY scatter-added into zeros of the data's shape "
@@ -191,39 +215,16 @@ std::vector<OpSchema> schemas() {
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
   out.push_back(std::move(sum_to));
 
-  OpSchema finite;
-  finite.SetName("AllFinite")
-      .SetDomain(kAmpDomain)
-      .SinceVersion(kAmpDomainVersion)
-      .SetLocation(__FILE__, __LINE__)
-      .SetDoc("True when no element of any input is inf or NaN: the one overflow check over all gradients of a "
-              "mixed-precision step.")
-      .Input(0, "inputs", "Tensors to check.", "T", OpSchema::Variadic, false)
-      .Output(0, "all_finite", "Scalar bool.", "tensor(bool)")
-      .TypeConstraint("T", kFloatTypes, "Floating-point tensors.")
-      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-        onnx::updateOutputElemType(ctx, 0, onnx::TensorProto::BOOL);
-        onnx::getOutputShape(ctx, 0);  // a scalar: a shape with no dims
-      });
-  out.push_back(std::move(finite));
-
-  OpSchema scaled;
-  scaled.SetName("AllFiniteScaled")
-      .SetDomain(kAmpDomain)
-      .SinceVersion(kAmpDomainVersion)
-      .SetLocation(__FILE__, __LINE__)
-      .SetDoc("True when no x * scale, over every element x of every input, is inf or NaN, the product taken in "
-              "float32: AllFinite of the unscaled gradients, read before they are unscaled. The check then "
-              "needs none of the unscaled values, so a backend can unscale inside the optimizer's kernel.")
-      .Input(0, "scale", "Scalar float32 factor (1 / loss scale).", "tensor(float)")
-      .Input(1, "inputs", "Tensors to check.", "T", OpSchema::Variadic, false)
-      .Output(0, "all_finite", "Scalar bool.", "tensor(bool)")
-      .TypeConstraint("T", kFloatTypes, "Floating-point tensors.")
-      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-        onnx::updateOutputElemType(ctx, 0, onnx::TensorProto::BOOL);
-        onnx::getOutputShape(ctx, 0);
-      });
-  out.push_back(std::move(scaled));
+  out.push_back(all_finite_schema("AllFinite",
+                                  "True when no element of any input is inf or NaN: the one overflow check over all "
+                                  "gradients of a mixed-precision step.",
+                                  false));
+  out.push_back(all_finite_schema("AllFiniteScaled",
+                                  "True when no x * scale, over every element x of every input, is inf or NaN, the "
+                                  "product taken in float32: AllFinite of the unscaled gradients, read before they "
+                                  "are unscaled. The check then needs none of the unscaled values, so a backend can "
+                                  "unscale inside the optimizer's kernel.",
+                                  true));
   return out;
 }
 

@@ -20,17 +20,6 @@ struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
 };
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-std::string type_str(DType t, const std::vector<int64_t>& dims) {
-  return std::string(dtype_name(t)) + dims_str(dims);
-}
-
 // Runs fn, prefixing any error with the node it happened in.
 template <class F>
 void at_node(const std::string& where, F&& fn) {
@@ -125,44 +114,6 @@ CpuExecutable::~CpuExecutable() = default;
 int CpuExecutable::state_index(const std::string& name) const {
   const int v = program_.find(name);
   return v < 0 ? -1 : state_of_[v];
-}
-
-std::vector<const Tensor*> CpuExecutable::bind_feeds(
-    const std::vector<std::pair<std::string, Tensor>>& feeds) const {
-  std::vector<const Tensor*> fed(program_.values.size(), nullptr);
-  for (const auto& [name, t] : feeds) {
-    const int v = program_.find(name);
-    if (v < 0 || !program_.values[v].graph_input)
-      throw InputError(program_.path + ": '" + name + "' is not an input of the graph");
-    const Program::Val& val = program_.values[v];
-    bool ok = val.dtype == DType::kUndefined || val.dtype == t.dtype;
-    if (ok && val.shape) {
-      ok = val.shape->rank() == t.dims.size();
-      for (size_t i = 0; ok && i < t.dims.size(); ++i)
-        ok = !val.shape->dims[i].is_static() || *val.shape->dims[i].value == t.dims[i];
-    }
-    if (!ok)
-      throw InputError(program_.path + ": input '" + name + "' expects " +
-                       (val.dtype == DType::kUndefined ? std::string("tensor") : std::string(dtype_name(val.dtype))) +
-                       (val.shape ? val.shape->str() : std::string()) + ", got " + type_str(t.dtype, t.dims));
-    if (t.dtype == DType::kString || dtype_size(t.dtype) == 0)
-      throw InputError(program_.path + ": input '" + name + "': element type " + std::string(dtype_name(t.dtype)) +
-                       " is not supported by the cpu backend");
-    fed[v] = &t;
-  }
-  return fed;
-}
-
-std::string CpuExecutable::signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const {
-  std::string key;
-  for (int f : fetches) key += std::to_string(f) + ",";
-  for (size_t v = 0; v < fed.size(); ++v) {
-    if (!fed[v]) continue;
-    key += "|" + std::to_string(v) + ":" + std::to_string(static_cast<int>(fed[v]->dtype)) + dims_str(fed[v]->dims);
-    // Shapes depend on these contents, so they are part of what a plan is valid for.
-    if (shape_value_[v]) key.append(reinterpret_cast<const char*>(fed[v]->data()), fed[v]->nbytes());
-  }
-  return key;
 }
 
 std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector<const Tensor*>& fed,
@@ -272,14 +223,9 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                        const std::vector<std::string>& fetches) {
-  const std::vector<const Tensor*> fed = bind_feeds(feeds);
-  std::vector<int> fetch_ids;
-  for (const std::string& name : fetches) {
-    const int v = program_.find(name);
-    if (v < 0) throw InputError(program_.path + ": no value named '" + name + "' to fetch");
-    fetch_ids.push_back(v);
-  }
-  const std::string key = signature(fed, fetch_ids);
+  const std::vector<const Tensor*> fed = bind_feeds(program_, feeds, "cpu");
+  const std::vector<int> fetch_ids = fetch_values(program_, fetches);
+  const std::string key = plan_signature(fed, fetch_ids, shape_value_);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     if (plans_.size() >= 16) plans_.clear();  // many distinct shapes: keep memory bounded

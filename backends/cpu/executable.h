@@ -30,8 +30,6 @@ class CpuExecutable final : public Executable {
 
  private:
   struct Plan;
-  std::vector<const Tensor*> bind_feeds(const std::vector<std::pair<std::string, Tensor>>& feeds) const;
-  std::string signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const;
   std::unique_ptr<Plan> build_plan(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const;
   int state_index(const std::string& name) const;
 

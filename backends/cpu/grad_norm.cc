@@ -25,6 +25,15 @@ void store_doubles(const std::vector<double>& v, View& out) {
   for (size_t i = 0; i < v.size(); ++i) p[i] = convert<T>(v[i]);
 }
 
+// dScale and dB (outputs 1 and 2, when present) are shaped and typed like the scale.
+void type_parameter_gradients(KernelIO& io, const View& scale) {
+  for (size_t i = 1; i < 3; ++i)
+    if (io.has_out(i)) {
+      io.output(i).dtype = scale.dtype;
+      io.output(i).dims = scale.dims;
+    }
+}
+
 class BatchNormalizationGrad final : public Kernel {
  public:
   BatchNormalizationGrad(const Node& n, int64_t) : epsilon_(n.attr_float("epsilon", 1e-5f)) {}
@@ -35,11 +44,7 @@ class BatchNormalizationGrad final : public Kernel {
     if (scale.numel() != x.dims[1]) throw InputError("scale must have C elements");
     io.output(0).dtype = x.dtype;
     io.output(0).dims = x.dims;
-    for (size_t i = 1; i < 3; ++i)
-      if (io.has_out(i)) {
-        io.output(i).dtype = scale.dtype;
-        io.output(i).dims = scale.dims;
-      }
+    type_parameter_gradients(io, scale);
     return 0;
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
@@ -108,11 +113,7 @@ class LayerNormalizationGrad final : public Kernel {
                        std::to_string(axis));
     io.output(0).dtype = x.dtype;
     io.output(0).dims = x.dims;
-    for (size_t i = 1; i < 3; ++i)
-      if (io.has_out(i)) {
-        io.output(i).dtype = scale.dtype;
-        io.output(i).dims = scale.dims;
-      }
+    type_parameter_gradients(io, scale);
     return 0;
   }
   void run(KernelIO& io, const RunContext& ctx) const override {

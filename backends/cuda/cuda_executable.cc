@@ -18,19 +18,6 @@ constexpr size_t kAlignment = 256;
 // warms up (NVRTC, cuBLASLt and cuDNN initialise lazily), the second runs the steady state.
 constexpr uint64_t kRunsBeforeCapture = 2;
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-std::string type_str(DType t, const std::vector<int64_t>& dims) {
-  std::string s = std::string(dtype_name(t)) + "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 bool graphs_enabled() {
   const char* v = std::getenv("AMP_CUDA_GRAPHS");
   return !(v && std::string(v) == "0");
@@ -82,42 +69,6 @@ const DeviceBuffer& CudaExecutable::device_constant(int value) {
   DeviceBuffer b(t.nbytes());
   if (t.nbytes() > 0) AMP_CUDA_CHECK(cudaMemcpy(b.data(), t.data(), t.nbytes(), cudaMemcpyHostToDevice));
   return constants_on_device_.emplace(value, std::move(b)).first->second;
-}
-
-std::vector<const Tensor*> CudaExecutable::bind_feeds(const std::vector<std::pair<std::string, Tensor>>& feeds) const {
-  std::vector<const Tensor*> fed(s_.program.values.size(), nullptr);
-  for (const auto& [name, t] : feeds) {
-    const int v = s_.program.find(name);
-    if (v < 0 || !s_.program.values[v].graph_input)
-      throw InputError(s_.program.path + ": '" + name + "' is not an input of the graph");
-    const Program::Val& val = s_.program.values[v];
-    bool ok = val.dtype == DType::kUndefined || val.dtype == t.dtype;
-    if (ok && val.shape) {
-      ok = val.shape->rank() == t.dims.size();
-      for (size_t i = 0; ok && i < t.dims.size(); ++i)
-        ok = !val.shape->dims[i].is_static() || *val.shape->dims[i].value == t.dims[i];
-    }
-    if (!ok)
-      throw InputError(s_.program.path + ": input '" + name + "' expects " +
-                       (val.dtype == DType::kUndefined ? std::string("tensor") : std::string(dtype_name(val.dtype))) +
-                       (val.shape ? val.shape->str() : std::string()) + ", got " + type_str(t.dtype, t.dims));
-    if (dtype_size(t.dtype) == 0)
-      throw InputError(s_.program.path + ": input '" + name + "': element type " + std::string(dtype_name(t.dtype)) +
-                       " is not supported by the cuda backend");
-    fed[v] = &t;
-  }
-  return fed;
-}
-
-std::string CudaExecutable::signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const {
-  std::string key;
-  for (int f : fetches) key += std::to_string(f) + ",";
-  for (size_t v = 0; v < fed.size(); ++v) {
-    if (!fed[v]) continue;
-    key += "|" + std::to_string(v) + ":" + type_str(fed[v]->dtype, fed[v]->dims);
-    if (s_.shape_value[v]) key.append(reinterpret_cast<const char*>(fed[v]->data()), fed[v]->nbytes());
-  }
-  return key;
 }
 
 std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vector<const Tensor*>& fed,
@@ -257,14 +208,9 @@ void CudaExecutable::enqueue_step(Plan& p) {
 
 std::vector<Tensor> CudaExecutable::run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                         const std::vector<std::string>& fetches) {
-  const std::vector<const Tensor*> fed = bind_feeds(feeds);
-  std::vector<int> fetch_ids;
-  for (const std::string& name : fetches) {
-    const int v = s_.program.find(name);
-    if (v < 0) throw InputError(s_.program.path + ": no value named '" + name + "' to fetch");
-    fetch_ids.push_back(v);
-  }
-  const std::string key = signature(fed, fetch_ids);
+  const std::vector<const Tensor*> fed = bind_feeds(s_.program, feeds, "cuda");
+  const std::vector<int> fetch_ids = fetch_values(s_.program, fetches);
+  const std::string key = plan_signature(fed, fetch_ids, s_.shape_value);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     if (plans_.size() >= 16) plans_.clear();  // many distinct shapes: keep device memory bounded

@@ -42,8 +42,6 @@ class CudaExecutable final : public Executable {
 
  private:
   struct Plan;
-  std::vector<const Tensor*> bind_feeds(const std::vector<std::pair<std::string, Tensor>>& feeds) const;
-  std::string signature(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const;
   std::unique_ptr<Plan> build_plan(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches);
   void enqueue_step(Plan& plan);
   const DeviceBuffer& device_constant(int value);
