@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/memory_plan.h"
+#include "backends/cuda/device_layout.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -88,78 +88,32 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   for (size_t v = 0; v < num_values; ++v)
     if (s_.state_of[v] >= 0 && !fed[v]) p.device[v] = state_[s_.state_of[v]].buffer.data();
 
-  // Liveness over the positions of the units in run order.
-  const int64_t end = static_cast<int64_t>(sp.order.size());
-  std::vector<int64_t> first_use(num_values, -1), last_use(num_values, -1);
-  std::vector<bool> on_device(num_values, false);  // read by a device unit or by a state update
-  for (int64_t pos = 0; pos < end; ++pos) {
-    const Unit& u = *sp.order[pos];
-    for (size_t i = 0; i < u.in.size(); ++i) {
-      const int v = u.in[i];
-      if (v < 0 || u.host_only[i]) continue;
-      on_device[v] = true;
-      last_use[v] = pos;
-    }
-    for (int v : u.out)
-      if (v >= 0 && first_use[v] < 0) first_use[v] = pos;
-  }
-  for (const auto& [s, v] : s_.updates) {
-    on_device[v] = true;
-    last_use[v] = end;
-  }
-  for (int v : fetches) last_use[v] = end;
-
   // Prepare every unit: algorithms, descriptors, compiled kernels.
   size_t workspace = 0;
   for (const Unit* unit : sp.order) {
-    OpShapes shapes;
-    for (int v : unit->in) {
-      shapes.in.push_back(v >= 0 ? &desc[v] : nullptr);
-      shapes.host.push_back(v >= 0 ? sp.known[v] : nullptr);
-    }
-    for (int v : unit->out) shapes.out.push_back(v >= 0 ? &desc[v] : nullptr);
-    Plan::Launch launch{unit, at_node(unit->where, [&] { return unit->op->prepare(shapes, *ctx_); }), {}};
+    Plan::Launch launch{unit, at_node(unit->where, [&] { return unit->op->prepare(unit_shapes(sp, *unit), *ctx_); }), {}};
     workspace = std::max(workspace, launch.op->workspace_bytes());
     p.launches.push_back(std::move(launch));
   }
 
-  // One arena: unit outputs from their first writer to their last reader, feeds the whole run,
-  // staging copies of fetched state at the end.
-  std::vector<BufferLife> lives;
-  std::vector<int> owners;  // per life: the value, or -1 - value for a state fetch's staging copy
-  for (size_t v = 0; v < num_values; ++v) {
-    const size_t bytes = desc[v].nbytes();
-    if (first_use[v] >= 0 && bytes > 0) {
-      lives.push_back({bytes, first_use[v], std::max(first_use[v], last_use[v])});
-      owners.push_back(static_cast<int>(v));
-    } else if (fed[v] && on_device[v] && bytes > 0) {
-      lives.push_back({bytes, 0, end});
-      owners.push_back(static_cast<int>(v));
-    }
-  }
-  for (int v : fetches)
-    if (s_.state_of[v] >= 0 && !fed[v] && desc[v].nbytes() > 0) {
-      lives.push_back({desc[v].nbytes(), end, end});
-      owners.push_back(-1 - v);
-    }
-  p.layout = plan_arena(lives, kAlignment);
+  // One arena (device_layout.h); views take their root's address once every root has one.
+  const DeviceLayout mem = layout_device_memory(s_, sp, fed, fetches, kAlignment);
+  const std::vector<bool>& on_device = mem.on_device;
+  p.layout = mem.arena;
   p.arena = DeviceBuffer(p.layout.arena_bytes);
   auto* base = static_cast<uint8_t*>(p.arena.data());
-  for (size_t i = 0; i < lives.size(); ++i) {
-    void* at = base + p.layout.offsets[i];
-    if (owners[i] >= 0) {
-      p.device[owners[i]] = at;
-      if (fed[owners[i]]) p.feed_copies.emplace_back(owners[i], at);
-    } else {
-      p.state_fetches.emplace_back(-1 - owners[i], at);
-    }
+  for (size_t v = 0; v < num_values; ++v) {
+    if (mem.offset[v] < 0) continue;
+    p.device[v] = base + mem.offset[v];
+    if (fed[v]) p.feed_copies.emplace_back(static_cast<int>(v), p.device[v]);
   }
+  for (const auto& [v, offset] : mem.state_fetches) p.state_fetches.emplace_back(v, base + offset);
 
   // Host values a device unit reads: initializers once per executable, the rest once per plan.
   size_t upload_bytes = 0;
   std::vector<std::pair<int, size_t>> uploads;
   for (size_t v = 0; v < num_values; ++v) {
-    if (!on_device[v] || p.device[v] || !sp.known[v] || desc[v].nbytes() == 0) continue;
+    if (!on_device[v] || p.device[v] || !sp.known[v] || desc[v].nbytes() == 0 || sp.alias_of[v] >= 0) continue;
     if (s_.program.values[v].initializer >= 0 && !fed[v]) {
       p.device[v] = device_constant(static_cast<int>(v)).data();
       continue;
@@ -172,6 +126,8 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
     p.device[v] = static_cast<uint8_t*>(p.uploads.data()) + offset;
     AMP_CUDA_CHECK(cudaMemcpy(p.device[v], sp.known[v]->data(), desc[v].nbytes(), cudaMemcpyHostToDevice));
   }
+  for (size_t v = 0; v < num_values; ++v)
+    if (sp.alias_of[v] >= 0) p.device[v] = p.device[sp.alias_of[v]];
   for (size_t v = 0; v < num_values; ++v)
     if (on_device[v] && !p.device[v] && desc[v].nbytes() > 0)
       throw Error(s_.program.path + ": internal: '" + s_.program.values[v].name + "' has no device buffer");

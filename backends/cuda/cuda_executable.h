@@ -3,8 +3,9 @@
 //
 // Compile: the schedule is built and state is copied to the device once. Plan, once per
 // input-shape signature: the schedule's plan, one device arena laid out by liveness over the
-// units' run order (backends/memory_plan.h), host values the device reads uploaded, each unit
-// prepared (cuBLASLt/cuDNN algorithms chosen, kernels compiled by NVRTC). Run: feeds copied in
+// units' run order, reshapes sharing their input's buffer (device_layout.h), host values the
+// device reads uploaded, each unit prepared (cuBLASLt/cuDNN algorithms chosen, kernels compiled
+// by NVRTC). Run: feeds copied in
 // and a fresh random seed written to device memory, units enqueued on one stream — from the third
 // run of a plan on, as one captured CUDA Graph replay — state updated on the device, fetches
 // copied out, one synchronisation at the end. The loss scale and the skip decision of a

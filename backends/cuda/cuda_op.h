@@ -76,6 +76,9 @@ class CudaOp {
   virtual ~CudaOp() = default;
   // Throws InputError for shapes or types the op cannot take (the caller prefixes the node).
   virtual std::unique_ptr<PreparedOp> prepare(const OpShapes& shapes, DeviceContext& ctx) const = 0;
+  // True when, for these shapes, output 0 is input 0's bytes unchanged (a reshape, a sum over
+  // axes of extent 1): the plan then gives both values one buffer and launches nothing.
+  virtual bool aliases_input(const OpShapes& /*shapes*/) const { return false; }
 };
 
 using CudaOpFactory = std::unique_ptr<CudaOp> (*)(const Node& node, int64_t opset);

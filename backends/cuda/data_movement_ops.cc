@@ -1,5 +1,5 @@
-// Ops that move elements without arithmetic: reshapes (a copy of the bytes: values do not alias,
-// so the memory plan stays a plain liveness problem), Transpose, Slice, Split, Concat, Expand
+// Ops that move elements without arithmetic: reshapes (the same bytes: the plan aliases output
+// and input, see CudaOp::aliases_input, and falls back to a copy where it cannot), Transpose, Slice, Split, Concat, Expand
 // (strided_copy.cuh), Gather and the gradients of Slice and Gather. Shape operands (Reshape's
 // shape, Slice's starts) are read on the host while planning; only data moves on the device.
 #include <algorithm>
@@ -37,10 +37,12 @@ std::unique_ptr<PreparedOp> copy_op(StridedCopy c, bool zero_first, size_t zero_
   });
 }
 
-// Reshape, Flatten, Squeeze, Unsqueeze, Identity: the same bytes under other dims.
+// Reshape, Flatten, Squeeze, Unsqueeze, Identity: the same bytes under other dims. The plan
+// aliases them; the copy runs only where it cannot (the input is state the step updates).
 class SameBytes final : public CudaOp {
  public:
   SameBytes(const Node&, int64_t) {}
+  bool aliases_input(const OpShapes&) const override { return true; }
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     const size_t bytes = s.out[0]->nbytes();
     return std::make_unique<PreparedFunction>([bytes](const OpBuffers& b, DeviceContext& ctx) {

@@ -7,7 +7,9 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/reduce.cuh"
 #include "backends/cuda/strided_copy.cuh"
+#include "graph/amp_ops.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -26,7 +28,8 @@ bool tf32_allowed() {
   return v && std::string(v) == "1";
 }
 
-// Operands: 0 A, 1 B, 2 C (Gemm, optional), 3 bias (BIAS epilogues). Results: 0 D, 1 bias gradient.
+// Operands: 0 A, 1 B, 2 C (Gemm, optional), 3 bias (BIAS epilogues), 4 the tensor a bias gradient
+// sums (BGRAD epilogues). Results: 0 D, 1 bias gradient.
 struct ProductConfig {
   bool gemm = false;  // ONNX Gemm (2-D, flags, alpha/beta, C) rather than MatMul (numpy batching)
   bool trans_a = false, trans_b = false;
@@ -116,15 +119,35 @@ class ProductOp final : public CudaOp {
     }
     const bool uses_bias_operand = g.epilogue == GemmEpilogue::kBias || g.epilogue == GemmEpilogue::kReluBias;
     const size_t bias_operand = s.has_in(3) ? 3 : 2;  // fused Add's bias, or Gemm's own C row
+    // A bias gradient is ReduceSum(T, every axis but the last). The epilogue's sum over the dY
+    // operand equals it when that operand is T's rows: as many elements, T's last dim its length.
+    // The matcher sees that from the graph for most, not all, shapes; else the product runs plain
+    // and the sum on its own.
+    std::shared_ptr<ReducePlan> separate_sum;
+    if (g.epilogue == GemmEpilogue::kBiasGradFromA || g.epilogue == GemmEpilogue::kBiasGradFromB) {
+      if (!s.has_in(4) || !s.has_out(1)) throw InputError("a bias-gradient product needs the summed tensor");
+      const TensorDesc& summed = *s.in[4];
+      const bool from_a = g.epilogue == GemmEpilogue::kBiasGradFromA;
+      const int64_t length = from_a ? g.m : g.n;
+      if (summed.dims.empty() || summed.numel() != (from_a ? a : b).numel() || summed.dims.back() != length ||
+          s.out[1]->numel() != length || g.batch != 1) {
+        g.epilogue = GemmEpilogue::kNone;
+        std::vector<bool> reduced(summed.dims.size(), true);
+        if (!reduced.empty()) reduced.back() = false;
+        separate_sum = std::make_shared<ReducePlan>(summed.dtype, summed.dims, reduced, ReduceKind::kSum, ctx.sm_count());
+      }
+    }
     auto plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms());
     const bool grad_epilogue = g.epilogue == GemmEpilogue::kBiasGradFromA || g.epilogue == GemmEpilogue::kBiasGradFromB;
+    const size_t workspace = std::max(plan->workspace_bytes(), separate_sum ? separate_sum->workspace_bytes() : 0);
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& buf, DeviceContext& c) {
           if (expand_c) strided_copy(c_copy, buf.in[2], buf.out[0], c.sm_count(), c.stream());
           void* bias = uses_bias_operand ? const_cast<void*>(buf.in[bias_operand]) : grad_epilogue ? buf.out[1] : nullptr;
           plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], buf.out[0], buf.out[0], bias, buf.workspace);
+          if (separate_sum) separate_sum->enqueue(buf.in[4], buf.out[1], buf.workspace, c.stream());
         },
-        plan->workspace_bytes());
+        workspace);
   }
 
  private:
@@ -205,6 +228,40 @@ std::optional<size_t> static_rank(const Value* v) {
   return std::nullopt;
 }
 
+// The bias gradient beside a weight-gradient product whose 2-D operand dY is the output gradient:
+// a ReduceSum (keepdims 0) over every axis but the last of dY itself, or of the tensor dY is the
+// rows of — autodiff of a Linear over [batch, time, features] reshapes the gradient to 2-D for
+// the weight's product and sums the 3-D one for the bias: dY = Reshape(T or SumToShape(T), [r, n]).
+// Returns the ReduceSum and the tensor it sums (ProductOp checks the element counts per plan).
+std::optional<std::pair<const Node*, const Value*>> bias_sum_of(const Value* dy, DType t,
+                                                                const std::function<bool(const Node*)>& busy) {
+  std::vector<const Value*> candidates = {dy};
+  const Node* reshape = dy->producer();
+  if (is_op(reshape, "Reshape")) {
+    const Value* rows = reshape->input(0);
+    candidates.push_back(rows);
+    const Node* sum = rows->producer();
+    if (sum && sum->domain() == kAmpDomain && sum->op_type() == "SumToShape") candidates.push_back(sum->input(0));
+  }
+  for (const Value* summed : candidates) {
+    const std::optional<size_t> rank = summed == dy ? std::optional<size_t>(2) : static_rank(summed);
+    if (!rank || *rank < 2) continue;
+    for (const Use& u : summed->uses()) {
+      const Node* r = u.node;
+      if (!is_op(r, "ReduceSum") || busy(r) || r->attr_int("keepdims", 1) != 0 || r->output(0)->dtype() != t) continue;
+      auto axes = r->input(1) ? constant_ints(r->input(1)) : std::optional<std::vector<int64_t>>(r->attr_ints("axes"));
+      if (!axes) continue;
+      for (int64_t& axis : *axes)
+        if (axis < 0) axis += static_cast<int64_t>(*rank);
+      std::sort(axes->begin(), axes->end());
+      std::vector<int64_t> leading(*rank - 1);
+      std::iota(leading.begin(), leading.end(), int64_t{0});
+      if (*axes == leading) return std::make_pair(r, summed);
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy) {
   const bool gemm = p->op_type() == "Gemm";
   ProductConfig c{gemm, p->attr_int("transA", 0) != 0, p->attr_int("transB", 0) != 0, p->attr_float("alpha", 1.0f),
@@ -249,25 +306,6 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
   }
   f.outputs = {out};
 
-  // Weight gradient dW = dY^T X or X^T dY beside db = ReduceSum(dY, axes [0]): one product that
-  // also writes the column sums of dY.
-  if (gemm && !bias && !c_input && c.trans_a && c.alpha == 1.0f && p->output(0)->dtype() == t) {
-    for (int side = 0; side < 2 && c.epilogue == GemmEpilogue::kNone; ++side) {
-      const Value* dy = side == 0 ? a : b;  // 2-D: Gemm takes nothing else
-      if (side == 1 && c.trans_b) continue;
-      if (dy->dtype() != t) continue;
-      for (const Use& u : dy->uses()) {
-        const Node* r = u.node;
-        if (!is_op(r, "ReduceSum") || busy(r) || r->attr_int("keepdims", 1) != 0 || r->output(0)->dtype() != t) continue;
-        const auto axes = r->input(1) ? constant_ints(r->input(1)) : std::optional<std::vector<int64_t>>(r->attr_ints("axes"));
-        if (!axes || *axes != std::vector<int64_t>{0}) continue;
-        c.epilogue = side == 0 ? GemmEpilogue::kBiasGradFromA : GemmEpilogue::kBiasGradFromB;
-        f.nodes.push_back(r);
-        f.outputs.push_back(r->output(0));
-        break;
-      }
-    }
-  }
   // D^T = op(B)^T op(A)^T: a 2-D product whose only reader transposes it (dW = (X^T dY)^T, the
   // weight gradient of PyTorch's x @ W^T) computes the transpose directly, operands swapped.
   auto rank2 = [](const Value* v) { return static_rank(v) == std::optional<size_t>(2); };
@@ -284,8 +322,23 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
       f.outputs = {out};
     }
   }
+  // Weight gradient dW = dY^T X or X^T dY beside db, the sum of dY's rows: one product that also
+  // writes the bias gradient.
+  const Value* summed = nullptr;
+  if (!bias && !c_input && c.trans_a && c.alpha == 1.0f && (gemm || (rank2(a) && rank2(b)))) {
+    for (int side = 0; side < 2 && c.epilogue == GemmEpilogue::kNone; ++side) {
+      const Value* dy = side == 0 ? a : b;
+      if ((side == 1 && c.trans_b) || dy->dtype() != t) continue;
+      if (auto found = bias_sum_of(dy, t, busy)) {
+        c.epilogue = side == 0 ? GemmEpilogue::kBiasGradFromA : GemmEpilogue::kBiasGradFromB;
+        f.nodes.push_back(found->first);
+        f.outputs.push_back(found->first->output(0));
+        summed = found->second;
+      }
+    }
+  }
   if (f.nodes.size() == 1) return std::nullopt;  // nothing absorbed: the plain table op
-  f.inputs = {a, b, c_input, bias};
+  f.inputs = {a, b, c_input, bias, summed};
   f.op = std::make_unique<ProductOp>(c);
   return f;
 }

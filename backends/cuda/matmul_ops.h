@@ -1,7 +1,9 @@
 // MatMul and Gemm on cuBLASLt, and the matcher that lets a product absorb the nodes after it:
 //   MatMul|Gemm -> Add(bias over the last dim) [-> Relu]   : one product with a BIAS / RELU_BIAS epilogue
-//   Gemm(transA: X^T dY or dY^T X) + ReduceSum(dY, axes 0) : one weight-gradient product that also
-//                                                            writes the bias gradient (BGRADA/B)
+//   X^T dY or dY^T X (2-D) + ReduceSum of dY's rows         : one weight-gradient product that also
+//                                                            writes the bias gradient (BGRADA/B),
+//                                                            also where dY is a 3-D gradient reshaped
+//   2-D product -> Transpose                                : the transpose, operands swapped
 // Each saves a full read and write of the product's output, the size of the layer's activations.
 // Not matched: GELU epilogues. cuBLASLt's GELU is the tanh approximation and the exported graphs
 // compute exact erf GELU; fusion must not change results, so GELU runs as a fused elementwise kernel.

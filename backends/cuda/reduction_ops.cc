@@ -19,6 +19,13 @@ std::unique_ptr<PreparedOp> reduction(const TensorDesc& x, const std::vector<boo
       plan->workspace_bytes());
 }
 
+// True when every reduced axis has extent 1: the reduction moves no element.
+bool only_unit_axes(const TensorDesc& x, const std::vector<bool>& reduced) {
+  for (size_t d = 0; d < reduced.size(); ++d)
+    if (reduced[d] && x.dims[d] != 1) return false;
+  return true;
+}
+
 class Reduce final : public CudaOp {
  public:
   Reduce(const Node& n, int64_t opset)
@@ -32,6 +39,13 @@ class Reduce final : public CudaOp {
         noop_with_empty_axes_(n.attr_int("noop_with_empty_axes", 0) != 0) {}
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    return reduction(*s.in[0], reduced_axes(s), kind_, ctx);
+  }
+  // Over axes of extent 1 every kind is the identity (a mean divides by 1).
+  bool aliases_input(const OpShapes& s) const override { return only_unit_axes(*s.in[0], reduced_axes(s)); }
+
+ private:
+  std::vector<bool> reduced_axes(const OpShapes& s) const {
     const TensorDesc& x = *s.in[0];
     std::vector<int64_t> axes = axes_attr_;
     if (axes_input_ && s.has_in(1)) {
@@ -45,10 +59,9 @@ class Reduce final : public CudaOp {
       if (a < -rank || a >= rank) throw InputError("axis " + std::to_string(a) + " is out of range");
       reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
     }
-    return reduction(x, reduced, kind_, ctx);
+    return reduced;
   }
 
- private:
   ReduceKind kind_;
   std::vector<int64_t> axes_attr_;
   bool axes_input_, noop_with_empty_axes_;
@@ -66,10 +79,18 @@ class GlobalAveragePool final : public CudaOp {
 };
 
 // ai.onnx_amp SumToShape(X, shape): X summed over the axes a tensor of `shape` was broadcast along.
+// Autodiff puts one after every op that may broadcast; most broadcast nothing at run time, and
+// those are the same bytes (aliases_input), not a launch.
 class SumToShape final : public CudaOp {
  public:
   SumToShape(const Node&, int64_t) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    return reduction(*s.in[0], reduced_axes(s), ReduceKind::kSum, ctx);
+  }
+  bool aliases_input(const OpShapes& s) const override { return only_unit_axes(*s.in[0], reduced_axes(s)); }
+
+ private:
+  static std::vector<bool> reduced_axes(const OpShapes& s) {
     const TensorDesc& x = *s.in[0];
     const std::vector<int64_t>& target = s.out[0]->dims;
     if (target.size() > x.dims.size()) throw InputError("SumToShape: the target has more dims than X");
@@ -77,7 +98,7 @@ class SumToShape final : public CudaOp {
     const size_t lead = x.dims.size() - target.size();
     for (size_t d = 0; d < x.dims.size(); ++d)
       reduced[d] = d < lead || (target[d - lead] == 1 && x.dims[d] != 1);
-    return reduction(x, reduced, ReduceKind::kSum, ctx);
+    return reduced;
   }
 };
 

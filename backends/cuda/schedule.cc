@@ -268,6 +268,7 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   batch_fused_groups(p);
   merge_scalar_groups(p);
   order_units(p);
+  choose_views(p, fed);
   return p;
 }
 
@@ -603,6 +604,32 @@ void Schedule::merge_scalar_groups(ShapePlan& p) const {
 void Schedule::order_units(ShapePlan& p) const {
   const std::vector<const Unit*> all = plan_units(p);
   for (size_t u : topological(all, unit_dependencies(all))) p.order.push_back(all[u]);
+}
+
+void Schedule::choose_views(ShapePlan& p, const std::vector<const Tensor*>& fed) const {
+  p.alias_of.assign(program.values.size(), -1);
+  std::vector<const Unit*> run;
+  for (const Unit* u : p.order) {
+    bool view = u->in.size() >= 1 && u->out.size() == 1 && u->in[0] >= 0 && u->out[0] >= 0;
+    if (view) {
+      const int x = p.root(u->in[0]), y = u->out[0];
+      view = p.desc[x].nbytes() == p.desc[y].nbytes() && !(state_of[x] >= 0 && !fed[x]) && !fed[y] &&
+             state_of[y] < 0 && u->op->aliases_input(unit_shapes(p, *u));
+      if (view) p.alias_of[y] = x;
+    }
+    (view ? p.views : run).push_back(u);
+  }
+  p.order = std::move(run);
+}
+
+OpShapes unit_shapes(const ShapePlan& p, const Unit& u) {
+  OpShapes shapes;
+  for (int v : u.in) {
+    shapes.in.push_back(v >= 0 ? &p.desc[v] : nullptr);
+    shapes.host.push_back(v >= 0 ? p.known[v] : nullptr);
+  }
+  for (int v : u.out) shapes.out.push_back(v >= 0 ? &p.desc[v] : nullptr);
+  return shapes;
 }
 
 int Schedule::state_index(const std::string& name) const {

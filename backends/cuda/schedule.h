@@ -44,7 +44,15 @@ struct ShapePlan {
   std::deque<Tensor> host_results;    // storage of what host steps computed
   std::vector<std::unique_ptr<Unit>> fused;  // this signature's elementwise groups
   std::vector<const Unit*> order;     // device units to run, in order
+  // Units that move no byte for these shapes (CudaOp::aliases_input): their output shares the
+  // buffer of alias_of[output], a value some unit, feed or constant writes, and nothing runs.
+  std::vector<const Unit*> views;
+  std::vector<int> alias_of;  // per value: the value whose bytes it is, or -1
+  int root(int v) const { return alias_of[v] >= 0 ? alias_of[v] : v; }
 };
+
+// A unit's operand types, dims and host-known contents in a plan.
+OpShapes unit_shapes(const ShapePlan& p, const Unit& u);
 
 struct Schedule {
   // Throws InputError naming the node for anything the backend cannot run.
@@ -85,6 +93,9 @@ struct Schedule {
   // bias corrections, the loss scale's update), none waiting for another, become one kernel.
   void merge_scalar_groups(ShapePlan& p) const;
   void order_units(ShapePlan& p) const;
+  // Moves units that only reinterpret bytes from order to views, unless their input is state
+  // that is not fed: the step's updates overwrite state, so a view of it could not be fetched.
+  void choose_views(ShapePlan& p, const std::vector<const Tensor*>& fed) const;
   std::vector<const Unit*> plan_units(const ShapePlan& p) const;
   std::vector<std::vector<size_t>> unit_dependencies(const std::vector<const Unit*>& all) const;
   std::vector<size_t> topological(const std::vector<const Unit*>& all, const std::vector<std::vector<size_t>>& deps) const;

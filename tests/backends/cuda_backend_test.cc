@@ -12,6 +12,7 @@
 #include "graph/half.h"
 #include "graph/onnx_io.h"
 #include "tests/support/test_support.h"
+#include "tests/support/weight_gradient_model.h"
 
 #if AMP_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
@@ -240,7 +241,49 @@ TEST(CudaBackendGpu, ProductsWithTheirEpiloguesMatchTheCpu) {
     back->output(0)->set_type(ValueType::tensor(t, Shape::of({16, 8})));
     g.add_output(back->output(0));
     expect_parity(tm, {{"x", random_tensor(t, {24, 8}, 16)}, {"dy", random_tensor(t, {24, 16}, 17)}}, {"dw"}, tol);
+    // The weight and bias gradients of a Linear over [2, 12, 16] outputs: one product with a
+    // bias-gradient epilogue (cols 16), or, where the reshaped matrix is not the gradient's rows
+    // (cols 32), the product and a separate sum in the same unit.
+    for (int64_t cols : {16, 32}) {
+      const int64_t rows = 2 * 12 * 16 / cols;
+      expect_parity(test::weight_gradient_model(t, 2, 12, 8, 16, cols),
+                    {{"x", random_tensor(t, {rows, 8}, 18)}, {"dy", random_tensor(t, {2, 12, 16}, 19)}}, {"dw", "db"}, tol);
+    }
   }
+}
+
+// Reshapes are views of their input's buffer: read by later units, fetched, and of a fed value,
+// across captured-graph replays.
+TEST(CudaBackendGpu, ReshapeViewsReadAndFetchedMatchTheCpu) {
+  REQUIRE_GPU();
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat16, Shape::of({4, 6})));
+  auto unary = [&](const std::string& op, Value* in, std::vector<int64_t> dims, const std::string& name) {
+    Node* n = g.add_node(op, {in}, {name});
+    n->output(0)->set_type(ValueType::tensor(DType::kFloat16, Shape::of(dims)));
+    return n;
+  };
+  Tensor axes(DType::kInt64, {1});
+  *axes.mutable_as<int64_t>() = 0;
+  Node* c = g.add_node("Constant", {}, {"axes"});
+  c->set_attr(Attribute::of_tensor("value", axes));
+  c->output(0)->set_type(ValueType::tensor(DType::kInt64, Shape::of({1})));
+  Node* flat = unary("Flatten", x, {4, 6}, "flat");  // a view of the feed
+  flat->set_attr(Attribute::of_int("axis", 1));
+  Node* e = unary("Exp", flat->output(0), {4, 6}, "e");
+  Node* sq = unary("Unsqueeze", e->output(0), {1, 4, 6}, "e3");  // a view of a unit's output
+  sq->append_input(c->output(0));
+  Node* sm = g.add_node("Softmax", {sq->output(0)}, {"p"});
+  sm->output(0)->set_type(ValueType::tensor(DType::kFloat16, Shape::of({1, 4, 6})));
+  Node* n2 = unary("Neg", e->output(0), {4, 6}, "n");  // written after the view's root, must not reuse it
+  for (Value* v : {sq->output(0), sm->output(0), n2->output(0), flat->output(0)}) g.add_output(v);
+  const Feeds feeds = {{"x", random_tensor(DType::kFloat16, {4, 6}, 40)}};
+  const std::vector<std::string> fetches = {"e3", "p", "n", "flat"};
+  const auto cpu = run_on("cpu", m, feeds, fetches);
+  const auto gpu = run_on("cuda", m, feeds, fetches, {}, 4);  // the last runs replay a captured graph
+  for (size_t k = 0; k < fetches.size(); ++k) expect_close(gpu[k], cpu[k], fetches[k]);
 }
 
 TEST(CudaBackendGpu, SoftmaxNormalisationLossAndReductionsMatchTheCpu) {

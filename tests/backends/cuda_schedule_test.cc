@@ -14,6 +14,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include <map>
 #include <random>
 
+#include "backends/cuda/device_layout.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/nvrtc_compiler.h"
@@ -23,6 +24,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "passes/fusion/elementwise_program_eval.h"
 #include "passes/training/training_step.h"
 #include "tests/support/test_support.h"
+#include "tests/support/weight_gradient_model.h"
 
 namespace amp::cuda {
 namespace {
@@ -72,15 +74,16 @@ std::map<std::string, int> kinds(const ShapePlan& p) {
 
 std::string listing(const ShapePlan& p) {
   std::string out;
-  for (const Unit* u : p.order) out += "  " + u->kind + "\n";
+  for (const Unit* u : p.order) out += "  " + u->kind + "   @" + u->where + "\n";
   return out;
 }
 
-// Every needed step is a host step or in exactly one unit of the plan.
+// Every needed step is a host step or in exactly one unit of the plan (run or view).
 void expect_every_step_placed(const Schedule& s, const ShapePlan& p) {
   std::vector<int> covered(s.program.steps.size(), 0);
-  for (const Unit* u : p.order)
-    for (int st : u->steps) ++covered[st];
+  for (const auto* list : {&p.order, &p.views})
+    for (const Unit* u : *list)
+      for (int st : u->steps) ++covered[st];
   for (int st : p.steps) EXPECT_EQ(covered[st] + (s.host_step[st] ? 1 : 0), 1) << s.program.steps[st].where;
 }
 
@@ -131,7 +134,11 @@ TEST(CudaSchedule, MlpProductsAbsorbBiasAndRelu) {
   expect_every_step_placed(s, p);
   std::vector<std::string> got;
   for (const Unit* u : p.order) got.push_back(u->kind);
-  EXPECT_EQ(got, (std::vector<std::string>{"Flatten", "Gemm+Relu", "Gemm+Relu", "Gemm"})) << listing(p);
+  EXPECT_EQ(got, (std::vector<std::string>{"Gemm+Relu", "Gemm+Relu", "Gemm"})) << listing(p);
+  // Flatten moves no byte: its output is the fed image's buffer.
+  ASSERT_EQ(p.views.size(), 1u);
+  EXPECT_EQ(p.views[0]->kind, "Flatten");
+  EXPECT_EQ(p.alias_of[p.views[0]->out[0]], p.views[0]->in[0]);
 }
 
 TEST(CudaSchedule, GptShapesOnTheHostGeluFusedBiasesInEpilogues) {
@@ -243,8 +250,26 @@ TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
   EXPECT_EQ(mlp["fused Relu"], 0) << mlp_listing;
   auto [gpt, gpt_listing] = step_units("gpt.train.onnx");
   EXPECT_EQ(gpt["MatMul+Transpose+Add"], 9) << "every Linear of the forward pass:\n" << gpt_listing;
-  // Their weight gradients dW = (X^T dY)^T are one product each, dY^T X, nothing transposed.
-  EXPECT_EQ(gpt["MatMul+Transpose+Transpose"], 9) << gpt_listing;
+  // Their weight gradients dW = (X^T dY)^T are one product each, dY^T X, nothing transposed,
+  // that also sums dY's rows into the bias gradient, though the graph sums dY before its reshape.
+  EXPECT_EQ(gpt["MatMul+Transpose+Transpose+ReduceSum"], 9) << gpt_listing;
+}
+
+// The bias gradient of a Linear over 3-D activations is summed before the weight gradient's
+// reshape; the product still absorbs it (ProductOp decides per plan whether the epilogue's sum is
+// that sum, see CudaBackendGpu.ProductsWithTheirEpiloguesMatchTheCpu).
+TEST(CudaSchedule, WeightGradientProductsAbsorbTheBiasGradientOfA3DGradient) {
+  for (int64_t cols : {16, 32}) {
+    const Schedule s(test::weight_gradient_model(DType::kFloat16, 2, 12, 8, 16, cols), {});
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    expect_every_step_placed(s, p);
+    std::vector<std::string> got;
+    for (const Unit* u : p.order) got.push_back(u->kind);
+    EXPECT_EQ(got, std::vector<std::string>{"MatMul+Transpose+Transpose+ReduceSum"}) << listing(p);
+    ASSERT_EQ(p.order[0]->in.size(), 5u);
+    EXPECT_EQ(s.program.values[p.order[0]->in[4]].name, "dy") << "the summed tensor is the 3-D gradient";
+  }
 }
 
 // What the device would compute, checked on the CPU: every fused unit of a training step's plan
@@ -332,6 +357,148 @@ TEST(CudaSchedule, EveryFusedUnitOfATrainingStepComputesWhatTheUnfusedGraphCompu
     }
     EXPECT_GT(checked, fused.size());
   }
+}
+
+// Walks a plan's run order over its device layout: every value a unit, a state update or a fetch
+// reads must still hold what was written to it — nothing else written to overlapping arena bytes
+// between its write and that read (a unit's outputs never overlap its inputs) — and a view's
+// read is a read of its root. Every read value has a home: the arena, state, or the host.
+void expect_layout_keeps_every_read_value(const Schedule& s, const ShapePlan& p, const std::vector<Tensor>& feeds,
+                                          const std::vector<int>& fetches) {
+  const size_t num_values = s.program.values.size();
+  std::vector<const Tensor*> fed(num_values, nullptr);
+  for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
+  const DeviceLayout l = layout_device_memory(s, p, fed, fetches, 256);
+  // Writes in run order: (position, value, offset, bytes); fed values are copied in before the
+  // first unit, staging copies of fetched state after the last.
+  struct Write {
+    int64_t pos;
+    int value;
+    size_t offset, bytes;
+  };
+  std::vector<Write> writes;
+  std::vector<int64_t> written_at(num_values, -2);
+  for (size_t v = 0; v < num_values; ++v)
+    if (l.offset[v] >= 0 && fed[v]) {
+      writes.push_back({-1, static_cast<int>(v), static_cast<size_t>(l.offset[v]), p.desc[v].nbytes()});
+      written_at[v] = -1;
+    }
+  for (int64_t pos = 0; pos < l.end; ++pos)
+    for (int v : p.order[pos]->out)
+      if (v >= 0 && written_at[v] == -2) {
+        written_at[v] = pos;
+        if (l.offset[v] >= 0) writes.push_back({pos, v, static_cast<size_t>(l.offset[v]), p.desc[v].nbytes()});
+      }
+  for (const auto& [v, at] : l.state_fetches) writes.push_back({l.end, -1 - v, at, p.desc[v].nbytes()});
+
+  size_t reads = 0;
+  auto check_read = [&](int v, int64_t pos, const std::string& reader) {
+    const int r = p.root(v);
+    ASSERT_EQ(p.desc[r].nbytes(), p.desc[v].nbytes()) << s.program.values[v].name;
+    if (p.desc[r].nbytes() == 0) return;
+    ++reads;
+    const std::string name = s.program.values[v].name + (r != v ? " (a view of " + s.program.values[r].name + ")" : "");
+    if (l.offset[r] < 0) {
+      // Not in the arena: state (never overwritten during the step) or a value known on the host.
+      EXPECT_TRUE((s.state_of[r] >= 0 && !fed[r]) || p.known[r]) << reader << " reads " << name << ", which has no buffer";
+      EXPECT_FALSE(s.state_of[r] >= 0 && !fed[r] && r != v) << name << ": a view of state the step updates";
+      return;
+    }
+    ASSERT_NE(written_at[r], -2) << reader << " reads " << name << " before anything writes it";
+    ASSERT_LE(written_at[r], pos) << reader << " reads " << name << " before anything writes it";
+    const size_t begin = static_cast<size_t>(l.offset[r]), end = begin + p.desc[r].nbytes();
+    for (const Write& w : writes) {
+      if (w.value == r || w.pos < written_at[r] || w.pos > pos) continue;
+      if (w.offset < end && begin < w.offset + w.bytes) {
+        const std::string other = w.value >= 0 ? s.program.values[w.value].name : "a staging copy";
+        ADD_FAILURE() << reader << " reads " << name << " after " << other << " overwrote it";
+        return;
+      }
+    }
+  };
+  for (int64_t pos = 0; pos < l.end; ++pos) {
+    const Unit& u = *p.order[pos];
+    for (size_t i = 0; i < u.in.size(); ++i)
+      if (u.in[i] >= 0 && !u.host_only[i]) check_read(u.in[i], pos, u.where + " (" + u.kind + ")");
+  }
+  for (const auto& [st, v] : s.updates) check_read(v, l.end, "the update of state " + std::to_string(st));
+  for (int v : fetches)
+    if (!fed[v] && !(s.state_of[v] >= 0) && !p.known[v]) check_read(v, l.end, "the fetch");
+  EXPECT_GT(reads, p.order.size());
+}
+
+// Reshapes, Flatten and the gradient sums that broadcast nothing at run time are views: they
+// share their input's buffer and launch nothing, and the layout keeps the root alive for every
+// reader of every view.
+TEST(CudaSchedule, ReshapesAndSumsOverNothingAreViewsTheLayoutKeepsAlive) {
+  {
+    const Schedule s(load("gpt.onnx"), {});
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    EXPECT_EQ(kinds(p).count("Reshape"), 0u) << listing(p);
+    expect_layout_keeps_every_read_value(s, p, feeds, s.program.outputs);
+  }
+  for (const char* model : {"mlp.train.onnx", "gpt.train.onnx", "cnn.train.onnx"}) {
+    for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(model) + " " + std::string(dtype_name(precision)));
+      TrainingStep step = mixed_precision_step(model, precision);
+      CompileOptions options;
+      options.state = step.state;
+      options.state_updates = step.updates;
+      const Schedule s(step.model, options);
+      std::vector<Tensor> feeds;
+      const ShapePlan p = plan_with_zero_feeds(s, feeds);
+      expect_every_step_placed(s, p);
+      const auto k = kinds(p);
+      EXPECT_EQ(k.count("Reshape") + k.count("Flatten") + k.count("Squeeze") + k.count("Unsqueeze"), 0u) << listing(p);
+      // What remains of SumToShape really sums: a bias row's gradient, a broadcast scalar's.
+      for (const Unit* u : p.order)
+        if (u->kind == "SumToShape") {
+          EXPECT_LT(p.desc[u->out[0]].numel(), p.desc[u->in[0]].numel()) << u->where;
+        }
+      size_t views = 0;
+      for (const Unit* u : p.views) {
+        ++views;
+        EXPECT_EQ(p.alias_of[u->out[0]], p.root(u->in[0])) << u->where;
+        EXPECT_EQ(p.desc[u->out[0]].nbytes(), p.desc[u->in[0]].nbytes()) << u->where;
+      }
+      EXPECT_GT(views, 0u);
+      // Fetch the loss and every state update's source, as a training step does.
+      std::vector<int> fetches = s.program.outputs;
+      expect_layout_keeps_every_read_value(s, p, feeds, fetches);
+    }
+  }
+}
+
+// A view of state the step updates would read the new value when fetched after the step: such a
+// reshape stays a copy.
+TEST(CudaSchedule, ReshapesOfUpdatedStateStayCopies) {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  Tensor w(DType::kFloat, {2, 3});
+  w.name = "w";
+  Value* wv = g.add_initializer(w);
+  Tensor shape(DType::kInt64, {1});
+  shape.name = "shape";
+  *shape.mutable_as<int64_t>() = 6;
+  Value* sv = g.add_initializer(shape);
+  Node* flat = g.add_node("Reshape", {wv, sv}, {"flat"});
+  flat->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({6})));
+  g.add_output(flat->output(0));
+  Node* neg = g.add_node("Neg", {wv}, {"w_next"});
+  neg->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({2, 3})));
+  g.add_output(neg->output(0));
+  CompileOptions options;
+  options.state = {"w"};
+  options.state_updates = {{"w", "w_next"}};
+  const Schedule s(m, options);
+  std::vector<Tensor> feeds;
+  const ShapePlan p = plan_with_zero_feeds(s, feeds);
+  expect_every_step_placed(s, p);
+  EXPECT_EQ(kinds(p)["Reshape"], 1) << listing(p);
+  EXPECT_TRUE(p.views.empty());
+  expect_layout_keeps_every_read_value(s, p, feeds, s.program.outputs);
 }
 
 TEST(CudaSchedule, OpsWithoutADeviceKernelAreRefusedNamingTheNode) {
