@@ -1,8 +1,10 @@
-// amp-inspect MODEL [--nodes] [--json] [--dot FILE]: what a model is and what a rewrite did to it.
+// amp-inspect MODEL [--nodes] [--json] [--dot FILE] [--cuda-plan --dim N=32]: what a model is, what a
+// rewrite did to it, and what the cuda backend would run for it.
 #include <cstdio>
 #include <iostream>
 #include <map>
 
+#include "frontends/lib/cuda_plan_report.h"
 #include "frontends/lib/dot_writer.h"
 #include "frontends/lib/model_summary.h"
 #include "frontends/lib/tool_main.h"
@@ -39,7 +41,10 @@ static void print_nodes(const Graph& g) {
   }
 }
 
-static int inspect(const std::string& path, bool nodes, bool json, const std::string& dot) {
+static int inspect(const std::string& path, bool nodes, bool json, const std::string& dot, bool cuda_plan,
+                   const std::vector<std::string>& dim_args) {
+  std::map<std::string, int64_t> dims;
+  for (const std::string& a : dim_args) dims.insert(parse_dim_assignment(a));
   LoadOptions options;
   options.target_opset = 0;  // show the model as it is, not as the rewrite would see it
   Model m = load_model(path, options);
@@ -49,6 +54,15 @@ static int inspect(const std::string& path, bool nodes, bool json, const std::st
     for (const Node* n : m.graph->nodes())
       if (auto r = read_decision_record(*n)) ++rules[r->precision + " " + r->rule];
     summary["rewrite"] = {{"settings", *settings}, {"decisions", rules}};
+  }
+  if (cuda_plan) {
+    nlohmann::ordered_json plan = cuda_plan_report(m, dims);
+    if (json) {
+      summary["cuda_plan"] = std::move(plan);
+    } else {
+      std::cout << cuda_plan_text(plan);
+      return kExitOk;
+    }
   }
   if (json)
     std::cout << summary.dump(2) << "\n";
@@ -79,5 +93,11 @@ int main(int argc, char** argv) {
   app.add_flag("--nodes", nodes, "one line per node: name, op, precision, inputs and outputs with types");
   app.add_flag("--json", json, "the summary as JSON on stdout");
   app.add_option("--dot", dot, "write a Graphviz DOT picture, nodes coloured by precision");
-  return amp::tool_main(app, argc, argv, [&] { return amp::inspect(model, nodes, json, dot); });
+  bool cuda_plan = false;
+  std::vector<std::string> dims;
+  app.add_flag("--cuda-plan", cuda_plan,
+               "what the cuda backend would run (device units in order, fused kernels, views, planned memory), "
+               "worked out without a GPU; a training step saved by amp-train is planned whole");
+  app.add_option("--dim", dims, "NAME=VALUE for a symbolic input dim, for --cuda-plan (e.g. --dim N=32 --dim T=128)");
+  return amp::tool_main(app, argc, argv, [&] { return amp::inspect(model, nodes, json, dot, cuda_plan, dims); });
 }

@@ -28,4 +28,15 @@ step "Train the CNN on Fashion-MNIST in fp16 mixed precision" \
 step "The mixed-precision training step, saved as standard ONNX (training_info)" \
   "$BUILD/amp-inspect" --dot "$OUT/cnn.step.dot" "$OUT/cnn.step.onnx"
 if command -v dot >/dev/null; then dot -Tsvg "$OUT/cnn.step.dot" -o "$OUT/cnn.step.svg"; fi
+# Builds with the cuda backend (nvcc found) plan the step for a GPU without needing one.
+plan=("$BUILD/amp-inspect" --cuda-plan --dim N=64 "$OUT/cnn.step.onnx")
+if "${plan[@]}" >"$OUT/cnn.step.cuda-plan.txt" 2>&1; then
+  printf '
+=== What the cuda backend would run for this step (worked out here, no GPU needed)
+$ %s
+' "${plan[*]}"
+  tail -n 4 "$OUT/cnn.step.cuda-plan.txt"
+  printf '(every device unit in order: %s)
+' "$OUT/cnn.step.cuda-plan.txt"
+fi
 printf '\nDemo outputs are in %s (trained model, report, metrics, training-step picture).\n' "$OUT"

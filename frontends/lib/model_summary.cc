@@ -84,7 +84,7 @@ ordered_json summarize(const Model& m) {
   return j;
 }
 
-static std::string human_bytes(int64_t b) {
+std::string human_bytes(int64_t b) {
   std::ostringstream s;
   s.precision(3);
   if (b >= (1 << 20))

@@ -50,6 +50,14 @@ Model to_training_info_model(const TrainingStep& step, const std::vector<std::pa
   Model current = clone_model(step.model);
   for (const auto& [name, t] : state)
     if (Value* v = current.graph->value(name); v && v->has_initializer()) current.graph->set_initializer(v, t);
+  // The passes type the values they add, but ONNX's shape inference never reaches a training_info
+  // algorithm: without value_info the step would come back untyped, and the cuda backend plans
+  // its fused kernels from the types.
+  std::set<const Value*> described(current.graph->value_info().begin(), current.graph->value_info().end());
+  for (const Node* n : current.graph->nodes())
+    for (Value* v : n->outputs())
+      if (v && !v->is_output() && v->type().kind != ValueType::Kind::kUnknown && described.insert(v).second)
+        current.graph->value_info().push_back(v);
   onnx::ModelProto p = to_proto(current);
   onnx::GraphProto step_graph;
   step_graph.Swap(p.mutable_graph());

@@ -192,6 +192,14 @@ TEST_F(AmpTrain, SavedTrainingGraphIsInspectedAndTrainedAgain) {
   const std::string step = dir_ + "/step.onnx";
   ASSERT_EQ(train(common("cnn", 2) + " --dtype fp16 --save-training-graph " + step, &out), 0) << out;
   ASSERT_EQ(test::run_command(tool("amp-inspect") + " " + step, &out), 0) << out;
+#if AMP_HAVE_CUDA
+  // The cuda backend plans the saved step whole (its values keep their types through the save):
+  // the inf/NaN check and the optimizer's multi-tensor update are in it.
+  ASSERT_EQ(test::run_command(tool("amp-inspect") + " --cuda-plan --dim N=16 " + step + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("cuda plan of the training step"), std::string::npos) << out;
+  EXPECT_NE(out.find("AllFiniteScaled"), std::string::npos) << out;
+  EXPECT_NE(out.find("multi-tensor"), std::string::npos) << out;
+#endif
   ASSERT_EQ(train(step + " --data " + dir_ + "/train.npz --batch-size 16 --steps 2 --seed 5 --optimizer adamw --lr 0.001 "
                       "--dtype fp16 --metrics " + dir_ + "/again.jsonl",
                   &out),

@@ -76,6 +76,44 @@ TEST(Inspect, NodesAndDot) {
   EXPECT_EQ(test::run_command("dot -Tsvg " + dir + "/cnn.dot -o " + dir + "/cnn.svg", &out), 0) << out;
 }
 
+// --cuda-plan works out what the cuda backend would run without a device: every node of the
+// model (python3-onnx's count) is in one device unit, one view or one host step, and the arena
+// needs no more than the sum of its buffers and no less than what is live at once.
+TEST(Inspect, CudaPlanPlacesEveryNodeAndSizesTheArena) {
+  const std::string model = test::source_dir() + "/models/gpt.onnx";
+  std::string out, ref;
+#if AMP_HAVE_CUDA
+  ASSERT_EQ(test::run_command(inspect_bin() + " --json --cuda-plan --dim N=4 --dim T=16 " + model + " 2>&1", &out), 0) << out;
+  ASSERT_EQ(test::run_python(test::source_dir() + "/tests/frontends/inspect_reference.py " + model, &ref), 0) << ref;
+  const json plan = json::parse(out)["cuda_plan"];
+  const int64_t nodes = json::parse(ref)["nodes"].get<int64_t>();
+  EXPECT_EQ(plan["nodes"].get<int64_t>(), nodes);
+  int64_t placed = plan["host_steps"].get<int64_t>();
+  for (const auto& [kind, n] : plan["views"].items()) placed += n.get<int64_t>();
+  for (const auto& u : plan["units"]) placed += u["nodes"].get<int64_t>();
+  EXPECT_EQ(placed, nodes);
+  EXPECT_EQ(plan["device_units"].get<size_t>(), plan["units"].size());
+  EXPECT_GT(plan["views"].value("Reshape", 0), 0) << "the attention's head reshapes move no byte";
+  const auto& mem = plan["memory"];
+  EXPECT_GE(mem["arena_bytes"].get<int64_t>(), mem["peak_live_bytes"].get<int64_t>());
+  EXPECT_LE(mem["arena_bytes"].get<int64_t>(), mem["without_reuse_bytes"].get<int64_t>());
+  EXPECT_GT(mem["peak_live_bytes"].get<int64_t>(), 4 * 16 * 64 * 4) << "at least one [N,T,64] fp32 activation";
+  // The text form lists the same units, one line each.
+  ASSERT_EQ(test::run_command(inspect_bin() + " --cuda-plan --dim N=4 --dim T=16 " + model + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("MatMul+Add"), std::string::npos) << out;
+  EXPECT_NE(out.find("device units: " + std::to_string(plan["device_units"].get<int>())), std::string::npos) << out;
+  // A dim left out is one error line naming the input and the dim.
+  EXPECT_EQ(test::run_command(inspect_bin() + " --cuda-plan --dim N=4 " + model + " 2>&1", &out), 2);
+  EXPECT_NE(out.find("input 'tokens'"), std::string::npos) << out;
+  EXPECT_NE(out.find("--dim T=VALUE"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(test::run_command(inspect_bin() + " --cuda-plan --dim N=four " + model + " 2>&1", &out), 2) << out;
+#else
+  EXPECT_EQ(test::run_command(inspect_bin() + " --cuda-plan --dim N=4 --dim T=16 " + model + " 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("no CUDA backend"), std::string::npos) << out;
+#endif
+}
+
 TEST(Inspect, BadInputIsOneLineAndExitCode2) {
   const std::string dir = test::temp_dir("inspect_bad");
   test::write_file(dir + "/junk.onnx", "this is not a model");

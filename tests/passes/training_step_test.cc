@@ -346,6 +346,18 @@ TEST(TrainingInfo, SavedStepSplitsIntoInferenceAndAlgorithmAndJoinsBack) {
   // Joined back, the step continues exactly where the original executable is.
   TrainingStep again = step_from_training_info(loaded);
   EXPECT_EQ(again.updates, step.updates);
+  // Every value keeps its type: ONNX's shape inference never reaches the algorithm, so the types
+  // travel as value_info (the cuda backend plans its fused kernels from them).
+  size_t typed = 0;
+  for (const Node* n : step.model.graph->nodes())
+    for (const Value* v : n->outputs()) {
+      if (!v || v->dtype() == DType::kUndefined) continue;
+      const Value* back = again.model.graph->value(v->name());
+      ASSERT_NE(back, nullptr) << v->name();
+      EXPECT_EQ(back->dtype(), v->dtype()) << v->name() << " made by " << n->label();
+      ++typed;
+    }
+  EXPECT_GT(typed, 50u);
   auto exe2 = make_backend("cpu")->compile(again.model, CompileOptions{again.state, again.updates, 7, 0});
   Feeds g = batch(8, 2);
   g.emplace_back(step.lr, scalar(1e-3f));

@@ -1,0 +1,195 @@
+#include "frontends/lib/cuda_plan_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "frontends/lib/model_summary.h"
+#include "graph/error.h"
+#include "passes/training/training_info.h"
+
+#if AMP_HAVE_CUDA
+#include "backends/cuda/device_layout.h"
+#include "backends/cuda/fused_elementwise_op.h"
+#include "backends/cuda/schedule.h"
+#endif
+
+namespace amp {
+
+using nlohmann::ordered_json;
+
+std::pair<std::string, int64_t> parse_dim_assignment(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw InputError("--dim '" + text + "': expected NAME=VALUE, e.g. N=32");
+  const std::string value = text.substr(eq + 1);
+  size_t used = 0;
+  int64_t v = -1;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || v < 0) throw InputError("--dim '" + text + "': the value must be a non-negative integer");
+  return {text.substr(0, eq), v};
+}
+
+#if AMP_HAVE_CUDA
+
+namespace {
+
+// A zero tensor for every data input, its symbolic dims from `dims`.
+std::vector<Tensor> zero_feeds(const Model& m, const std::map<std::string, int64_t>& dims) {
+  std::vector<Tensor> feeds;
+  for (const Value* v : m.graph->inputs()) {
+    if (v->has_initializer()) continue;
+    if (!v->type().shape)
+      throw InputError(m.path + ": input '" + v->name() + "' has no shape; --cuda-plan needs its rank and dims");
+    std::vector<int64_t> shape;
+    for (const Dim& d : v->type().shape->dims) {
+      if (d.value) {
+        shape.push_back(*d.value);
+        continue;
+      }
+      auto it = dims.find(d.param);
+      if (d.param.empty() || it == dims.end())
+        throw InputError(m.path + ": input '" + v->name() + "' " + v->type().str() + " has dim '" +
+                         (d.param.empty() ? "?" : d.param) + "': give it with --dim " +
+                         (d.param.empty() ? "NAME" : d.param) + "=VALUE" +
+                         (d.param.empty() ? " (this dim has no name: the model must name it)" : ""));
+      shape.push_back(it->second);
+    }
+    Tensor t(v->type().elem, shape);
+    t.name = v->name();
+    feeds.push_back(std::move(t));
+  }
+  return feeds;
+}
+
+std::string value_type(const cuda::ShapePlan& p, int v) {
+  std::string s = std::string(dtype_name(p.desc[v].dtype)) + "[";
+  for (size_t i = 0; i < p.desc[v].dims.size(); ++i) s += (i ? "," : "") + std::to_string(p.desc[v].dims[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+ordered_json cuda_plan_report(const Model& model, const std::map<std::string, int64_t>& dims) {
+  // A saved training step plans as amp-train runs it: its state, updates and fetches.
+  CompileOptions options;
+  std::vector<std::string> fetch_names;
+  const bool training = !model.training_info.empty();
+  TrainingStep step;
+  if (training) {
+    step = step_from_training_info(model);
+    options.state = step.state;
+    options.state_updates = step.updates;
+    for (const std::string* name : {&step.loss, &step.target, &step.all_finite, &step.loss_scale})
+      if (!name->empty() && (name != &step.target || step.classification)) fetch_names.push_back(*name);
+  } else {
+    for (const Value* v : model.graph->outputs()) fetch_names.push_back(v->name());
+  }
+  const Model& m = training ? step.model : model;
+  const cuda::Schedule s(m, options);
+  const std::vector<Tensor> feeds = zero_feeds(m, dims);
+  const size_t num_values = s.program.values.size();
+  std::vector<const Tensor*> fed(num_values, nullptr);
+  for (const Tensor& t : feeds) fed[static_cast<size_t>(s.program.find(t.name))] = &t;
+  std::vector<cuda::TensorDesc> state;
+  size_t state_bytes = 0;
+  for (int v : s.state_values) {
+    const Tensor& t = s.program.initializers[s.program.values[v].initializer];
+    state.push_back(cuda::TensorDesc{t.dtype, t.dims});
+    state_bytes += t.nbytes();
+  }
+  std::vector<int> fetches;
+  for (const std::string& name : fetch_names) fetches.push_back(s.program.find(name));
+  std::vector<int> targets = fetches;
+  for (const auto& [st, v] : s.updates) targets.push_back(v);
+  const cuda::ShapePlan p = s.plan(fed, state, targets);
+  const cuda::DeviceLayout layout = cuda::layout_device_memory(s, p, fed, fetches, 256);
+
+  ordered_json units = ordered_json::array();
+  size_t fused = 0, fused_nodes = 0, multi_tensor = 0;
+  std::map<std::string, int> kinds;
+  for (const cuda::Unit* u : p.order) {
+    ordered_json out = ordered_json::array();
+    for (int v : u->out)
+      if (v >= 0) out.push_back(s.program.values[v].name + ": " + value_type(p, v));
+    const size_t at = u->where.rfind(": node ");  // "file: node NAME (Op)" -> "NAME (Op)"
+    units.push_back({{"kind", u->kind}, {"node", at == std::string::npos ? u->where : u->where.substr(at + 7)},
+                     {"nodes", u->steps.size()}, {"outputs", out}});
+    if (dynamic_cast<const cuda::MultiTensorFusedOp*>(u->op.get())) ++multi_tensor;
+    if (dynamic_cast<const cuda::FusedElementwiseOp*>(u->op.get()) || dynamic_cast<const cuda::MultiTensorFusedOp*>(u->op.get())) {
+      ++fused;
+      fused_nodes += u->steps.size();
+    }
+  }
+  size_t host_steps = 0;
+  for (int st : p.steps) host_steps += s.host_step[st] ? 1 : 0;
+  ordered_json views = ordered_json::object();
+  for (const cuda::Unit* u : p.views) views[u->kind] = views.value(u->kind, 0) + 1;
+  ordered_json dims_json = ordered_json::object();
+  for (const auto& [k, v] : dims) dims_json[k] = v;
+  ordered_json j;
+  j["model"] = model.path;
+  j["graph"] = training ? "training step" : "inference";
+  j["dims"] = dims_json;
+  j["device_units"] = p.order.size();
+  j["fused_kernels"] = {{"units", fused}, {"nodes", fused_nodes}, {"multi_tensor", multi_tensor}};
+  j["views"] = views;
+  j["host_steps"] = host_steps;
+  j["nodes"] = s.program.steps.size();
+  j["memory"] = {{"arena_bytes", layout.arena.arena_bytes},
+                 {"peak_live_bytes", layout.arena.peak_bytes},
+                 {"without_reuse_bytes", layout.arena.total_bytes},
+                 {"state_bytes", state_bytes}};
+  j["units"] = units;
+  return j;
+}
+
+std::string cuda_plan_text(const ordered_json& j) {
+  std::ostringstream s;
+  std::string dims;
+  for (const auto& [k, v] : j["dims"].items()) dims += (dims.empty() ? "" : ", ") + k + "=" + std::to_string(v.get<int64_t>());
+  s << "cuda plan of the " << j["graph"].get<std::string>() << (dims.empty() ? "" : " at " + dims)
+    << " (worked out without a device):\n";
+  size_t k = 0;
+  for (const auto& u : j["units"]) {
+    std::string kind = u["kind"].get<std::string>();
+    if (kind.size() > 44) kind = kind.substr(0, 41) + "...";
+    char line[80];
+    std::snprintf(line, sizeof line, "%4zu  %-44s  ", k++, kind.c_str());
+    s << line << u["node"].get<std::string>() << "  ->";
+    const auto& outputs = u["outputs"];
+    for (size_t i = 0; i < outputs.size() && i < 3; ++i) s << " " << outputs[i].get<std::string>();
+    if (outputs.size() > 3) s << " (and " << outputs.size() - 3 << " more)";
+    s << "\n";
+  }
+  s << "device units: " << j["device_units"] << " (" << j["fused_kernels"]["units"] << " generated kernels covering "
+    << j["fused_kernels"]["nodes"] << " nodes, " << j["fused_kernels"]["multi_tensor"] << " of them multi-tensor)\n";
+  int views = 0;
+  std::string view_kinds;
+  for (const auto& [kind, n] : j["views"].items()) {
+    views += n.get<int>();
+    view_kinds += (view_kinds.empty() ? "" : ", ") + std::to_string(n.get<int>()) + " " + kind;
+  }
+  s << "views:        " << views << (views ? " (" + view_kinds + "): the same bytes, nothing runs" : "") << "\n";
+  s << "host steps:   " << j["host_steps"] << " (shape arithmetic and constants, computed while planning)\n";
+  const auto& mem = j["memory"];
+  s << "memory:       arena " << human_bytes(mem["arena_bytes"].get<int64_t>()) << " (live at most "
+    << human_bytes(mem["peak_live_bytes"].get<int64_t>()) << ", " << human_bytes(mem["without_reuse_bytes"].get<int64_t>())
+    << " without reuse), state " << human_bytes(mem["state_bytes"].get<int64_t>())
+    << "; cuBLASLt/cuDNN workspace is chosen on the device\n";
+  return s.str();
+}
+
+#else
+
+ordered_json cuda_plan_report(const Model&, const std::map<std::string, int64_t>&) {
+  throw InputError("--cuda-plan: this build has no CUDA backend (nvcc was not found when it was configured)");
+}
+std::string cuda_plan_text(const ordered_json&) { return ""; }
+
+#endif
+
+}  // namespace amp
