@@ -15,19 +15,23 @@ namespace {
 #define AMP_EXPAND_STRINGIFY(...) AMP_STRINGIFY(__VA_ARGS__)
 
 // Conversions as single cvt instructions: no cuda_fp16.h, so NVRTC needs no include path.
-// cvt.rn.bf16.f32 needs sm_80, the oldest arch this project builds for.
+// cvt.rn.bf16.f32 needs sm_80, the oldest arch this project builds for. NVRTC never defines
+// AMP_HOST_EMULATION: the host shim of the tests (tests/support/cuda_host_shim.h) does, and gives
+// the three cvt helpers in software to run the same source on the CPU.
 constexpr const char* kPrelude = R"(
+#ifndef AMP_HOST_EMULATION
 __device__ __forceinline__ float amp_f16_to_f32(unsigned short h) {
   float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
 }
 __device__ __forceinline__ unsigned short amp_f32_to_f16(float f) {
   unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
 }
-__device__ __forceinline__ float amp_bf16_to_f32(unsigned short b) {
-  return __uint_as_float(static_cast<unsigned int>(b) << 16);
-}
 __device__ __forceinline__ unsigned short amp_f32_to_bf16(float f) {
   unsigned short b; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f)); return b;
+}
+#endif
+__device__ __forceinline__ float amp_bf16_to_f32(unsigned short b) {
+  return __uint_as_float(static_cast<unsigned int>(b) << 16);
 }
 __device__ __forceinline__ float amp_round_f16(float f) { return amp_f16_to_f32(amp_f32_to_f16(f)); }
 __device__ __forceinline__ float amp_round_bf16(float f) { return amp_bf16_to_f32(amp_f32_to_bf16(f)); }

@@ -5,12 +5,53 @@
 // program (evaluate_elementwise_program) is its reference.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_op.h"
+#include "backends/cuda/elementwise_codegen.h"
 #include "passes/fusion/elementwise_program.h"
 
 namespace amp::cuda {
+
+// How one fused group is launched, apart from any device: its kernel, how it reads each input,
+// and its by-value arguments. prepare() launches exactly this; tests run the same kernel source
+// and arguments on the host (tests/backends/cuda_codegen_host_test.cc).
+struct FusedLaunch {
+  GeneratedKernel kernel;
+  std::vector<InputIndexing> indexing;  // per input
+  long long n = 0;                      // elements of the iteration space
+  FusedDims dims{};
+  std::vector<FusedStrides> strides;    // per input; the kernel takes those of kBroadcast inputs
+  // cudaLaunchKernel's argument array, in the generated signature's order: &n, &dims, then per
+  // input &ins[k] (and &strides[k] when broadcast), then per output &outs[k]. It points into this
+  // object, ins and outs, which must outlive it.
+  std::vector<void*> args(const std::vector<const void*>& ins, const std::vector<void*>& outs) const;
+};
+// The launch over the outputs' dims (all alike) of inputs of dims in_dims. InputError for more
+// than kFusedMaxRank dims or inputs that broadcast beyond the outputs' dims.
+FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<std::vector<int64_t>>& in_dims,
+                              const std::vector<std::vector<int64_t>>& out_dims);
+
+// How one multi-tensor launch runs groups (MultiTensorFusedOp below), apart from any device.
+struct MultiTensorLaunch {
+  MultiTensorKernel mt;
+  std::vector<std::vector<InputIndexing>> indexing;  // per program: how its groups read each input
+  std::vector<size_t> in_at, out_at;  // where each group's operands start; groups + 1 entries
+  std::vector<int64_t> counts;        // per group, its elements
+  std::vector<int> variant_of_group;
+  int64_t largest = 0;                // the most elements of a group: the grid covers these
+  size_t groups() const { return counts.size(); }
+  // The FusedTaskList argument of the launch of groups [first, first + capacity): capacity slots
+  // of 8-byte words, then the count of the slots used. ins/outs: every group's operands in turn.
+  std::vector<uint64_t> task_list(size_t first, const std::vector<const void*>& ins,
+                                  const std::vector<void*>& outs) const;
+};
+MultiTensorLaunch plan_multi_tensor_launch(const std::vector<ElementwiseProgram>& programs,
+                                           const std::vector<int>& variant_of_group,
+                                           const std::vector<std::vector<int64_t>>& in_dims,
+                                           const std::vector<std::vector<int64_t>>& out_dims);
 
 class FusedElementwiseOp final : public CudaOp {
  public:
