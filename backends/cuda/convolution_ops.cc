@@ -98,17 +98,28 @@ ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc
   s.x = std::make_shared<CudnnTensor>(x.dtype, at_least_4d(x.dims));
   s.y = std::make_shared<CudnnTensor>(y.dtype, at_least_4d(y.dims));
   s.w = std::make_shared<CudnnFilter>(w.dtype, at_least_4d(w.dims));
-  s.bias = std::make_shared<CudnnTensor>(y.dtype, std::vector<int64_t>{1, y.dims[1], 1, 1});
+  // [1, C, 1, ...] of Y's rank: cudnnAddTensor and cudnnConvolutionBackwardBias want the bias
+  // descriptor to have as many dims as Y's (5 for a 3-D convolution).
+  std::vector<int64_t> bias_dims(std::max<size_t>(4, y.dims.size()), 1);
+  bias_dims[1] = y.dims[1];
+  s.bias = std::make_shared<CudnnTensor>(y.dtype, bias_dims);
   s.conv = std::make_shared<CudnnConvolution>(win.pads, win.strides, win.dilations,
                                               static_cast<int>(a.group), x.dtype, tf32_allowed());
   return s;
 }
 
-template <class Perf>
-const Perf& first_usable(const std::vector<Perf>& perfs, int found, const char* what) {
-  for (int i = 0; i < found; ++i)
-    if (perfs[static_cast<size_t>(i)].status == CUDNN_STATUS_SUCCESS && perfs[static_cast<size_t>(i)].memory <= kMaxConvWorkspace)
-      return perfs[static_cast<size_t>(i)];
+// The first algorithm the heuristic ranks usable, with its workspace asked of cuDNN for that
+// algorithm (workspace_of(algo, &bytes)) rather than taken from the heuristic's estimate alone:
+// an algorithm handed less than it needs fails with CUDNN_STATUS_BAD_PARAM at run time.
+template <class Perf, class WorkspaceOf>
+Perf first_usable(const std::vector<Perf>& perfs, int found, const char* what, WorkspaceOf&& workspace_of) {
+  for (int i = 0; i < found; ++i) {
+    Perf p = perfs[static_cast<size_t>(i)];
+    size_t bytes = 0;
+    if (p.status != CUDNN_STATUS_SUCCESS || workspace_of(p.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+    p.memory = std::max(p.memory, bytes);
+    if (p.memory <= kMaxConvWorkspace) return p;
+  }
   throw InputError(std::string("cuDNN has no ") + what + " algorithm for these shapes and types");
 }
 
@@ -122,7 +133,11 @@ class Conv final : public CudaOp {
     AMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
                                                            setup.y->get(), static_cast<int>(perfs.size()), &found,
                                                            perfs.data()));
-    const cudnnConvolutionFwdAlgoPerf_t algo = first_usable(perfs, found, "forward convolution");
+    const cudnnConvolutionFwdAlgoPerf_t algo =
+        first_usable(perfs, found, "forward convolution", [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+          return cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
+                                                         setup.y->get(), a, bytes);
+        });
     const bool has_bias = s.has_in(2);
     return std::make_unique<PreparedFunction>(
         [setup, algo, has_bias](const OpBuffers& b, DeviceContext& c) {
@@ -155,7 +170,10 @@ class ConvGrad final : public CudaOp {
       AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                                   setup.conv->get(), setup.x->get(),
                                                                   static_cast<int>(perfs.size()), &found, perfs.data()));
-      data = first_usable(perfs, found, "backward-data convolution");
+      data = first_usable(perfs, found, "backward-data convolution", [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), setup.w->get(), setup.y->get(), setup.conv->get(),
+                                                            setup.x->get(), a, bytes);
+      });
     }
     if (want_dw) {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
@@ -163,7 +181,10 @@ class ConvGrad final : public CudaOp {
       AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.y->get(),
                                                                     setup.conv->get(), setup.w->get(),
                                                                     static_cast<int>(perfs.size()), &found, perfs.data()));
-      filter = first_usable(perfs, found, "backward-filter convolution");
+      filter = first_usable(perfs, found, "backward-filter convolution", [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.y->get(),
+                                                              setup.conv->get(), setup.w->get(), a, bytes);
+      });
     }
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& c) {

@@ -19,7 +19,9 @@ struct RowStats {
 };
 
 __device__ __forceinline__ RowStats merge(RowStats a, RowStats b) {
-  const float m = fmaxf(a.max, b.max);
+  // Not fmaxf, which drops a NaN operand: a NaN score must make the row's loss NaN (the CPU
+  // backend's), not vanish when it is the first value a thread sees.
+  const float m = (a.max > b.max || a.max != a.max) ? a.max : b.max;
   if (m == -INFINITY) return {m, 0.0f};
   return {m, a.sum * __expf(a.max - m) + b.sum * __expf(b.max - m)};
 }
@@ -150,14 +152,16 @@ size_t cross_entropy_workspace(const CrossEntropyShape& s) {
 void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const void* labels, const void* weights,
                            void* loss, void* log_prob, void* workspace, cudaStream_t stream) {
   const int64_t rows = s.n * s.inner;
-  if (rows == 0) return;
   float* row_loss = static_cast<float*>(workspace);
   float* row_w = row_loss + rows;
   dispatch_float(s.type, "SoftmaxCrossEntropyLoss", [&](auto tag) {
     using T = decltype(tag);
     dispatch_labels(s.label_type, [&](auto ltag) {
       using L = decltype(ltag);
-      forward_rows<T, L><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      // No rows: no row blocks (a grid of 0 is an invalid launch), but the scalar loss is still
+      // written below: 0 for sum, 0/0 = NaN for mean, as on the CPU backend.
+      if (rows > 0)
+        forward_rows<T, L><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
           static_cast<const T*>(scores), static_cast<const L*>(labels), static_cast<const T*>(weights),
           static_cast<T*>(log_prob), row_loss, row_w, s.classes, s.inner, s.ignore_index.has_value(),
           s.ignore_index.value_or(0));

@@ -41,13 +41,18 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// NaN wins, as in the CPU backend's max reductions (fmaxf would drop it).
 __device__ __forceinline__ float warp_max(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = (v > o || v != v) ? v : o;
+  }
   return v;
 }
 
 // Sum over the block, returned to every thread. `scratch` holds one float per warp (32 is enough
-// for 1024 threads). Every thread of the block must call it.
+// for 1024 threads). Every thread of the block must call it, and blockDim.x must be a multiple of
+// 32: the shuffles name all 32 lanes of every warp.
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
   v = warp_sum(v);

@@ -69,6 +69,11 @@ void GemmAlgorithmCache::put(const std::string& key, const cublasLtMatmulHeurist
 }
 
 GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache& cache) : desc_(desc) {
+  // cuBLASLt's BGRADA takes only a non-transposed A and BGRADB only a transposed B; anything
+  // else finds no algorithm. After the swap that is op(B) = B and op(A) = A^T here.
+  if ((desc.epilogue == GemmEpilogue::kBiasGradFromB && desc.trans_b) ||
+      (desc.epilogue == GemmEpilogue::kBiasGradFromA && !desc.trans_a))
+    throw Error("internal: a bias-gradient epilogue needs B untransposed (from B) or A transposed (from A)");
   const bool fp32 = desc.ab_type == DType::kFloat;
   const cublasComputeType_t compute = fp32 && desc.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   AMP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F));

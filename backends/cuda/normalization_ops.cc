@@ -57,6 +57,8 @@ class LayerNormGrad final : public CudaOp {
     int64_t rows, cols;
     split_rows(x.dims, axis_, &rows, &cols);
     if (s.in[0]->dtype != x.dtype || s.in[2]->dtype != x.dtype) throw InputError("dY, X and Scale must share one type on cuda");
+    // The kernel reads scale[c] for every c < cols: a smaller (broadcast) Scale would be read past its end.
+    if (s.in[2]->numel() != cols) throw InputError("Scale must cover the normalized dims (broadcast scales are not supported on cuda)");
     const DType t = x.dtype;
     const float eps = epsilon_;
     const bool dscale = s.has_out(1), dbias = s.has_out(2);
@@ -100,6 +102,9 @@ class BatchNorm final : public CudaOp {
         training_(n.attr_int("training_mode", 0) != 0) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     const BnDescriptors d = bn_descriptors(*s.in[0], *s.in[1]);
+    for (size_t i = 2; i < 5; ++i)
+      if (s.in[i]->dtype != DType::kFloat)
+        throw InputError("BatchNormalization's scale, bias and statistics must be float on cuda (cuDNN keeps them in fp32)");
     const double eps = epsilon_;
     const size_t stat_bytes = s.in[3]->nbytes();
     if (!training_)
@@ -111,16 +116,26 @@ class BatchNorm final : public CudaOp {
       });
     if (!s.has_out(1) || !s.has_out(2))
       throw InputError("training-mode BatchNormalization needs its running_mean and running_var outputs on cuda");
-    // ONNX: running = input * momentum + batch * (1 - momentum). cuDNN updates its running
-    // buffers in place with factor (1 - momentum), so they start as copies of the inputs.
-    const double factor = 1.0 - static_cast<double>(momentum_);
-    return std::make_unique<PreparedFunction>([d, eps, factor, stat_bytes](const OpBuffers& b, DeviceContext& c) {
+    // ONNX (and the CPU backend): running = input * momentum + batch * (1 - momentum), with the
+    // biased batch variance (sum / m over the m = N*H*W values of a channel). cuDNN's running
+    // variance takes the unbiased one (sum / (m - 1), PyTorch's running_var): 3% off for a
+    // BatchNorm1d over 32 rows. So cuDNN writes the batch statistics alone (factor 1, into zeroed
+    // outputs: 0 * garbage could be NaN) and two cudnnAddTensor blends make the running ones,
+    // the variance's batch term scaled back by (m - 1) / m. Y is normalized with the biased
+    // variance either way.
+    const std::vector<int64_t> x4 = nchw(s.in[0]->dims);
+    const double m = static_cast<double>(x4[0] * x4[2]);
+    const float keep = momentum_, take_mean = static_cast<float>(1.0 - static_cast<double>(momentum_)),
+                take_var = m > 1 ? static_cast<float>((1.0 - static_cast<double>(momentum_)) * (m - 1) / m) : 0.0f;
+    return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
       const float one = 1.0f, zero = 0.0f;
-      AMP_CUDA_CHECK(cudaMemcpyAsync(b.out[1], b.in[3], stat_bytes, cudaMemcpyDeviceToDevice, c.stream()));
-      AMP_CUDA_CHECK(cudaMemcpyAsync(b.out[2], b.in[4], stat_bytes, cudaMemcpyDeviceToDevice, c.stream()));
+      AMP_CUDA_CHECK(cudaMemsetAsync(b.out[1], 0, stat_bytes, c.stream()));
+      AMP_CUDA_CHECK(cudaMemsetAsync(b.out[2], 0, stat_bytes, c.stream()));
       AMP_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(c.cudnn(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x->get(),
                                                              b.in[0], d.x->get(), b.out[0], d.params->get(), b.in[1],
-                                                             b.in[2], factor, b.out[1], b.out[2], eps, nullptr, nullptr));
+                                                             b.in[2], 1.0, b.out[1], b.out[2], eps, nullptr, nullptr));
+      AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &keep, d.params->get(), b.in[3], &take_mean, d.params->get(), b.out[1]));
+      AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &keep, d.params->get(), b.in[4], &take_var, d.params->get(), b.out[2]));
     });
   }
 

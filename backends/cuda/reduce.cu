@@ -88,6 +88,13 @@ ReducePlan::ReducePlan(DType t, const std::vector<int64_t>& dims, const std::vec
     if (!runs.empty() && runs.back().second == reduced[d]) runs.back().first *= dims[d];
     else runs.emplace_back(dims[d], reduced[d]);
   }
+  if (count_ == 0) return;  // no output: enqueue launches nothing (and the sizes below divide by 0)
+  if (total_ == 0) {
+    // Reducing an empty axis: every output is the identity (0, NaN for a mean, -inf for a max),
+    // a row pass over r = 0.
+    passes_.push_back({count_, 0, 1, 1, true, true, 0, 0});
+    return;
+  }
   int64_t remaining = 1;
   for (const auto& run : runs) remaining *= run.first;
   // Innermost reduced run first; each pass shrinks the tensor by its r.
@@ -96,8 +103,11 @@ ReducePlan::ReducePlan(DType t, const std::vector<int64_t>& dims, const std::vec
   const int64_t busy = 4LL * sm_count * 256;  // threads that keep every SM fed
   for (size_t k = runs.size(); k-- > 0;) {
     if (!runs[k].second) continue;
+    // The reduced runs after k are gone already (innermost first): inner is the kept runs only.
+    // Conv's bias gradient, [N,C,H,W] summed over {0,2,3}, reduces H*W first and then N over C.
     int64_t inner = 1;
-    for (size_t j = k + 1; j < runs.size(); ++j) inner *= runs[j].first;
+    for (size_t j = k + 1; j < runs.size(); ++j)
+      if (!runs[j].second) inner *= runs[j].first;
     int64_t r = runs[k].first, outer = remaining / (r * inner);
     remaining /= r;
     const int64_t outputs = outer * inner;

@@ -17,7 +17,9 @@ struct MaxSum {
 };
 
 __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
-  const float m = fmaxf(a.max, b.max);
+  // Not fmaxf: it drops a NaN operand, so a NaN met first (against the -inf start) would vanish
+  // from the row. A NaN max makes the sum NaN and every output NaN, as on the CPU backend.
+  const float m = (a.max > b.max || a.max != a.max) ? a.max : b.max;
   if (m == -INFINITY) return {m, 0.0f};  // both empty (or all -inf): nothing to rescale
   return {m, a.sum * __expf(a.max - m) + b.sum * __expf(b.max - m)};
 }

@@ -17,14 +17,16 @@ int64_t normalize_axis(int64_t axis, size_t rank) {
 
 class Softmax final : public CudaOp {
  public:
-  Softmax(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)), log_(n.op_type() == "LogSoftmax") {}
+  // Before opset 13 the default axis is 1 and the softmax runs over the flattened dims from the
+  // axis on (one row of all of them), as the CPU backend's softmax.cc does.
+  Softmax(const Node& n, int64_t opset)
+      : flatten_(opset < 13), axis_(n.attr_int("axis", opset < 13 ? 1 : -1)), log_(n.op_type() == "LogSoftmax") {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     const TensorDesc& x = *s.in[0];
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, x.dims.size()));
-    int64_t outer = 1, inner = 1;
+    int64_t outer = 1, inner = 1, len = 1;
     for (size_t d = 0; d < axis; ++d) outer *= x.dims[d];
-    for (size_t d = axis + 1; d < x.dims.size(); ++d) inner *= x.dims[d];
-    const int64_t len = x.dims[axis];
+    for (size_t d = axis; d < x.dims.size(); ++d) (flatten_ || d == axis ? len : inner) *= x.dims[d];
     const DType t = x.dtype;
     const bool log = log_;
     return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& ctx) {
@@ -33,6 +35,7 @@ class Softmax final : public CudaOp {
   }
 
  private:
+  bool flatten_;
   int64_t axis_;
   bool log_;
 };

@@ -82,17 +82,21 @@ StridedCopy simplify(StridedCopy c) {
 }
 
 void strided_copy(const StridedCopy& c, const void* src, void* dst, int sm_count, cudaStream_t stream) {
+  if (c.dims.size() > static_cast<size_t>(kMaxDims))  // CopyArgs holds kMaxDims: simplify() first
+    throw InputError("a copy over more than " + std::to_string(kMaxDims) + " non-mergeable dims is not supported");
   CopyArgs a{};
   a.rank = static_cast<int>(c.dims.size());
   a.n = 1;
+  // One past the largest offset either side reaches. A negative stride (Slice with a negative
+  // step) walks down from the base, so it adds nothing: the base itself is the largest then.
   int64_t src_extent = c.src_base + 1, dst_extent = c.dst_base + 1;
   for (int k = 0; k < a.rank; ++k) {
     a.dims[k] = c.dims[k];
     a.src[k] = c.src_strides[k];
     a.dst[k] = c.dst_strides[k];
     a.n *= c.dims[k];
-    src_extent += (c.dims[k] - 1) * c.src_strides[k];
-    dst_extent += (c.dims[k] - 1) * c.dst_strides[k];
+    src_extent += (c.dims[k] - 1) * std::max<int64_t>(c.src_strides[k], 0);
+    dst_extent += (c.dims[k] - 1) * std::max<int64_t>(c.dst_strides[k], 0);
   }
   if (a.n == 0) return;
   a.src_base = c.src_base;

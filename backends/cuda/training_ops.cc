@@ -13,6 +13,8 @@
 namespace amp::cuda {
 namespace {
 
+bool is_device_float(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16; }
+
 // AllFinite(inputs...) and AllFiniteScaled(scale, inputs...).
 class AllFinite final : public CudaOp {
  public:
@@ -25,6 +27,11 @@ class AllFinite final : public CudaOp {
     std::vector<size_t> present;  // operand index of each checked tensor
     for (size_t i = first; i < s.in.size(); ++i)
       if (s.in[i]) {
+        // Refused here rather than by the launcher inside a step (and a graph capture): the
+        // kernel reads fp32, fp16 and bf16 only (a float64 gradient, which the CPU checks, is not).
+        if (!is_device_float(s.in[i]->dtype))
+          throw InputError("AllFinite checks float, float16 or bfloat16 tensors on cuda, not " +
+                           std::string(dtype_name(s.in[i]->dtype)));
         tensors.push_back({s.in[i]->dtype, s.in[i]->numel()});
         present.push_back(i);
       }
@@ -66,6 +73,8 @@ class Dropout final : public CudaOp {
         if (mask) AMP_CUDA_CHECK(cudaMemsetAsync(b.out[1], 1, static_cast<size_t>(n), c.stream()));
       });
     if (ratio < 0.0f || ratio >= 1.0f) throw InputError("Dropout ratio must be in [0, 1)");
+    if (!is_device_float(t)) throw InputError("training-mode Dropout takes float, float16 or bfloat16 on cuda, not " +
+                                              std::string(dtype_name(t)));
     return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
       dropout_forward(t, b.in[0], b.out[0], mask ? static_cast<bool*>(b.out[1]) : nullptr, n, ratio, b.seed, salt,
                       c.sm_count(), c.stream());
