@@ -53,9 +53,16 @@ CudaExecutable::CudaExecutable(const Model& m, const CompileOptions& options, st
   for (int v : s_.state_values) {
     const Tensor& init = s_.program.initializers[s_.program.values[v].initializer];
     State st{init.name, init.dtype, init.dims, DeviceBuffer(init.nbytes())};
-    if (init.nbytes() > 0) AMP_CUDA_CHECK(cudaMemcpy(st.buffer.data(), init.data(), init.nbytes(), cudaMemcpyHostToDevice));
+    if (init.nbytes() > 0) upload(st.buffer.data(), init.data(), init.nbytes());
     state_.push_back(std::move(st));
   }
+}
+
+// On the step's stream, so the step's kernels are ordered after the copy: a plain cudaMemcpy from
+// pageable memory runs on the legacy stream, which a non-blocking stream does not wait for, and
+// may return before the data lands. The source is staged before this returns, so it may go.
+void CudaExecutable::upload(void* dst, const void* src, size_t bytes) {
+  AMP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_->stream()));
 }
 
 CudaExecutable::~CudaExecutable() {
@@ -67,7 +74,7 @@ const DeviceBuffer& CudaExecutable::device_constant(int value) {
   if (it != constants_on_device_.end()) return it->second;
   const Tensor& t = s_.program.initializers[s_.program.values[value].initializer];
   DeviceBuffer b(t.nbytes());
-  if (t.nbytes() > 0) AMP_CUDA_CHECK(cudaMemcpy(b.data(), t.data(), t.nbytes(), cudaMemcpyHostToDevice));
+  if (t.nbytes() > 0) upload(b.data(), t.data(), t.nbytes());
   return constants_on_device_.emplace(value, std::move(b)).first->second;
 }
 
@@ -124,7 +131,7 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   p.uploads = DeviceBuffer(upload_bytes);
   for (const auto& [v, offset] : uploads) {
     p.device[v] = static_cast<uint8_t*>(p.uploads.data()) + offset;
-    AMP_CUDA_CHECK(cudaMemcpy(p.device[v], sp.known[v]->data(), desc[v].nbytes(), cudaMemcpyHostToDevice));
+    upload(p.device[v], sp.known[v]->data(), desc[v].nbytes());
   }
   for (size_t v = 0; v < num_values; ++v)
     if (sp.alias_of[v] >= 0) p.device[v] = p.device[sp.alias_of[v]];
@@ -269,7 +276,7 @@ void CudaExecutable::write_state(const std::string& name, const Tensor& value) {
     st.buffer = DeviceBuffer(value.nbytes());
     st.dims = value.dims;
   }
-  if (value.nbytes() > 0) AMP_CUDA_CHECK(cudaMemcpy(st.buffer.data(), value.data(), value.nbytes(), cudaMemcpyHostToDevice));
+  if (value.nbytes() > 0) upload(st.buffer.data(), value.data(), value.nbytes());
 }
 
 MemoryStats CudaExecutable::memory() const {

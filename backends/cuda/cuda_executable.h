@@ -46,6 +46,7 @@ class CudaExecutable final : public Executable {
   std::unique_ptr<Plan> build_plan(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches);
   void enqueue_step(Plan& plan);
   const DeviceBuffer& device_constant(int value);
+  void upload(void* dst, const void* src, size_t bytes);
 
   std::shared_ptr<DeviceContext> ctx_;
   const Schedule s_;

@@ -108,19 +108,25 @@ GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, op_, a_, b_, c_, c_, pref, 1, &algorithm_, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (status != CUBLAS_STATUS_SUCCESS || found == 0)
-    throw Error("cuBLASLt has no algorithm for a " + std::string(dtype_name(desc.ab_type)) + " product [" +
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+    release();  // a throwing constructor runs no destructor
+    throw NoGemmAlgorithm("cuBLASLt has no algorithm for a " + std::string(dtype_name(desc.ab_type)) + " product [" +
                 std::to_string(m) + "x" + std::to_string(k) + "]x[" + std::to_string(k) + "x" + std::to_string(n) +
                 "] batch " + std::to_string(desc.batch) + " with epilogue " +
                 std::to_string(static_cast<int>(desc.epilogue)) + " (" + cublasLtGetStatusString(status) + ")");
+  }
   cache.put(key, algorithm_);
 }
 
-GemmPlan::~GemmPlan() {
+GemmPlan::~GemmPlan() { release(); }
+
+void GemmPlan::release() {
   if (a_) cublasLtMatrixLayoutDestroy(a_);
   if (b_) cublasLtMatrixLayoutDestroy(b_);
   if (c_) cublasLtMatrixLayoutDestroy(c_);
   if (op_) cublasLtMatmulDescDestroy(op_);
+  a_ = b_ = c_ = nullptr;
+  op_ = nullptr;
 }
 
 void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "graph/dtype.h"
+#include "graph/error.h"
 
 namespace amp::cuda {
 
@@ -59,9 +60,16 @@ class GemmAlgorithmCache {
 };
 
 // Descriptors and algorithm of one GemmDesc, made once per plan and enqueued every run.
+// cuBLASLt found no algorithm for a product: its epilogues cover fewer types and shapes than
+// plain products, so a caller may retry without one.
+class NoGemmAlgorithm : public Error {
+ public:
+  using Error::Error;
+};
+
 class GemmPlan {
  public:
-  // Throws Error when cuBLASLt has no algorithm for the description (the message says which).
+  // Throws NoGemmAlgorithm when cuBLASLt has no algorithm for the description (the message says which).
   GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache& cache);
   ~GemmPlan();
   GemmPlan(const GemmPlan&) = delete;
@@ -76,6 +84,8 @@ class GemmPlan {
   static constexpr size_t kMaxWorkspace = size_t{32} << 20;
 
  private:
+  void release();
+
   GemmDesc desc_;
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;  // c_ describes C and D

@@ -124,20 +124,33 @@ class ProductOp final : public CudaOp {
     // The matcher sees that from the graph for most, not all, shapes; else the product runs plain
     // and the sum on its own.
     std::shared_ptr<ReducePlan> separate_sum;
-    if (g.epilogue == GemmEpilogue::kBiasGradFromA || g.epilogue == GemmEpilogue::kBiasGradFromB) {
+    auto sum_separately = [&] {
+      g.epilogue = GemmEpilogue::kNone;
+      const TensorDesc& summed = *s.in[4];
+      std::vector<bool> reduced(summed.dims.size(), true);
+      if (!reduced.empty()) reduced.back() = false;
+      separate_sum = std::make_shared<ReducePlan>(summed.dtype, summed.dims, reduced, ReduceKind::kSum, ctx.sm_count());
+    };
+    const bool bias_grad = g.epilogue == GemmEpilogue::kBiasGradFromA || g.epilogue == GemmEpilogue::kBiasGradFromB;
+    if (bias_grad) {
       if (!s.has_in(4) || !s.has_out(1)) throw InputError("a bias-gradient product needs the summed tensor");
       const TensorDesc& summed = *s.in[4];
       const bool from_a = g.epilogue == GemmEpilogue::kBiasGradFromA;
       const int64_t length = from_a ? g.m : g.n;
       if (summed.dims.empty() || summed.numel() != (from_a ? a : b).numel() || summed.dims.back() != length ||
-          s.out[1]->numel() != length || g.batch != 1) {
-        g.epilogue = GemmEpilogue::kNone;
-        std::vector<bool> reduced(summed.dims.size(), true);
-        if (!reduced.empty()) reduced.back() = false;
-        separate_sum = std::make_shared<ReducePlan>(summed.dtype, summed.dims, reduced, ReduceKind::kSum, ctx.sm_count());
-      }
+          s.out[1]->numel() != length || g.batch != 1)
+        sum_separately();
     }
-    auto plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms());
+    std::shared_ptr<GemmPlan> plan;
+    try {
+      plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms());
+    } catch (const NoGemmAlgorithm&) {
+      // cuBLASLt offers the bias-gradient epilogues for fewer types and shapes than plain
+      // products: without one, the same unit runs the product plain and the sum after it.
+      if (!bias_grad || separate_sum) throw;
+      sum_separately();
+      plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms());
+    }
     const bool grad_epilogue = g.epilogue == GemmEpilogue::kBiasGradFromA || g.epilogue == GemmEpilogue::kBiasGradFromB;
     const size_t workspace = std::max(plan->workspace_bytes(), separate_sum ? separate_sum->workspace_bytes() : 0);
     return std::make_unique<PreparedFunction>(
