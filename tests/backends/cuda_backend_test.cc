@@ -19,6 +19,7 @@
 #include "backends/cuda/cuda_executable.h"
 #include "graph/amp_ops.h"
 #include "passes/training/training_step.h"
+#include "tests/support/cuda_plans.h"
 #endif
 
 namespace amp {
@@ -454,17 +455,8 @@ TEST(CudaBackendGpu, DropoutDrawsANewMaskEveryReplay) {
 TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
   REQUIRE_GPU();
   for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
-    TrainingSpec spec;
-    spec.optimizer.kind = OptimizerSpec::Kind::kAdamW;
-    spec.optimizer.weight_decay = 0.01f;
-    spec.precision = precision;
-    spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
-    spec.check_finite = true;
-    spec.loss.kind = LossKind::kCrossEntropy;
-    TrainingStep step = build_training_step(load_model(test::source_dir() + "/models/mlp.train.onnx"), spec);
-    CompileOptions options;
-    options.state = step.state;
-    options.state_updates = step.updates;
+    TrainingStep step = test::mixed_precision_step("mlp.train.onnx", precision);
+    const CompileOptions options = test::step_options(step);
     Feeds feeds = model_feeds("mlp");
     feeds.push_back({step.labels, random_tensor(DType::kInt64, {4}, 62, 0, 10)});
     Tensor lr(DType::kFloat, {});

@@ -41,6 +41,7 @@ TEST(CudaCodegenHost, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (
 #include "graph/onnx_io.h"
 #include "passes/fusion/elementwise_program_eval.h"
 #include "passes/training/training_step.h"
+#include "tests/support/cuda_plans.h"
 #include "tests/support/test_support.h"
 
 namespace amp::cuda {
@@ -449,52 +450,20 @@ void run_cases(const std::string& tag, const std::vector<Case>& cases) {
 
 // ---- Real programs: every fused unit of training steps' plans ---------------------------------
 
-Model load(const std::string& name) { return load_model(test::source_dir() + "/models/" + name); }
-
-TrainingStep mixed_precision_step(const std::string& model, DType precision) {
-  TrainingSpec spec;
-  spec.optimizer.kind = OptimizerSpec::Kind::kAdamW;
-  spec.optimizer.weight_decay = 0.01f;
-  spec.precision = precision;
-  spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
-  spec.check_finite = true;
-  spec.loss.kind = LossKind::kCrossEntropy;
-  return build_training_step(load(model), spec);
-}
+using test::mixed_precision_step;
 
 // The plan for feeds of N=2, T=8 (other symbols 2), the initial state, and every output and state
 // update as targets: what cuda_schedule_test.cc plans.
 ShapePlan plan_step(const Schedule& s, std::vector<Tensor>& feeds) {
-  for (int v : s.program.inputs) {
-    const Program::Val& val = s.program.values[v];
-    if (val.initializer >= 0) continue;
-    std::vector<int64_t> dims;
-    if (val.shape)
-      for (const Dim& d : val.shape->dims) dims.push_back(d.value ? *d.value : d.param == "T" ? 8 : 2);
-    Tensor t(val.dtype, dims);
-    t.name = val.name;
-    feeds.push_back(std::move(t));
-  }
-  std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
-  for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
-  std::vector<TensorDesc> state;
-  for (int v : s.state_values) {
-    const Tensor& t = s.program.initializers[s.program.values[v].initializer];
-    state.push_back(TensorDesc{t.dtype, t.dims});
-  }
-  std::vector<int> targets = s.program.outputs;
-  for (const auto& [st, v] : s.updates) targets.push_back(v);
-  return s.plan(fed, state, targets);
+  feeds = test::zero_feeds(s);
+  return test::plan_with(s, feeds);
 }
 
 // One case per fused unit of the step's plan, with random inputs of the plan's types and dims.
 void add_plan_cases(const char* model, DType precision, std::mt19937& rng, std::vector<Case>& cases,
                     std::map<std::string, int>& seen) {
   TrainingStep step = mixed_precision_step(model, precision);
-  CompileOptions options;
-  options.state = step.state;
-  options.state_updates = step.updates;
-  const Schedule s(step.model, options);
+  const Schedule s(step.model, test::step_options(step));
   std::vector<Tensor> feeds;
   const ShapePlan p = plan_step(s, feeds);
   const std::string prefix = std::string(model) + " " + std::string(dtype_name(precision)) + ": ";
@@ -687,32 +656,7 @@ return %24 %12 %18
 )";
 }
 
-// Every op once, reading inputs of every type, each result an output.
-ElementwiseProgram every_op_program() {
-  ElementwiseProgram p;
-  p.input_dtypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat, DType::kBool};
-  int in[4];
-  for (int k = 0; k < 4; ++k) {
-    ElemInstr i;
-    i.op = ElemOp::kInput;
-    i.input = k;
-    i.dtype = p.input_dtypes[static_cast<size_t>(k)];
-    in[k] = p.add(i);
-  }
-  for (int op = static_cast<int>(ElemOp::kIdentity); op < kNumElemOps; ++op) {
-    ElemInstr i;
-    i.op = static_cast<ElemOp>(op);
-    const bool logic = i.op == ElemOp::kNot || i.op == ElemOp::kAnd || i.op == ElemOp::kOr || i.op == ElemOp::kXor;
-    const bool compare = i.op >= ElemOp::kEqual && i.op <= ElemOp::kGreaterOrEqual;
-    i.dtype = (logic || compare) ? DType::kBool : p.input_dtypes[static_cast<size_t>(op % 3)];
-    for (int a = 0; a < elem_op_info(i.op).arity; ++a)
-      i.args.push_back(logic || (i.op == ElemOp::kWhere && a == 0) ? in[3] : in[(op + a) % 3]);
-    i.alpha = 0.25f;
-    p.outputs.push_back(p.add(i));
-  }
-  p.check();
-  return p;
-}
+using test::every_op_program;
 
 TEST(CudaCodegenHost, TargetedIndexingCasesRunAsTheirReferenceComputes) {
   std::mt19937 rng(23);

@@ -15,6 +15,7 @@ TEST(CudaCodegen, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvcc
 #include "backends/cuda/nvrtc_compiler.h"
 #include "graph/error.h"
 #include "passes/fusion/elementwise_fusion.h"
+#include "tests/support/cuda_plans.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
@@ -45,32 +46,7 @@ std::string masked_scores(const char* t) {
          "\n%3 = Mul %0 %2 : " + T + "\n%4 = Constant -inf : " + T + "\n%5 = Where %1 %3 %4 : " + T + "\nreturn %5\n";
 }
 
-// One instruction of every op, mixing types, so no expression template can hide a syntax error.
-ElementwiseProgram every_op_program() {
-  ElementwiseProgram p;
-  p.input_dtypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat, DType::kBool};
-  int in[4];
-  for (int k = 0; k < 4; ++k) {
-    ElemInstr i;
-    i.op = ElemOp::kInput;
-    i.input = k;
-    i.dtype = p.input_dtypes[static_cast<size_t>(k)];
-    in[k] = p.add(i);
-  }
-  for (int op = static_cast<int>(ElemOp::kIdentity); op < kNumElemOps; ++op) {
-    ElemInstr i;
-    i.op = static_cast<ElemOp>(op);
-    const int arity = elem_op_info(i.op).arity;
-    const bool logic = i.op == ElemOp::kNot || i.op == ElemOp::kAnd || i.op == ElemOp::kOr || i.op == ElemOp::kXor;
-    const bool compare = i.op >= ElemOp::kEqual && i.op <= ElemOp::kGreaterOrEqual;
-    i.dtype = (logic || compare) ? DType::kBool : static_cast<DType>(static_cast<int>(p.input_dtypes[op % 3]));
-    for (int a = 0; a < arity; ++a) i.args.push_back(logic || (i.op == ElemOp::kWhere && a == 0) ? in[3] : in[(op + a) % 3]);
-    i.alpha = 0.25f;
-    p.outputs.push_back(p.add(i));
-  }
-  p.check();
-  return p;
-}
+using test::every_op_program;
 
 void expect_compiles(const GeneratedKernel& k, const std::string& what) {
   for (const char* target : {"sm_80", "sm_90"}) {

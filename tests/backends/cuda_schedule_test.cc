@@ -23,43 +23,18 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "graph/onnx_io.h"
 #include "passes/fusion/elementwise_program_eval.h"
 #include "passes/training/training_step.h"
+#include "tests/support/cuda_plans.h"
 #include "tests/support/test_support.h"
 #include "tests/support/weight_gradient_model.h"
 
 namespace amp::cuda {
 namespace {
 
-Model load(const std::string& name) { return load_model(test::source_dir() + "/models/" + name); }
-
-// Zero-filled feeds for every graph input that is not an initializer: N=2, T=8, other symbols 2.
-std::vector<Tensor> zero_feeds(const Schedule& s) {
-  std::vector<Tensor> feeds;
-  for (int v : s.program.inputs) {
-    const Program::Val& val = s.program.values[v];
-    if (val.initializer >= 0) continue;
-    std::vector<int64_t> dims;
-    if (val.shape)
-      for (const Dim& d : val.shape->dims) dims.push_back(d.value ? *d.value : d.param == "T" ? 8 : 2);
-    Tensor t(val.dtype, dims);
-    t.name = val.name;
-    feeds.push_back(std::move(t));
-  }
-  return feeds;
-}
-
-// The plan for these feeds, the initial state and every output and state update as targets.
-ShapePlan plan_with(const Schedule& s, const std::vector<Tensor>& feeds) {
-  std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
-  for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
-  std::vector<TensorDesc> state;
-  for (int v : s.state_values) {
-    const Tensor& t = s.program.initializers[s.program.values[v].initializer];
-    state.push_back(TensorDesc{t.dtype, t.dims});
-  }
-  std::vector<int> targets = s.program.outputs;
-  for (const auto& [st, v] : s.updates) targets.push_back(v);
-  return s.plan(fed, state, targets);
-}
+using test::mixed_precision_step;
+using test::plan_with;
+using test::step_options;
+using test::zero_feeds;
+Model load(const std::string& file) { return test::shipped_model(file); }
 
 ShapePlan plan_with_zero_feeds(const Schedule& s, std::vector<Tensor>& feeds) {
   feeds = zero_feeds(s);
@@ -172,28 +147,14 @@ TEST(CudaSchedule, CnnRunsConvolutionsOnCudnnAndFusesTheResidual) {
   EXPECT_EQ(k["GlobalAveragePool"], 1);
 }
 
-TrainingStep mixed_precision_step(const std::string& model, DType precision) {
-  TrainingSpec spec;
-  spec.optimizer.kind = OptimizerSpec::Kind::kAdamW;
-  spec.optimizer.weight_decay = 0.01f;
-  spec.precision = precision;
-  spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
-  spec.check_finite = true;
-  spec.loss.kind = LossKind::kCrossEntropy;
-  return build_training_step(load(model), spec);
-}
-
 TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpdates) {
   for (const char* model : {"mlp.train.onnx", "gpt.train.onnx", "cnn.train.onnx"}) {
     for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
       SCOPED_TRACE(std::string(model) + " " + std::string(dtype_name(precision)));
       TrainingStep step = mixed_precision_step(model, precision);
-      CompileOptions options;
-      options.state = step.state;
-      options.state_updates = step.updates;
       std::unique_ptr<Schedule> s;
       try {
-        s = std::make_unique<Schedule>(step.model, options);
+        s = std::make_unique<Schedule>(step.model, step_options(step));
       } catch (const InputError& e) {
         FAIL() << e.what();
       }
@@ -237,10 +198,7 @@ TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpd
 TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
   auto step_units = [](const char* model) {
     TrainingStep step = mixed_precision_step(model, DType::kFloat16);
-    CompileOptions options;
-    options.state = step.state;
-    options.state_updates = step.updates;
-    const Schedule s(step.model, options);
+    const Schedule s(step.model, step_options(step));
     std::vector<Tensor> feeds;
     const ShapePlan p = plan_with_zero_feeds(s, feeds);
     return std::make_pair(kinds(p), listing(p));
@@ -281,10 +239,7 @@ TEST(CudaSchedule, EveryFusedUnitOfATrainingStepComputesWhatTheUnfusedGraphCompu
   for (const char* model : {"mlp.train.onnx", "gpt.train.onnx", "cnn.train.onnx"}) {
     SCOPED_TRACE(model);
     TrainingStep step = mixed_precision_step(model, DType::kFloat16);
-    CompileOptions options;
-    options.state = step.state;
-    options.state_updates = step.updates;
-    const Schedule s(step.model, options);
+    const Schedule s(step.model, step_options(step));
     // Random inputs: images in [-1, 1), labels and tokens in {0, 1}, the learning rate 1e-3.
     std::vector<Tensor> feeds = zero_feeds(s);
     std::mt19937 rng(5);
@@ -442,10 +397,7 @@ TEST(CudaSchedule, ReshapesAndSumsOverNothingAreViewsTheLayoutKeepsAlive) {
     for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
       SCOPED_TRACE(std::string(model) + " " + std::string(dtype_name(precision)));
       TrainingStep step = mixed_precision_step(model, precision);
-      CompileOptions options;
-      options.state = step.state;
-      options.state_updates = step.updates;
-      const Schedule s(step.model, options);
+      const Schedule s(step.model, step_options(step));
       std::vector<Tensor> feeds;
       const ShapePlan p = plan_with_zero_feeds(s, feeds);
       expect_every_step_placed(s, p);

@@ -1,0 +1,95 @@
+// What the cuda backend's device-free tests plan: the models/ training steps in mixed precision
+// (AdamW with weight decay, dynamic loss scaling for fp16, the inf/NaN check, cross-entropy), their
+// compile options, zero feeds and the plan for them; and one elementwise program with every op.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/cuda/schedule.h"
+#include "graph/onnx_io.h"
+#include "passes/fusion/elementwise_program.h"
+#include "passes/training/training_step.h"
+#include "tests/support/test_support.h"
+
+namespace amp::test {
+
+inline Model shipped_model(const std::string& file) { return load_model(source_dir() + "/models/" + file); }
+
+inline TrainingStep mixed_precision_step(const std::string& file, DType precision) {
+  TrainingSpec spec;
+  spec.optimizer.kind = OptimizerSpec::Kind::kAdamW;
+  spec.optimizer.weight_decay = 0.01f;
+  spec.precision = precision;
+  spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
+  spec.check_finite = true;
+  spec.loss.kind = LossKind::kCrossEntropy;
+  return build_training_step(shipped_model(file), spec);
+}
+
+inline CompileOptions step_options(const TrainingStep& step) {
+  CompileOptions options;
+  options.state = step.state;
+  options.state_updates = step.updates;
+  return options;
+}
+
+// Zero-filled feeds for every graph input that is not an initializer: N=2, T=8, other symbols 2.
+inline std::vector<Tensor> zero_feeds(const cuda::Schedule& s) {
+  std::vector<Tensor> feeds;
+  for (int v : s.program.inputs) {
+    const Program::Val& val = s.program.values[v];
+    if (val.initializer >= 0) continue;
+    std::vector<int64_t> dims;
+    if (val.shape)
+      for (const Dim& d : val.shape->dims) dims.push_back(d.value ? *d.value : d.param == "T" ? 8 : 2);
+    Tensor t(val.dtype, dims);
+    t.name = val.name;
+    feeds.push_back(std::move(t));
+  }
+  return feeds;
+}
+
+// The plan for these feeds, the initial state and every output and state update as targets.
+inline cuda::ShapePlan plan_with(const cuda::Schedule& s, const std::vector<Tensor>& feeds) {
+  std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
+  for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
+  std::vector<cuda::TensorDesc> state;
+  for (int v : s.state_values) {
+    const Tensor& t = s.program.initializers[s.program.values[v].initializer];
+    state.push_back(cuda::TensorDesc{t.dtype, t.dims});
+  }
+  std::vector<int> targets = s.program.outputs;
+  for (const auto& [st, v] : s.updates) targets.push_back(v);
+  return s.plan(fed, state, targets);
+}
+
+// One instruction of every op, reading inputs of every type (fp16, bf16, fp32, bool), each result
+// an output: no op's code can hide from a compiler or a comparison.
+inline ElementwiseProgram every_op_program() {
+  ElementwiseProgram p;
+  p.input_dtypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat, DType::kBool};
+  int in[4];
+  for (int k = 0; k < 4; ++k) {
+    ElemInstr i;
+    i.op = ElemOp::kInput;
+    i.input = k;
+    i.dtype = p.input_dtypes[static_cast<size_t>(k)];
+    in[k] = p.add(i);
+  }
+  for (int op = static_cast<int>(ElemOp::kIdentity); op < kNumElemOps; ++op) {
+    ElemInstr i;
+    i.op = static_cast<ElemOp>(op);
+    const bool logic = i.op == ElemOp::kNot || i.op == ElemOp::kAnd || i.op == ElemOp::kOr || i.op == ElemOp::kXor;
+    const bool compare = i.op >= ElemOp::kEqual && i.op <= ElemOp::kGreaterOrEqual;
+    i.dtype = (logic || compare) ? DType::kBool : p.input_dtypes[static_cast<size_t>(op % 3)];
+    for (int a = 0; a < elem_op_info(i.op).arity; ++a)
+      i.args.push_back(logic || (i.op == ElemOp::kWhere && a == 0) ? in[3] : in[(op + a) % 3]);
+    i.alpha = 0.25f;
+    p.outputs.push_back(p.add(i));
+  }
+  p.check();
+  return p;
+}
+
+}  // namespace amp::test
