@@ -1,0 +1,135 @@
+// A CPU emulator for the hand-written CUDA kernels of backends/cuda/*.cu, so that the exact kernel
+// sources run in CI, where there is no GPU (tests/cuda_emulated/). This header is the emulator's
+// interface without any CUDA keyword macro: the test includes it to read the launch log and
+// choose a schedule; tests/support/cuda_emulator_prelude.h, force-included into the rewritten
+// .cu files, adds the keywords, built-in variables and intrinsics on top of it.
+//
+// How a launch runs (cuda_emulator.cc): blocks one after another; the threads of a block as
+// cooperative fibers (each on its own stack, started with ucontext, switched with _setjmp /
+// _longjmp) on the calling OS thread, each running until it reaches
+// __syncthreads, a warp-synchronous intrinsic (shuffles, votes, __syncwarp) or its end.
+// __syncthreads lets every fiber go once every live (not yet returned) thread of the block waits
+// at the same __syncthreads. A warp intrinsic completes once every lane its mask names has
+// reached the same intrinsic at the same source line; then all of them see each other's
+// deposited values at once, as in lockstep. A lane named in a mask that has returned, waits at a
+// __syncthreads or at another intrinsic, a mask that leaves out the calling lane or names lanes
+// the block does not have (blockDim.x not a multiple of 32), threads at two different
+// __syncthreads, or a fault (a read past a buffer that ends at an inaccessible page) are
+// undefined behaviour on a GPU; here each is an amp_emu::Error naming the kernel, block, threads
+// and source lines. Since fibers never preempt each other, atomics are plain read-modify-writes.
+//
+// Order: between synchronisation points, fibers run one at a time, a warp as far as it can get
+// before the next warp starts. Blocks alternate between ascending order (warp 0 first, lane 0
+// first) and descending order, so a missing barrier shows whichever side of it the racing reader
+// is on. __shared__ variables (and dynamic shared memory) are filled with 0xff bytes (NaN as a
+// float) for every block, so a read of shared memory nobody in the block wrote shows as well.
+#pragma once
+
+#include <cuda_runtime.h>  // dim3, uint3, cudaStream_t, cudaError_t: types only, no runtime calls
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace amp_emu {
+
+// Undefined behaviour or a fault detected while emulating a kernel.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One launch as the emulator received it; `ran` is false for a launch the CUDA runtime would
+// refuse (grid or block of 0, over 1024 threads, grid.y over 65535...): it records
+// cudaErrorInvalidConfiguration for the next cudaGetLastError, as the runtime does.
+struct LaunchRecord {
+  std::string kernel;  // as written before <<< (template arguments by name: "softmax_rows_kernel<T>")
+  std::string site;    // file:line of the launch
+  dim3 grid, block;
+  size_t shared_bytes = 0;
+  bool ran = false;
+};
+const std::vector<LaunchRecord>& launches();
+void clear_launches();
+
+enum class Order {
+  kAlternate,   // block b of the k-th launch: ascending when b + k is even, else descending
+  kAscending,   // warp 0 first, lane 0 first within a warp
+  kDescending,  // the last warp first, lane 31 first
+};
+void set_order(Order order);
+
+// Counters since the start of the process (for the test's summary).
+struct Stats {
+  uint64_t launches = 0, blocks = 0, threads = 0, switches = 0, barriers = 0, warp_ops = 0;
+};
+Stats stats();
+
+enum class WarpOp { kShflIdx, kShflUp, kShflDown, kShflXor, kAny, kAll, kBallot, kSyncWarp };
+
+namespace detail {
+
+// The built-in variables of the fiber running now; the scheduler sets them before it switches.
+extern uint3 g_thread_idx, g_block_idx;
+extern dim3 g_block_dim, g_grid_dim;
+
+// Runs body() as every thread of every block of the grid (see above); throws Error.
+void run_grid(const char* kernel, const char* file, int line, dim3 grid, dim3 block, size_t shared_bytes,
+              cudaStream_t stream, void (*body)(const void*), const void* closure);
+
+// Called from kernel code (through the prelude's macros) in the fiber running now.
+void syncthreads(const char* file, int line);
+int syncthreads_reduce(int op, int predicate, const char* file, int line);  // op: 0 count, 1 and, 2 or
+uint64_t warp_op(WarpOp op, const char* name, const char* file, int line, unsigned mask, uint64_t value, int arg,
+                 int width);
+[[noreturn]] void trap(const char* file, int line);
+void* dynamic_shared_memory();
+// A __shared__ variable's declaration was reached: the first thread of a block to pass it fills
+// it with 0xff bytes (the launch rewriter inserts the call after each declaration).
+void shared_declared(void* variable, size_t bytes);
+
+cudaError_t take_last_error();
+cudaError_t peek_last_error();
+
+}  // namespace detail
+
+// kernel<<<grid, block, shared_bytes, stream>>>(args...) is rewritten (tests/support/
+// cuda_rewrite_launches.py) into launch("kernel", __FILE__, __LINE__, kernel, grid, block,
+// shared_bytes, stream)(args...). The arguments convert to the kernel's parameter types as in a
+// call, and each thread gets its own copy of them, as from a GPU's parameter space.
+template <class... P>
+class Launch {
+ public:
+  Launch(const char* kernel_name, const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 block,
+         size_t shared_bytes, cudaStream_t stream)
+      : name_(kernel_name), file_(file), line_(line), kernel_(kernel), grid_(grid), block_(block),
+        shared_bytes_(shared_bytes), stream_(stream) {}
+
+  template <class... A>
+  void operator()(A&&... args) const {
+    static_assert(sizeof...(A) == sizeof...(P), "a kernel launch passes one argument per kernel parameter");
+    auto call = [&] { kernel_(args...); };
+    using Call = decltype(call);
+    detail::run_grid(name_, file_, line_, grid_, block_, shared_bytes_, stream_,
+                     [](const void* c) { (*static_cast<const Call*>(c))(); }, &call);
+  }
+
+ private:
+  const char* name_;
+  const char* file_;
+  int line_;
+  void (*kernel_)(P...);
+  dim3 grid_, block_;
+  size_t shared_bytes_;
+  cudaStream_t stream_;
+};
+
+template <class... P>
+Launch<P...> launch(const char* kernel_name, const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 block,
+                    size_t shared_bytes = 0, cudaStream_t stream = nullptr) {
+  return Launch<P...>(kernel_name, file, line, kernel, grid, block, shared_bytes, stream);
+}
+
+}  // namespace amp_emu
