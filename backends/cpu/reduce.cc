@@ -44,7 +44,10 @@ class Reduce final : public Kernel {
       T* out = io.output(0).as<T>();
       const int64_t count_out = io.output(0).numel();
       C* acc = static_cast<C*>(io.workspace);
-      const C init = kOp == Reduction::kMax ? std::numeric_limits<C>::lowest() : C(0);
+      // ONNX: the max of an empty set is -inf where the type has it, else the type's lowest.
+      C init = C(0);
+      if constexpr (kOp == Reduction::kMax)
+        init = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
       std::fill(acc, acc + count_out, init);
       auto fold = [](C a, C v) -> C {
         if constexpr (kOp == Reduction::kMax) {
