@@ -65,7 +65,10 @@ class ClassificationLossGrad : public Kernel {
         for (int64_t i = i0; i < i1; ++i)
           for (int64_t j = 0; j < d; ++j) {
             const size_t item = static_cast<size_t>(i * d + j);
-            const double g = w[item] * (reduction_ == "none" ? static_cast<double>(load(dloss[item])) : scale);
+            // An ignored row scales by exactly 0, also when every row is ignored (scale 1/0): its
+            // gradient is 0, NaN where its scores are, as PyTorch's.
+            const double g =
+                w[item] == 0 ? 0.0 : w[item] * (reduction_ == "none" ? static_cast<double>(load(dloss[item])) : scale);
             auto at = [&](int64_t c) { return (i * classes + c) * d + j; };
             if (softmax_) {
               double top = -INFINITY, sum = 0;

@@ -129,10 +129,13 @@ __global__ void backward_rows(const T* __restrict__ dloss, const T* __restrict__
   const int64_t label = label_at(labels, r);
   float scale = w * to_float(dloss[reduction == static_cast<int>(LossReduction::kNone) ? r : 0]);
   if (reduction == static_cast<int>(LossReduction::kMean)) scale /= weight_total[0];
+  // A row of weight 0 (ignored) scales by exactly 0, also when every row is ignored (0 / 0 above),
+  // so its gradient is 0 — NaN where its scores are, as PyTorch's and the CPU backend's.
+  if (w == 0.0f) scale = 0.0f;
   const float inv_sum = 1.0f / s.sum;
   for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
     const float p = expf(to_float(row[c * inner]) - s.max) * inv_sum;
-    dscores[base + c * inner] = from_float<T>(w == 0.0f ? 0.0f : (p - (c == label ? 1.0f : 0.0f)) * scale);
+    dscores[base + c * inner] = from_float<T>((p - (c == label ? 1.0f : 0.0f)) * scale);
   }
 }
 
