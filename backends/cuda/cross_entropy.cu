@@ -116,10 +116,11 @@ __global__ void total_weight(const L* __restrict__ labels, const T* __restrict__
   if (threadIdx.x == 0) out[0] = w;
 }
 
-template <class T, class L>
+// TG: the storage type of dscores (float16/bfloat16 from float scores where the op absorbed a Cast).
+template <class T, class L, class TG>
 __global__ void backward_rows(const T* __restrict__ dloss, const T* __restrict__ scores, const L* __restrict__ labels,
                               const T* __restrict__ weights, const float* __restrict__ weight_total,
-                              T* __restrict__ dscores, int64_t classes, int64_t inner, int reduction, bool has_ignore,
+                              TG* __restrict__ dscores, int64_t classes, int64_t inner, int reduction, bool has_ignore,
                               int64_t ignore) {
   const int64_t r = blockIdx.x;
   const int64_t base = (r / inner) * classes * inner + r % inner;
@@ -135,7 +136,7 @@ __global__ void backward_rows(const T* __restrict__ dloss, const T* __restrict__
   const float inv_sum = 1.0f / s.sum;
   for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
     const float p = expf(to_float(row[c * inner]) - s.max) * inv_sum;
-    dscores[base + c * inner] = from_float<T>((p - (c == label ? 1.0f : 0.0f)) * scale);
+    dscores[base + c * inner] = from_float<TG>((p - (c == label ? 1.0f : 0.0f)) * scale);
   }
 }
 
@@ -179,17 +180,19 @@ void cross_entropy_backward(const CrossEntropyShape& s, const void* dloss, const
   const int64_t rows = s.n * s.inner;
   if (rows == 0) return;
   float* weight_total = static_cast<float*>(workspace);
-  dispatch_float(s.type, "SoftmaxCrossEntropyLossGrad", [&](auto tag) {
+  const DType grad_type = s.grad_type == DType::kUndefined ? s.type : s.grad_type;
+  dispatch_io(s.type, s.type, grad_type, "SoftmaxCrossEntropyLossGrad", [&](auto, auto tag, auto grad_tag) {
     using T = decltype(tag);
+    using TG = decltype(grad_tag);
     dispatch_labels(s.label_type, [&](auto ltag) {
       using L = decltype(ltag);
       if (s.reduction == LossReduction::kMean)
         total_weight<T, L><<<1, 1024, 0, stream>>>(static_cast<const L*>(labels), static_cast<const T*>(weights), rows,
                                                    s.classes, s.ignore_index.has_value(), s.ignore_index.value_or(0),
                                                    weight_total);
-      backward_rows<T, L><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      backward_rows<T, L, TG><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
           static_cast<const T*>(dloss), static_cast<const T*>(scores), static_cast<const L*>(labels),
-          static_cast<const T*>(weights), weight_total, static_cast<T*>(dscores), s.classes, s.inner,
+          static_cast<const T*>(weights), weight_total, static_cast<TG*>(dscores), s.classes, s.inner,
           static_cast<int>(s.reduction), s.ignore_index.has_value(), s.ignore_index.value_or(0));
     });
   });

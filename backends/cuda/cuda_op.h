@@ -79,6 +79,12 @@ class CudaOp {
   // True when, for these shapes, output 0 is input 0's bytes unchanged (a reshape, a sum over
   // axes of extent 1): the plan then gives both values one buffer and launches nothing.
   virtual bool aliases_input(const OpShapes& /*shapes*/) const { return false; }
+  // Operands the op's kernels read or write in any float type (fp32, fp16, bf16), computing in
+  // fp32 either way. The schedule lets the op absorb a Cast that widens such an input from
+  // fp16/bf16, or one that narrows such an fp32 output: the kernel converts once where the Cast
+  // would have, so the result is the same and one launch and one tensor's traffic are saved.
+  virtual bool reads_any_float(size_t /*input*/) const { return false; }
+  virtual bool writes_any_float(size_t /*output*/) const { return false; }
 };
 
 using CudaOpFactory = std::unique_ptr<CudaOp> (*)(const Node& node, int64_t opset);

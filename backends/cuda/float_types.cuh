@@ -36,6 +36,22 @@ void dispatch_float(DType t, const char* what, F&& f) {
   }
 }
 
+// A kernel's storage types when an op absorbed the Casts around it (CudaOp::reads_any_float): its
+// input and output all of type `t` (f gets three tags of t), or `t` float and the input and
+// output of any float type (f gets their tags and float).
+template <class F>
+void dispatch_io(DType t, DType in, DType out, const char* what, F&& f) {
+  if (in == t && out == t) {
+    dispatch_float(t, what, [&](auto p) { f(p, p, p); });
+    return;
+  }
+  if (t != DType::kFloat)
+    throw InputError(std::string(what) + ": reads " + std::string(dtype_name(in)) + " and writes " +
+                     std::string(dtype_name(out)) + " around " + std::string(dtype_name(t)) +
+                     " parameters; only float parameters take other storage types");
+  dispatch_float(in, what, [&](auto i) { dispatch_float(out, what, [&](auto o) { f(i, float{}, o); }); });
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;

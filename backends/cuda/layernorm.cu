@@ -33,19 +33,20 @@ __device__ void row_statistics(const T* row, int64_t cols, float epsilon, float*
   *inv_std_out = rsqrtf(var + epsilon);
 }
 
-template <class T>
-__global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ scale, const T* __restrict__ bias,
-                               T* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ inv_std_out,
+// TX, TY: the storage types of x and y; T: scale and bias (float when they differ).
+template <class TX, class T, class TY>
+__global__ void forward_kernel(const TX* __restrict__ x, const T* __restrict__ scale, const T* __restrict__ bias,
+                               TY* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ inv_std_out,
                                int64_t cols, float epsilon) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
-  const T* row = x + r * cols;
+  const TX* row = x + r * cols;
   float mean, inv_std;
   row_statistics(row, cols, epsilon, scratch, &mean, &inv_std);
-  T* out = y + r * cols;
+  TY* out = y + r * cols;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float v = (to_float(row[c]) - mean) * inv_std * to_float(scale[c]) + (bias ? to_float(bias[c]) : 0.0f);
-    out[c] = from_float<T>(v);
+    out[c] = from_float<TY>(v);
   }
   if (threadIdx.x == 0) {
     if (mean_out) mean_out[r] = mean;
@@ -54,17 +55,18 @@ __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ sc
 }
 
 // dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * scale; partial[block][c]
-// collects dy * xhat (first cols) and dy (next cols) over the block's rows.
-template <class T>
-__global__ void backward_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ scale,
-                                T* __restrict__ dx, float* __restrict__ partial, int64_t rows, int64_t cols,
+// collects dy * xhat (first cols) and dy (next cols) over the block's rows. TDY, TDX: the storage
+// types of dy and dx; T: x and scale (float when they differ).
+template <class TDY, class T, class TDX>
+__global__ void backward_kernel(const TDY* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ scale,
+                                TDX* __restrict__ dx, float* __restrict__ partial, int64_t rows, int64_t cols,
                                 float epsilon) {
   __shared__ float scratch[32];
   float* mine = partial + blockIdx.x * 2 * cols;
   for (int64_t c = threadIdx.x; c < 2 * cols; c += blockDim.x) mine[c] = 0.0f;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * cols;
-    const T* dyr = dy + r * cols;
+    const TDY* dyr = dy + r * cols;
     float mean, inv_std;
     row_statistics(xr, cols, epsilon, scratch, &mean, &inv_std);
     float sum_g = 0.0f, sum_gx = 0.0f;
@@ -79,11 +81,11 @@ __global__ void backward_kernel(const T* __restrict__ dy, const T* __restrict__ 
     }
     const float mean_g = block_sum(sum_g, scratch) / static_cast<float>(cols);
     const float mean_gx = block_sum(sum_gx, scratch) / static_cast<float>(cols);
-    T* dxr = dx + r * cols;
+    TDX* dxr = dx + r * cols;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const float xhat = (to_float(xr[c]) - mean) * inv_std;
       const float g = to_float(dyr[c]) * to_float(scale[c]);
-      dxr[c] = from_float<T>(inv_std * (g - mean_g - xhat * mean_gx));
+      dxr[c] = from_float<TDX>(inv_std * (g - mean_g - xhat * mean_gx));
     }
   }
 }
@@ -108,13 +110,15 @@ int backward_blocks(int64_t rows, int sm_count) {
 
 }  // namespace
 
-void layernorm_forward(DType t, const void* x, const void* scale, const void* bias, void* y, float* mean,
-                       float* inv_std, int64_t rows, int64_t cols, float epsilon, cudaStream_t stream) {
+void layernorm_forward(DType t, DType x_type, DType y_type, const void* x, const void* scale, const void* bias, void* y,
+                       float* mean, float* inv_std, int64_t rows, int64_t cols, float epsilon, cudaStream_t stream) {
   if (rows * cols == 0) return;
-  dispatch_float(t, "LayerNormalization", [&](auto tag) {
+  dispatch_io(t, x_type, y_type, "LayerNormalization", [&](auto x_tag, auto tag, auto y_tag) {
+    using TX = decltype(x_tag);
     using T = decltype(tag);
-    forward_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<T*>(y), mean,
+    using TY = decltype(y_tag);
+    forward_kernel<TX, T, TY><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        static_cast<const TX*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<TY*>(y), mean,
         inv_std, cols, epsilon);
   });
   AMP_CUDA_CHECK(cudaGetLastError());
@@ -124,16 +128,19 @@ size_t layernorm_backward_workspace(int64_t rows, int64_t cols, int sm_count) {
   return static_cast<size_t>(backward_blocks(rows, sm_count)) * 2 * static_cast<size_t>(cols) * sizeof(float);
 }
 
-void layernorm_backward(DType t, const void* dy, const void* x, const void* scale, void* dx, void* dscale, void* dbias,
-                        int64_t rows, int64_t cols, float epsilon, void* workspace, int sm_count, cudaStream_t stream) {
+void layernorm_backward(DType t, DType dy_type, DType dx_type, const void* dy, const void* x, const void* scale, void* dx,
+                        void* dscale, void* dbias, int64_t rows, int64_t cols, float epsilon, void* workspace,
+                        int sm_count, cudaStream_t stream) {
   if (rows * cols == 0) return;
   const int blocks = backward_blocks(rows, sm_count);
   float* partial = static_cast<float*>(workspace);
-  dispatch_float(t, "LayerNormalizationGrad", [&](auto tag) {
+  dispatch_io(t, dy_type, dx_type, "LayerNormalizationGrad", [&](auto dy_tag, auto tag, auto dx_tag) {
+    using TDY = decltype(dy_tag);
     using T = decltype(tag);
-    backward_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(x),
-                                                        static_cast<const T*>(scale), static_cast<T*>(dx), partial,
-                                                        rows, cols, epsilon);
+    using TDX = decltype(dx_tag);
+    backward_kernel<TDY, T, TDX><<<blocks, kThreads, 0, stream>>>(static_cast<const TDY*>(dy), static_cast<const T*>(x),
+                                                                  static_cast<const T*>(scale), static_cast<TDX*>(dx),
+                                                                  partial, rows, cols, epsilon);
     if (dscale || dbias)
       column_sums_kernel<T><<<static_cast<unsigned>((cols + 255) / 256), 256, 0, stream>>>(
           partial, blocks, cols, static_cast<T*>(dscale), static_cast<T*>(dbias));

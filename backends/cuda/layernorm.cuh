@@ -10,14 +10,17 @@
 namespace amp::cuda {
 
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias (bias may be null); mean and inv_std
-// ([rows], fp32 — ONNX's stash_type 1) are written when not null. x, y, scale, bias: type t.
-void layernorm_forward(DType t, const void* x, const void* scale, const void* bias, void* y, float* mean,
-                       float* inv_std, int64_t rows, int64_t cols, float epsilon, cudaStream_t stream);
+// ([rows], fp32 — ONNX's stash_type 1) are written when not null. scale, bias: type t; x: x_type,
+// y: y_type — t as well, or any float type around float parameters (absorbed Casts).
+void layernorm_forward(DType t, DType x_type, DType y_type, const void* x, const void* scale, const void* bias, void* y,
+                       float* mean, float* inv_std, int64_t rows, int64_t cols, float epsilon, cudaStream_t stream);
 
 // Scratch of layernorm_backward: per-block partial column sums in fp32.
 size_t layernorm_backward_workspace(int64_t rows, int64_t cols, int sm_count);
 // Gradients from dy and x (statistics recomputed): dx, and when not null dscale and dbias ([cols]).
-void layernorm_backward(DType t, const void* dy, const void* x, const void* scale, void* dx, void* dscale, void* dbias,
-                        int64_t rows, int64_t cols, float epsilon, void* workspace, int sm_count, cudaStream_t stream);
+// x, scale, dscale, dbias: type t; dy: dy_type, dx: dx_type, as layernorm_forward's x and y.
+void layernorm_backward(DType t, DType dy_type, DType dx_type, const void* dy, const void* x, const void* scale, void* dx,
+                        void* dscale, void* dbias, int64_t rows, int64_t cols, float epsilon, void* workspace,
+                        int sm_count, cudaStream_t stream);
 
 }  // namespace amp::cuda

@@ -7,6 +7,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
 #include "backends/cuda/strided_copy.cuh"
 #include "graph/amp_ops.h"
@@ -168,22 +169,6 @@ class ProductOp final : public CudaOp {
 };
 
 // ---- what a product absorbs
-
-bool is_op(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
-
-// The one node that reads v's contents. Readers of its dims alone (Shape, Size: host steps while
-// planning, as the backward pass's shape arithmetic is) do not count: an absorbed value still has
-// dims, it is only never stored.
-const Node* only_reader(const Value* v) {
-  if (!v || v->is_output()) return nullptr;
-  const Node* reader = nullptr;
-  for (const Use& u : v->uses()) {
-    if (is_op(u.node, "Shape") || is_op(u.node, "Size")) continue;
-    if (reader) return nullptr;
-    reader = u.node;
-  }
-  return reader;
-}
 
 std::optional<std::vector<int64_t>> constant_ints(const Value* v) {
   if (!v) return std::nullopt;

@@ -28,20 +28,24 @@ class LayerNorm final : public CudaOp {
     const TensorDesc& x = *s.in[0];
     int64_t rows, cols;
     split_rows(x.dims, axis_, &rows, &cols);
-    if (s.in[1]->dtype != x.dtype || (s.has_in(2) && s.in[2]->dtype != x.dtype))
-      throw InputError("X, Scale and B must share one type on cuda");
+    if (s.has_in(2) && s.in[2]->dtype != s.in[1]->dtype) throw InputError("Scale and B must share one type on cuda");
     if (s.in[1]->numel() != cols) throw InputError("Scale must cover the normalized dims (broadcast scales are not supported on cuda)");
     for (size_t k = 1; k < 3; ++k)
       if (s.has_out(k) && s.out[k]->dtype != DType::kFloat)
         throw InputError("Mean and InvStdDev are kept in float (stash_type 1) on cuda");
-    const DType t = x.dtype;
+    // X and Y are of Scale's type, or of any float type around float parameters (absorbed Casts).
+    const DType t = s.in[1]->dtype, x_type = x.dtype, y_type = s.out[0]->dtype;
+    if ((x_type != t || y_type != t) && t != DType::kFloat) throw InputError("X, Scale and Y must share one type on cuda");
     const float eps = epsilon_;
     const bool bias = s.has_in(2), mean = s.has_out(1), inv_std = s.has_out(2);
     return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
-      layernorm_forward(t, b.in[0], b.in[1], bias ? b.in[2] : nullptr, b.out[0], mean ? static_cast<float*>(b.out[1]) : nullptr,
-                        inv_std ? static_cast<float*>(b.out[2]) : nullptr, rows, cols, eps, c.stream());
+      layernorm_forward(t, x_type, y_type, b.in[0], b.in[1], bias ? b.in[2] : nullptr, b.out[0],
+                        mean ? static_cast<float*>(b.out[1]) : nullptr, inv_std ? static_cast<float*>(b.out[2]) : nullptr,
+                        rows, cols, eps, c.stream());
     });
   }
+  bool reads_any_float(size_t input) const override { return input == 0; }
+  bool writes_any_float(size_t output) const override { return output == 0; }
 
  private:
   int64_t axis_;
@@ -56,19 +60,23 @@ class LayerNormGrad final : public CudaOp {
     const TensorDesc& x = *s.in[1];
     int64_t rows, cols;
     split_rows(x.dims, axis_, &rows, &cols);
-    if (s.in[0]->dtype != x.dtype || s.in[2]->dtype != x.dtype) throw InputError("dY, X and Scale must share one type on cuda");
+    // dY and dX are of X's type, or of any float type around float X and Scale (absorbed Casts).
+    const DType t = x.dtype, dy_type = s.in[0]->dtype, dx_type = s.out[0]->dtype;
+    if (s.in[2]->dtype != t || ((dy_type != t || dx_type != t) && t != DType::kFloat))
+      throw InputError("dY, X, Scale and dX must share one type on cuda");
     // The kernel reads scale[c] for every c < cols: a smaller (broadcast) Scale would be read past its end.
     if (s.in[2]->numel() != cols) throw InputError("Scale must cover the normalized dims (broadcast scales are not supported on cuda)");
-    const DType t = x.dtype;
     const float eps = epsilon_;
     const bool dscale = s.has_out(1), dbias = s.has_out(2);
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& c) {
-          layernorm_backward(t, b.in[0], b.in[1], b.in[2], b.out[0], dscale ? b.out[1] : nullptr, dbias ? b.out[2] : nullptr,
-                             rows, cols, eps, b.workspace, c.sm_count(), c.stream());
+          layernorm_backward(t, dy_type, dx_type, b.in[0], b.in[1], b.in[2], b.out[0], dscale ? b.out[1] : nullptr,
+                             dbias ? b.out[2] : nullptr, rows, cols, eps, b.workspace, c.sm_count(), c.stream());
         },
         layernorm_backward_workspace(rows, cols, ctx.sm_count()));
   }
+  bool reads_any_float(size_t input) const override { return input == 0; }
+  bool writes_any_float(size_t output) const override { return output == 0; }
 
  private:
   int64_t axis_;

@@ -8,6 +8,7 @@
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/matmul_ops.h"
+#include "backends/cuda/node_patterns.h"
 #include "graph/error.h"
 #include "passes/fusion/elementwise_fusion.h"
 #include "passes/fusion/elementwise_program_eval.h"
@@ -145,6 +146,47 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
     for (const Value* v : f.outputs) out.push_back(value_id(v));
     add(f.nodes, in, out, std::move(f.op));
   }
+  auto mark_shape_inputs = [&](size_t s) {
+    if (entries[s])
+      for (int i : entries[s]->shape_inputs)
+        if (i < static_cast<int>(units.back()->host_only.size())) units.back()->host_only[i] = true;
+  };
+  // Ops whose kernels convert on the way in and out (CudaOp::reads_any_float) take the Casts
+  // around them: an fp16/bf16 -> fp32 Cast whose only reader the op is, and an fp32 -> fp16/bf16
+  // Cast that is the only reader of the op's fp32 output (mixed precision puts them around every
+  // fp32 op: LayerNormalization's output, its gradient's input, Softmax's input).
+  auto low = [](DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; };
+  for (size_t s = 0; s < num_steps; ++s) {
+    if (host_step[s] || unit_of_step[s] >= 0 || node_programs[s]) continue;
+    const Node& n = *nodes[s];
+    const CudaOpEntry* e = find_cuda_op(n.domain(), n.op_type());
+    if (!e) continue;
+    const Program::Step& step = program.steps[s];
+    std::unique_ptr<CudaOp> op = at_node(step.where, [&] { return e->make(n, step.opset); });
+    std::vector<const Node*> unit_nodes = {&n};
+    std::vector<int> in = step.in, out = step.out;
+    for (size_t i = 0; i < n.inputs().size(); ++i) {
+      const Value* v = n.input(i);
+      const Node* cast = v ? v->producer() : nullptr;
+      if (!is_op(cast, "Cast") || taken(cast) || !op->reads_any_float(i) || only_reader(v) != &n ||
+          v->dtype() != DType::kFloat || !low(cast->input(0)->dtype()))
+        continue;
+      unit_nodes.push_back(cast);
+      in[i] = value_id(cast->input(0));
+    }
+    for (size_t k = 0; k < n.outputs().size(); ++k) {
+      const Value* v = n.output(k);
+      const Node* cast = v ? only_reader(v) : nullptr;
+      if (!is_op(cast, "Cast") || taken(cast) || !op->writes_any_float(k) || v->dtype() != DType::kFloat ||
+          !low(cast->output(0)->dtype()))
+        continue;
+      unit_nodes.push_back(cast);
+      out[k] = value_id(cast->output(0));
+    }
+    if (unit_nodes.size() == 1) continue;  // nothing absorbed: made with the others below
+    add(unit_nodes, in, out, std::move(op));
+    mark_shape_inputs(s);
+  }
   for (size_t s = 0; s < num_steps; ++s) {
     if (host_step[s] || unit_of_step[s] >= 0) continue;
     const Node& n = *nodes[s];
@@ -171,9 +213,7 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
                        " is not supported by the cuda backend");
     }
     add({&n}, step.in, step.out, std::move(op));
-    if (entries[s])
-      for (int i : entries[s]->shape_inputs)
-        if (i < static_cast<int>(units.back()->host_only.size())) units.back()->host_only[i] = true;
+    mark_shape_inputs(s);
   }
 }
 

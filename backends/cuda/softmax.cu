@@ -44,11 +44,12 @@ __device__ __forceinline__ MaxSum block_max_sum(MaxSum v, MaxSum* scratch) {
   return scratch[0];
 }
 
-template <class T>
-__global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t cols, bool log) {
+// TX, TY: the storage types of x and y (an absorbed Cast makes them differ).
+template <class TX, class TY>
+__global__ void softmax_rows_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t cols, bool log) {
   __shared__ MaxSum scratch[32];
-  const T* row = x + blockIdx.x * cols;
-  T* out = y + blockIdx.x * cols;
+  const TX* row = x + blockIdx.x * cols;
+  TY* out = y + blockIdx.x * cols;
   MaxSum acc{-INFINITY, 0.0f};
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) acc = combine(acc, MaxSum{to_float(row[c]), 1.0f});
   const MaxSum total = block_max_sum(acc, scratch);
@@ -57,12 +58,12 @@ __global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, 
   const float inv_sum = 1.0f / total.sum;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float shifted = to_float(row[c]) - total.max;
-    out[c] = from_float<T>(log ? shifted - log_sum : expf(shifted) * inv_sum);
+    out[c] = from_float<TY>(log ? shifted - log_sum : expf(shifted) * inv_sum);
   }
 }
 
-template <class T>
-__global__ void softmax_strided_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t outer, int64_t axis,
+template <class TX, class TY>
+__global__ void softmax_strided_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t outer, int64_t axis,
                                        int64_t inner, bool log) {
   const int64_t pos = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (pos >= outer * inner) return;
@@ -72,27 +73,30 @@ __global__ void softmax_strided_kernel(const T* __restrict__ x, T* __restrict__ 
   const float log_sum = logf(acc.sum), inv_sum = 1.0f / acc.sum;
   for (int64_t c = 0; c < axis; ++c) {
     const float shifted = to_float(x[base + c * inner]) - acc.max;
-    y[base + c * inner] = from_float<T>(log ? shifted - log_sum : expf(shifted) * inv_sum);
+    y[base + c * inner] = from_float<TY>(log ? shifted - log_sum : expf(shifted) * inv_sum);
   }
 }
 
 }  // namespace
 
-void softmax_forward(DType t, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner, bool log,
-                     cudaStream_t stream) {
+void softmax_forward(DType x_type, DType y_type, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner,
+                     bool log, cudaStream_t stream) {
   if (outer * axis * inner == 0) return;
-  dispatch_float(t, "Softmax", [&](auto tag) {
-    using T = decltype(tag);
-    if (inner == 1) {
-      // 1024 threads for long rows (a 50k vocabulary), fewer for short ones (attention over T=32).
-      const int threads = axis >= 4096 ? 1024 : axis >= 512 ? 256 : 64;
-      softmax_rows_kernel<T><<<static_cast<unsigned>(outer), threads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), axis, log);
-    } else {
-      const int64_t n = outer * inner;
-      softmax_strided_kernel<T><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), outer, axis, inner, log);
-    }
+  dispatch_float(x_type, "Softmax", [&](auto x_tag) {
+    dispatch_float(y_type, "Softmax", [&](auto y_tag) {
+      using TX = decltype(x_tag);
+      using TY = decltype(y_tag);
+      if (inner == 1) {
+        // 1024 threads for long rows (a 50k vocabulary), fewer for short ones (attention over T=32).
+        const int threads = axis >= 4096 ? 1024 : axis >= 512 ? 256 : 64;
+        softmax_rows_kernel<TX, TY><<<static_cast<unsigned>(outer), threads, 0, stream>>>(
+            static_cast<const TX*>(x), static_cast<TY*>(y), axis, log);
+      } else {
+        const int64_t n = outer * inner;
+        softmax_strided_kernel<TX, TY><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+            static_cast<const TX*>(x), static_cast<TY*>(y), outer, axis, inner, log);
+      }
+    });
   });
   AMP_CUDA_CHECK(cudaGetLastError());
 }

@@ -9,7 +9,8 @@
 
 namespace amp::cuda {
 
-void softmax_forward(DType t, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner, bool log,
-                     cudaStream_t stream);
+// x and y of any float types (they differ where the op absorbed a Cast); fp32 inside.
+void softmax_forward(DType x_type, DType y_type, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner,
+                     bool log, cudaStream_t stream);
 
 }  // namespace amp::cuda

@@ -27,12 +27,14 @@ class Softmax final : public CudaOp {
     int64_t outer = 1, inner = 1, len = 1;
     for (size_t d = 0; d < axis; ++d) outer *= x.dims[d];
     for (size_t d = axis; d < x.dims.size(); ++d) (flatten_ || d == axis ? len : inner) *= x.dims[d];
-    const DType t = x.dtype;
+    const DType x_type = x.dtype, y_type = s.out[0]->dtype;
     const bool log = log_;
     return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& ctx) {
-      softmax_forward(t, b.in[0], b.out[0], outer, len, inner, log, ctx.stream());
+      softmax_forward(x_type, y_type, b.in[0], b.out[0], outer, len, inner, log, ctx.stream());
     });
   }
+  bool reads_any_float(size_t input) const override { return input == 0; }
+  bool writes_any_float(size_t output) const override { return output == 0; }
 
  private:
   bool flatten_;
@@ -89,6 +91,7 @@ class CrossEntropyGrad final : public CudaOp {
     CrossEntropyShape shape = base_;
     fill_dims(shape, *s.in[1], *s.in[2]);
     if (s.in[0]->dtype != shape.type) throw InputError("dLoss and scores differ in type");
+    shape.grad_type = s.out[0]->dtype;
     const bool weighted = s.has_in(3);
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& ctx) {
@@ -97,6 +100,7 @@ class CrossEntropyGrad final : public CudaOp {
         },
         cross_entropy_workspace(shape));
   }
+  bool writes_any_float(size_t output) const override { return output == 0; }
 
  private:
   CrossEntropyShape base_;

@@ -211,6 +211,12 @@ TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
   // Their weight gradients dW = (X^T dY)^T are one product each, dY^T X, nothing transposed,
   // that also sums dY's rows into the bias gradient, though the graph sums dY before its reshape.
   EXPECT_EQ(gpt["MatMul+Transpose+Transpose+ReduceSum"], 9) << gpt_listing;
+  // The Casts around the fp32 ops are done by their kernels: LayerNorm writes fp16, its gradient
+  // reads the fp16 dY, Softmax reads the fp16 scores, the loss gradient writes fp16.
+  EXPECT_EQ(gpt["LayerNormalization+Cast"], 5) << gpt_listing;
+  EXPECT_EQ(gpt["LayerNormalizationGrad+Cast"], 5) << gpt_listing;
+  EXPECT_EQ(gpt["Softmax+Cast"], 2) << gpt_listing;
+  EXPECT_EQ(gpt["SoftmaxCrossEntropyLossGrad+Cast"], 1) << gpt_listing;
 }
 
 // The bias gradient of a Linear over 3-D activations is summed before the weight gradient's

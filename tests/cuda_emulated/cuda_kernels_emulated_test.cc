@@ -252,7 +252,7 @@ void check_softmax(DType t, const std::vector<int64_t>& dims, int64_t axis, bool
   const size_t a = static_cast<size_t>(normalize(axis, dims.size()));
   const int64_t outer = product(dims, 0, a), len = dims[a], inner = product(dims, a + 1, dims.size());
   DeviceBuffer in(x), out(x.nbytes(), kOutputFill);
-  emu::softmax_forward(t, in.data(), out.data(), outer, len, inner, log, nullptr);
+  emu::softmax_forward(t, t, in.data(), out.data(), outer, len, inner, log, nullptr);
   expect_close(out.as(t, dims), want, what);
 }
 
@@ -311,8 +311,8 @@ TEST(CudaKernelsEmulated, SoftmaxWithNanAndInfinitiesMatchesTheCpu) {
 
 TEST(CudaKernelsEmulated, LaunchersRefuseTypesTheirKernelsDoNotTake) {
   DeviceBuffer buf(64, 0);
-  EXPECT_THROW(emu::softmax_forward(DType::kInt32, buf.data(), buf.data(), 2, 2, 1, false, nullptr), InputError);
-  EXPECT_THROW(emu::layernorm_forward(DType::kDouble, buf.data(), buf.data(), nullptr, buf.data(), nullptr, nullptr, 2, 2,
+  EXPECT_THROW(emu::softmax_forward(DType::kInt32, DType::kInt32, buf.data(), buf.data(), 2, 2, 1, false, nullptr), InputError);
+  EXPECT_THROW(emu::layernorm_forward(DType::kDouble, DType::kDouble, DType::kDouble, buf.data(), buf.data(), nullptr, buf.data(), nullptr, nullptr, 2, 2,
                                       1e-5f, nullptr),
                InputError);
   EXPECT_THROW(emu::all_finite({{DType::kInt64, 2}}, {buf.data()}, nullptr, static_cast<bool*>(buf.data()), kSmCount, nullptr),
@@ -335,7 +335,7 @@ TEST(CudaKernelsEmulated, SoftmaxOfEmptyTensorsLaunchesNothing) {
   for (const std::vector<int64_t>& dims : {std::vector<int64_t>{0, 5}, std::vector<int64_t>{3, 0}, std::vector<int64_t>{2, 0, 4}}) {
     DeviceBuffer in(0, 0), out(0, kOutputFill);
     const int64_t outer = dims[0], len = dims[1], inner = product(dims, 2, dims.size());
-    EXPECT_NO_THROW(emu::softmax_forward(DType::kFloat, in.data(), out.data(), outer, len, inner, false, nullptr));
+    EXPECT_NO_THROW(emu::softmax_forward(DType::kFloat, DType::kFloat, in.data(), out.data(), outer, len, inner, false, nullptr));
   }
   EXPECT_TRUE(launched(mark, "").empty());
 }
@@ -558,7 +558,7 @@ void check_layernorm(DType t, const std::vector<int64_t>& dims, int64_t axis, bo
   const std::vector<Tensor> want = node.run_cpu();
   DeviceBuffer dx(x), ds(scale), db(b), y(x.nbytes(), kOutputFill);
   DeviceBuffer mean(stats ? static_cast<size_t>(rows) * 4 : 0, kOutputFill), inv(stats ? static_cast<size_t>(rows) * 4 : 0, kOutputFill);
-  emu::layernorm_forward(t, dx.data(), ds.data(), bias ? db.data() : nullptr, y.data(),
+  emu::layernorm_forward(t, t, t, dx.data(), ds.data(), bias ? db.data() : nullptr, y.data(),
                          stats ? static_cast<float*>(mean.data()) : nullptr, stats ? static_cast<float*>(inv.data()) : nullptr,
                          rows, cols, 1e-5f, nullptr);
   // The CPU's statistics are fp32 sums too, in another order.
@@ -585,7 +585,7 @@ void check_layernorm_grad(DType t, const std::vector<int64_t>& dims, int64_t axi
   DeviceBuffer ddy(dy), dx_in(x), ds(scale), dx(x.nbytes(), kOutputFill), dscale(params ? scale.nbytes() : 0, kOutputFill),
       dbias(params ? scale.nbytes() : 0, kOutputFill);
   DeviceBuffer ws(emu::layernorm_backward_workspace(rows, cols, kSmCount), kWorkspaceFill);
-  emu::layernorm_backward(t, ddy.data(), dx_in.data(), ds.data(), dx.data(), params ? dscale.data() : nullptr,
+  emu::layernorm_backward(t, t, t, ddy.data(), dx_in.data(), ds.data(), dx.data(), params ? dscale.data() : nullptr,
                           params ? dbias.data() : nullptr, rows, cols, 1e-5f, ws.data(), kSmCount, nullptr);
   // The CPU keeps statistics and sums in fp64; the kernel in fp32 (as the GPU parity test, x10).
   expect_close(dx.as(t, dims), want[0], "dX of " + what, 10.0);
@@ -620,6 +620,97 @@ TEST(CudaKernelsEmulated, LayerNormBackwardMatchesTheCpu) {
   for (const auto& l : launched(mark, "backward_kernel")) multi_row_blocks |= l.grid.x == 2 * kSmCount;
   EXPECT_TRUE(multi_row_blocks);
   EXPECT_FALSE(launched(mark, "column_sums_kernel").empty());
+}
+
+// ---- Casts absorbed into the kernels (CudaOp::reads_any_float) ---------------------------------
+
+// t as `to`, by the CPU backend's own Cast: what the unfused graph computes.
+Tensor cast_on_cpu(const Tensor& t, DType to) {
+  if (t.dtype == to) return t;
+  OneNode cast("Cast", {{"x", t}}, {to});
+  cast.attr(Attribute::of_int("to", static_cast<int64_t>(to)));
+  return cast.run_cpu()[0];
+}
+
+// Mixed precision puts Casts around every fp32 op: LayerNormalization(x fp32) -> Cast(fp16),
+// Cast(dY fp16 -> fp32) -> LayerNormalizationGrad, Cast(scores fp16 -> fp32) -> Softmax,
+// SoftmaxCrossEntropyLossGrad -> Cast(fp16). The kernels read and write those types themselves;
+// what they store must be what the op and the Cast compute one after the other on the CPU.
+TEST(CudaKernelsEmulated, KernelsThatAbsorbCastsComputeWhatTheCastAndTheOpCompute) {
+  uint32_t seed = 450;
+  for (DType low : {DType::kFloat16, DType::kBFloat16}) {
+    const std::string lt(dtype_name(low));
+    const std::vector<int64_t> dims = {6, 300};
+    // LayerNormalization: x fp32 -> y low, and x low (widened) -> y fp32.
+    for (const bool narrow_out : {true, false}) {
+      const DType x_type = narrow_out ? DType::kFloat : low, y_type = narrow_out ? low : DType::kFloat;
+      const Tensor x = random_tensor(x_type, dims, seed += 3, 3, 5), scale = random_tensor(DType::kFloat, {300}, seed + 1),
+                   b = random_tensor(DType::kFloat, {300}, seed + 2);
+      OneNode node("LayerNormalization", {{"x", cast_on_cpu(x, DType::kFloat)}, {"s", scale}, {"b", b}}, {DType::kFloat});
+      const Tensor want = cast_on_cpu(node.run_cpu()[0], y_type);
+      DeviceBuffer dx(x), ds(scale), db(b), y(want.nbytes(), kOutputFill);
+      emu::layernorm_forward(DType::kFloat, x_type, y_type, dx.data(), ds.data(), db.data(), y.data(), nullptr, nullptr, 6,
+                             300, 1e-5f, nullptr);
+      expect_close(y.as(y_type, dims), want, "LayerNormalization " + std::string(dtype_name(x_type)) + " -> " +
+                                                 std::string(dtype_name(y_type)), 10.0);
+    }
+    // LayerNormalizationGrad: dY low (widened), x and scale fp32, dX low or fp32.
+    for (const DType dx_type : {low, DType::kFloat}) {
+      const Tensor dy = random_tensor(low, dims, seed += 3), x = random_tensor(DType::kFloat, dims, seed + 1, -1, 3),
+                   scale = random_tensor(DType::kFloat, {300}, seed + 2);
+      OneNode node("LayerNormalizationGrad", {{"dy", cast_on_cpu(dy, DType::kFloat)}, {"x", x}, {"s", scale}},
+                   {DType::kFloat, DType::kFloat, DType::kFloat}, kAmpDomain);
+      const std::vector<Tensor> want = node.run_cpu();
+      DeviceBuffer ddy(dy), dx_in(x), ds(scale), dx(static_cast<size_t>(x.numel()) * dtype_size(dx_type), kOutputFill),
+          dscale(scale.nbytes(), kOutputFill), dbias(scale.nbytes(), kOutputFill);
+      DeviceBuffer ws(emu::layernorm_backward_workspace(6, 300, kSmCount), kWorkspaceFill);
+      emu::layernorm_backward(DType::kFloat, low, dx_type, ddy.data(), dx_in.data(), ds.data(), dx.data(), dscale.data(),
+                              dbias.data(), 6, 300, 1e-5f, ws.data(), kSmCount, nullptr);
+      const std::string what = "LayerNormalizationGrad dY " + lt + " dX " + std::string(dtype_name(dx_type));
+      expect_close(dx.as(dx_type, dims), cast_on_cpu(want[0], dx_type), "dX of " + what, 10.0);
+      expect_close(dscale.as(DType::kFloat, {300}), want[1], "dScale of " + what, 10.0);
+      expect_close(dbias.as(DType::kFloat, {300}), want[2], "dBias of " + what, 10.0);
+    }
+    // Softmax over rows of attention scores: low -> fp32 and fp32 -> low, both kernels.
+    for (const auto& shape : std::vector<std::vector<int64_t>>{{8, 40}, {3, 40, 5}}) {
+      const int64_t axis = 1, outer = shape[0], len = shape[1], inner = shape.size() > 2 ? shape[2] : 1;
+      for (const bool narrow_out : {true, false}) {
+        const DType x_type = narrow_out ? DType::kFloat : low, y_type = narrow_out ? low : DType::kFloat;
+        const Tensor x = random_tensor(x_type, shape, seed += 3, -8, 8);
+        OneNode node("Softmax", {{"x", cast_on_cpu(x, DType::kFloat)}}, {DType::kFloat});
+        node.attr(Attribute::of_int("axis", axis));
+        const Tensor want = cast_on_cpu(node.run_cpu()[0], y_type);
+        DeviceBuffer in(x), out(want.nbytes(), kOutputFill);
+        emu::softmax_forward(x_type, y_type, in.data(), out.data(), outer, len, inner, false, nullptr);
+        expect_close(out.as(y_type, shape), want,
+                     "Softmax " + dims_text(shape) + " " + std::string(dtype_name(x_type)) + " -> " +
+                         std::string(dtype_name(y_type)));
+      }
+    }
+    // SoftmaxCrossEntropyLossGrad: fp32 scores, dscores stored in low.
+    {
+      const Tensor scores = random_tensor(DType::kFloat, {12, 10}, seed += 3, -4, 4),
+                   labels = random_tensor(DType::kInt64, {12}, seed + 1, 0, 10),
+                   dloss = random_tensor(DType::kFloat, {}, seed + 2, 0.5f, 2.0f);
+      OneNode node("SoftmaxCrossEntropyLossGrad", {{"d", dloss}, {"x", scores}, {"y", labels}}, {DType::kFloat}, kAmpDomain);
+      node.attr(Attribute::of_string("reduction", "mean"));
+      const Tensor want = cast_on_cpu(node.run_cpu()[0], low);
+      emu::CrossEntropyShape s;
+      s.n = 12;
+      s.classes = 10;
+      s.type = DType::kFloat;
+      s.grad_type = low;
+      DeviceBuffer d(dloss), x(scores), y(labels), ws(emu::cross_entropy_workspace(s), kWorkspaceFill),
+          dx(want.nbytes(), kOutputFill);
+      emu::cross_entropy_backward(s, d.data(), x.data(), y.data(), nullptr, dx.data(), ws.data(), nullptr);
+      expect_close(dx.as(low, {12, 10}), want, "dscores stored as " + lt, 10.0);
+    }
+  }
+  // Low-precision parameters take no other storage type: the kernel would read them as fp32.
+  DeviceBuffer buf(1024, 0);
+  EXPECT_THROW(emu::layernorm_forward(DType::kFloat16, DType::kFloat, DType::kFloat16, buf.data(), buf.data(), nullptr,
+                                      buf.data(), nullptr, nullptr, 2, 2, 1e-5f, nullptr),
+               InputError);
 }
 
 // ---- Reductions (reduce.cu) -------------------------------------------------------------------
