@@ -32,6 +32,9 @@ struct CompileOptions {
   // Runs an earlier executable of the same graph already made (a resumed training run): random ops
   // continue the stream where it stopped, so N runs + resume + N runs draws what 2N runs draw.
   uint64_t first_run = 0;
+  // fp32 products and convolutions may use TF32 Tensor Cores (10-bit mantissa in the products,
+  // fp32 sums: PyTorch's allow_tf32). The cuda backend only; the CPU backend computes fp32.
+  bool tf32 = false;
 };
 
 struct MemoryStats {

@@ -15,7 +15,7 @@
 namespace amp {
 
 static int run(const std::string& model_path, const std::string& inputs_path, const std::string& outputs_path,
-               const std::string& device, int threads, uint64_t seed) {
+               const std::string& device, int threads, uint64_t seed, bool tf32) {
   const Model m = load_model(model_path);
   std::set<std::string> graph_inputs;
   for (const Value* v : m.graph->inputs()) graph_inputs.insert(v->name());
@@ -40,6 +40,7 @@ static int run(const std::string& model_path, const std::string& inputs_path, co
   CompileOptions options;
   options.threads = threads;
   options.seed = seed;
+  options.tf32 = tf32;
   const auto start = std::chrono::steady_clock::now();
   auto exe = backend->compile(m, options);
   std::vector<std::string> fetches;
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   std::string model, inputs, outputs, device = "cpu";
   int threads = 0;
   uint64_t seed = 0;
+  bool tf32 = false;
   app.add_option("model", model, "the .onnx file")->required();
   app.add_option("--inputs", inputs, ".npz with one array per graph input, keyed by input name")->required();
   app.add_option("--outputs", outputs, ".npz to write, one array per graph output")->required();
@@ -71,5 +73,6 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--threads", threads, "CPU threads (0: all cores)");
   app.add_option("--seed", seed, "seed for random ops (Dropout in training mode)");
-  return amp::tool_main(app, argc, argv, [&] { return amp::run(model, inputs, outputs, device, threads, seed); });
+  app.add_flag("--tf32", tf32, "let fp32 products and convolutions use TF32 Tensor Cores (cuda; the CPU computes fp32)");
+  return amp::tool_main(app, argc, argv, [&] { return amp::run(model, inputs, outputs, device, threads, seed, tf32); });
 }

@@ -129,6 +129,9 @@ int main(int argc, char** argv) {
   app.add_option("--freeze", o.spec.freeze, "regular expression of parameter names not to train");
   app.add_option("--device", o.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--threads", o.threads, "CPU threads (0: all cores)");
+  app.add_flag("--tf32", o.tf32,
+               "let fp32 products and convolutions use TF32 Tensor Cores (cuda; 10-bit mantissa in the products, "
+               "fp32 sums, as PyTorch's allow_tf32); the CPU computes fp32 either way");
   app.add_option("--seed", o.seed, "seed for shuffling and dropout (same seed, same result)");
   app.add_flag("--no-shuffle", f.no_shuffle, "keep the data's order");
   app.add_option("--save", o.save, "write the trained model (inference mode) here");

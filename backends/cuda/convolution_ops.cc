@@ -1,10 +1,9 @@
 // Convolutions and pooling through cuDNN's legacy API (forward, backward data, backward filter,
 // backward bias; pooling forward and backward), algorithms from cuDNN's heuristics once per plan.
 // 16-bit convolutions accumulate in fp32 on Tensor Cores; fp32 ones use TF32 only when
-// AMP_CUDA_TF32=1, as the products do. cuDNN pads symmetrically: asymmetric ONNX pads (odd SAME
+// allowed (--tf32, CompileOptions::tf32), as the products do. cuDNN pads symmetrically: asymmetric ONNX pads (odd SAME
 // padding) are refused with the node named rather than computed wrongly.
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"
@@ -16,11 +15,6 @@ namespace amp::cuda {
 namespace {
 
 constexpr size_t kMaxConvWorkspace = size_t{256} << 20;
-
-bool tf32_allowed() {
-  const char* v = std::getenv("AMP_CUDA_TF32");
-  return v && std::string(v) == "1";
-}
 
 // Window attributes of Conv and the pools, resolved against the actual dims. cuDNN needs at least
 // two spatial dims, so 1-D windows get a second of size 1.
@@ -90,7 +84,7 @@ struct ConvSetup {
   std::shared_ptr<CudnnConvolution> conv;
 };
 
-ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y) {
+ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y, bool tf32) {
   if (x.dims.size() < 3) throw InputError("Conv needs [N, C, spatial...] input");
   const std::vector<int64_t> kernel(w.dims.begin() + 2, w.dims.end());
   const Window win = resolve_window(a, x.dims, y.dims, kernel);
@@ -104,7 +98,7 @@ ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc
   bias_dims[1] = y.dims[1];
   s.bias = std::make_shared<CudnnTensor>(y.dtype, bias_dims);
   s.conv = std::make_shared<CudnnConvolution>(win.pads, win.strides, win.dilations,
-                                              static_cast<int>(a.group), x.dtype, tf32_allowed());
+                                              static_cast<int>(a.group), x.dtype, tf32);
   return s;
 }
 
@@ -127,7 +121,7 @@ class Conv final : public CudaOp {
  public:
   Conv(const Node& n, int64_t) : attrs_(n) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
-    const ConvSetup setup = conv_setup(attrs_, *s.in[0], *s.in[1], *s.out[0]);
+    const ConvSetup setup = conv_setup(attrs_, *s.in[0], *s.in[1], *s.out[0], s.tf32);
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     int found = 0;
     AMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
@@ -160,7 +154,7 @@ class ConvGrad final : public CudaOp {
  public:
   ConvGrad(const Node& n, int64_t) : attrs_(n) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
-    const ConvSetup setup = conv_setup(attrs_, *s.in[1], *s.in[2], *s.in[0]);
+    const ConvSetup setup = conv_setup(attrs_, *s.in[1], *s.in[2], *s.in[0], s.tf32);
     const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
     cudnnConvolutionBwdDataAlgoPerf_t data{};
     cudnnConvolutionBwdFilterAlgoPerf_t filter{};

@@ -18,6 +18,12 @@ constexpr size_t kAlignment = 256;
 // warms up (NVRTC, cuBLASLt and cuDNN initialise lazily), the second runs the steady state.
 constexpr uint64_t kRunsBeforeCapture = 2;
 
+// AMP_CUDA_TF32=1 allows TF32 as CompileOptions::tf32 does, for programs that do not set it.
+bool tf32_from_env() {
+  const char* v = std::getenv("AMP_CUDA_TF32");
+  return v && std::string(v) == "1";
+}
+
 bool graphs_enabled() {
   const char* v = std::getenv("AMP_CUDA_GRAPHS");
   return !(v && std::string(v) == "0");
@@ -48,7 +54,7 @@ struct CudaExecutable::Plan {
 };
 
 CudaExecutable::CudaExecutable(const Model& m, const CompileOptions& options, std::shared_ptr<DeviceContext> ctx)
-    : ctx_(std::move(ctx)), s_(m, options), seed_(options.seed), runs_(options.first_run) {
+    : ctx_(std::move(ctx)), s_(m, options), seed_(options.seed), runs_(options.first_run), tf32_(options.tf32 || tf32_from_env()) {
   // State on the device, copied once.
   for (int v : s_.state_values) {
     const Tensor& init = s_.program.initializers[s_.program.values[v].initializer];
@@ -98,7 +104,9 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   // Prepare every unit: algorithms, descriptors, compiled kernels.
   size_t workspace = 0;
   for (const Unit* unit : sp.order) {
-    Plan::Launch launch{unit, at_node(unit->where, [&] { return unit->op->prepare(unit_shapes(sp, *unit), *ctx_); }), {}};
+    OpShapes shapes = unit_shapes(sp, *unit);
+    shapes.tf32 = tf32_;
+    Plan::Launch launch{unit, at_node(unit->where, [&] { return unit->op->prepare(shapes, *ctx_); }), {}};
     workspace = std::max(workspace, launch.op->workspace_bytes());
     p.launches.push_back(std::move(launch));
   }

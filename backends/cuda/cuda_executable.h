@@ -12,7 +12,8 @@
 // mixed-precision step are graph values, so they never leave the device.
 //
 // Environment: AMP_CUDA_GRAPHS=0 runs without graph capture; AMP_CUDA_TF32=1 lets fp32 products
-// and convolutions use TF32; AMP_KERNEL_CACHE_DIR keeps NVRTC's output between processes.
+// and convolutions use TF32 (as CompileOptions::tf32, amp-train --tf32, does); AMP_KERNEL_CACHE_DIR
+// keeps NVRTC's output between processes.
 #pragma once
 
 #include <map>
@@ -62,6 +63,7 @@ class CudaExecutable final : public Executable {
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   Plan* last_plan_ = nullptr;
   uint64_t seed_ = 0, runs_ = 0;
+  bool tf32_ = false;
 };
 
 }  // namespace amp::cuda

@@ -37,6 +37,7 @@ struct TensorDesc {
 struct OpShapes {
   std::vector<const TensorDesc*> in, out;
   std::vector<const Tensor*> host;  // per input
+  bool tf32 = false;  // fp32 products and convolutions may use TF32 (CompileOptions::tf32)
   bool has_in(size_t i) const { return i < in.size() && in[i]; }
   bool has_out(size_t i) const { return i < out.size() && out[i]; }
 };

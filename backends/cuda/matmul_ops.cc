@@ -1,7 +1,6 @@
 #include "backends/cuda/matmul_ops.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <numeric>
 #include <optional>
 
@@ -20,13 +19,6 @@ int64_t product(const std::vector<int64_t>& d, size_t from, size_t to) {
   int64_t p = 1;
   for (size_t i = from; i < to; ++i) p *= d[i];
   return p;
-}
-
-// fp32 products may use TF32 Tensor Cores when AMP_CUDA_TF32=1: 7x the fp32 rate on H100 for a
-// 10-bit mantissa in the products (sums stay fp32), the trade PyTorch's allow_tf32 offers.
-bool tf32_allowed() {
-  const char* v = std::getenv("AMP_CUDA_TF32");
-  return v && std::string(v) == "1";
 }
 
 // Operands: 0 A, 1 B, 2 C (Gemm, optional), 3 bias (BIAS epilogues), 4 the tensor a bias gradient
@@ -61,7 +53,9 @@ class ProductOp final : public CudaOp {
     g.d_type = d.dtype;
     g.alpha = c_.alpha;
     g.epilogue = c_.epilogue;
-    g.tf32 = tf32_allowed();
+    // fp32 products may use TF32 Tensor Cores when allowed (--tf32): 7x the fp32 rate on H100 for
+    // a 10-bit mantissa in the products (sums stay fp32), the trade PyTorch's allow_tf32 offers.
+    g.tf32 = s.tf32;
     g.trans_a = c_.trans_a;
     g.trans_b = c_.trans_b;
     if (c_.gemm && (a.dims.size() != 2 || b.dims.size() != 2)) throw InputError("Gemm takes 2-D A and B");

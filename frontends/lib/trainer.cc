@@ -150,12 +150,15 @@ class Trainer {
     }
     CompileOptions train_options{step.state, step.updates, o.seed, o.threads};
     train_options.first_run = first_run;
+    train_options.tf32 = o.tf32;
     train_ = backend_->compile(step.model, train_options);
     std::vector<std::string> eval_state;
     for (const Value* v : models_.eval.graph->initializers())
       if (std::find(step.state.begin(), step.state.end(), v->name()) != step.state.end())
         eval_state.push_back(v->name());
-    eval_ = backend_->compile(models_.eval, CompileOptions{eval_state, {}, o.seed, o.threads});
+    CompileOptions eval_options{eval_state, {}, o.seed, o.threads};
+    eval_options.tf32 = o.tf32;
+    eval_ = backend_->compile(models_.eval, eval_options);
     eval_state_ = eval_state;
     if (!o.resume.empty()) resume(resumed);
   }

@@ -23,6 +23,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   bool shuffle = true;
   int threads = 0;
+  bool tf32 = false;  // fp32 products and convolutions on TF32 Tensor Cores (cuda)
   std::string save, checkpoint, resume, metrics, save_training_graph;
   bool quiet = false;  // no progress or log lines (the runs of --compare-fp32)
 };

@@ -242,6 +242,15 @@ TEST(CudaBackendGpu, ProductsWithTheirEpiloguesMatchTheCpu) {
     back->output(0)->set_type(ValueType::tensor(t, Shape::of({16, 8})));
     g.add_output(back->output(0));
     expect_parity(tm, {{"x", random_tensor(t, {24, 8}, 16)}, {"dy", random_tensor(t, {24, 16}, 17)}}, {"dw"}, tol);
+    if (t == DType::kFloat) {
+      // --tf32: the same product on TF32 Tensor Cores, inputs rounded to a 10-bit mantissa.
+      CompileOptions tf32;
+      tf32.tf32 = true;
+      const Tensor exact = run_on("cuda", shared.m, shared.feeds, shared.outputs)[0];
+      const Tensor fast = run_on("cuda", shared.m, shared.feeds, shared.outputs, tf32)[0];
+      EXPECT_FALSE(fast.same_contents(exact)) << "TF32 was asked for but the product is fp32's";
+      expect_close(fast, exact, "tf32 product", 30.0);
+    }
     // The weight and bias gradients of a Linear over [2, 12, 16] outputs: one product with a
     // bias-gradient epilogue (cols 16), or, where the reshaped matrix is not the gradient's rows
     // (cols 32), the product and a separate sum in the same unit.

@@ -19,15 +19,19 @@ Tensor array(const std::string& path, const std::string& key) {
   return {};
 }
 
+// Also with --device auto --tf32: on a GPU, fp32 products and convolutions on TF32 Tensor Cores
+// (a 10-bit mantissa in the products) stay within 3e-3 of PyTorch's fp32; the CPU ignores it.
 TEST(AmpRun, DemoModelsMatchPyTorch) {
   const std::string dir = temp_dir("amp_run");
+  for (const std::string extra : {"", " --device auto --tf32"})
   for (const char* name : {"mlp", "cnn", "gpt"}) {
+    SCOPED_TRACE(extra);
     const std::string sample = source_dir() + "/models/" + name + ".sample.npz";
     const std::string out_path = dir + "/" + name + ".out.npz";
     std::string out;
     // The sample also holds the reference "logits": amp-run ignores arrays that are not inputs.
     ASSERT_EQ(run_command(amp_run() + " " + source_dir() + "/models/" + name + ".onnx --inputs " + sample +
-                              " --outputs " + out_path,
+                              " --outputs " + out_path + extra,
                           &out),
               0)
         << out;
@@ -39,7 +43,7 @@ TEST(AmpRun, DemoModelsMatchPyTorch) {
       scale = std::max(scale, std::abs(want.element(i)));
       err = std::max(err, std::abs(got.element(i) - want.element(i)));
     }
-    EXPECT_LT(err / scale, 1e-5) << name;
+    EXPECT_LT(err / scale, extra.empty() ? 1e-5 : 3e-3) << name;
   }
 }
 
