@@ -86,6 +86,10 @@ class CudaOp {
   // would have, so the result is the same and one launch and one tensor's traffic are saved.
   virtual bool reads_any_float(size_t /*input*/) const { return false; }
   virtual bool writes_any_float(size_t /*output*/) const { return false; }
+  // An fp32 output the kernel can also store narrowed to fp16/bf16 in the same pass: read both as
+  // it is and through a narrowing Cast, it is then written once each way and never read back to
+  // be converted. The copy is an extra result after the op's own (OpShapes::out, OpBuffers::out).
+  virtual bool writes_narrowed_copy(size_t /*output*/) const { return false; }
 };
 
 using CudaOpFactory = std::unique_ptr<CudaOp> (*)(const Node& node, int64_t opset);

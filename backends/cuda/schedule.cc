@@ -174,14 +174,25 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
       unit_nodes.push_back(cast);
       in[i] = value_id(cast->input(0));
     }
+    auto narrowing = [&](const Node* c) { return is_op(c, "Cast") && !taken(c) && low(c->output(0)->dtype()); };
     for (size_t k = 0; k < n.outputs().size(); ++k) {
       const Value* v = n.output(k);
-      const Node* cast = v ? only_reader(v) : nullptr;
-      if (!is_op(cast, "Cast") || taken(cast) || !op->writes_any_float(k) || v->dtype() != DType::kFloat ||
-          !low(cast->output(0)->dtype()))
+      if (!v || v->dtype() != DType::kFloat) continue;
+      const Node* cast = only_reader(v);
+      if (narrowing(cast) && op->writes_any_float(k)) {
+        unit_nodes.push_back(cast);
+        out[k] = value_id(cast->output(0));
         continue;
-      unit_nodes.push_back(cast);
-      out[k] = value_id(cast->output(0));
+      }
+      // Read as it is and narrowed (Softmax's probabilities: by the backward pass and, in fp16, by
+      // the product with V): the narrowed copy is one more result of the kernel.
+      if (!op->writes_narrowed_copy(k) || out.size() > n.outputs().size()) continue;
+      for (const Use& u : v->uses()) {
+        if (!narrowing(u.node)) continue;
+        unit_nodes.push_back(u.node);
+        out.push_back(value_id(u.node->output(0)));
+        break;
+      }
     }
     if (unit_nodes.size() == 1) continue;  // nothing absorbed: made with the others below
     add(unit_nodes, in, out, std::move(op));

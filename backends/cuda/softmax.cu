@@ -44,12 +44,15 @@ __device__ __forceinline__ MaxSum block_max_sum(MaxSum v, MaxSum* scratch) {
   return scratch[0];
 }
 
-// TX, TY: the storage types of x and y (an absorbed Cast makes them differ).
-template <class TX, class TY>
-__global__ void softmax_rows_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t cols, bool log) {
+// TX, TY: the storage types of x and y (an absorbed Cast makes them differ); copy, when not null,
+// gets y once more as TC (the fp16 copy of an fp32 result that is also read as it is).
+template <class TX, class TY, class TC>
+__global__ void softmax_rows_kernel(const TX* __restrict__ x, TY* __restrict__ y, TC* __restrict__ copy, int64_t cols,
+                                    bool log) {
   __shared__ MaxSum scratch[32];
   const TX* row = x + blockIdx.x * cols;
   TY* out = y + blockIdx.x * cols;
+  TC* out_copy = copy ? copy + blockIdx.x * cols : nullptr;
   MaxSum acc{-INFINITY, 0.0f};
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) acc = combine(acc, MaxSum{to_float(row[c]), 1.0f});
   const MaxSum total = block_max_sum(acc, scratch);
@@ -58,13 +61,15 @@ __global__ void softmax_rows_kernel(const TX* __restrict__ x, TY* __restrict__ y
   const float inv_sum = 1.0f / total.sum;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float shifted = to_float(row[c]) - total.max;
-    out[c] = from_float<TY>(log ? shifted - log_sum : expf(shifted) * inv_sum);
+    const TY v = from_float<TY>(log ? shifted - log_sum : expf(shifted) * inv_sum);
+    out[c] = v;
+    if (out_copy) out_copy[c] = from_float<TC>(to_float(v));
   }
 }
 
-template <class TX, class TY>
-__global__ void softmax_strided_kernel(const TX* __restrict__ x, TY* __restrict__ y, int64_t outer, int64_t axis,
-                                       int64_t inner, bool log) {
+template <class TX, class TY, class TC>
+__global__ void softmax_strided_kernel(const TX* __restrict__ x, TY* __restrict__ y, TC* __restrict__ copy,
+                                       int64_t outer, int64_t axis, int64_t inner, bool log) {
   const int64_t pos = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (pos >= outer * inner) return;
   const int64_t base = (pos / inner) * axis * inner + pos % inner;
@@ -73,29 +78,49 @@ __global__ void softmax_strided_kernel(const TX* __restrict__ x, TY* __restrict_
   const float log_sum = logf(acc.sum), inv_sum = 1.0f / acc.sum;
   for (int64_t c = 0; c < axis; ++c) {
     const float shifted = to_float(x[base + c * inner]) - acc.max;
-    y[base + c * inner] = from_float<TY>(log ? shifted - log_sum : expf(shifted) * inv_sum);
+    const TY v = from_float<TY>(log ? shifted - log_sum : expf(shifted) * inv_sum);
+    y[base + c * inner] = v;
+    if (copy) copy[base + c * inner] = from_float<TC>(to_float(v));
+  }
+}
+
+}  // namespace
+
+namespace {
+
+template <class TX, class TY, class TC>
+void launch_softmax(const void* x, void* y, void* copy, int64_t outer, int64_t axis, int64_t inner, bool log,
+                    cudaStream_t stream) {
+  if (inner == 1) {
+    // 1024 threads for long rows (a 50k vocabulary), fewer for short ones (attention over T=32).
+    const int threads = axis >= 4096 ? 1024 : axis >= 512 ? 256 : 64;
+    softmax_rows_kernel<TX, TY, TC><<<static_cast<unsigned>(outer), threads, 0, stream>>>(
+        static_cast<const TX*>(x), static_cast<TY*>(y), static_cast<TC*>(copy), axis, log);
+  } else {
+    const int64_t n = outer * inner;
+    softmax_strided_kernel<TX, TY, TC><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+        static_cast<const TX*>(x), static_cast<TY*>(y), static_cast<TC*>(copy), outer, axis, inner, log);
   }
 }
 
 }  // namespace
 
 void softmax_forward(DType x_type, DType y_type, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner,
-                     bool log, cudaStream_t stream) {
+                     bool log, cudaStream_t stream, void* copy, DType copy_type) {
   if (outer * axis * inner == 0) return;
+  if (copy && (y_type != DType::kFloat || (copy_type != DType::kFloat16 && copy_type != DType::kBFloat16)))
+    throw InputError("Softmax: a second copy of the result is an fp16/bf16 one of an fp32 result");
   dispatch_float(x_type, "Softmax", [&](auto x_tag) {
+    using TX = decltype(x_tag);
+    if (copy) {
+      dispatch_float(copy_type, "Softmax", [&](auto c_tag) {
+        launch_softmax<TX, float, decltype(c_tag)>(x, y, copy, outer, axis, inner, log, stream);
+      });
+      return;
+    }
     dispatch_float(y_type, "Softmax", [&](auto y_tag) {
-      using TX = decltype(x_tag);
       using TY = decltype(y_tag);
-      if (inner == 1) {
-        // 1024 threads for long rows (a 50k vocabulary), fewer for short ones (attention over T=32).
-        const int threads = axis >= 4096 ? 1024 : axis >= 512 ? 256 : 64;
-        softmax_rows_kernel<TX, TY><<<static_cast<unsigned>(outer), threads, 0, stream>>>(
-            static_cast<const TX*>(x), static_cast<TY*>(y), axis, log);
-      } else {
-        const int64_t n = outer * inner;
-        softmax_strided_kernel<TX, TY><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
-            static_cast<const TX*>(x), static_cast<TY*>(y), outer, axis, inner, log);
-      }
+      launch_softmax<TX, TY, TY>(x, y, nullptr, outer, axis, inner, log, stream);
     });
   });
   AMP_CUDA_CHECK(cudaGetLastError());

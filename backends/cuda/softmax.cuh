@@ -9,8 +9,9 @@
 
 namespace amp::cuda {
 
-// x and y of any float types (they differ where the op absorbed a Cast); fp32 inside.
+// x and y of any float types (they differ where the op absorbed a Cast); fp32 inside. copy, when
+// not null, gets the fp32 y once more as copy_type (fp16/bf16), rounded from the stored y.
 void softmax_forward(DType x_type, DType y_type, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner,
-                     bool log, cudaStream_t stream);
+                     bool log, cudaStream_t stream, void* copy = nullptr, DType copy_type = DType::kUndefined);
 
 }  // namespace amp::cuda

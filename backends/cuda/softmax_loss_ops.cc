@@ -28,13 +28,17 @@ class Softmax final : public CudaOp {
     for (size_t d = 0; d < axis; ++d) outer *= x.dims[d];
     for (size_t d = axis; d < x.dims.size(); ++d) (flatten_ || d == axis ? len : inner) *= x.dims[d];
     const DType x_type = x.dtype, y_type = s.out[0]->dtype;
+    const bool copy = s.has_out(1);  // the narrowed copy (writes_narrowed_copy)
+    const DType copy_type = copy ? s.out[1]->dtype : DType::kUndefined;
     const bool log = log_;
     return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& ctx) {
-      softmax_forward(x_type, y_type, b.in[0], b.out[0], outer, len, inner, log, ctx.stream());
+      softmax_forward(x_type, y_type, b.in[0], b.out[0], outer, len, inner, log, ctx.stream(), copy ? b.out[1] : nullptr,
+                      copy_type);
     });
   }
   bool reads_any_float(size_t input) const override { return input == 0; }
   bool writes_any_float(size_t output) const override { return output == 0; }
+  bool writes_narrowed_copy(size_t output) const override { return output == 0; }
 
  private:
   bool flatten_;

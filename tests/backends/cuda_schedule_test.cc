@@ -212,10 +212,11 @@ TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
   // that also sums dY's rows into the bias gradient, though the graph sums dY before its reshape.
   EXPECT_EQ(gpt["MatMul+Transpose+Transpose+ReduceSum"], 9) << gpt_listing;
   // The Casts around the fp32 ops are done by their kernels: LayerNorm writes fp16, its gradient
-  // reads the fp16 dY, Softmax reads the fp16 scores, the loss gradient writes fp16.
+  // reads the fp16 dY, Softmax reads the fp16 scores and writes its probabilities in fp32 (for the
+  // backward pass) and fp16 (for the product with V), the loss gradient writes fp16.
   EXPECT_EQ(gpt["LayerNormalization+Cast"], 5) << gpt_listing;
   EXPECT_EQ(gpt["LayerNormalizationGrad+Cast"], 5) << gpt_listing;
-  EXPECT_EQ(gpt["Softmax+Cast"], 2) << gpt_listing;
+  EXPECT_EQ(gpt["Softmax+Cast+Cast"], 2) << gpt_listing;
   EXPECT_EQ(gpt["SoftmaxCrossEntropyLossGrad+Cast"], 1) << gpt_listing;
 }
 

@@ -687,6 +687,21 @@ TEST(CudaKernelsEmulated, KernelsThatAbsorbCastsComputeWhatTheCastAndTheOpComput
                          std::string(dtype_name(y_type)));
       }
     }
+    // Softmax read as it is and narrowed: low scores in, fp32 probabilities and their low copy out.
+    for (const auto& shape : std::vector<std::vector<int64_t>>{{8, 40}, {3, 40, 5}}) {
+      const int64_t outer = shape[0], len = shape[1], inner = shape.size() > 2 ? shape[2] : 1;
+      const Tensor x = random_tensor(low, shape, seed += 3, -8, 8);
+      OneNode node("Softmax", {{"x", cast_on_cpu(x, DType::kFloat)}}, {DType::kFloat});
+      node.attr(Attribute::of_int("axis", 1));
+      const Tensor want = node.run_cpu()[0], want_copy = cast_on_cpu(want, low);
+      DeviceBuffer in(x), out(want.nbytes(), kOutputFill), copy(want_copy.nbytes(), kOutputFill);
+      emu::softmax_forward(low, DType::kFloat, in.data(), out.data(), outer, len, inner, false, nullptr, copy.data(), low);
+      const std::string what = "Softmax " + dims_text(shape) + " " + lt + " -> float and a " + lt + " copy";
+      expect_close(out.as(DType::kFloat, shape), want, what);
+      expect_close(copy.as(low, shape), want_copy, what + " (the copy)");
+      // The copy is exactly the stored fp32 result narrowed, whatever the kernel's order of sums.
+      EXPECT_TRUE(copy.as(low, shape).same_contents(cast_on_cpu(out.as(DType::kFloat, shape), low))) << what;
+    }
     // SoftmaxCrossEntropyLossGrad: fp32 scores, dscores stored in low.
     {
       const Tensor scores = random_tensor(DType::kFloat, {12, 10}, seed += 3, -4, 4),
