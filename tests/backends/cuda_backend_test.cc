@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "backends/backend.h"
@@ -118,7 +119,9 @@ std::vector<Tensor> run_on(const std::string& device, const Model& m, const Feed
 
 // Stored values compared as doubles: integers and bools exactly, floats within a tolerance
 // that follows the type (different summation orders and libm ulps, nothing more).
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double tol_scale = 1.0) {
+// At most `allowed` elements may miss the tolerance, none by more than `abs_cap`.
+void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double tol_scale = 1.0,
+                  size_t allowed = 0, double abs_cap = INFINITY) {
   ASSERT_EQ(got.dtype, want.dtype) << what;
   ASSERT_EQ(got.dims, want.dims) << what;
   double rtol = 0;
@@ -129,10 +132,12 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
   size_t bad = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
     const double a = got.element(i), b = want.element(i);
-    const bool same = (std::isnan(a) && std::isnan(b)) || a == b || std::fabs(a - b) <= rtol * (1.0 + std::fabs(b));
-    if (!same && bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: cuda " << a << ", cpu " << b;
+    if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
+    if (!(std::fabs(a - b) <= abs_cap)) ADD_FAILURE() << what << "[" << i << "]: cuda " << a << ", cpu " << b << " beyond " << abs_cap;
+    if (!(std::fabs(a - b) <= rtol * (1.0 + std::fabs(b))) && bad++ < 5 && allowed == 0)
+      ADD_FAILURE() << what << "[" << i << "]: cuda " << a << ", cpu " << b;
   }
-  EXPECT_EQ(bad, 0u) << what;
+  EXPECT_LE(bad, allowed) << what << " (" << want.numel() << " elements)";
 }
 
 void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::string>& fetches, double tol_scale = 1.0) {
@@ -243,13 +248,28 @@ TEST(CudaBackendGpu, ProductsWithTheirEpiloguesMatchTheCpu) {
     g.add_output(back->output(0));
     expect_parity(tm, {{"x", random_tensor(t, {24, 8}, 16)}, {"dy", random_tensor(t, {24, 16}, 17)}}, {"dw"}, tol);
     if (t == DType::kFloat) {
-      // --tf32: the same product on TF32 Tensor Cores, inputs rounded to a 10-bit mantissa.
+      // --tf32: the same product on TF32 Tensor Cores, against the CPU's fp32 product element by
+      // element within TF32's error bound: each operand rounded to 10 stored mantissa bits
+      // (relative error below 2^-10 even truncated), so |tf32 - fp32| <= sum_k |a_ik| |b_kj|
+      // (2 * 2^-10 + 2^-20), plus both sides' fp32 summation (k = 48 terms of 2^-24).
       CompileOptions tf32;
       tf32.tf32 = true;
-      const Tensor exact = run_on("cuda", shared.m, shared.feeds, shared.outputs)[0];
+      const Tensor exact = run_on("cpu", shared.m, shared.feeds, shared.outputs)[0];
+      const Tensor fp32 = run_on("cuda", shared.m, shared.feeds, shared.outputs)[0];
       const Tensor fast = run_on("cuda", shared.m, shared.feeds, shared.outputs, tf32)[0];
-      EXPECT_FALSE(fast.same_contents(exact)) << "TF32 was asked for but the product is fp32's";
-      expect_close(fast, exact, "tf32 product", 30.0);
+      EXPECT_FALSE(fast.same_contents(fp32)) << "TF32 was asked for but the product is fp32's";
+      const float* a = shared.feeds[0].second.as<float>();
+      const float* b = shared.feeds[1].second.as<float>();
+      size_t bad = 0;
+      for (int64_t i = 0; i < 24; ++i)
+        for (int64_t j = 0; j < 16; ++j) {
+          double sum = 0;
+          for (int64_t k = 0; k < 48; ++k) sum += std::fabs(a[i * 48 + k]) * std::fabs(b[k * 16 + j]);
+          const double bound = sum * (2 * std::ldexp(1.0, -10) + std::ldexp(1.0, -20) + 2 * 48 * std::ldexp(1.0, -24));
+          const double d = std::fabs(fast.element(i * 16 + j) - exact.element(i * 16 + j));
+          if (!(d <= bound) && bad++ < 5) ADD_FAILURE() << "tf32 [" << i << "," << j << "]: " << d << " > " << bound;
+        }
+      EXPECT_EQ(bad, 0u);
     }
     // The weight and bias gradients of a Linear over [2, 12, 16] outputs: one product with a
     // bias-gradient epilogue (cols 16), or, where the reshaped matrix is not the gradient's rows
@@ -414,17 +434,20 @@ TEST(CudaBackendGpu, ShippedModelsForwardMatchTheCpu) {
   }
 }
 
+// Replays compute from this run's feeds: alternating two inputs, every run gives what its own input
+// gave the first time (a replay that launched nothing would return the previous run's logits).
 TEST(CudaBackendGpu, CapturedGraphReplaysGiveTheSameResults) {
   REQUIRE_GPU();
   const Model m = load_model(test::source_dir() + "/models/gpt.onnx");
   auto exe = make_backend("cuda")->compile(m, {});
-  const Feeds feeds = model_feeds("gpt");
-  const Tensor first = exe->run(feeds, {"logits"})[0];
-  for (int k = 0; k < 4; ++k) {
-    const Tensor again = exe->run(feeds, {"logits"})[0];
-    EXPECT_TRUE(again.same_contents(first)) << "run " << k;
+  const Feeds feeds[2] = {model_feeds("gpt"), {{"tokens", random_tensor(DType::kInt64, {2, 16}, 64, 0, 64)}}};
+  const Tensor first[2] = {exe->run(feeds[0], {"logits"})[0], exe->run(feeds[1], {"logits"})[0]};
+  EXPECT_FALSE(first[0].same_contents(first[1]));
+  for (int k = 0; k < 6; ++k) {
+    const Tensor again = exe->run(feeds[k % 2], {"logits"})[0];
+    EXPECT_TRUE(again.same_contents(first[k % 2])) << "run " << k;
   }
-  EXPECT_GE(dynamic_cast<cuda::CudaExecutable&>(*exe).graph_replays(), 2u);
+  EXPECT_GE(dynamic_cast<cuda::CudaExecutable&>(*exe).graph_replays(), 4u);
 }
 
 TEST(CudaBackendGpu, DropoutDrawsANewMaskEveryReplay) {
@@ -461,9 +484,27 @@ TEST(CudaBackendGpu, DropoutDrawsANewMaskEveryReplay) {
   EXPECT_NEAR(kept / 4096, 0.75, 0.03);
 }
 
+// A training step's feeds: the model's inputs, labels, and a learning rate of 1e-3.
+Feeds training_feeds(const std::string& model, const TrainingStep& step) {
+  Feeds feeds = model_feeds(model);
+  feeds.push_back({step.labels, model == "gpt" ? random_tensor(DType::kInt64, {2, 16}, 63, 0, 64)
+                                               : random_tensor(DType::kInt64, {4}, 62, 0, 10)});
+  Tensor lr(DType::kFloat, {});
+  lr.mutable_as<float>()[0] = 1e-3f;
+  feeds.push_back({step.lr, lr});
+  return feeds;
+}
+
 // The MLP (products with ReLU and bias-gradient epilogues) and the transformer (LayerNorm, Softmax
 // and the loss gradient with their Casts absorbed, views, the bias gradient of 3-D activations).
-// cnn.train is left out: its Dropout draws other masks on the device.
+// cnn.train is left out: its Dropout draws other masks on the device. Every loss is compared, and
+// every MLP parameter. AdamW's first steps move each weight by about lr * sign(gradient), so a
+// transformer weight whose gradient is rounding noise moves by +-lr with the sign of the noise:
+// the attention's key bias has an exactly zero gradient (softmax ignores what q . b_k adds to a
+// whole row), and a few weights of each tensor are near zero. Those may miss the tolerance (1% of
+// each tensor, and the key bias), none by more than 2 * lr per step (measured on the emulated
+// device, test_cuda_backend_emulated: 201 key-bias elements of 8 qkv.bias tensors, 10 to 26 of
+// 4096 to 12288 weights).
 TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
   REQUIRE_GPU();
   for (const std::string model : {"mlp", "gpt"}) {
@@ -471,12 +512,7 @@ TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
       SCOPED_TRACE(model + " " + std::string(dtype_name(precision)));
       TrainingStep step = test::mixed_precision_step(model + ".train.onnx", precision);
       const CompileOptions options = test::step_options(step);
-      Feeds feeds = model_feeds(model);
-      feeds.push_back({step.labels, model == "gpt" ? random_tensor(DType::kInt64, {2, 16}, 63, 0, 64)
-                                                   : random_tensor(DType::kInt64, {4}, 62, 0, 10)});
-      Tensor lr(DType::kFloat, {});
-      lr.mutable_as<float>()[0] = 1e-3f;
-      feeds.push_back({step.lr, lr});
+      const Feeds feeds = training_feeds(model, step);
       auto cpu = make_backend("cpu")->compile(step.model, options);
       auto gpu = make_backend("cuda")->compile(step.model, options);
       for (int s = 0; s < 5; ++s) {  // past the CUDA Graph capture
@@ -484,8 +520,39 @@ TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
         const Tensor lg = gpu->run(feeds, {step.loss})[0];
         expect_close(lg, lc, "loss at step " + std::to_string(s), 10.0);
       }
-      for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
+      for (const std::string& name : step.params) {
+        const Tensor want = cpu->read_state(name);
+        const bool key_bias = name.size() >= 13 && name.compare(name.size() - 13, 13, "attn.qkv.bias") == 0;
+        const size_t allowed = model == "gpt" ? static_cast<size_t>((want.numel() + 99) / 100) + (key_bias ? 64 : 0) : 0;
+        expect_close(gpu->read_state(name), want, name, 10.0, allowed, 2 * 5 * 1e-3 * 1.01);
+      }
     }
+  }
+}
+
+// A captured training step replayed computes what the same launches compute uncaptured
+// (AMP_CUDA_GRAPHS=0), to the bit: the capture recorded every launch, copy and library call of the
+// step with its arguments, and nothing ran at capture time.
+TEST(CudaBackendGpu, CapturedTrainingStepsReplayWhatUncapturedRunsCompute) {
+  REQUIRE_GPU();
+  for (const std::string model : {"mlp", "gpt"}) {
+    SCOPED_TRACE(model);
+    TrainingStep step = test::mixed_precision_step(model + ".train.onnx", DType::kFloat16);
+    const CompileOptions options = test::step_options(step);
+    const Feeds feeds = training_feeds(model, step);
+    auto captured = make_backend("cuda")->compile(step.model, options);
+    auto plain = make_backend("cuda")->compile(step.model, options);
+    for (int s = 0; s < 5; ++s) {
+      const Tensor a = captured->run(feeds, {step.loss})[0];
+      setenv("AMP_CUDA_GRAPHS", "0", 1);
+      const Tensor b = plain->run(feeds, {step.loss})[0];
+      unsetenv("AMP_CUDA_GRAPHS");
+      EXPECT_TRUE(a.same_contents(b)) << "loss at step " << s << ": " << a.element(0) << " vs " << b.element(0);
+    }
+    EXPECT_GE(dynamic_cast<cuda::CudaExecutable&>(*captured).graph_replays(), 2u);
+    EXPECT_EQ(dynamic_cast<cuda::CudaExecutable&>(*plain).graph_replays(), 0u);
+    for (const std::string& name : step.params)
+      EXPECT_TRUE(captured->read_state(name).same_contents(plain->read_state(name))) << name;
   }
 }
 

@@ -588,5 +588,11 @@ cudaError_t take_last_error() {
 
 cudaError_t peek_last_error() { return g_last_error; }
 
+namespace {
+LaunchHook g_launch_hook = nullptr;
+}  // namespace
+void set_launch_hook(LaunchHook hook) { g_launch_hook = hook; }
+LaunchHook launch_hook() { return g_launch_hook; }
+
 }  // namespace detail
 }  // namespace amp_emu

@@ -29,8 +29,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace amp_emu {
@@ -93,6 +96,14 @@ void shared_declared(void* variable, size_t bytes);
 cudaError_t take_last_error();
 cudaError_t peek_last_error();
 
+// Where a launch goes. With no hook (test_cuda_emulated) it runs at once. A host stand-in of the
+// CUDA runtime (tests/cuda_backend_emulated/) installs one that takes the launch's work, its
+// arguments copied, when the stream is being captured into a CUDA Graph, to run at each replay;
+// it returns false to let the launch run now.
+using LaunchHook = bool (*)(cudaStream_t stream, std::function<void()>&& work);
+void set_launch_hook(LaunchHook hook);
+LaunchHook launch_hook();
+
 }  // namespace detail
 
 // kernel<<<grid, block, shared_bytes, stream>>>(args...) is rewritten (tests/support/
@@ -110,13 +121,27 @@ class Launch {
   template <class... A>
   void operator()(A&&... args) const {
     static_assert(sizeof...(A) == sizeof...(P), "a kernel launch passes one argument per kernel parameter");
+    if (const detail::LaunchHook hook = detail::launch_hook()) {
+      // The arguments converted to the parameter types now, as into a GPU's parameter space.
+      std::function<void()> work = [self = *this,
+                                    params = std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...>(
+                                        std::forward<A>(args)...)]() mutable {
+        std::apply([&](auto&... p) { self.run(p...); }, params);
+      };
+      if (hook(stream_, std::move(work))) return;
+    }
+    run(args...);
+  }
+
+ private:
+  template <class... A>
+  void run(A&... args) const {
     auto call = [&] { kernel_(args...); };
     using Call = decltype(call);
     detail::run_grid(name_, file_, line_, grid_, block_, shared_bytes_, stream_,
                      [](const void* c) { (*static_cast<const Call*>(c))(); }, &call);
   }
 
- private:
   const char* name_;
   const char* file_;
   int line_;

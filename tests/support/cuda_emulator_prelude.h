@@ -36,6 +36,13 @@
 #include "graph/error.h"
 #include "tests/support/cuda_emulator.h"
 
+// AMP_EMU_REAL_RUNTIME (tests/cuda_backend_emulated/, where the whole CUDA backend runs on host
+// stand-ins of the CUDA libraries and the real amp_cuda is not linked): no rename, and no runtime
+// call is a macro here, so the launchers call cuda_check.cc's check_cuda and the stand-in runtime's
+// cudaMemsetAsync, cudaGetLastError, ... like the rest of the backend; kernel launches go through
+// the runtime's stream capture (amp_emu::detail::set_launch_hook).
+#ifndef AMP_EMU_REAL_RUNTIME
+
 // ---- What backends/cuda/cuda_check.h declares, in the renamed namespace ---------------------
 
 namespace amp_emu {
@@ -62,6 +69,8 @@ inline void check_cuda(cudaError_t status, const char* call, const char* file, i
 }
 
 }  // namespace amp::cuda_emulated
+
+#endif  // AMP_EMU_REAL_RUNTIME
 
 // ---- Device-side helpers ---------------------------------------------------------------------
 
@@ -301,6 +310,7 @@ inline double max(double a, double b) { return std::fmax(a, b); }
 #define atomicInc ::amp_emu::atomic_inc
 #define atomicDec ::amp_emu::atomic_dec
 
+#ifndef AMP_EMU_REAL_RUNTIME
 // The runtime calls the launchers make, on host memory standing in for device memory: the
 // emulator runs every launch to its end before returning, so the stream is always idle.
 #define cudaGetLastError ::amp_emu::detail::take_last_error
@@ -327,3 +337,5 @@ inline cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMe
 }
 
 }  // namespace amp_emu
+
+#endif  // AMP_EMU_REAL_RUNTIME

@@ -1,0 +1,384 @@
+// A host stand-in of the cuBLASLt calls backends/cuda/gemm.cc makes, written from cuBLASLt's
+// documentation (cublasLt.h's comments and the cuBLAS guide), not from gemm.cc:
+//
+//   D = alpha * op(A) op(B) + beta * C, column-major, op(A) m x k, op(B) k x n, C and D m x n,
+//   element (r, c) of a matrix at r + c * ld; batch b at b * CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET
+//   elements; with beta == 0, C is not read (it need not hold valid values).
+//   Epilogues: BIAS adds bias[r] (length m, the rows of D) to every column before the final
+//   transform; RELU_BIAS then takes max(x, 0); BGRADA stores bias[r] = sum over k of op(A)[r, k]
+//   (length m), BGRADB stores bias[c] = sum over k of op(B)[k, c] (length n). The bias vector's
+//   type is CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, by default D's type; with a batch, bias b is at
+//   b * CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE.
+//
+// Numerics: operands (fp16, bf16, fp32) are widened to fp32 exactly; with
+// CUBLAS_COMPUTE_32F_FAST_TF32, fp32 operands are first rounded to TF32 (10 stored mantissa bits,
+// to nearest, ties away from zero: cvt.rna.tf32.f32). Products are accumulated in fp32 in k order,
+// alpha, beta, bias and ReLU applied in fp32, and the result rounded to D's type once (to nearest
+// even). A Tensor Core sums in another order (and fp16 products in a wider accumulator), so the
+// last bits differ from a GPU's; the tests compare with tolerances.
+//
+// The heuristic returns one algorithm, needing no workspace, for every combination this
+// implements (CUBLAS_STATUS_NOT_SUPPORTED for the others: row-major orders, other types or
+// epilogues, mismatched batch counts), and the matmul runs on the stream (or is captured). The
+// algorithm remembers the pointer alignments its preference let it assume (256 bytes unless set)
+// and the matmul refuses less aligned A, B, C, D or bias pointers; operands must lie in device
+// memory as far as their layouts reach.
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "tests/cuda_backend_emulated/standin.h"
+
+struct cublasLtContext {
+  int magic = 0x17;
+};
+
+namespace {
+
+constexpr uint64_t kAlgoMagic = 0xa1905eed5ull;
+
+struct Layout {
+  cudaDataType type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t order = CUBLASLT_ORDER_COL;
+  int32_t batch = 1;
+  int64_t batch_stride = 0;  // elements
+};
+
+struct Desc {
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  int32_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N, trans_c = CUBLAS_OP_N;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void* bias = nullptr;
+  int32_t bias_type = -1;
+  int64_t bias_batch_stride = 0;
+  int32_t pointer_mode = CUBLASLT_POINTER_MODE_HOST;
+};
+
+Layout* L(cublasLtMatrixLayout_t l) { return reinterpret_cast<Layout*>(l); }
+Desc* D(cublasLtMatmulDesc_t d) { return reinterpret_cast<Desc*>(d); }
+
+template <class T>
+bool read_attr(T& out, const void* buf, size_t size) {
+  if (!buf || size != sizeof(T)) return false;
+  std::memcpy(&out, buf, sizeof(T));
+  return true;
+}
+
+bool supported_type(cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF; }
+size_t type_size(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+float load(const void* base, cudaDataType t, int64_t i) {
+  switch (t) {
+    case CUDA_R_32F: return static_cast<const float*>(base)[i];
+    case CUDA_R_16F: return __half2float(static_cast<const __half*>(base)[i]);
+    default: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+  }
+}
+
+void store(void* base, cudaDataType t, int64_t i, float v) {
+  switch (t) {
+    case CUDA_R_32F: static_cast<float*>(base)[i] = v; break;
+    case CUDA_R_16F: static_cast<__half*>(base)[i] = __float2half_rn(v); break;
+    default: static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(v); break;
+  }
+}
+
+// cvt.rna.tf32.f32: keep 10 mantissa bits, rounding to nearest with ties away from zero.
+float to_tf32(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, nan
+  u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// The preference: the workspace cap, and the alignments (bytes) the algorithm may assume of A, B,
+// C and D's pointers (cublasLt.h: CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, default 256). The
+// heuristic's algorithm carries them; cublasLtMatmul refuses pointers less aligned (on a GPU an
+// algorithm that assumed the alignment would fault with a misaligned address, or be refused).
+struct Preference {
+  uint64_t max_workspace = 0;
+  uint32_t align[4] = {256, 256, 256, 256};
+};
+
+struct Problem {
+  int64_t m, n, k;
+  int batch;
+};
+
+// Checks the combination; fills the problem's sizes.
+cublasStatus_t validate(const Desc& d, const Layout& a, const Layout& b, const Layout& c, const Layout& dd, Problem* p) {
+  if (d.scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (d.compute != CUBLAS_COMPUTE_32F && d.compute != CUBLAS_COMPUTE_32F_FAST_TF32) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (d.trans_c != CUBLAS_OP_N) return CUBLAS_STATUS_NOT_SUPPORTED;
+  for (const Layout* l : {&a, &b, &c, &dd}) {
+    if (l->order != CUBLASLT_ORDER_COL || !supported_type(l->type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (l->ld < static_cast<int64_t>(l->rows) || l->rows == 0 || l->cols == 0) return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  if (a.type != b.type || c.type != dd.type) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (dd.type != a.type && dd.type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (d.compute == CUBLAS_COMPUTE_32F_FAST_TF32 && a.type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  const bool ta = d.trans_a != CUBLAS_OP_N, tb = d.trans_b != CUBLAS_OP_N;
+  const int64_t m = static_cast<int64_t>(dd.rows), n = static_cast<int64_t>(dd.cols);
+  const int64_t am = ta ? a.cols : a.rows, ak = ta ? a.rows : a.cols;
+  const int64_t bk = tb ? b.cols : b.rows, bn = tb ? b.rows : b.cols;
+  if (am != m || bn != n || ak != bk || c.rows != dd.rows || c.cols != dd.cols || c.ld != dd.ld)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (a.batch != dd.batch || b.batch != dd.batch || c.batch != dd.batch) return CUBLAS_STATUS_NOT_SUPPORTED;
+  switch (d.epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT: break;
+    case CUBLASLT_EPILOGUE_BIAS:
+    case CUBLASLT_EPILOGUE_RELU_BIAS:
+    case CUBLASLT_EPILOGUE_BGRADA:
+    case CUBLASLT_EPILOGUE_BGRADB: {
+      const int32_t bt = d.bias_type == -1 ? static_cast<int32_t>(dd.type) : d.bias_type;
+      if (!supported_type(static_cast<cudaDataType>(bt))) return CUBLAS_STATUS_NOT_SUPPORTED;
+      break;
+    }
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  *p = Problem{m, n, ak, dd.batch};
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
+  if (!h) return CUBLAS_STATUS_INVALID_VALUE;
+  *h = new cublasLtContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
+  delete h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+const char* cublasLtGetStatusString(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED (stand-in: combination not implemented)";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    default: return "CUBLAS_STATUS (stand-in: other)";
+  }
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type, uint64_t rows, uint64_t cols,
+                                          int64_t ld) {
+  if (!l) return CUBLAS_STATUS_INVALID_VALUE;
+  *l = reinterpret_cast<cublasLtMatrixLayout_t>(new Layout{type, rows, cols, ld});
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+  delete L(l);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr,
+                                                const void* buf, size_t size) {
+  if (!l) return CUBLAS_STATUS_INVALID_VALUE;
+  Layout& x = *L(l);
+  bool ok = false;
+  switch (attr) {
+    case CUBLASLT_MATRIX_LAYOUT_TYPE: {
+      uint32_t t;
+      ok = read_attr(t, buf, size);
+      if (ok) x.type = static_cast<cudaDataType>(t);
+      break;
+    }
+    case CUBLASLT_MATRIX_LAYOUT_ORDER: ok = read_attr(x.order, buf, size); break;
+    case CUBLASLT_MATRIX_LAYOUT_ROWS: ok = read_attr(x.rows, buf, size); break;
+    case CUBLASLT_MATRIX_LAYOUT_COLS: ok = read_attr(x.cols, buf, size); break;
+    case CUBLASLT_MATRIX_LAYOUT_LD: ok = read_attr(x.ld, buf, size); break;
+    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: ok = read_attr(x.batch, buf, size) && x.batch >= 1; break;
+    case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: ok = read_attr(x.batch_stride, buf, size); break;
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute, cudaDataType_t scale) {
+  if (!d) return CUBLAS_STATUS_INVALID_VALUE;
+  Desc* x = new Desc;
+  x->compute = compute;
+  x->scale = scale;
+  *d = reinterpret_cast<cublasLtMatmulDesc_t>(x);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
+  delete D(d);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
+                                              const void* buf, size_t size) {
+  if (!d) return CUBLAS_STATUS_INVALID_VALUE;
+  Desc& x = *D(d);
+  bool ok = false;
+  switch (attr) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: ok = read_attr(x.trans_a, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_TRANSB: ok = read_attr(x.trans_b, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_TRANSC: ok = read_attr(x.trans_c, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: ok = read_attr(x.epilogue, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: ok = read_attr(x.bias, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: ok = read_attr(x.bias_type, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: ok = read_attr(x.bias_batch_stride, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_POINTER_MODE: ok = read_attr(x.pointer_mode, buf, size); break;
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
+  if (!p) return CUBLAS_STATUS_INVALID_VALUE;
+  *p = reinterpret_cast<cublasLtMatmulPreference_t>(new Preference);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+  delete reinterpret_cast<Preference*>(p);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void* buf, size_t size) {
+  if (!p) return CUBLAS_STATUS_INVALID_VALUE;
+  Preference& x = *reinterpret_cast<Preference*>(p);
+  bool ok = true;
+  switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: ok = read_attr(x.max_workspace, buf, size); break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: ok = read_attr(x.align[0], buf, size); break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: ok = read_attr(x.align[1], buf, size); break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: ok = read_attr(x.align[2], buf, size); break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: ok = read_attr(x.align[3], buf, size); break;
+    default: break;  // search modes, reduction schemes: one algorithm fits them all
+  }
+  return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
+                                              cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd,
+                                              cublasLtMatmulPreference_t pref, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[], int* count) {
+  if (!h || !d || !a || !b || !c || !dd || !pref || requested < 1 || !results || !count) return CUBLAS_STATUS_INVALID_VALUE;
+  *count = 0;
+  Problem p;
+  const cublasStatus_t s = validate(*D(d), *L(a), *L(b), *L(c), *L(dd), &p);
+  if (s != CUBLAS_STATUS_SUCCESS) return s;
+  results[0] = cublasLtMatmulHeuristicResult_t{};
+  results[0].algo.data[0] = kAlgoMagic;
+  for (int i = 0; i < 4; ++i) results[0].algo.data[1 + i] = reinterpret_cast<const Preference*>(pref)->align[i];
+  // The bias pointer's alignment as the heuristic sees it (cublasLt.h: the heuristic depends on
+  // its value to determine expected pointer alignment); unset (NULL), taken as 256 like the rest.
+  const uintptr_t bias = reinterpret_cast<uintptr_t>(D(d)->bias);
+  results[0].algo.data[5] = bias == 0 ? 256 : bias & (~bias + 1) & 255 ? bias & (~bias + 1) : 256;
+  results[0].workspaceSize = 0;
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].wavesCount = 1.0f;
+  *count = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alpha_p, const void* A,
+                              cublasLtMatrixLayout_t a_l, const void* B, cublasLtMatrixLayout_t b_l, const void* beta_p,
+                              const void* C, cublasLtMatrixLayout_t c_l, void* Dp, cublasLtMatrixLayout_t d_l,
+                              const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+                              cudaStream_t stream) {
+  (void)workspace;
+  (void)workspace_bytes;
+  if (!h || !desc || !alpha_p || !beta_p || !a_l || !b_l || !c_l || !d_l || !A || !B || !Dp)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (algo && algo->data[0] != kAlgoMagic) return CUBLAS_STATUS_INVALID_VALUE;
+  // Everything is read now (the descriptors may change or go after the call); the data at replay.
+  const Desc d = *D(desc);
+  const Layout a = *L(a_l), b = *L(b_l), c = *L(c_l), dl = *L(d_l);
+  Problem p;
+  if (const cublasStatus_t s = validate(d, a, b, c, dl, &p)) return s;
+  if (d.pointer_mode != CUBLASLT_POINTER_MODE_HOST) return CUBLAS_STATUS_NOT_SUPPORTED;
+  const float alpha = *static_cast<const float*>(alpha_p), beta = *static_cast<const float*>(beta_p);
+  if (beta != 0.0f && !C) return CUBLAS_STATUS_INVALID_VALUE;
+  if (algo) {
+    const void* ptrs[5] = {A, B, beta != 0.0f ? C : nullptr, Dp, D(desc)->bias};
+    for (int i = 0; i < 5; ++i)
+      if (ptrs[i] && reinterpret_cast<uintptr_t>(ptrs[i]) % algo->data[1 + i] != 0) {
+        std::fprintf(stderr, "stand-in cublasLtMatmul: %c at %p is not %llu-byte aligned, as the algorithm's preference assumed\n",
+                     "ABCDb"[i], ptrs[i], static_cast<unsigned long long>(algo->data[1 + i]));
+        return CUBLAS_STATUS_INVALID_VALUE;
+      }
+  }
+  const bool bias_epilogue = d.epilogue == CUBLASLT_EPILOGUE_BIAS || d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  const bool bgrad = d.epilogue == CUBLASLT_EPILOGUE_BGRADA || d.epilogue == CUBLASLT_EPILOGUE_BGRADB;
+  if ((bias_epilogue || bgrad) && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
+  const cudaDataType bias_type = d.bias_type == -1 ? dl.type : static_cast<cudaDataType>(d.bias_type);
+  // Every operand in device memory, as far as the layouts reach.
+  auto extent = [](const Layout& l) {
+    return ((l.batch - 1) * l.batch_stride + (static_cast<int64_t>(l.cols) - 1) * l.ld + static_cast<int64_t>(l.rows)) *
+           static_cast<int64_t>(type_size(l.type));
+  };
+  if (!amp_standin::is_device_range(A, extent(a)) || !amp_standin::is_device_range(B, extent(b)) ||
+      !amp_standin::is_device_range(Dp, extent(dl)) || (beta != 0.0f && !amp_standin::is_device_range(C, extent(c))))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (bias_epilogue || bgrad) {
+    const int64_t len = d.epilogue == CUBLASLT_EPILOGUE_BGRADB ? p.n : p.m;
+    if (!amp_standin::is_device_range(d.bias, ((p.batch - 1) * d.bias_batch_stride + len) * type_size(bias_type)))
+      return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  const bool tf32 = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  const cudaError_t e = amp_standin::enqueue(stream, [=] {
+    const bool ta = d.trans_a != CUBLAS_OP_N, tb = d.trans_b != CUBLAS_OP_N;
+    auto in = [&](const void* base, const Layout& l, int64_t batch, int64_t r, int64_t col) {
+      const float v = load(base, l.type, batch * l.batch_stride + r + col * l.ld);
+      return tf32 ? to_tf32(v) : v;
+    };
+    // op(A)[r, kk] and op(B)[kk, col]
+    auto opa = [&](int64_t bt, int64_t r, int64_t kk) { return ta ? in(A, a, bt, kk, r) : in(A, a, bt, r, kk); };
+    auto opb = [&](int64_t bt, int64_t kk, int64_t col) { return tb ? in(B, b, bt, col, kk) : in(B, b, bt, kk, col); };
+    std::vector<float> out(static_cast<size_t>(p.m * p.n));
+    for (int64_t bt = 0; bt < p.batch; ++bt) {
+      for (int64_t col = 0; col < p.n; ++col)
+        for (int64_t r = 0; r < p.m; ++r) {
+          float acc = 0.0f;
+          for (int64_t kk = 0; kk < p.k; ++kk) acc += opa(bt, r, kk) * opb(bt, kk, col);
+          float v = alpha * acc;
+          if (beta != 0.0f) v += beta * load(C, c.type, bt * c.batch_stride + r + col * c.ld);
+          if (bias_epilogue) v += load(d.bias, bias_type, bt * d.bias_batch_stride + r);
+          if (d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS) v = v > 0.0f ? v : 0.0f;  // max(x, 0); NaN -> 0 as fmaxf
+          out[static_cast<size_t>(r + col * p.m)] = v;
+        }
+      // Only now D: it may be C itself (in-place, ld equal).
+      for (int64_t col = 0; col < p.n; ++col)
+        for (int64_t r = 0; r < p.m; ++r)
+          store(Dp, dl.type, bt * dl.batch_stride + r + col * dl.ld, out[static_cast<size_t>(r + col * p.m)]);
+      if (d.epilogue == CUBLASLT_EPILOGUE_BGRADA)
+        for (int64_t r = 0; r < p.m; ++r) {
+          float s = 0.0f;
+          for (int64_t kk = 0; kk < p.k; ++kk) s += opa(bt, r, kk);
+          store(const_cast<void*>(d.bias), bias_type, bt * d.bias_batch_stride + r, s);
+        }
+      if (d.epilogue == CUBLASLT_EPILOGUE_BGRADB)
+        for (int64_t col = 0; col < p.n; ++col) {
+          float s = 0.0f;
+          for (int64_t kk = 0; kk < p.k; ++kk) s += opb(bt, kk, col);
+          store(const_cast<void*>(d.bias), bias_type, bt * d.bias_batch_stride + col, s);
+        }
+    }
+  });
+  return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+}
+
+}  // extern "C"

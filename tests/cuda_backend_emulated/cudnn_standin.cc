@@ -1,0 +1,853 @@
+// A host stand-in of the cuDNN calls backends/cuda/ makes (cudnn_descriptors.cc,
+// convolution_ops.cc, normalization_ops.cc), written from cuDNN's documentation:
+//
+//  - tensors: N-d with explicit strides; filters: packed [K, C/groups, spatial...] (NCHW);
+//  - convolution: cross-correlation (CUDNN_CONVOLUTION, the flipped one, is not implemented),
+//    with pads, strides, dilations and groups; forward, backward data, backward filter and
+//    backward bias, each result = alpha * computed + beta * prior (prior not read when beta is 0);
+//  - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dimensions of size 1;
+//  - pooling: max (NaN propagated under CUDNN_PROPAGATE_NAN; the gradient goes to the first
+//    maximum of a window) and average, counting the padding or not; padded positions never win;
+//  - batch normalisation, spatial: per channel over N and the spatial dimensions; training
+//    normalises with the biased batch variance and blends the running variance with the unbiased
+//    one (factor m / (m - 1)), as documented; backward recomputes the statistics when no saved
+//    mean is passed.
+//
+// Numerics: fp32 accumulation in a fixed order, the result rounded to the tensor's type once.
+// Real cuDNN picks among algorithms (FFT, Winograd, implicit GEMM on Tensor Cores, TF32 under
+// CUDNN_TENSOR_OP_MATH with fp32 data), each with its own rounding; the algorithm queries here
+// return one algorithm, needing no workspace.
+#include <cudnn.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "tests/cuda_backend_emulated/standin.h"
+
+struct cudnnContext {
+  cudaStream_t stream = nullptr;
+};
+struct cudnnTensorStruct {
+  cudnnDataType_t type{};
+  std::vector<int> dims, strides;
+};
+struct cudnnFilterStruct {
+  cudnnDataType_t type{};
+  cudnnTensorFormat_t format{};
+  std::vector<int> dims;
+};
+struct cudnnConvolutionStruct {
+  std::vector<int> pad, stride, dilation;
+  cudnnConvolutionMode_t mode{};
+  cudnnDataType_t compute{};
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  int groups = 1;
+};
+struct cudnnPoolingStruct {
+  cudnnPoolingMode_t mode{};
+  cudnnNanPropagation_t nan{};
+  std::vector<int> window, pad, stride;
+};
+
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
+namespace {
+
+bool supported(cudnnDataType_t t) { return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16; }
+
+float ld(const void* p, cudnnDataType_t t, int64_t i) {
+  switch (t) {
+    case CUDNN_DATA_FLOAT: return static_cast<const float*>(p)[i];
+    case CUDNN_DATA_HALF: return __half2float(static_cast<const __half*>(p)[i]);
+    default: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+}
+
+void st(void* p, cudnnDataType_t t, int64_t i, float v) {
+  switch (t) {
+    case CUDNN_DATA_FLOAT: static_cast<float*>(p)[i] = v; break;
+    case CUDNN_DATA_HALF: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
+    default: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+  }
+}
+
+int64_t count(const std::vector<int>& dims) {
+  int64_t n = 1;
+  for (int d : dims) n *= d;
+  return n;
+}
+
+// Multi-index of the i-th element in row-major order of dims.
+void unravel(int64_t i, const std::vector<int>& dims, std::vector<int>& idx) {
+  idx.resize(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    idx[d] = static_cast<int>(i % dims[d]);
+    i /= dims[d];
+  }
+}
+
+int64_t offset(const cudnnTensorStruct& t, const std::vector<int>& idx) {
+  int64_t o = 0;
+  for (size_t d = 0; d < idx.size(); ++d) o += static_cast<int64_t>(idx[d]) * t.strides[d];
+  return o;
+}
+
+int64_t extent_bytes(const cudnnTensorStruct& t) {
+  int64_t last = 0;
+  for (size_t d = 0; d < t.dims.size(); ++d) last += static_cast<int64_t>(t.dims[d] - 1) * t.strides[d];
+  return (last + 1) * (t.type == CUDNN_DATA_FLOAT ? 4 : 2);
+}
+
+bool on_device(const void* p, const cudnnTensorStruct& t) { return p && amp_standin::is_device_range(p, extent_bytes(t)); }
+
+// result = alpha * v + beta * prior (prior not read when beta == 0)
+void blend(void* p, cudnnDataType_t t, int64_t o, float alpha, float beta, float v) {
+  st(p, t, o, beta == 0.0f ? alpha * v : alpha * v + beta * ld(p, t, o));
+}
+
+float f(const void* p) { return *static_cast<const float*>(p); }
+
+cudnnStatus_t run(cudnnHandle_t h, std::function<void()> work) {
+  return amp_standin::enqueue(h->stream, std::move(work)) == cudaSuccess ? CUDNN_STATUS_SUCCESS
+                                                                          : CUDNN_STATUS_EXECUTION_FAILED;
+}
+
+// The convolution's geometry, checked: x [N, C, in...], w [K, C/G, r...], y [N, K, out...].
+struct Conv {
+  std::vector<int> x, w, y, pad, stride, dil;
+  int groups;
+};
+
+cudnnStatus_t conv_geometry(const cudnnTensorStruct& x, const cudnnFilterStruct& w, const cudnnConvolutionStruct& c,
+                            const cudnnTensorStruct& y, Conv* g) {
+  const size_t nd = x.dims.size();
+  if (c.mode != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (w.format != CUDNN_TENSOR_NCHW || w.dims.size() != nd || y.dims.size() != nd || c.pad.size() != nd - 2)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (!supported(x.type) || x.type != w.type || x.type != y.type) return CUDNN_STATUS_NOT_SUPPORTED;
+  const int G = c.groups;
+  if (G < 1 || x.dims[1] % G || w.dims[0] % G || w.dims[1] * G != x.dims[1] || y.dims[1] != w.dims[0] ||
+      y.dims[0] != x.dims[0])
+    return CUDNN_STATUS_BAD_PARAM;
+  for (size_t d = 2; d < nd; ++d) {
+    const int s = c.stride[d - 2], p = c.pad[d - 2], dl = c.dilation[d - 2];
+    const int out = (x.dims[d] + 2 * p - dl * (w.dims[d] - 1) - 1) / s + 1;
+    if (out != y.dims[d]) return CUDNN_STATUS_BAD_PARAM;
+  }
+  *g = Conv{x.dims, w.dims, y.dims, c.pad, c.stride, c.dilation, G};
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// Calls fn(x_offset_index, w_flat, y_index) for every (y element, filter tap) pair inside x.
+// fn(xi, wi, yi): xi the x multi-index, wi the flat filter index, yi the y multi-index.
+template <class F>
+void for_each_tap(const Conv& g, F&& fn) {
+  const size_t nd = g.x.size();
+  const int K = g.w[0], Cg = g.w[1], Kg = K / g.groups;
+  std::vector<int> yi, ri, xi(nd);
+  std::vector<int> rdims(g.w.begin() + 2, g.w.end());
+  const int64_t taps = count(rdims), ny = count(g.y);
+  for (int64_t e = 0; e < ny; ++e) {
+    unravel(e, g.y, yi);
+    const int k = yi[1], grp = k / Kg;
+    for (int c = 0; c < Cg; ++c)
+      for (int64_t t = 0; t < taps; ++t) {
+        unravel(t, rdims, ri);
+        bool inside = true;
+        xi[0] = yi[0];
+        xi[1] = grp * Cg + c;
+        for (size_t d = 2; d < nd && inside; ++d) {
+          xi[d] = yi[d] * g.stride[d - 2] - g.pad[d - 2] + ri[d - 2] * g.dil[d - 2];
+          inside = xi[d] >= 0 && xi[d] < g.x[d];
+        }
+        if (!inside) continue;
+        const int64_t wi = (static_cast<int64_t>(k) * Cg + c) * taps + t;
+        fn(xi, wi, yi);
+      }
+  }
+}
+
+template <class Perf, class Algo>
+cudnnStatus_t one_algorithm(int requested, int* returned, Perf* perf, Algo algo) {
+  if (requested < 1 || !returned || !perf) return CUDNN_STATUS_BAD_PARAM;
+  perf[0] = Perf{};
+  perf[0].algo = algo;
+  perf[0].status = CUDNN_STATUS_SUCCESS;
+  perf[0].time = 1.0f;
+  perf[0].memory = 0;
+  perf[0].determinism = CUDNN_DETERMINISTIC;
+  perf[0].mathType = CUDNN_DEFAULT_MATH;
+  *returned = 1;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+struct Pool {
+  std::vector<int> x, y;
+};
+
+// Calls fn(y_index, x_indices_in_window (inside x), window_size_with_padding) for every y element.
+template <class F>
+void for_each_window(const cudnnPoolingStruct& p, const cudnnTensorStruct& xt, const cudnnTensorStruct& yt, F&& fn) {
+  const size_t nd = xt.dims.size();
+  std::vector<int> yi, wi, xi(nd);
+  std::vector<int> wdims(p.window.begin(), p.window.end());
+  const int64_t taps = count(wdims), ny = count(yt.dims);
+  std::vector<std::vector<int>> inside;
+  for (int64_t e = 0; e < ny; ++e) {
+    unravel(e, yt.dims, yi);
+    inside.clear();
+    for (int64_t t = 0; t < taps; ++t) {
+      unravel(t, wdims, wi);
+      bool ok = true;
+      xi[0] = yi[0];
+      xi[1] = yi[1];
+      for (size_t d = 2; d < nd && ok; ++d) {
+        xi[d] = yi[d] * p.stride[d - 2] - p.pad[d - 2] + wi[d - 2];
+        ok = xi[d] >= 0 && xi[d] < xt.dims[d];
+      }
+      if (ok) inside.push_back(xi);
+    }
+    fn(yi, inside, taps);
+  }
+}
+
+cudnnStatus_t pool_check(const cudnnPoolingStruct& p, const cudnnTensorStruct& x, const cudnnTensorStruct& y) {
+  const size_t nd = x.dims.size();
+  if (y.dims.size() != nd || p.window.size() != nd - 2 || x.dims[0] != y.dims[0] || x.dims[1] != y.dims[1])
+    return CUDNN_STATUS_BAD_PARAM;
+  if (!supported(x.type) || x.type != y.type) return CUDNN_STATUS_NOT_SUPPORTED;
+  for (size_t d = 2; d < nd; ++d)
+    if ((x.dims[d] + 2 * p.pad[d - 2] - p.window[d - 2]) / p.stride[d - 2] + 1 != y.dims[d]) return CUDNN_STATUS_BAD_PARAM;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// Per-channel statistics of x ([N, C, spatial...]): sums over N and the spatial dimensions.
+struct Channels {
+  int C = 0;
+  int64_t m = 0;  // values per channel
+};
+
+Channels channels(const cudnnTensorStruct& x) { return {x.dims[1], count(x.dims) / x.dims[1]}; }
+
+// Iterates over the elements of channel c: fn(offset in x's layout, offset in y's layout).
+template <class F>
+void for_channel(const cudnnTensorStruct& x, int c, F&& fn) {
+  std::vector<int> sub = x.dims, idx;
+  sub[1] = 1;
+  const int64_t n = count(sub);
+  for (int64_t e = 0; e < n; ++e) {
+    unravel(e, sub, idx);
+    idx[1] = c;
+    fn(idx);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+cudnnStatus_t cudnnCreate(cudnnHandle_t* h) {
+  if (!h) return CUDNN_STATUS_BAD_PARAM;
+  *h = new cudnnContext;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroy(cudnnHandle_t h) {
+  delete h;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
+  if (!h) return CUDNN_STATUS_BAD_PARAM;
+  h->stream = s;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+const char* cudnnGetErrorString(cudnnStatus_t s) {
+  switch (s) {
+    case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
+    case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED (host stand-in: not implemented)";
+    case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
+    default: return "CUDNN_STATUS (stand-in: other)";
+  }
+}
+
+cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc) {
+  *tensorDesc = new cudnnTensorStruct;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc) {
+  delete tensorDesc;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tensorDesc,
+                           cudnnDataType_t dataType,
+                           int nbDims,
+                           const int dimA[],
+                           const int strideA[]) {
+  if (nbDims < 3) return CUDNN_STATUS_BAD_PARAM;
+  tensorDesc->type = dataType;
+  tensorDesc->dims.assign(dimA, dimA + nbDims);
+  tensorDesc->strides.assign(strideA, strideA + nbDims);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc) {
+  *filterDesc = new cudnnFilterStruct;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc) {
+  delete filterDesc;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t filterDesc,
+                           cudnnDataType_t dataType, 
+                           cudnnTensorFormat_t format,
+                           int nbDims,
+                           const int filterDimA[]) {
+  filterDesc->type = dataType;
+  filterDesc->format = format;
+  filterDesc->dims.assign(filterDimA, filterDimA + nbDims);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc) {
+  *convDesc = new cudnnConvolutionStruct;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t convDesc) {
+  delete convDesc;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t convDesc,
+                                int arrayLength, 
+                                const int padA[],
+                                const int filterStrideA[],
+                                const int dilationA[],
+                                cudnnConvolutionMode_t mode,
+                                cudnnDataType_t computeType) {
+  convDesc->pad.assign(padA, padA + arrayLength);
+  convDesc->stride.assign(filterStrideA, filterStrideA + arrayLength);
+  convDesc->dilation.assign(dilationA, dilationA + arrayLength);
+  convDesc->mode = mode;
+  convDesc->compute = computeType;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType) {
+  convDesc->math = mathType;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int groupCount) {
+  convDesc->groups = groupCount;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *poolingDesc) {
+  *poolingDesc = new cudnnPoolingStruct;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t poolingDesc) {
+  delete poolingDesc;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t poolingDesc,
+                            const cudnnPoolingMode_t mode,
+                            const cudnnNanPropagation_t maxpoolingNanOpt,
+                            int nbDims,
+                            const int windowDimA[],
+                            const int paddingA[],
+                            const int strideA[]) {
+  poolingDesc->mode = mode;
+  poolingDesc->nan = maxpoolingNanOpt;
+  poolingDesc->window.assign(windowDimA, windowDimA + nbDims);
+  poolingDesc->pad.assign(paddingA, paddingA + nbDims);
+  poolingDesc->stride.assign(strideA, strideA + nbDims);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle,
+                                       const cudnnTensorDescriptor_t srcDesc,
+                                       const cudnnFilterDescriptor_t filterDesc,
+                                       const cudnnConvolutionDescriptor_t convDesc,
+                                       const cudnnTensorDescriptor_t destDesc,
+                                       const int requestedAlgoCount,
+                                       int *returnedAlgoCount,
+                                       cudnnConvolutionFwdAlgoPerf_t *perfResults) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*srcDesc, *filterDesc, *convDesc, *destDesc, &g)) return s;
+  return one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+}
+
+cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
+                                        const cudnnTensorDescriptor_t xDesc,
+                                        const cudnnFilterDescriptor_t wDesc,
+                                        const cudnnConvolutionDescriptor_t convDesc,
+                                        const cudnnTensorDescriptor_t yDesc,
+                                        cudnnConvolutionFwdAlgo_t algo,
+                                        size_t *sizeInBytes) {
+  *sizeInBytes = 0;
+  return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
+                                            const cudnnFilterDescriptor_t filterDesc,
+                                            const cudnnTensorDescriptor_t diffDesc,
+                                            const cudnnConvolutionDescriptor_t convDesc,
+                                            const cudnnTensorDescriptor_t gradDesc,
+                                            const int requestedAlgoCount,
+                                            int *returnedAlgoCount,
+                                            cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*gradDesc, *filterDesc, *convDesc, *diffDesc, &g)) return s;
+  return one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle,
+                                             const cudnnFilterDescriptor_t wDesc,
+                                             const cudnnTensorDescriptor_t dyDesc,
+                                             const cudnnConvolutionDescriptor_t convDesc,
+                                             const cudnnTensorDescriptor_t dxDesc,
+                                             cudnnConvolutionBwdDataAlgo_t algo,
+                                             size_t *sizeInBytes) {
+  *sizeInBytes = 0;
+  return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle,
+                                              const cudnnTensorDescriptor_t srcDesc,
+                                              const cudnnTensorDescriptor_t diffDesc,
+                                              const cudnnConvolutionDescriptor_t convDesc,
+                                              const cudnnFilterDescriptor_t gradDesc,
+                                              const int requestedAlgoCount,
+                                              int *returnedAlgoCount,
+                                              cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*srcDesc, *gradDesc, *convDesc, *diffDesc, &g)) return s;
+  return one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle,
+                                               const cudnnTensorDescriptor_t xDesc,
+                                               const cudnnTensorDescriptor_t dyDesc,
+                                               const cudnnConvolutionDescriptor_t convDesc,
+                                               const cudnnFilterDescriptor_t gradDesc,
+                                               cudnnConvolutionBwdFilterAlgo_t algo,
+                                               size_t *sizeInBytes) {
+  *sizeInBytes = 0;
+  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle,
+                        const void *alpha,
+                        const cudnnTensorDescriptor_t xDesc,
+                        const void *x,
+                        const cudnnFilterDescriptor_t wDesc,
+                        const void *w,
+                        const cudnnConvolutionDescriptor_t convDesc,
+                        cudnnConvolutionFwdAlgo_t algo,
+                        void *workSpace,
+                        size_t workSpaceSizeInBytes,
+                        const void *beta,
+                        const cudnnTensorDescriptor_t yDesc,
+                        void *y) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*xDesc, *wDesc, *convDesc, *yDesc, &g)) return s;
+  if (!on_device(x, *xDesc) || !on_device(y, *yDesc) || !w) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  const cudnnTensorStruct xt = *xDesc, yt = *yDesc;
+  return run(handle, [=] {
+    std::vector<float> acc(static_cast<size_t>(count(g.y)), 0.0f);
+    std::vector<int> yd = g.y;
+    for_each_tap(g, [&](const std::vector<int>& xi, int64_t wi, const std::vector<int>& yi) {
+      int64_t flat = 0;
+      for (size_t d = 0; d < yi.size(); ++d) flat = flat * yd[d] + yi[d];
+      acc[static_cast<size_t>(flat)] += ld(x, xt.type, offset(xt, xi)) * ld(w, xt.type, wi);
+    });
+    std::vector<int> yi;
+    for (int64_t e = 0; e < count(g.y); ++e) {
+      unravel(e, g.y, yi);
+      blend(y, yt.type, offset(yt, yi), a, b, acc[static_cast<size_t>(e)]);
+    }
+  });
+}
+
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle,
+                             const void *alpha,
+                             const cudnnFilterDescriptor_t wDesc,
+                             const void *w,
+                             const cudnnTensorDescriptor_t dyDesc,
+                             const void *dy,
+                             const cudnnConvolutionDescriptor_t convDesc,
+                             cudnnConvolutionBwdDataAlgo_t algo,
+                             void *workSpace,
+                             size_t workSpaceSizeInBytes,
+                             const void *beta,
+                             const cudnnTensorDescriptor_t dxDesc,
+                             void *dx) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*dxDesc, *wDesc, *convDesc, *dyDesc, &g)) return s;
+  if (!on_device(dy, *dyDesc) || !on_device(dx, *dxDesc) || !w) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  const cudnnTensorStruct xt = *dxDesc, yt = *dyDesc;
+  return run(handle, [=] {
+    std::vector<float> acc(static_cast<size_t>(count(g.x)), 0.0f);
+    for_each_tap(g, [&](const std::vector<int>& xi, int64_t wi, const std::vector<int>& yi) {
+      int64_t flat = 0;
+      for (size_t d = 0; d < xi.size(); ++d) flat = flat * g.x[d] + xi[d];
+      acc[static_cast<size_t>(flat)] += ld(dy, yt.type, offset(yt, yi)) * ld(w, yt.type, wi);
+    });
+    std::vector<int> xi;
+    for (int64_t e = 0; e < count(g.x); ++e) {
+      unravel(e, g.x, xi);
+      blend(dx, xt.type, offset(xt, xi), a, b, acc[static_cast<size_t>(e)]);
+    }
+  });
+}
+
+cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle,
+                               const void *alpha,
+                               const cudnnTensorDescriptor_t xDesc,
+                               const void *x,
+                               const cudnnTensorDescriptor_t dyDesc,
+                               const void *dy,
+                               const cudnnConvolutionDescriptor_t convDesc,
+                               cudnnConvolutionBwdFilterAlgo_t algo,
+                               void *workSpace,
+                               size_t workSpaceSizeInBytes,
+                               const void *beta,
+                               const cudnnFilterDescriptor_t dwDesc,
+                               void *dw) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*xDesc, *dwDesc, *convDesc, *dyDesc, &g)) return s;
+  if (!on_device(x, *xDesc) || !on_device(dy, *dyDesc) || !dw) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  const cudnnTensorStruct xt = *xDesc, yt = *dyDesc;
+  const cudnnDataType_t wt = dwDesc->type;
+  return run(handle, [=] {
+    std::vector<float> acc(static_cast<size_t>(count(g.w)), 0.0f);
+    for_each_tap(g, [&](const std::vector<int>& xi, int64_t wi, const std::vector<int>& yi) {
+      acc[static_cast<size_t>(wi)] += ld(dy, yt.type, offset(yt, yi)) * ld(x, xt.type, offset(xt, xi));
+    });
+    for (int64_t e = 0; e < count(g.w); ++e) blend(dw, wt, e, a, b, acc[static_cast<size_t>(e)]);
+  });
+}
+
+cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle,
+                             const void *alpha,
+                             const cudnnTensorDescriptor_t dyDesc,
+                             const void *dy,
+                             const void *beta,
+                             const cudnnTensorDescriptor_t dbDesc,
+                             void *db) {
+  const cudnnTensorStruct yt = *dyDesc, bt = *dbDesc;
+  if (bt.dims.size() != yt.dims.size() || bt.dims[1] != yt.dims[1] || count(bt.dims) != bt.dims[1])
+    return CUDNN_STATUS_BAD_PARAM;
+  if (!on_device(dy, yt) || !on_device(db, bt)) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  return run(handle, [=] {
+    for (int c = 0; c < yt.dims[1]; ++c) {
+      float s = 0.0f;
+      for_channel(yt, c, [&](const std::vector<int>& idx) { s += ld(dy, yt.type, offset(yt, idx)); });
+      blend(db, bt.type, static_cast<int64_t>(c) * bt.strides[1], a, b, s);
+    }
+  });
+}
+
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle,
+               const void *alpha,
+               const cudnnTensorDescriptor_t aDesc,
+               const void *A,
+               const void *beta,
+               const cudnnTensorDescriptor_t cDesc,
+               void *C) {
+  const cudnnTensorStruct at = *aDesc, ct = *cDesc;
+  if (at.dims.size() != ct.dims.size()) return CUDNN_STATUS_BAD_PARAM;
+  for (size_t d = 0; d < at.dims.size(); ++d)
+    if (at.dims[d] != ct.dims[d] && at.dims[d] != 1) return CUDNN_STATUS_BAD_PARAM;
+  if (!on_device(A, at) || !on_device(C, ct)) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  return run(handle, [=] {
+    std::vector<int> ci, ai;
+    for (int64_t e = 0; e < count(ct.dims); ++e) {
+      unravel(e, ct.dims, ci);
+      ai = ci;
+      for (size_t d = 0; d < ai.size(); ++d)
+        if (at.dims[d] == 1) ai[d] = 0;
+      blend(C, ct.type, offset(ct, ci), a, b, ld(A, at.type, offset(at, ai)));
+    }
+  });
+}
+
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle,
+                    const cudnnPoolingDescriptor_t poolingDesc,
+                    const void *alpha,
+                    const cudnnTensorDescriptor_t xDesc,
+                    const void *x,
+                    const void *beta,
+                    const cudnnTensorDescriptor_t yDesc,
+                    void *y) {
+  const cudnnPoolingStruct p = *poolingDesc;
+  const cudnnTensorStruct xt = *xDesc, yt = *yDesc;
+  if (cudnnStatus_t s = pool_check(p, xt, yt)) return s;
+  if (!on_device(x, xt) || !on_device(y, yt)) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  return run(handle, [=] {
+    for_each_window(p, xt, yt, [&](const std::vector<int>& yi, const std::vector<std::vector<int>>& in, int64_t taps) {
+      float v;
+      if (p.mode == CUDNN_POOLING_MAX || p.mode == CUDNN_POOLING_MAX_DETERMINISTIC) {
+        v = -INFINITY;
+        for (const auto& xi : in) {
+          const float e = ld(x, xt.type, offset(xt, xi));
+          if (e != e && p.nan == CUDNN_PROPAGATE_NAN) {
+            v = e;
+            break;
+          }
+          if (e > v) v = e;
+        }
+      } else {
+        float s = 0.0f;
+        for (const auto& xi : in) s += ld(x, xt.type, offset(xt, xi));
+        const int64_t n = p.mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING ? taps : static_cast<int64_t>(in.size());
+        v = s / static_cast<float>(n);
+      }
+      blend(y, yt.type, offset(yt, yi), a, b, v);
+    });
+  });
+}
+
+cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle,
+                     const cudnnPoolingDescriptor_t poolingDesc,
+                     const void *alpha,
+                     const cudnnTensorDescriptor_t yDesc,
+                     const void *y,
+                     const cudnnTensorDescriptor_t dyDesc,
+                     const void *dy,
+                     const cudnnTensorDescriptor_t xDesc,
+                     const void *x,
+                     const void *beta,
+                     const cudnnTensorDescriptor_t dxDesc,
+                     void *dx) {
+  const cudnnPoolingStruct p = *poolingDesc;
+  const cudnnTensorStruct xt = *xDesc, yt = *dyDesc, dxt = *dxDesc;
+  if (cudnnStatus_t s = pool_check(p, xt, yt)) return s;
+  if (!on_device(dy, yt) || !on_device(dx, dxt) || !on_device(x, xt)) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  return run(handle, [=] {
+    std::vector<float> acc(static_cast<size_t>(count(xt.dims)), 0.0f);
+    auto flat = [&](const std::vector<int>& xi) {
+      int64_t o = 0;
+      for (size_t d = 0; d < xi.size(); ++d) o = o * xt.dims[d] + xi[d];
+      return static_cast<size_t>(o);
+    };
+    for_each_window(p, xt, yt, [&](const std::vector<int>& yi, const std::vector<std::vector<int>>& in, int64_t taps) {
+      const float g = ld(dy, yt.type, offset(yt, yi));
+      if (in.empty()) return;
+      if (p.mode == CUDNN_POOLING_MAX || p.mode == CUDNN_POOLING_MAX_DETERMINISTIC) {
+        size_t best = 0;
+        float v = ld(x, xt.type, offset(xt, in[0]));
+        for (size_t i = 1; i < in.size(); ++i) {
+          const float e = ld(x, xt.type, offset(xt, in[i]));
+          if (e > v) {
+            v = e;
+            best = i;
+          }
+        }
+        acc[flat(in[best])] += g;
+      } else {
+        const int64_t n = p.mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING ? taps : static_cast<int64_t>(in.size());
+        for (const auto& xi : in) acc[flat(xi)] += g / static_cast<float>(n);
+      }
+    });
+    std::vector<int> xi;
+    for (int64_t e = 0; e < count(xt.dims); ++e) {
+      unravel(e, xt.dims, xi);
+      blend(dx, dxt.type, offset(dxt, xi), a, b, acc[static_cast<size_t>(e)]);
+    }
+  });
+}
+
+cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t handle,
+                                        cudnnBatchNormMode_t mode,
+                                        const void *alpha, 
+                                        const void *beta,  
+                                        const cudnnTensorDescriptor_t xDesc,
+                                        const void *x, 
+                                        const cudnnTensorDescriptor_t yDesc,
+                                        void *y, 
+                                        const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc,
+                                        const void *bnScale,
+                                        const void *bnBias,
+                                        const void *estimatedMean,
+                                        const void *estimatedVariance,
+                                        double epsilon) {
+  if (mode != CUDNN_BATCHNORM_SPATIAL) return CUDNN_STATUS_NOT_SUPPORTED;
+  const cudnnTensorStruct xt = *xDesc, yt = *yDesc, pt = *bnScaleBiasMeanVarDesc;
+  if (pt.type != CUDNN_DATA_FLOAT || count(pt.dims) != xt.dims[1]) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (!on_device(x, xt) || !on_device(y, yt)) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  return run(handle, [=] {
+    for (int c = 0; c < xt.dims[1]; ++c) {
+      const float* sc = static_cast<const float*>(bnScale);
+      const float* bi = static_cast<const float*>(bnBias);
+      const float* mu = static_cast<const float*>(estimatedMean);
+      const float* va = static_cast<const float*>(estimatedVariance);
+      const float inv = 1.0f / std::sqrt(va[c] + static_cast<float>(epsilon));
+      for_channel(xt, c, [&](const std::vector<int>& idx) {
+        const float v = sc[c] * (ld(x, xt.type, offset(xt, idx)) - mu[c]) * inv + bi[c];
+        blend(y, yt.type, offset(yt, idx), a, b, v);
+      });
+    }
+  });
+}
+
+cudnnStatus_t cudnnBatchNormalizationForwardTraining(
+    cudnnHandle_t handle,
+    cudnnBatchNormMode_t mode,
+
+    const void *alpha, 
+    const void *beta,  
+
+    const cudnnTensorDescriptor_t xDesc,
+    const void *x, 
+    const cudnnTensorDescriptor_t yDesc,
+    void *y, 
+
+    
+    const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc,
+
+    
+    const void *bnScale,
+    const void *bnBias,
+
+    
+    double exponentialAverageFactor,
+
+    
+    void *resultRunningMean,
+    
+    void *resultRunningVariance,
+
+    
+    double epsilon,
+
+    
+    void *resultSaveMean,
+    void *resultSaveInvVariance) {
+  if (mode != CUDNN_BATCHNORM_SPATIAL) return CUDNN_STATUS_NOT_SUPPORTED;
+  const cudnnTensorStruct xt = *xDesc, yt = *yDesc, pt = *bnScaleBiasMeanVarDesc;
+  if (pt.type != CUDNN_DATA_FLOAT || count(pt.dims) != xt.dims[1]) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (!on_device(x, xt) || !on_device(y, yt)) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  return run(handle, [=] {
+    const Channels ch = channels(xt);
+    for (int c = 0; c < ch.C; ++c) {
+      double s = 0.0;
+      for_channel(xt, c, [&](const std::vector<int>& idx) { s += ld(x, xt.type, offset(xt, idx)); });
+      const double mean = s / static_cast<double>(ch.m);
+      double q = 0.0;
+      for_channel(xt, c, [&](const std::vector<int>& idx) {
+        const double d = ld(x, xt.type, offset(xt, idx)) - mean;
+        q += d * d;
+      });
+      const double var = q / static_cast<double>(ch.m);
+      const float inv = static_cast<float>(1.0 / std::sqrt(var + epsilon));
+      const float* sc = static_cast<const float*>(bnScale);
+      const float* bi = static_cast<const float*>(bnBias);
+      for_channel(xt, c, [&](const std::vector<int>& idx) {
+        const float v = sc[c] * (ld(x, xt.type, offset(xt, idx)) - static_cast<float>(mean)) * inv + bi[c];
+        blend(y, yt.type, offset(yt, idx), a, b, v);
+      });
+      if (resultRunningMean && resultRunningVariance) {
+        float* rm = static_cast<float*>(resultRunningMean);
+        float* rv = static_cast<float*>(resultRunningVariance);
+        const double unbiased = ch.m > 1 ? q / static_cast<double>(ch.m - 1) : 0.0;
+        rm[c] = static_cast<float>((1.0 - exponentialAverageFactor) * rm[c] + exponentialAverageFactor * mean);
+        rv[c] = static_cast<float>((1.0 - exponentialAverageFactor) * rv[c] + exponentialAverageFactor * unbiased);
+      }
+      if (resultSaveMean) static_cast<float*>(resultSaveMean)[c] = static_cast<float>(mean);
+      if (resultSaveInvVariance) static_cast<float*>(resultSaveInvVariance)[c] = inv;
+    }
+  });
+}
+
+cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t handle,
+                                cudnnBatchNormMode_t mode,
+                                const void *alphaDataDiff,
+                                const void *betaDataDiff,
+                                const void *alphaParamDiff,
+                                const void *betaParamDiff,
+                                const cudnnTensorDescriptor_t xDesc, 
+                                const void *x,
+                                const cudnnTensorDescriptor_t dyDesc,
+                                const void *dy,
+                                const cudnnTensorDescriptor_t dxDesc,
+                                void *dx,
+                                
+                                const cudnnTensorDescriptor_t dBnScaleBiasDesc,
+                                const void *bnScale, 
+                                
+                                void *dBnScaleResult,
+                                void *dBnBiasResult,
+                                
+                                double epsilon,
+
+                                
+                                const void *savedMean,
+                                const void *savedInvVariance) {
+  if (mode != CUDNN_BATCHNORM_SPATIAL) return CUDNN_STATUS_NOT_SUPPORTED;
+  const cudnnTensorStruct xt = *xDesc, dyt = *dyDesc, dxt = *dxDesc, pt = *dBnScaleBiasDesc;
+  if (pt.type != CUDNN_DATA_FLOAT || count(pt.dims) != xt.dims[1]) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (!on_device(x, xt) || !on_device(dy, dyt) || !on_device(dx, dxt)) return CUDNN_STATUS_BAD_PARAM;
+  const float ad = f(alphaDataDiff), bd = f(betaDataDiff), ap = f(alphaParamDiff), bp = f(betaParamDiff);
+  return run(handle, [=] {
+    const Channels ch = channels(xt);
+    const float* sc = static_cast<const float*>(bnScale);
+    for (int c = 0; c < ch.C; ++c) {
+      double mean, inv;
+      if (savedMean && savedInvVariance) {
+        mean = static_cast<const float*>(savedMean)[c];
+        inv = static_cast<const float*>(savedInvVariance)[c];
+      } else {
+        double s = 0.0, q = 0.0;
+        for_channel(xt, c, [&](const std::vector<int>& idx) { s += ld(x, xt.type, offset(xt, idx)); });
+        mean = s / static_cast<double>(ch.m);
+        for_channel(xt, c, [&](const std::vector<int>& idx) {
+          const double d = ld(x, xt.type, offset(xt, idx)) - mean;
+          q += d * d;
+        });
+        inv = 1.0 / std::sqrt(q / static_cast<double>(ch.m) + epsilon);
+      }
+      double sum_dy = 0.0, sum_dy_xhat = 0.0;
+      for_channel(xt, c, [&](const std::vector<int>& idx) {
+        const double g = ld(dy, dyt.type, offset(dyt, idx));
+        sum_dy += g;
+        sum_dy_xhat += g * (ld(x, xt.type, offset(xt, idx)) - mean) * inv;
+      });
+      const double m = static_cast<double>(ch.m);
+      for_channel(xt, c, [&](const std::vector<int>& idx) {
+        const double g = ld(dy, dyt.type, offset(dyt, idx));
+        const double xhat = (ld(x, xt.type, offset(xt, idx)) - mean) * inv;
+        const double v = sc[c] * inv * (g - sum_dy / m - xhat * sum_dy_xhat / m);
+        blend(dx, dxt.type, offset(dxt, idx), ad, bd, static_cast<float>(v));
+      });
+      blend(dBnScaleResult, CUDNN_DATA_FLOAT, c, ap, bp, static_cast<float>(sum_dy_xhat));
+      blend(dBnBiasResult, CUDNN_DATA_FLOAT, c, ap, bp, static_cast<float>(sum_dy));
+    }
+  });
+}
+
+}  // extern "C"
