@@ -21,6 +21,7 @@
 #include "graph/amp_ops.h"
 #include "passes/training/training_step.h"
 #include "tests/support/cuda_plans.h"
+#include "tests/support/one_node.h"
 #endif
 
 namespace amp {
@@ -107,7 +108,7 @@ Tensor random_tensor(DType t, std::vector<int64_t> dims, uint32_t seed, float lo
   return x;
 }
 
-using Feeds = std::vector<std::pair<std::string, Tensor>>;
+using test::Feeds;
 
 std::vector<Tensor> run_on(const std::string& device, const Model& m, const Feeds& feeds,
                            const std::vector<std::string>& fetches, const CompileOptions& options = {}, int runs = 1) {
@@ -147,29 +148,7 @@ void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::st
   for (size_t k = 0; k < cpu.size(); ++k) expect_close(gpu[k], cpu[k], fetches[k], tol_scale);
 }
 
-// One node whose inputs are graph inputs with the feeds' types; outputs typed `out_types`.
-struct OneNode {
-  Model m;
-  Feeds feeds;
-  std::vector<std::string> outputs;
-  Node* node = nullptr;
-  OneNode(const std::string& op, Feeds inputs, std::vector<DType> out_types, const std::string& domain = "") {
-    m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
-    Graph& g = *m.graph;
-    std::vector<Value*> ins;
-    for (auto& [name, t] : inputs) ins.push_back(name.empty() ? nullptr : g.add_input(name, ValueType::tensor(t.dtype, Shape::of(t.dims))));
-    std::vector<std::string> names;
-    for (size_t k = 0; k < out_types.size(); ++k) names.push_back("out" + std::to_string(k));
-    node = g.add_node(op, ins, names, domain);
-    for (size_t k = 0; k < out_types.size(); ++k) {
-      node->output(k)->set_type(ValueType::tensor(out_types[k]));
-      g.add_output(node->output(k));
-    }
-    for (auto& f : inputs)
-      if (!f.first.empty()) feeds.push_back(std::move(f));
-    outputs = names;
-  }
-};
+using test::OneNode;
 
 Tensor ints(std::vector<int64_t> v) {
   Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});

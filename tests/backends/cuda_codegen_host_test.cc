@@ -42,6 +42,7 @@ TEST(CudaCodegenHost, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (
 #include "passes/fusion/elementwise_program_eval.h"
 #include "passes/training/training_step.h"
 #include "tests/support/cuda_plans.h"
+#include "tests/support/guarded_buffer.h"
 #include "tests/support/test_support.h"
 
 namespace amp::cuda {
@@ -61,30 +62,7 @@ constexpr int64_t kTranscendentalUlps = 2;
 
 // ---- Host memory standing in for device buffers ------------------------------------------------
 
-// Bytes that end where an inaccessible page begins (and start after one), filled with `fill`.
-class GuardedBuffer {
- public:
-  GuardedBuffer(size_t bytes, unsigned char fill) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t pages = (bytes + page - 1) / page;
-    total_ = (pages + 2) * page;
-    void* base = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) throw Error("mmap failed");
-    base_ = static_cast<unsigned char*>(base);
-    mprotect(base_, page, PROT_NONE);
-    mprotect(base_ + (pages + 1) * page, page, PROT_NONE);
-    data_ = base_ + (pages + 1) * page - bytes;
-    std::memset(data_, fill, bytes);
-  }
-  GuardedBuffer(const GuardedBuffer&) = delete;
-  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
-  ~GuardedBuffer() { munmap(base_, total_); }
-  unsigned char* data() const { return data_; }
-
- private:
-  unsigned char *base_ = nullptr, *data_ = nullptr;
-  size_t total_ = 0;
-};
+using test::GuardedBuffer;
 
 // A kernel's access past a buffer lands here and returns to the launch, which reports it.
 sigjmp_buf g_fault_return;
@@ -438,7 +416,7 @@ void run_cases(const std::string& tag, const std::vector<Case>& cases) {
       EXPECT_TRUE(!c.inputs[k].nbytes() || !std::memcmp(in_buf[k]->data(), c.inputs[k].data(), c.inputs[k].nbytes()))
           << c.what << ": kernel " << c.kernel.name << " wrote into input " << k;
     for (size_t k = 0; k < c.expected.size(); ++k)
-      expect_output_matches(c.what, c.kernel.name, k, c.expected[k], out_buf[k]->data(), c.transcendental[k], tally);
+      expect_output_matches(c.what, c.kernel.name, k, c.expected[k], static_cast<const unsigned char*>(out_buf[k]->data()), c.transcendental[k], tally);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(

@@ -42,6 +42,8 @@
 #include "graph/half.h"
 #include "passes/fusion/elementwise_program_eval.h"
 #include "tests/support/cuda_emulator.h"
+#include "tests/support/guarded_buffer.h"
+#include "tests/support/one_node.h"
 
 // The launchers as the emulated translation units define them: namespace amp::cuda renamed
 // amp::cuda_emulated (see cuda_emulator_prelude.h), the same declarations.
@@ -66,42 +68,7 @@ constexpr int kSmCount = 2;  // the emulated device's SMs: small, so SM-sized gr
 
 // ---- Device memory stand-ins -------------------------------------------------------------------
 
-// Bytes that end where an inaccessible page begins (and start after one), filled with `fill`.
-class DeviceBuffer {
- public:
-  DeviceBuffer(size_t bytes, unsigned char fill) : bytes_(bytes) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t pages = (bytes + page - 1) / page;
-    total_ = (pages + 2) * page;
-    void* base = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) throw Error("mmap failed");
-    base_ = static_cast<unsigned char*>(base);
-    mprotect(base_, page, PROT_NONE);
-    mprotect(base_ + (pages + 1) * page, page, PROT_NONE);
-    data_ = base_ + (pages + 1) * page - bytes;
-    if (bytes) std::memset(data_, fill, bytes);
-  }
-  explicit DeviceBuffer(const Tensor& t) : DeviceBuffer(t.nbytes(), 0) {
-    if (t.nbytes()) std::memcpy(data_, t.data(), t.nbytes());
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { munmap(base_, total_); }
-  void* data() { return data_; }
-  const void* data() const { return data_; }
-  // The buffer's bytes as a tensor of (type, dims), which must be the same number of bytes.
-  Tensor as(DType t, std::vector<int64_t> dims) const {
-    Tensor out(t, std::move(dims));
-    EXPECT_EQ(out.nbytes(), bytes_);
-    if (out.nbytes() == bytes_ && bytes_) std::memcpy(out.mutable_data(), data_, bytes_);
-    return out;
-  }
-
- private:
-  size_t bytes_, total_;
-  unsigned char* base_;
-  unsigned char* data_;
-};
+using DeviceBuffer = test::GuardedBuffer;
 
 constexpr unsigned char kOutputFill = 0xa5;     // an unwritten output element shows
 constexpr unsigned char kWorkspaceFill = 0xff;  // scratch read before it is written is NaN
@@ -160,37 +127,11 @@ std::string dims_text(const std::vector<int64_t>& d) {
   return s + "]";
 }
 
-using Feeds = std::vector<std::pair<std::string, Tensor>>;
+using test::Feeds;
 
 // One node whose inputs are graph inputs with the feeds' types (an empty name: an absent
 // optional input); outputs typed `out_types`. As in cuda_backend_test.cc.
-struct OneNode {
-  Model m;
-  Feeds feeds;
-  std::vector<std::string> outputs;
-  Node* node = nullptr;
-  OneNode(const std::string& op, Feeds inputs, std::vector<DType> out_types, const std::string& domain = "") {
-    m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
-    Graph& g = *m.graph;
-    std::vector<Value*> ins;
-    for (auto& [name, t] : inputs) ins.push_back(name.empty() ? nullptr : g.add_input(name, ValueType::tensor(t.dtype, Shape::of(t.dims))));
-    std::vector<std::string> names;
-    for (size_t k = 0; k < out_types.size(); ++k) names.push_back("out" + std::to_string(k));
-    node = g.add_node(op, ins, names, domain);
-    for (size_t k = 0; k < out_types.size(); ++k) {
-      node->output(k)->set_type(ValueType::tensor(out_types[k]));
-      g.add_output(node->output(k));
-    }
-    for (auto& f : inputs)
-      if (!f.first.empty()) feeds.push_back(std::move(f));
-    outputs = names;
-  }
-  OneNode& attr(Attribute a) {
-    node->set_attr(std::move(a));
-    return *this;
-  }
-  std::vector<Tensor> run_cpu() const { return make_backend("cpu")->compile(m, {})->run(feeds, outputs); }
-};
+using test::OneNode;
 
 // Stored values compared as doubles: integers and bools exactly, floats within a tolerance that
 // follows the type — rtol 1e-4 for fp32, 2e-3 for fp16 (2 ulp), 1.6e-2 for bf16 (2 ulp), relative
