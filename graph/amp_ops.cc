@@ -169,6 +169,14 @@ std::vector<OpSchema> schemas() {
       });
   out.push_back(std::move(ln));
 
+  OpSchema softmax = grad_schema("SoftmaxGrad", "Gradient of Softmax: dX = Y (dY - sum(dY Y)) along the axis.");
+  softmax.Input(0, "dY", "Gradient of Softmax's output.", "T")
+      .Input(1, "Y", "Softmax's output.", "T")
+      .Output(0, "dX", "Gradient of Softmax's input.", "T")
+      .Attr("axis", "As Softmax's (opset 13).", AttributeProto::INT, static_cast<int64_t>(-1))
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
+  out.push_back(std::move(softmax));
+
   out.push_back(loss_grad_schema("SoftmaxCrossEntropyLossGrad",
                                  "Gradient of SoftmaxCrossEntropyLoss with respect to scores: (softmax - onehot) "
                                  "times dLoss and the label weights, divided as the reduction says.",

@@ -18,5 +18,6 @@ const std::vector<OpEntry>& grad_norm_ops();
 const std::vector<OpEntry>& grad_loss_ops();
 const std::vector<OpEntry>& grad_scatter_ops();
 const std::vector<OpEntry>& grad_all_finite_ops();
+const std::vector<OpEntry>& grad_softmax_ops();
 
 }  // namespace amp::cpu

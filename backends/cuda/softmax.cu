@@ -88,6 +88,38 @@ __global__ void softmax_strided_kernel(const TX* __restrict__ x, TY* __restrict_
 
 namespace {
 
+// dx = y (dy - sum(dy y)) over a row: the row's sum in fp32 over the block (TDY, TDX: the storage
+// types of dy and dx, which absorbed Casts make differ from y's).
+template <class TDY, class TY, class TDX>
+__global__ void softmax_grad_rows_kernel(const TDY* __restrict__ dy, const TY* __restrict__ y, TDX* __restrict__ dx,
+                                         int64_t cols) {
+  __shared__ float scratch[32];
+  const int64_t offset = blockIdx.x * cols;
+  float dot = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) dot += to_float(dy[offset + c]) * to_float(y[offset + c]);
+  dot = block_sum(dot, scratch);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    dx[offset + c] = from_float<TDX>(to_float(y[offset + c]) * (to_float(dy[offset + c]) - dot));
+}
+
+template <class TDY, class TY, class TDX>
+__global__ void softmax_grad_strided_kernel(const TDY* __restrict__ dy, const TY* __restrict__ y, TDX* __restrict__ dx,
+                                            int64_t outer, int64_t axis, int64_t inner) {
+  const int64_t pos = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (pos >= outer * inner) return;
+  const int64_t base = (pos / inner) * axis * inner + pos % inner;
+  float dot = 0.0f;
+  for (int64_t c = 0; c < axis; ++c) dot += to_float(dy[base + c * inner]) * to_float(y[base + c * inner]);
+  for (int64_t c = 0; c < axis; ++c) {
+    const int64_t at = base + c * inner;
+    dx[at] = from_float<TDX>(to_float(y[at]) * (to_float(dy[at]) - dot));
+  }
+}
+
+}  // namespace
+
+namespace {
+
 template <class TX, class TY, class TC>
 void launch_softmax(const void* x, void* y, void* copy, int64_t outer, int64_t axis, int64_t inner, bool log,
                     cudaStream_t stream) {
@@ -122,6 +154,26 @@ void softmax_forward(DType x_type, DType y_type, const void* x, void* y, int64_t
       using TY = decltype(y_tag);
       launch_softmax<TX, TY, TY>(x, y, nullptr, outer, axis, inner, log, stream);
     });
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+void softmax_backward(DType y_type, DType dy_type, DType dx_type, const void* dy, const void* y, void* dx, int64_t outer,
+                      int64_t axis, int64_t inner, cudaStream_t stream) {
+  if (outer * axis * inner == 0) return;
+  dispatch_io(y_type, dy_type, dx_type, "SoftmaxGrad", [&](auto dy_tag, auto y_tag, auto dx_tag) {
+    using TDY = decltype(dy_tag);
+    using TY = decltype(y_tag);
+    using TDX = decltype(dx_tag);
+    if (inner == 1) {
+      const int threads = axis >= 4096 ? 1024 : axis >= 512 ? 256 : 64;
+      softmax_grad_rows_kernel<TDY, TY, TDX><<<static_cast<unsigned>(outer), threads, 0, stream>>>(
+          static_cast<const TDY*>(dy), static_cast<const TY*>(y), static_cast<TDX*>(dx), axis);
+    } else {
+      const int64_t n = outer * inner;
+      softmax_grad_strided_kernel<TDY, TY, TDX><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+          static_cast<const TDY*>(dy), static_cast<const TY*>(y), static_cast<TDX*>(dx), outer, axis, inner);
+    }
   });
   AMP_CUDA_CHECK(cudaGetLastError());
 }

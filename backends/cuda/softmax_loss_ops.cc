@@ -46,6 +46,30 @@ class Softmax final : public CudaOp {
   bool log_;
 };
 
+// ai.onnx_amp SoftmaxGrad(dY, Y) -> dX, along one axis as opset-13 Softmax.
+class SoftmaxGrad final : public CudaOp {
+ public:
+  SoftmaxGrad(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& y = *s.in[1];
+    if (s.in[0]->dims != y.dims) throw InputError("dY and Y differ in shape");
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, y.dims.size()));
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < axis; ++d) outer *= y.dims[d];
+    for (size_t d = axis + 1; d < y.dims.size(); ++d) inner *= y.dims[d];
+    const int64_t len = y.dims.empty() ? 1 : y.dims[axis];
+    const DType y_type = y.dtype, dy_type = s.in[0]->dtype, dx_type = s.out[0]->dtype;
+    return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& ctx) {
+      softmax_backward(y_type, dy_type, dx_type, b.in[0], b.in[1], b.out[0], outer, len, inner, ctx.stream());
+    });
+  }
+  bool reads_any_float(size_t input) const override { return input == 0; }
+  bool writes_any_float(size_t output) const override { return output == 0; }
+
+ private:
+  int64_t axis_;
+};
+
 CrossEntropyShape loss_shape(const Node& n) {
   CrossEntropyShape s;
   const std::string r = n.attr_string("reduction", "mean");
@@ -118,6 +142,7 @@ const std::vector<CudaOpEntry>& softmax_loss_ops() {
       {"", "LogSoftmax", make_op<Softmax>},
       {"", "SoftmaxCrossEntropyLoss", make_op<CrossEntropy>},
       {kAmpDomain, "SoftmaxCrossEntropyLossGrad", make_op<CrossEntropyGrad>},
+      {kAmpDomain, "SoftmaxGrad", make_op<SoftmaxGrad>},
   };
   return ops;
 }

@@ -9,13 +9,12 @@ namespace {
 
 using Grads = std::vector<Value*>;
 
-// softmax: dX = Y (dY - sum(dY Y)) along the axis.
+// softmax: dX = Y (dY - sum(dY Y)) along the axis, as one ai.onnx_amp SoftmaxGrad: a backend
+// then reads Y and dY once (the attention matrix, the largest tensor of a transformer's step).
 Grads softmax(GradContext& c) {
-  GraphBuilder& b = c.b;
   Value* y = c.y(0);
-  const int64_t axis = c.node.attr_int("axis", -1);
-  Value* dot = b.reduce_sum(b.mul(c.dy[0], y), {axis}, true);
-  return {b.mul(y, b.sub(c.dy[0], dot))};
+  return {c.b.emit("SoftmaxGrad", {c.dy[0], y}, {y->type()}, attrs(Attribute::of_int("axis", c.node.attr_int("axis", -1))),
+                   kAmpDomain)[0]};
 }
 
 // log_softmax: dX = dY - exp(Y) sum(dY) along the axis.

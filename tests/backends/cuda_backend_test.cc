@@ -305,6 +305,11 @@ TEST(CudaBackendGpu, SoftmaxNormalisationLossAndReductionsMatchTheCpu) {
       OneNode lsm("LogSoftmax", {{"x", random_tensor(t, {3, 7, 5}, 17, -8, 8)}}, {t});
       lsm.node->set_attr(Attribute::of_int("axis", axis));
       expect_parity(lsm.m, lsm.feeds, lsm.outputs);
+      // Its gradient, from probabilities the CPU computed (rows that sum to 1).
+      const Tensor p = sm.run_cpu()[0];
+      OneNode grad("SoftmaxGrad", {{"dy", random_tensor(t, {3, 7, 5}, 19)}, {"y", p}}, {t}, kAmpDomain);
+      grad.node->set_attr(Attribute::of_int("axis", axis));
+      expect_parity(grad.m, grad.feeds, grad.outputs, 10.0);
     }
     for (auto axes : {std::vector<int64_t>{0}, std::vector<int64_t>{-1}, std::vector<int64_t>{0, 2}, std::vector<int64_t>{}}) {
       OneNode rs("ReduceSum", {{"x", random_tensor(t, {6, 300, 5}, 18)}, {"axes", ints(axes)}}, {t});

@@ -218,6 +218,8 @@ TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
   EXPECT_EQ(gpt["LayerNormalizationGrad+Cast"], 5) << gpt_listing;
   EXPECT_EQ(gpt["Softmax+Cast+Cast"], 2) << gpt_listing;
   EXPECT_EQ(gpt["SoftmaxCrossEntropyLossGrad+Cast"], 1) << gpt_listing;
+  // Softmax's gradient is one kernel reading the fp16 dP and fp32 P once, writing fp16 dS.
+  EXPECT_EQ(gpt["SoftmaxGrad+Cast+Cast"], 2) << gpt_listing;
 }
 
 // The bias gradient of a Linear over 3-D activations is summed before the weight gradient's

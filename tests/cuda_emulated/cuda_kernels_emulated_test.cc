@@ -643,6 +643,23 @@ TEST(CudaKernelsEmulated, KernelsThatAbsorbCastsComputeWhatTheCastAndTheOpComput
       // The copy is exactly the stored fp32 result narrowed, whatever the kernel's order of sums.
       EXPECT_TRUE(copy.as(low, shape).same_contents(cast_on_cpu(out.as(DType::kFloat, shape), low))) << what;
     }
+    // SoftmaxGrad: dY low (widened) and fp32 Y in, dX low or fp32 out; rows and the strided kernel.
+    for (const auto& shape : std::vector<std::vector<int64_t>>{{8, 40}, {3, 40, 5}, {2, 700}}) {
+      const int64_t outer = shape[0], len = shape[1], inner = shape.size() > 2 ? shape[2] : 1;
+      OneNode sm("Softmax", {{"x", random_tensor(DType::kFloat, shape, seed += 3, -4, 4)}}, {DType::kFloat});
+      sm.attr(Attribute::of_int("axis", 1));
+      const Tensor y = sm.run_cpu()[0], dy = random_tensor(low, shape, seed + 1);
+      for (const DType dx_type : {low, DType::kFloat}) {
+        OneNode node("SoftmaxGrad", {{"dy", cast_on_cpu(dy, DType::kFloat)}, {"y", y}}, {DType::kFloat}, kAmpDomain);
+        node.attr(Attribute::of_int("axis", 1));
+        const Tensor want = cast_on_cpu(node.run_cpu()[0], dx_type);
+        DeviceBuffer ddy(dy), dyv(y), dx(want.nbytes(), kOutputFill);
+        emu::softmax_backward(DType::kFloat, low, dx_type, ddy.data(), dyv.data(), dx.data(), outer, len, inner, nullptr);
+        // The CPU sums in fp64, the kernel in fp32.
+        expect_close(dx.as(dx_type, shape), want,
+                     "SoftmaxGrad " + dims_text(shape) + " dY " + lt + " dX " + std::string(dtype_name(dx_type)), 10.0);
+      }
+    }
     // SoftmaxCrossEntropyLossGrad: fp32 scores, dscores stored in low.
     {
       const Tensor scores = random_tensor(DType::kFloat, {12, 10}, seed += 3, -4, 4),
