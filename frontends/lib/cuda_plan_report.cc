@@ -109,15 +109,24 @@ ordered_json cuda_plan_report(const Model& model, const std::map<std::string, in
   const cuda::DeviceLayout layout = cuda::layout_device_memory(s, p, fed, fetches, 256);
 
   ordered_json units = ordered_json::array();
-  size_t fused = 0, fused_nodes = 0, multi_tensor = 0;
-  std::map<std::string, int> kinds;
+  size_t fused = 0, fused_nodes = 0, multi_tensor = 0, moved = 0;
   for (const cuda::Unit* u : p.order) {
     ordered_json out = ordered_json::array();
+    // What the unit reads and writes in device memory, each operand once (a lower bound: a
+    // product re-reads tiles, a reduction its partial sums); operands read only while planning
+    // (shapes) are not device traffic.
+    size_t bytes = 0;
+    for (size_t i = 0; i < u->in.size(); ++i)
+      if (u->in[i] >= 0 && !u->host_only[i]) bytes += p.desc[u->in[i]].nbytes();
     for (int v : u->out)
-      if (v >= 0) out.push_back(s.program.values[v].name + ": " + value_type(p, v));
+      if (v >= 0) {
+        out.push_back(s.program.values[v].name + ": " + value_type(p, v));
+        bytes += p.desc[v].nbytes();
+      }
+    moved += bytes;
     const size_t at = u->where.rfind(": node ");  // "file: node NAME (Op)" -> "NAME (Op)"
     units.push_back({{"kind", u->kind}, {"node", at == std::string::npos ? u->where : u->where.substr(at + 7)},
-                     {"nodes", u->steps.size()}, {"outputs", out}});
+                     {"nodes", u->steps.size()}, {"bytes", bytes}, {"outputs", out}});
     if (dynamic_cast<const cuda::MultiTensorFusedOp*>(u->op.get())) ++multi_tensor;
     if (dynamic_cast<const cuda::FusedElementwiseOp*>(u->op.get()) || dynamic_cast<const cuda::MultiTensorFusedOp*>(u->op.get())) {
       ++fused;
@@ -142,7 +151,8 @@ ordered_json cuda_plan_report(const Model& model, const std::map<std::string, in
   j["memory"] = {{"arena_bytes", layout.arena.arena_bytes},
                  {"peak_live_bytes", layout.arena.peak_bytes},
                  {"without_reuse_bytes", layout.arena.total_bytes},
-                 {"state_bytes", state_bytes}};
+                 {"state_bytes", state_bytes},
+                 {"moved_bytes", moved}};
   j["units"] = units;
   return j;
 }
@@ -180,6 +190,8 @@ std::string cuda_plan_text(const ordered_json& j) {
     << human_bytes(mem["peak_live_bytes"].get<int64_t>()) << ", " << human_bytes(mem["without_reuse_bytes"].get<int64_t>())
     << " without reuse), state " << human_bytes(mem["state_bytes"].get<int64_t>())
     << "; cuBLASLt/cuDNN workspace is chosen on the device\n";
+  s << "traffic:      " << human_bytes(mem["moved_bytes"].get<int64_t>())
+    << " read and written by the device units per run, each operand once (a lower bound)\n";
   return s.str();
 }
 

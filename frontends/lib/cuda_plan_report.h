@@ -2,7 +2,7 @@
 // without a GPU (the backend's Schedule, plan and memory layout touch no device): the device
 // units in run order — cuBLASLt products with what their epilogues absorb, generated fused
 // kernels, multi-tensor launches, cuDNN and hand-written kernels — the views that run nothing,
-// the host steps, and the planned activation arena. A model saved by amp-train
+// the host steps, the planned activation arena, and the bytes each unit reads and writes. A model saved by amp-train
 // --save-training-graph is planned as the whole training step amp-train runs.
 #pragma once
 

@@ -98,6 +98,19 @@ TEST(Inspect, CudaPlanPlacesEveryNodeAndSizesTheArena) {
   EXPECT_GE(mem["arena_bytes"].get<int64_t>(), mem["peak_live_bytes"].get<int64_t>());
   EXPECT_LE(mem["arena_bytes"].get<int64_t>(), mem["without_reuse_bytes"].get<int64_t>());
   EXPECT_GT(mem["peak_live_bytes"].get<int64_t>(), 4 * 16 * 64 * 4) << "at least one [N,T,64] fp32 activation";
+  // Traffic: every unit reads its operands and writes its results once. mlp.onnx at N=64 is three
+  // fp32 Gemms, 784 -> 128 -> 64 -> 10 (models/torch_models.py), after a Flatten that is a view.
+  ASSERT_EQ(test::run_command(inspect_bin() + " --json --cuda-plan --dim N=64 " + test::source_dir() +
+                                  "/models/mlp.onnx 2>&1",
+                              &out),
+            0)
+      << out;
+  const json mlp = json::parse(out)["cuda_plan"];
+  auto gemm_bytes = [](int64_t n, int64_t in, int64_t out_features) {
+    return 4 * (n * in + out_features * in + out_features + n * out_features);  // X, W, b, Y
+  };
+  EXPECT_EQ(mlp["memory"]["moved_bytes"].get<int64_t>(), gemm_bytes(64, 784, 128) + gemm_bytes(64, 128, 64) + gemm_bytes(64, 64, 10));
+  EXPECT_EQ(mlp["views"].value("Flatten", 0), 1);
   // The text form lists the same units, one line each.
   ASSERT_EQ(test::run_command(inspect_bin() + " --cuda-plan --dim N=4 --dim T=16 " + model + " 2>&1", &out), 0) << out;
   EXPECT_NE(out.find("MatMul+Add"), std::string::npos) << out;
