@@ -156,6 +156,7 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
   // Cast that is the only reader of the op's fp32 output (mixed precision puts them around every
   // fp32 op: LayerNormalization's output, its gradient's input, Softmax's input).
   auto low = [](DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; };
+  std::vector<std::unique_ptr<CudaOp>> made(num_steps);  // ops that absorbed nothing, for the loop below
   for (size_t s = 0; s < num_steps; ++s) {
     if (host_step[s] || unit_of_step[s] >= 0 || node_programs[s]) continue;
     const Node& n = *nodes[s];
@@ -194,7 +195,10 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
         break;
       }
     }
-    if (unit_nodes.size() == 1) continue;  // nothing absorbed: made with the others below
+    if (unit_nodes.size() == 1) {  // nothing absorbed: a unit of its own, with the others below
+      made[s] = std::move(op);
+      continue;
+    }
     add(unit_nodes, in, out, std::move(op));
     mark_shape_inputs(s);
   }
@@ -214,8 +218,8 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
     std::unique_ptr<CudaOp> op;
     if (node_programs[s]) {
       op = std::make_unique<FusedElementwiseOp>(*node_programs[s]);
-    } else if (const CudaOpEntry* e = find_cuda_op(n.domain(), n.op_type())) {
-      op = at_node(step.where, [&] { return e->make(n, step.opset); });
+    } else if (made[s]) {
+      op = std::move(made[s]);
     } else if (n.domain().empty() && elem_op_from_onnx(n.op_type())) {
       std::vector<const Value*> inputs;
       at_node(step.where, [&] { return node_program(n, &inputs); });  // throws, saying why it is not fusable

@@ -84,10 +84,6 @@ __global__ void softmax_strided_kernel(const TX* __restrict__ x, TY* __restrict_
   }
 }
 
-}  // namespace
-
-namespace {
-
 // dx = y (dy - sum(dy y)) over a row: the row's sum in fp32 over the block (TDY, TDX: the storage
 // types of dy and dx, which absorbed Casts make differ from y's).
 template <class TDY, class TY, class TDX>
@@ -115,10 +111,6 @@ __global__ void softmax_grad_strided_kernel(const TDY* __restrict__ dy, const TY
     dx[at] = from_float<TDX>(to_float(y[at]) * (to_float(dy[at]) - dot));
   }
 }
-
-}  // namespace
-
-namespace {
 
 template <class TX, class TY, class TC>
 void launch_softmax(const void* x, void* y, void* copy, int64_t outer, int64_t axis, int64_t inner, bool log,

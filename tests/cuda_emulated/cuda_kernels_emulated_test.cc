@@ -44,6 +44,7 @@
 #include "tests/support/cuda_emulator.h"
 #include "tests/support/guarded_buffer.h"
 #include "tests/support/one_node.h"
+#include "tests/support/parity.h"
 
 // The launchers as the emulated translation units define them: namespace amp::cuda renamed
 // amp::cuda_emulated (see cuda_emulator_prelude.h), the same declarations.
@@ -74,25 +75,6 @@ constexpr unsigned char kOutputFill = 0xa5;     // an unwritten output element s
 constexpr unsigned char kWorkspaceFill = 0xff;  // scratch read before it is written is NaN
 
 // ---- Tensors and the reference -------------------------------------------------------------------
-
-Tensor random_tensor(DType t, std::vector<int64_t> dims, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
-  Tensor x(t, std::move(dims));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (int64_t k = 0; k < x.numel(); ++k) {
-    const float v = u(rng);
-    switch (t) {
-      case DType::kFloat: x.mutable_as<float>()[k] = v; break;
-      case DType::kFloat16: x.mutable_as<uint16_t>()[k] = fp32_to_fp16(v); break;
-      case DType::kBFloat16: x.mutable_as<uint16_t>()[k] = fp32_to_bf16(v); break;
-      case DType::kInt64: x.mutable_as<int64_t>()[k] = static_cast<int64_t>(std::floor(v)); break;
-      case DType::kInt32: x.mutable_as<int32_t>()[k] = static_cast<int32_t>(std::floor(v)); break;
-      case DType::kBool: x.mutable_as<uint8_t>()[k] = v > 0; break;
-      default: ADD_FAILURE() << "no random " << dtype_name(t);
-    }
-  }
-  return x;
-}
 
 void set(Tensor& x, int64_t k, double v) {
   switch (x.dtype) {
@@ -133,30 +115,8 @@ using test::Feeds;
 // optional input); outputs typed `out_types`. As in cuda_backend_test.cc.
 using test::OneNode;
 
-// Stored values compared as doubles: integers and bools exactly, floats within a tolerance that
-// follows the type — rtol 1e-4 for fp32, 2e-3 for fp16 (2 ulp), 1.6e-2 for bf16 (2 ulp), relative
-// to 1 + |reference| — times tol_scale; as expect_close in cuda_backend_test.cc. The emulated
-// kernels sum in another order than the CPU (trees of warp shuffles against a loop; the CPU's
-// normalisation gradients in fp64) and use the GPU's fast exp (__expf) where the CPU calls
-// std::exp: differences of a few fp32 ulp, nothing more. NaN matches NaN only. `got` is read as
-// the reference's type and element count (its dims may be [rows] where the reference has
-// [rows, 1]).
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double tol_scale = 1.0) {
-  ASSERT_EQ(got.dtype, want.dtype) << what;
-  ASSERT_EQ(got.numel(), want.numel()) << what;
-  double rtol = 0;
-  if (want.dtype == DType::kFloat) rtol = 1e-4;
-  if (want.dtype == DType::kFloat16) rtol = 2e-3;
-  if (want.dtype == DType::kBFloat16) rtol = 1.6e-2;
-  rtol *= tol_scale;
-  size_t bad = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double a = got.element(i), b = want.element(i);
-    const bool same = (std::isnan(a) && std::isnan(b)) || a == b || std::fabs(a - b) <= rtol * (1.0 + std::fabs(b));
-    if (!same && bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: emulated cuda " << a << ", cpu " << b;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.numel() << " elements differ";
-}
+using test::expect_close;
+using test::random_tensor;
 
 const std::vector<DType> kFloatTypes = {DType::kFloat, DType::kFloat16, DType::kBFloat16};
 
@@ -505,8 +465,8 @@ void check_layernorm(DType t, const std::vector<int64_t>& dims, int64_t axis, bo
   // The CPU's statistics are fp32 sums too, in another order.
   expect_close(y.as(t, dims), want[0], what, 10.0);
   if (stats) {
-    expect_close(mean.as(DType::kFloat, {rows}), want[1], "mean of " + what, 10.0);
-    expect_close(inv.as(DType::kFloat, {rows}), want[2], "inv_std of " + what, 10.0);
+    expect_close(mean.as(DType::kFloat, want[1].dims), want[1], "mean of " + what, 10.0);
+    expect_close(inv.as(DType::kFloat, want[2].dims), want[2], "inv_std of " + what, 10.0);
   }
 }
 
