@@ -177,6 +177,25 @@ std::vector<OpSchema> schemas() {
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
   out.push_back(std::move(softmax));
 
+  // ONNX has Gelu from opset 20 on; this project stops at 17, so its own domain carries the op,
+  // with opset 20's attribute. Recognised in exported graphs (passes/fusion/recognize_gelu.h).
+  OpSchema gelu = grad_schema("Gelu",
+                              "Gaussian error linear unit, as ONNX's Gelu (opset 20): Y = X/2 (1 + erf(X/sqrt 2)), "
+                              "or with approximate=tanh Y = X/2 (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3))).");
+  gelu.Input(0, "X", "Input.", "T")
+      .Output(0, "Y", "Output.", "T")
+      .Attr("approximate", "none (exact, erf) or tanh.", AttributeProto::STRING, std::string("none"))
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 0, 0); });
+  out.push_back(std::move(gelu));
+
+  OpSchema gelu_grad = grad_schema("GeluGrad", "Gradient of Gelu: dX = dY gelu'(X).");
+  gelu_grad.Input(0, "dY", "Gradient of Gelu's output.", "T")
+      .Input(1, "X", "Gelu's input.", "T")
+      .Output(0, "dX", "Gradient of X.", "T")
+      .Attr("approximate", "As Gelu's.", AttributeProto::STRING, std::string("none"))
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
+  out.push_back(std::move(gelu_grad));
+
   out.push_back(loss_grad_schema("SoftmaxCrossEntropyLossGrad",
                                  "Gradient of SoftmaxCrossEntropyLoss with respect to scores: (softmax - onehot) "
                                  "times dLoss and the label weights, divided as the reduction says.",

@@ -20,7 +20,7 @@ bool CudaBackend::available(std::string* why) const {
 std::string CudaBackend::unsupported_reason(const Node& n) const {
   if (find_cuda_op(n.domain(), n.op_type())) return "";
   if (n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp) return "";
-  if (n.domain().empty() && elem_op_from_onnx(n.op_type()))
+  if (elem_op_of(n))
     return is_fusable_node(n) ? "" : "elementwise " + n.op_type() + " runs on the device only on float, float16, bfloat16 and bool tensors";
   // Nodes that read nothing but constants and dims run on the host while a run is planned.
   if (n.domain().empty() && (n.op_type() == "Constant" || n.op_type() == "Shape" || n.op_type() == "Size")) return "";

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "graph/gelu.h"
 #include "passes/fusion/elementwise_program_eval.h"
 
 namespace amp {
@@ -60,6 +61,8 @@ const char* expression_template(ElemOp op) {
     case ElemOp::kCeil: return "ceilf({a})";
     case ElemOp::kNot: return "({a} == 0.0f ? 1.0f : 0.0f)";
     case ElemOp::kLeakyRelu: return "({a} < 0.0f ? {a} * {alpha} : {a})";
+    case ElemOp::kGelu: return "amp_gelu({a})";
+    case ElemOp::kGeluTanh: return "amp_gelu_tanh({a})";
     case ElemOp::kAdd: return "({a} + {b})";
     case ElemOp::kSub: return "({a} - {b})";
     case ElemOp::kMul: return "({a} * {b})";
@@ -75,6 +78,8 @@ const char* expression_template(ElemOp op) {
     case ElemOp::kAnd: return "(({a} != 0.0f && {b} != 0.0f) ? 1.0f : 0.0f)";
     case ElemOp::kOr: return "(({a} != 0.0f || {b} != 0.0f) ? 1.0f : 0.0f)";
     case ElemOp::kXor: return "((({a} != 0.0f) != ({b} != 0.0f)) ? 1.0f : 0.0f)";
+    case ElemOp::kGeluGrad: return "amp_gelu_grad({a}, {b})";
+    case ElemOp::kGeluTanhGrad: return "amp_gelu_tanh_grad({a}, {b})";
     case ElemOp::kWhere: return "({a} != 0.0f ? {b} : {c})";
     case ElemOp::kClip: return "({a} < {b} ? {b} : ({a} > {c} ? {c} : {a}))";
   }
@@ -88,6 +93,38 @@ std::string float_literal(float f) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "__uint_as_float(0x%08xu) /* %g */", bits, static_cast<double>(f));
   return buf;
+}
+
+// GELU and its derivative, the operations of graph/gelu.h in its order with its float constants,
+// so that the host evaluation of a fused group gives the same bits (NVRTC may contract a * b + c
+// into an FMA on the device, a last-bit difference the GPU tests allow).
+const std::string& gelu_functions() {
+  static const std::string text = [] {
+    const std::string sqrt_half = float_literal(static_cast<float>(kGeluSqrtHalf));
+    const std::string inv_sqrt_2pi = float_literal(static_cast<float>(kGeluInvSqrt2Pi));
+    const std::string beta = float_literal(static_cast<float>(kGeluTanhBeta));
+    const std::string kappa = float_literal(static_cast<float>(kGeluTanhKappa));
+    const std::string kappa3 = float_literal(static_cast<float>(kGeluTanhKappa3));
+    return "__device__ __forceinline__ float amp_gelu(float x) {\n"
+           "  return x * 0.5f * (1.0f + erff(x * " + sqrt_half + "));\n}\n"
+           "__device__ __forceinline__ float amp_gelu_tanh(float x) {\n"
+           "  const float inner = " + beta + " * (x + " + kappa + " * (x * x * x));\n"
+           "  return x * 0.5f * (1.0f + tanhf(inner));\n}\n"
+           "__device__ __forceinline__ float amp_gelu_grad(float dy, float x) {\n"
+           "  const float cdf = 0.5f * (1.0f + erff(x * " + sqrt_half + "));\n"
+           "  const float pdf = expf(-0.5f * x * x) * " + inv_sqrt_2pi + ";\n"
+           "  return dy * (cdf + x * pdf);\n}\n"
+           "__device__ __forceinline__ float amp_gelu_tanh_grad(float dy, float x) {\n"
+           "  const float x_sq = x * x;\n"
+           "  const float inner = " + beta + " * (x + " + kappa + " * (x_sq * x));\n"
+           "  const float t = tanhf(inner);\n"
+           "  const float left = 0.5f * x;\n"
+           "  const float right = 1.0f + t;\n"
+           "  const float left_derivative = 0.5f * right;\n"
+           "  const float right_derivative = left * (1.0f - t * t) * (" + beta + " * (1.0f + " + kappa3 + " * x_sq));\n"
+           "  return dy * (left_derivative + right_derivative);\n}\n";
+  }();
+  return text;
 }
 
 const char* storage_type(DType t) {
@@ -218,7 +255,7 @@ std::string program_comment(const ElementwiseProgram& p) {
 // The helpers every kernel uses, and its index type: 32-bit arithmetic when the tensors allow it
 // (a 64-bit div/mod is a long software sequence on the GPU, a 32-bit one a few instructions).
 std::string prelude(bool wide_index) {
-  return std::string(kPrelude) + "\ntypedef " + (wide_index ? "long long" : "unsigned int") + " idx_t;\n\n";
+  return std::string(kPrelude) + gelu_functions() + "\ntypedef " + (wide_index ? "long long" : "unsigned int") + " idx_t;\n\n";
 }
 
 std::string source_head(const ElementwiseProgram& p, bool wide_index) { return program_comment(p) + prelude(wide_index); }

@@ -220,7 +220,7 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
       op = std::make_unique<FusedElementwiseOp>(*node_programs[s]);
     } else if (made[s]) {
       op = std::move(made[s]);
-    } else if (n.domain().empty() && elem_op_from_onnx(n.op_type())) {
+    } else if (elem_op_of(n)) {
       std::vector<const Value*> inputs;
       at_node(step.where, [&] { return node_program(n, &inputs); });  // throws, saying why it is not fusable
     } else {

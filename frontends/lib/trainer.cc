@@ -14,6 +14,7 @@
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/onnx_io.h"
+#include "passes/fusion/recognize_gelu.h"
 #include "passes/training/eval_mode.h"
 #include "passes/training/master_weights.h"
 #include "passes/training/training_info.h"
@@ -116,6 +117,7 @@ Models build_models(const TrainOptions& o) {
   EvalModePass().run(out.inference);
   out.eval = clone_model(out.inference);
   add_loss(out.eval, out.step.loss_spec);
+  RecognizeGeluPass().run(out.eval);  // as the step computes it
   MasterWeightsPass(o.spec.precision).run(out.eval);
   return out;
 }

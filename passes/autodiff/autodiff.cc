@@ -93,9 +93,9 @@ std::vector<Value*> build_gradients(Graph& g, Value* loss, Value* seed, const st
       any_wanted = any_wanted || ctx.wanted.back();
     }
     if (!any_dy || !any_wanted) continue;
-    if (!n->domain().empty()) ctx.fail("ops of domain '" + n->domain() + "' have no gradient rules");
-    auto rule = gradient_rules().find(n->op_type());
-    if (rule == gradient_rules().end()) ctx.fail("no gradient rule for this op");
+    auto rule = gradient_rules().find(gradient_rule_key(*n));
+    if (rule == gradient_rules().end())
+      ctx.fail(n->domain().empty() ? "no gradient rule for this op" : "no gradient rule for this op of domain '" + n->domain() + "'");
     std::vector<Value*> dx = rule->second(ctx);
     for (size_t i = 0; i < dx.size() && i < n->inputs().size(); ++i)
       if (dx[i] && ctx.wanted[i]) contributions[n->input(i)].push_back(dx[i]);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "graph/amp_ops.h"
 #include "passes/graph_builder.h"
 
 namespace amp {
@@ -16,7 +17,7 @@ const std::unordered_set<std::string>& shape_preserving() {
   static const std::unordered_set<std::string> ops = {
       "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs",
       "Identity", "Cast", "Dropout", "Softmax", "LogSoftmax", "Clip", "Not", "LayerNormalization",
-      "BatchNormalization", "Trilu"};
+      "BatchNormalization", "Trilu", "Gelu"};  // Gelu: ai.onnx_amp's
   return ops;
 }
 
@@ -25,6 +26,8 @@ const std::unordered_set<std::string>& broadcasting() {
                                                       "Where", "Equal", "Less", "Greater", "And"};
   return ops;
 }
+
+bool is_amp_gelu(const Node& n) { return n.domain() == kAmpDomain && n.op_type() == "Gelu"; }
 
 // The first output's shape as far as the op alone tells it; nullopt when it does not.
 std::optional<Shape> output_shape(const Node& n) {
@@ -67,7 +70,7 @@ std::optional<Shape> output_shape(const Node& n) {
 void complete_shapes(Graph& g) {
   for (Node* n : g.nodes()) {
     Value* y = n->output(0);
-    if (!y || rank_of(y) >= 0 || !n->domain().empty()) continue;
+    if (!y || rank_of(y) >= 0 || !(n->domain().empty() || is_amp_gelu(*n))) continue;
     if (auto s = output_shape(*n)) {
       ValueType t = y->type();
       t.kind = ValueType::Kind::kTensor;

@@ -2,6 +2,7 @@
 // Dropout). Formulas follow PyTorch's derivatives.yaml, so parity tests compare like with like.
 #include <cmath>
 
+#include "graph/amp_ops.h"
 #include "passes/autodiff/gradient_rules.h"
 
 namespace amp {
@@ -42,6 +43,13 @@ Grads erf(GradContext& c) {
   Value* x = c.x(0);
   Value* e = c.b.exp(c.b.neg(c.b.mul(x, x)));
   return {c.b.mul(c.b.mul(c.dy[0], constant_like(c, 2.0 / std::sqrt(M_PI), x)), e)};
+}
+
+// ai.onnx_amp Gelu: one GeluGrad reading X, as PyTorch's GeluBackward does.
+Grads gelu(GradContext& c) {
+  Value* x = c.x(0);
+  return {c.b.emit("GeluGrad", {c.dy[0], x}, {x->type()},
+                   attrs(Attribute::of_string("approximate", c.node.attr_string("approximate", "none"))), kAmpDomain)[0]};
 }
 
 Grads exp(GradContext& c) { return {c.b.mul(c.dy[0], c.y(0))}; }
@@ -108,6 +116,7 @@ void add_elementwise_gradients(GradRuleTable& t) {
   t["Sigmoid"] = sigmoid;
   t["Tanh"] = tanh;
   t["Erf"] = erf;
+  t[std::string(kAmpDomain) + ":Gelu"] = gelu;
   t["Exp"] = exp;
   t["Log"] = log;
   t["Sqrt"] = sqrt;

@@ -145,8 +145,8 @@ std::vector<std::vector<Node*>> find_group_members(const Graph& g, size_t min_no
 }  // namespace
 
 bool is_fusable_node(const Node& n) {
-  if (!n.domain().empty() || !n.subgraphs().empty()) return false;
-  const auto op = elem_op_from_onnx(n.op_type());
+  if (!n.subgraphs().empty()) return false;
+  const auto op = elem_op_of(n);
   if (!op || n.outputs().size() != 1 || !fusable_tensor(n.output(0))) return false;
   const size_t arity = static_cast<size_t>(elem_op_info(*op).arity);
   if (*op == ElemOp::kClip) {
@@ -185,7 +185,7 @@ ElementwiseProgram node_program(const Node& n, std::vector<const Value*>* inputs
     return reg[v] = p.add(in);
   };
   ElemInstr in;
-  in.op = *elem_op_from_onnx(n.op_type());
+  in.op = *elem_op_of(n);
   in.dtype = n.output(0)->dtype();
   if (in.op == ElemOp::kLeakyRelu) in.alpha = n.attr_float("alpha", 0.01f);
   const int arity = elem_op_info(in.op).arity;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "graph/gelu.h"
 
 namespace amp {
 namespace {
@@ -29,6 +30,8 @@ constexpr ElemOpInfo kElemOps[] = {
     {ElemOp::kCeil, "Ceil", 1},
     {ElemOp::kNot, "Not", 1},
     {ElemOp::kLeakyRelu, "LeakyRelu", 1},
+    {ElemOp::kGelu, "Gelu", 1},
+    {ElemOp::kGeluTanh, "GeluTanh", 1},
     {ElemOp::kAdd, "Add", 2},
     {ElemOp::kSub, "Sub", 2},
     {ElemOp::kMul, "Mul", 2},
@@ -44,6 +47,8 @@ constexpr ElemOpInfo kElemOps[] = {
     {ElemOp::kAnd, "And", 2},
     {ElemOp::kOr, "Or", 2},
     {ElemOp::kXor, "Xor", 2},
+    {ElemOp::kGeluGrad, "GeluGrad", 2},
+    {ElemOp::kGeluTanhGrad, "GeluTanhGrad", 2},
     {ElemOp::kWhere, "Where", 3},
     {ElemOp::kClip, "Clip", 3},
 };
@@ -99,10 +104,28 @@ const ElemOpInfo& elem_op_info(ElemOp op) {
   return info;
 }
 
-std::optional<ElemOp> elem_op_from_onnx(std::string_view op_type) {
+std::optional<ElemOp> elem_op_from_name(std::string_view name) {
   for (const ElemOpInfo& info : kElemOps)
-    if (info.arity > 0 && op_type == info.name) return info.op;
+    if (info.arity > 0 && name == info.name) return info.op;
   return std::nullopt;
+}
+
+std::optional<ElemOp> elem_op_of(const Node& n) {
+  if (n.domain() == kAmpDomain && (n.op_type() == "Gelu" || n.op_type() == "GeluGrad")) {
+    const std::optional<GeluKind> kind = gelu_kind(n.attr_string("approximate", "none"));
+    if (!kind) return std::nullopt;
+    const bool tanh = *kind == GeluKind::kTanh;
+    if (n.op_type() == "Gelu") return tanh ? ElemOp::kGeluTanh : ElemOp::kGelu;
+    return tanh ? ElemOp::kGeluTanhGrad : ElemOp::kGeluGrad;
+  }
+  if (!n.domain().empty()) return std::nullopt;
+  const std::optional<ElemOp> op = elem_op_from_name(n.op_type());
+  switch (op.value_or(ElemOp::kIdentity)) {
+    case ElemOp::kGelu: case ElemOp::kGeluTanh: case ElemOp::kGeluGrad: case ElemOp::kGeluTanhGrad:
+      return std::nullopt;  // the project's own ops, not ONNX's
+    default:
+      return op;
+  }
 }
 
 bool is_fusable_dtype(DType t) {
@@ -186,7 +209,7 @@ ElementwiseProgram ElementwiseProgram::parse(std::string_view text) {
       if (w.size() < 5 || w[1] != "=" || w[w.size() - 2] != ":") parse_error(line_no, "expected '%k = Op ... : type'");
       if (parse_ref(w[0], line_no) != static_cast<int>(p.instrs.size()))
         parse_error(line_no, "instructions must be numbered in order");
-      auto op = elem_op_from_onnx(w[2]);
+      auto op = elem_op_from_name(w[2]);
       if (!op && w[2] == "Input") op = ElemOp::kInput;
       if (!op && w[2] == "Constant") op = ElemOp::kConstant;
       if (!op) parse_error(line_no, "unknown op '" + w[2] + "'");

@@ -20,6 +20,7 @@
 
 #include "graph/amp_ops.h"
 #include "graph/dtype.h"
+#include "graph/node.h"
 
 namespace amp {
 
@@ -30,10 +31,10 @@ enum class ElemOp : uint8_t {
   kConstant,  // the immediate `alpha`
   // unary
   kIdentity, kCast, kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kSigmoid, kTanh, kRelu, kErf, kFloor,
-  kCeil, kNot, kLeakyRelu,
+  kCeil, kNot, kLeakyRelu, kGelu, kGeluTanh,
   // binary
   kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual,
-  kAnd, kOr, kXor,
+  kAnd, kOr, kXor, kGeluGrad, kGeluTanhGrad,  // dY, X
   // ternary
   kWhere, kClip,
 };
@@ -41,12 +42,15 @@ inline constexpr int kNumElemOps = static_cast<int>(ElemOp::kClip) + 1;
 
 struct ElemOpInfo {
   ElemOp op;
-  const char* name;  // the ONNX op type it comes from ("Input" / "Constant" for the leaves)
+  const char* name;  // the op type it comes from ("Input" / "Constant" for the leaves), as written in programs
   int arity;
 };
 const ElemOpInfo& elem_op_info(ElemOp op);
-// The fusable op for an ONNX op type of the default domain, if any.
-std::optional<ElemOp> elem_op_from_onnx(std::string_view op_type);
+// The op of that name in a program's text.
+std::optional<ElemOp> elem_op_from_name(std::string_view name);
+// The fusable op node n computes, if any: default-domain elementwise ops, and ai.onnx_amp Gelu and
+// GeluGrad (kGelu / kGeluTanh by their approximate attribute).
+std::optional<ElemOp> elem_op_of(const Node& n);
 // Element types a fused kernel reads, computes through and writes.
 bool is_fusable_dtype(DType t);
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "graph/error.h"
+#include "graph/gelu.h"
 #include "graph/half.h"
 
 namespace amp {
@@ -79,6 +80,8 @@ float apply_elem_op(const ElemInstr& in, const float* x) {
     case ElemOp::kCeil: return std::ceil(a);
     case ElemOp::kNot: return a == 0.0f ? 1.0f : 0.0f;
     case ElemOp::kLeakyRelu: return a < 0.0f ? a * in.alpha : a;
+    case ElemOp::kGelu: return gelu(a, GeluKind::kExact);
+    case ElemOp::kGeluTanh: return gelu(a, GeluKind::kTanh);
     case ElemOp::kAdd: return a + b;
     case ElemOp::kSub: return a - b;
     case ElemOp::kMul: return a * b;
@@ -94,6 +97,8 @@ float apply_elem_op(const ElemInstr& in, const float* x) {
     case ElemOp::kAnd: return (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f;
     case ElemOp::kOr: return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
     case ElemOp::kXor: return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
+    case ElemOp::kGeluGrad: return gelu_grad(a, b, GeluKind::kExact);
+    case ElemOp::kGeluTanhGrad: return gelu_grad(a, b, GeluKind::kTanh);
     case ElemOp::kWhere: return a != 0.0f ? b : c;
     case ElemOp::kClip: return a < b ? b : (a > c ? c : a);
   }

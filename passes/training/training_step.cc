@@ -1,6 +1,7 @@
 #include "passes/training/training_step.h"
 
 #include "graph/error.h"
+#include "passes/fusion/recognize_gelu.h"
 #include "passes/training/accumulate_gradients.h"
 #include "passes/training/batch_norm_statistics.h"
 #include "passes/training/clip_grad_norm.h"
@@ -26,6 +27,7 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
   if (tg.loss.labels) step.data_inputs.push_back(tg.loss.labels->name());
 
   PassManager pipeline(/*verify_each=*/true);
+  pipeline.add(std::make_unique<RecognizeGeluPass>());
   pipeline.add(std::make_unique<SelectParametersPass>(tg, spec.freeze));
   pipeline.add(std::make_unique<MasterWeightsPass>(spec.precision));
   pipeline.add(std::make_unique<GradientsPass>(tg));

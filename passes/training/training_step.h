@@ -2,7 +2,7 @@
 // with its loss, the backward pass, gradient processing and the optimizer, with every piece of
 // state an initializer bound to its next value. The pipeline is declared here, in order:
 //
-//   select-parameters → [master-weights] → gradients → [loss-scale] → [accumulate-gradients]
+//   recognize-gelu → select-parameters → [master-weights] → gradients → [loss-scale] → [accumulate-gradients]
 //     → [inf-check] → [clip-grad-norm] → optimizer → [update-loss-scale] → batch-norm-statistics
 //
 // (bracketed passes do nothing unless asked for).

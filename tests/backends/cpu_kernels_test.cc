@@ -22,6 +22,7 @@ struct Case {
   std::vector<Attribute> attrs;
   size_t outputs = 1;
   Tolerance tol;
+  std::string domain;  // ai.onnx_amp for the project's own ops
 };
 
 Tolerance tolerance(DType t, int ulps, double rtol32 = 2e-6) {
@@ -44,6 +45,10 @@ void check(std::vector<Case>& cases, const std::string& tag) {
     write_npz(dir + "/" + c.ref + ".in.npz", present);
     names += " " + c.ref;
     Model m = one_node_model(c.op, c.inputs, std::move(c.attrs), c.outputs);
+    if (!c.domain.empty()) {
+      for (Node* n : m.graph->nodes()) n->set_domain(c.domain);
+      m.set_opset_version(c.domain, 1);
+    }
     results.push_back(run_cpu(m, present));
   }
   std::string out;
@@ -115,6 +120,34 @@ TEST(CpuKernels, ElementwiseMatchNumpyInEveryFloatType) {
     cases.push_back(binary("less", "Less", t, -1, 1, 0));
   }
   check(cases, "elementwise");
+}
+
+// ai.onnx_amp Gelu and GeluGrad against torch.nn.functional.gelu and its autograd, both forms.
+TEST(CpuKernels, GeluAndItsGradientMatchTorch) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes)
+    for (const char* approximate : {"none", "tanh"}) {
+      const std::string form = approximate;
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_string("approximate", form));
+      // Below x = -3, 1 + erf(x / sqrt 2) cancels (PyTorch's formula, and ours): an ulp of erf's
+      // result, which libm and PyTorch's vectorised erf need not agree on, is a large part of it.
+      // The error is bounded absolutely, by |x|/2 times a few ulps of 1.
+      Case gelu{"gelu_" + form + suffix(t), "Gelu", {{"x", random_tensor(t, {3, 4, 17}, -5, 5, 21)}}, std::move(a), 1,
+                tolerance(t, 2, 4e-6), "ai.onnx_amp"};
+      gelu.tol.atol = t == DType::kDouble ? 1e-14 : 6e-7;
+      cases.push_back(std::move(gelu));
+      std::vector<Attribute> ga;
+      ga.push_back(Attribute::of_string("approximate", form));
+      Case grad{"gelu_grad_" + form + suffix(t), "GeluGrad",
+                {{"dy", random_tensor(t, {3, 4, 17}, -2, 2, 22)}, {"x", random_tensor(t, {3, 4, 17}, -5, 5, 23)}},
+                std::move(ga), 1, tolerance(t, 1, 4e-6), "ai.onnx_amp"};
+      // gelu' crosses 0 near x = -0.75 as the difference of two terms near 0.23: a few ulps of
+      // those, not of the result.
+      grad.tol.atol = t == DType::kDouble ? 1e-14 : 2e-7;
+      cases.push_back(std::move(grad));
+    }
+  check(cases, "gelu");
 }
 
 TEST(CpuKernels, CastRoundsOnceToNearestEven) {

@@ -53,6 +53,16 @@ def erf(x):
     return torch.erf(t(x)).numpy()
 
 
+def gelu(x, approximate):
+    return torch.nn.functional.gelu(t(x), approximate=approximate).numpy()
+
+
+def gelu_grad(dy, x, approximate):
+    x = t(x).requires_grad_()
+    torch.nn.functional.gelu(x, approximate=approximate).backward(t(dy))
+    return x.grad.numpy()
+
+
 def softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -100,6 +110,10 @@ CASES = {
     "tanh": (lambda i: np.tanh(i["x"]), None),
     "erf": (lambda i: erf(i["x"]), None),
     "exp": (lambda i: np.exp(i["x"]), None),
+    "gelu_none": (lambda i: gelu(i["x"], "none"), None),
+    "gelu_tanh": (lambda i: gelu(i["x"], "tanh"), None),
+    "gelu_grad_none": (lambda i: gelu_grad(i["dy"], i["x"], "none"), None),
+    "gelu_grad_tanh": (lambda i: gelu_grad(i["dy"], i["x"], "tanh"), None),
     "log": (lambda i: np.log(i["x"]), None),
     "sqrt": (lambda i: np.sqrt(i["x"]), None),
     "reciprocal": (lambda i: 1 / i["x"], None),

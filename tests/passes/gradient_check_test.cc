@@ -238,6 +238,11 @@ std::vector<Case> cases() {
   // one-input elementwise
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Neg", "Abs", "Identity"}) add(make(op, op, {x(m23)}));
   add(make("LeakyRelu", "LeakyRelu", {x(m23)}, {float_attr("alpha", 0.2f)}));
+  for (const char* approximate : {"none", "tanh"}) {  // ai.onnx_amp Gelu
+    Case gelu = make(std::string("Gelu_") + approximate, "Gelu", {x({3, 4})}, {string_attr("approximate", approximate)});
+    gelu.domain = kAmpDomain;
+    add(std::move(gelu));
+  }
   for (const char* op : {"Log", "Sqrt", "Reciprocal"}) add(make(op, op, {x(m23, Fill::kPositive)}));
   add(make("Cast", "Cast", {x(m23)}, {int_attr("to", static_cast<int64_t>(DType::kDouble))}));
   add(make("Clip", "Clip", {x({2, 4}), scalar(-0.5), scalar(0.5)}));
