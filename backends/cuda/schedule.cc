@@ -319,7 +319,8 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   }
   for (size_t v = 0; v < num_values; ++v) p.desc[v] = TensorDesc{host[v].dtype, host[v].dims};
 
-  group_elementwise(p, needed, targets);
+  const std::vector<int> through = bypass_pass_throughs(p, needed, targets, fed);
+  group_elementwise(p, needed, targets, through);
   batch_fused_groups(p);
   merge_scalar_groups(p);
   order_units(p);
@@ -327,7 +328,56 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   return p;
 }
 
-void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets) const {
+std::vector<int> Schedule::bypass_pass_throughs(ShapePlan& p, std::vector<bool>& needed, const std::vector<int>& targets,
+                                                const std::vector<const Tensor*>& fed) const {
+  std::vector<int> through(program.values.size(), -1);
+  std::vector<int> pass_steps;
+  for (int s : p.steps) {
+    const int u = unit_of_step[s];
+    if (u < 0 || units[u]->steps.size() != 1) continue;
+    const Unit& unit = *units[u];
+    if (unit.in.empty() || unit.out.size() != 1 || unit.in[0] < 0 || unit.out[0] < 0) continue;
+    const int x = unit.in[0], y = unit.out[0];
+    // As choose_views' conditions, and the same dims: a reader may take x for y unchanged.
+    if (p.desc[x].dtype != p.desc[y].dtype || p.desc[x].dims != p.desc[y].dims || state_of[x] >= 0 || fed[x] ||
+        state_of[y] >= 0 || fed[y] || !unit.op->aliases_input(unit_shapes(p, unit)))
+      continue;
+    through[y] = x;
+    pass_steps.push_back(s);
+  }
+  std::vector<bool> is_target(program.values.size(), false);
+  for (int t : targets) is_target[t] = true;
+  // Elementwise steps read through; a pass-through that then has no reader left is not needed.
+  // Latest first, so a chain of them unwinds from its end.
+  for (auto it = pass_steps.rbegin(); it != pass_steps.rend(); ++it) {
+    const int y = units[unit_of_step[*it]]->out[0];
+    if (is_target[y]) continue;
+    bool read = false;
+    for (int r : readers[y]) read = read || (needed[r] && !(elementwise[r] && unit_of_step[r] < 0));
+    if (!read) needed[*it] = false;
+  }
+  p.steps.erase(std::remove_if(p.steps.begin(), p.steps.end(), [&](int s) { return !needed[s]; }), p.steps.end());
+  return through;
+}
+
+void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets,
+                                 const std::vector<int>& through) const {
+  // What an elementwise step reads: past pass-throughs, to the value they pass on.
+  auto source = [&](int v) {
+    while (v >= 0 && through[v] >= 0) v = through[v];
+    return v;
+  };
+  auto reads = [&](int s) {
+    std::vector<int> in = program.steps[s].in;
+    if (elementwise[s] && unit_of_step[s] < 0)
+      for (int& v : in) v = source(v);
+    return in;
+  };
+  std::vector<std::vector<int>> extra_readers(program.values.size());  // readers through a pass-through
+  for (int s : p.steps)
+    if (elementwise[s] && unit_of_step[s] < 0)
+      for (int v : program.steps[s].in)
+        if (source(v) != v) extra_readers[source(v)].push_back(s);
   // Grouping sees a fixed unit as one op: the steps of a product and what it absorbed run as one
   // launch, so a path into any of them and out of any other counts for cycles. Nodes: needed
   // steps outside fixed units, and fixed units, in a topological order close to the program's.
@@ -351,7 +401,7 @@ void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, 
   std::vector<std::vector<int>> deps(count);
   for (size_t n = 0; n < count; ++n) {
     for (int s : node_steps[n])
-      for (int in : program.steps[s].in) {
+      for (int in : reads(s)) {
         const int producer = in >= 0 ? program.values[in].producer : -1;
         const int d = producer >= 0 ? node_of_step[producer] : -1;
         if (d >= 0 && d != static_cast<int>(n)) deps[n].push_back(d);
@@ -399,14 +449,22 @@ void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, 
   for (const std::vector<int>& group_nodes : group_fusion_candidates(ops, 1)) {
     std::vector<int> group;
     for (int i : group_nodes) group.push_back(node_steps[order[i]].front());
+    std::deque<ProgramPart> read_through;  // parts whose inputs were passed through
     std::vector<const ProgramPart*> parts;
-    for (int s : group) parts.push_back(elementwise[s].get());
+    for (int s : group) {
+      const ProgramPart* part = elementwise[s].get();
+      if (std::any_of(part->inputs.begin(), part->inputs.end(), [&](int v) { return source(v) != v; })) {
+        read_through.push_back(*part);
+        for (int& v : read_through.back().inputs) v = source(v);
+        part = &read_through.back();
+      }
+      parts.push_back(part);
+    }
     // A value leaves the kernel when a needed step outside the group reads it, or it is a target.
+    auto outside = [&](int r) { return needed[r] && std::find(group.begin(), group.end(), r) == group.end(); };
     const ProgramPart merged = merge_programs(parts, [&](int v) {
-      if (is_target[v]) return true;
-      for (int r : readers[v])
-        if (needed[r] && std::find(group.begin(), group.end(), r) == group.end()) return true;
-      return false;
+      return is_target[v] || std::any_of(readers[v].begin(), readers[v].end(), outside) ||
+             std::any_of(extra_readers[v].begin(), extra_readers[v].end(), outside);
     });
     auto u = std::make_unique<Unit>();
     u->steps = group;
@@ -441,10 +499,10 @@ std::vector<std::vector<size_t>> Schedule::unit_dependencies(const std::vector<c
         if (v >= 0) unit_of_value[v] = static_cast<int>(u);
   std::vector<std::vector<size_t>> deps(all.size());
   for (size_t u = 0; u < all.size(); ++u) {
-    for (int s : all[u]->steps)
-      for (int v : program.steps[s].in)
-        if (v >= 0 && unit_of_value[v] >= 0 && static_cast<size_t>(unit_of_value[v]) != u)
-          deps[u].push_back(static_cast<size_t>(unit_of_value[v]));
+    // What the unit reads (a fused unit may read past a pass-through its steps name).
+    for (int v : all[u]->in)
+      if (v >= 0 && unit_of_value[v] >= 0 && static_cast<size_t>(unit_of_value[v]) != u)
+        deps[u].push_back(static_cast<size_t>(unit_of_value[v]));
     std::sort(deps[u].begin(), deps[u].end());
     deps[u].erase(std::unique(deps[u].begin(), deps[u].end()), deps[u].end());
   }

@@ -84,7 +84,15 @@ struct Schedule {
 
  private:
   void build_units(const Model& m, const std::vector<const Node*>& nodes);
-  void group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets) const;
+  // Units that pass a value on unchanged for these shapes (a SumToShape over nothing, a Reshape to
+  // the same dims: what choose_views makes views): elementwise steps read their input instead, so
+  // the ops on either side fuse into one kernel (autodiff puts one between most gradient ops);
+  // one left without readers is dropped from the plan. Returns, per value, the value it passes
+  // on, or -1.
+  std::vector<int> bypass_pass_throughs(ShapePlan& p, std::vector<bool>& needed, const std::vector<int>& targets,
+                                        const std::vector<const Tensor*>& fed) const;
+  void group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets,
+                         const std::vector<int>& through) const;
   // Fused groups with one program whose inputs are all full-size or scalar, none waiting for
   // another, become one multi-tensor launch; such batches of different programs that do not wait
   // for each other share it, each group running its own program.

@@ -22,6 +22,7 @@
 #include "passes/training/training_step.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
+#include "tests/support/pass_through_model.h"
 #include "tests/support/parity.h"
 #endif
 
@@ -150,6 +151,17 @@ TEST(CudaBackendGpu, ElementwiseChainsFusedAndAloneMatchTheCpu) {
                           {"b", random_tensor(DType::kFloat16, {3, 1}, 5)}},
                 {DType::kFloat16});
   expect_parity(where.m, where.feeds, where.outputs);
+}
+
+TEST(CudaBackendGpu, ElementwiseOpsAcrossPassThroughsMatchTheCpu) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16}) {
+    const Model m = test::pass_through_model(t);
+    expect_parity(m,
+                  {{"c", random_tensor(DType::kBool, {2, 3}, 1)}, {"a", random_tensor(t, {2, 3}, 2)},
+                   {"b", random_tensor(t, {2, 3}, 3)}, {"z", random_tensor(t, {4, 2, 3}, 4)}},
+                  {"r", "w"});
+  }
 }
 
 TEST(CudaBackendGpu, ProductsWithTheirEpiloguesMatchTheCpu) {

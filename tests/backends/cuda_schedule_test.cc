@@ -24,6 +24,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "passes/fusion/elementwise_program_eval.h"
 #include "passes/training/training_step.h"
 #include "tests/support/cuda_plans.h"
+#include "tests/support/pass_through_model.h"
 #include "tests/support/test_support.h"
 #include "tests/support/weight_gradient_model.h"
 
@@ -220,6 +221,34 @@ TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
   EXPECT_EQ(gpt["SoftmaxCrossEntropyLossGrad+Cast"], 1) << gpt_listing;
   // Softmax's gradient is one kernel reading the fp16 dP and fp32 P once, writing fp16 dS.
   EXPECT_EQ(gpt["SoftmaxGrad+Cast+Cast"], 2) << gpt_listing;
+  // Autodiff sums each gradient to its input's shape (SumToShape, a pass-through at these
+  // shapes); the elementwise ops on either side still fuse: the masked fill's and the scale's
+  // gradients, and the residual sum with its Cast to fp16.
+  EXPECT_EQ(gpt["fused Where+Mul"], 2) << gpt_listing;
+  EXPECT_EQ(gpt["fused Add+Cast"], 3) << gpt_listing;
+  EXPECT_EQ(gpt["fused Where"] + gpt["fused Mul"], 0) << gpt_listing;
+  // GELU is one op (amp-train recognises the exported Div+Erf+Add+Mul+Mul), and its gradient one.
+  EXPECT_EQ(gpt["fused Gelu"], 2) << gpt_listing;
+  EXPECT_EQ(gpt["fused GeluGrad"], 2) << gpt_listing;
+}
+
+// Elementwise steps read past a pass-through: the ops on its two sides fuse, a reader of another
+// shape gets the value from the first kernel (which must then write it) and runs after it, and
+// the pass-through itself, left without readers, is not in the plan.
+TEST(CudaSchedule, ElementwiseOpsFuseAcrossPassThroughsAndReadersOutsideGetTheirValue) {
+  const Schedule s(test::pass_through_model(DType::kFloat16), {});
+  std::vector<Tensor> feeds;
+  const ShapePlan p = plan_with_zero_feeds(s, feeds);
+  expect_every_step_placed(s, p);
+  std::vector<std::string> got;
+  for (const Unit* u : p.order) got.push_back(u->kind);
+  EXPECT_EQ(got, (std::vector<std::string>{"fused Where+Neg", "fused Mul"})) << listing(p);
+  EXPECT_TRUE(p.views.empty()) << "SumToShape has no reader left";
+  ASSERT_EQ(p.order.size(), 2u);
+  const int u = s.program.find("u");
+  const std::vector<int>& first_out = p.order[0]->out;
+  EXPECT_NE(std::find(first_out.begin(), first_out.end(), u), first_out.end()) << "the Mul reads u";
+  EXPECT_NE(std::find(p.order[1]->in.begin(), p.order[1]->in.end(), u), p.order[1]->in.end());
 }
 
 // The bias gradient of a Linear over 3-D activations is summed before the weight gradient's
