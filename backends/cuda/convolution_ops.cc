@@ -1,13 +1,17 @@
-// Convolutions and pooling through cuDNN's legacy API (forward, backward data, backward filter,
-// backward bias; pooling forward and backward), algorithms from cuDNN's heuristics once per plan.
+// Convolutions and pooling through cuDNN's legacy API (forward, with its bias, residual and ReLU
+// fused where cuDNN allows; backward data, backward filter, backward bias; pooling forward and
+// backward), algorithms from cuDNN's heuristics once per plan.
 // 16-bit convolutions accumulate in fp32 on Tensor Cores; fp32 ones use TF32 only when
 // allowed (--tf32, CompileOptions::tf32), as the products do. cuDNN pads symmetrically: asymmetric ONNX pads (odd SAME
 // padding) are refused with the node named rather than computed wrongly.
+#include "backends/cuda/convolution_ops.h"
+
 #include <algorithm>
+#include <optional>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cuda_op.h"
 #include "backends/cuda/cudnn_descriptors.h"
+#include "backends/cuda/node_patterns.h"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 
@@ -117,36 +121,80 @@ Perf first_usable(const std::vector<Perf>& perfs, int found, const char* what, W
   throw InputError(std::string("cuDNN has no ") + what + " algorithm for these shapes and types");
 }
 
+// What follows the convolution in its unit. A Conv with a bias runs
+// cudnnConvolutionBiasActivationForward, y = act(conv(x) + z + bias) in one pass, the bias and z
+// added in fp32 before Y's one rounding: alone with IDENTITY, or with the residual z and the ReLU
+// the matcher absorbed (match_convolution_epilogues).
+struct ConvEpilogue {
+  bool residual = false;  // operand 3, z: an absorbed Add's other operand, of Y's dims and type
+  bool relu = false;
+};
+
+// Operands: 0 X, 1 W, 2 B (optional), 3 z (with ConvEpilogue::residual).
 class Conv final : public CudaOp {
  public:
   Conv(const Node& n, int64_t) : attrs_(n) {}
+  Conv(const Node& n, ConvEpilogue e) : attrs_(n), epilogue_(e) {}
+
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const ConvSetup setup = conv_setup(attrs_, *s.in[0], *s.in[1], *s.out[0], s.tf32);
+    if (epilogue_.residual && s.in[3]->dims != s.out[0]->dims)
+      throw InputError("the residual added to the convolution is not of its output's dims");
+    auto workspace_of = [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+      return cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
+                                                     setup.y->get(), a, bytes);
+    };
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     int found = 0;
     AMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
                                                            setup.y->get(), static_cast<int>(perfs.size()), &found,
                                                            perfs.data()));
-    const cudnnConvolutionFwdAlgoPerf_t algo =
-        first_usable(perfs, found, "forward convolution", [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
-          return cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
-                                                         setup.y->get(), a, bytes);
-        });
-    const bool has_bias = s.has_in(2);
+    cudnnConvolutionFwdAlgoPerf_t algo = first_usable(perfs, found, "forward convolution", workspace_of);
+    const bool has_bias = s.has_in(2), residual = epilogue_.residual;
+    // The fused function takes a ReLU with any algorithm, but IDENTITY only with
+    // IMPLICIT_PRECOMP_GEMM (cudnnActivationMode_t): without a ReLU that algorithm runs the unit
+    // when cuDNN offers it for these shapes, else the convolution and its additions run apart.
+    bool fused = has_bias && epilogue_.relu;
+    if (has_bias && !epilogue_.relu) {
+      size_t bytes = 0;
+      if (workspace_of(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &bytes) == CUDNN_STATUS_SUCCESS &&
+          bytes <= kMaxConvWorkspace) {
+        algo.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        algo.memory = bytes;
+        fused = true;
+      }
+    }
+    if (fused) {
+      auto act = std::make_shared<CudnnActivation>(epilogue_.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY);
+      return std::make_unique<PreparedFunction>(
+          [setup, algo, act, residual](const OpBuffers& b, DeviceContext& c) {
+            // Scaling factors are float for float, half and bfloat16 data. Without a residual z
+            // is weighted 0 and not read; Y stands in for it.
+            const float one = 1.0f, zero = 0.0f;
+            AMP_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
+                c.cudnn(), &one, setup.x->get(), b.in[0], setup.w->get(), b.in[1], setup.conv->get(), algo.algo,
+                b.workspace, algo.memory, residual ? &one : &zero, setup.y->get(), residual ? b.in[3] : b.out[0],
+                setup.bias->get(), b.in[2], act->get(), setup.y->get(), b.out[0]));
+          },
+          algo.memory);
+    }
     return std::make_unique<PreparedFunction>(
-        [setup, algo, has_bias](const OpBuffers& b, DeviceContext& c) {
+        [setup, algo, has_bias, residual](const OpBuffers& b, DeviceContext& c) {
           const float one = 1.0f, zero = 0.0f;
           AMP_CUDNN_CHECK(cudnnConvolutionForward(c.cudnn(), &one, setup.x->get(), b.in[0], setup.w->get(), b.in[1],
                                                   setup.conv->get(), algo.algo, b.workspace, algo.memory, &zero,
                                                   setup.y->get(), b.out[0]));
           if (has_bias)
             AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.bias->get(), b.in[2], &one, setup.y->get(), b.out[0]));
+          if (residual)
+            AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.y->get(), b.in[3], &one, setup.y->get(), b.out[0]));
         },
         algo.memory);
   }
 
  private:
   WindowAttrs attrs_;
+  ConvEpilogue epilogue_;
 };
 
 // ai.onnx_amp ConvGrad(dY, X, W) -> dX, dW, dB (each optional)
@@ -249,7 +297,64 @@ class Pool final : public CudaOp {
   cudnnPoolingMode_t mode_;
 };
 
+// a and b have one static shape: every dim the same number or the same symbol, so the Add does
+// not broadcast (z must be Y's size to be cuDNN's z).
+bool same_static_shape(const Value* a, const Value* b) {
+  const auto& sa = a->type().shape;
+  const auto& sb = b->type().shape;
+  if (!sa || !sb || sa->rank() != sb->rank()) return false;
+  for (size_t d = 0; d < sa->rank(); ++d) {
+    const Dim &x = sa->dims[d], &y = sb->dims[d];
+    if (!(x.value ? x.value == y.value : !x.param.empty() && x.param == y.param)) return false;
+  }
+  return true;
+}
+
+std::optional<ConvFusion> match_convolution(const Node* conv, const std::function<bool(const Node*)>& busy) {
+  const Value* bias = conv->input(2);
+  if (!bias) return std::nullopt;
+  const Value* out = conv->output(0);
+  const DType t = out->dtype();
+  ConvFusion f;
+  f.nodes = {conv};
+  const Value* z = nullptr;
+  const Node* add = only_reader(out);
+  if (is_op(add, "Add") && !busy(add) && add->input(0) != add->input(1) && add->output(0)->dtype() == t) {
+    const Value* other = add->input(0) == out ? add->input(1) : add->input(0);
+    if (other->dtype() == t && same_static_shape(other, out)) {
+      z = other;
+      f.nodes.push_back(add);
+      out = add->output(0);
+    }
+  }
+  const Node* relu = only_reader(out);
+  const bool fuse_relu = is_op(relu, "Relu") && !busy(relu);
+  if (fuse_relu) {
+    f.nodes.push_back(relu);
+    out = relu->output(0);
+  }
+  if (f.nodes.size() == 1) return std::nullopt;  // nothing absorbed: the table's Conv
+  f.inputs = {conv->input(0), conv->input(1), bias, z};
+  f.outputs = {out};
+  f.op = std::make_unique<Conv>(*conv, ConvEpilogue{z != nullptr, fuse_relu});
+  return f;
+}
+
 }  // namespace
+
+std::vector<ConvFusion> match_convolution_epilogues(const Graph& g, const std::function<bool(const Node*)>& excluded) {
+  std::vector<ConvFusion> out;
+  std::vector<const Node*> taken;
+  auto busy = [&](const Node* n) { return excluded(n) || std::find(taken.begin(), taken.end(), n) != taken.end(); };
+  for (const Node* n : g.nodes()) {
+    if (!is_op(n, "Conv") || busy(n)) continue;
+    std::optional<ConvFusion> f = match_convolution(n, busy);
+    if (!f) continue;
+    taken.insert(taken.end(), f->nodes.begin(), f->nodes.end());
+    out.push_back(std::move(*f));
+  }
+  return out;
+}
 
 const std::vector<CudaOpEntry>& convolution_ops() {
   static const std::vector<CudaOpEntry> ops = {

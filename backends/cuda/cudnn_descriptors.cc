@@ -67,6 +67,15 @@ CudnnConvolution::~CudnnConvolution() {
   if (d_) cudnnDestroyConvolutionDescriptor(d_);
 }
 
+CudnnActivation::CudnnActivation(cudnnActivationMode_t mode) {
+  AMP_CUDNN_CHECK(cudnnCreateActivationDescriptor(&d_));
+  AMP_CUDNN_CHECK(cudnnSetActivationDescriptor(d_, mode, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+}
+
+CudnnActivation::~CudnnActivation() {
+  if (d_) cudnnDestroyActivationDescriptor(d_);
+}
+
 CudnnPooling::CudnnPooling(cudnnPoolingMode_t mode, const std::vector<int>& window, const std::vector<int>& pads,
                            const std::vector<int>& strides) {
   AMP_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d_));

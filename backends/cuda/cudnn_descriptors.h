@@ -53,6 +53,21 @@ class CudnnConvolution {
   cudnnConvolutionDescriptor_t d_ = nullptr;
 };
 
+// An activation for cudnnConvolutionBiasActivationForward: RELU or IDENTITY, the two it fuses. NaNs
+// are not propagated (CUDNN_NOT_PROPAGATE_NAN), the only setting that function documents for
+// reluNanOpt: a fused ReLU maps NaN to 0, as cuBLASLt's RELU epilogue does.
+class CudnnActivation {
+ public:
+  explicit CudnnActivation(cudnnActivationMode_t mode);
+  ~CudnnActivation();
+  CudnnActivation(const CudnnActivation&) = delete;
+  CudnnActivation& operator=(const CudnnActivation&) = delete;
+  cudnnActivationDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnActivationDescriptor_t d_ = nullptr;
+};
+
 class CudnnPooling {
  public:
   CudnnPooling(cudnnPoolingMode_t mode, const std::vector<int>& window, const std::vector<int>& pads,

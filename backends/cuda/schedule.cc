@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/grad_kernels.h"
+#include "backends/cuda/convolution_ops.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/matmul_ops.h"
 #include "backends/cuda/node_patterns.h"
@@ -141,6 +142,12 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
   };
 
   for (ProductFusion& f : match_product_epilogues(*m.graph, taken)) {
+    std::vector<int> in, out;
+    for (const Value* v : f.inputs) in.push_back(value_id(v));
+    for (const Value* v : f.outputs) out.push_back(value_id(v));
+    add(f.nodes, in, out, std::move(f.op));
+  }
+  for (ConvFusion& f : match_convolution_epilogues(*m.graph, taken)) {
     std::vector<int> in, out;
     for (const Value* v : f.inputs) in.push_back(value_id(v));
     for (const Value* v : f.outputs) out.push_back(value_id(v));

@@ -4,6 +4,7 @@
 // with the CUDA runtime's reason, so a green run here says nothing about device results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -20,6 +21,7 @@
 #include "backends/cuda/cuda_executable.h"
 #include "graph/amp_ops.h"
 #include "passes/training/training_step.h"
+#include "tests/support/conv_chain.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/pass_through_model.h"
@@ -366,6 +368,66 @@ TEST(CudaBackendGpu, ConvolutionPoolingAndBatchNormMatchTheCpu) {
   expect_parity(bn.m, bn.feeds, bn.outputs, 10.0);
 }
 
+// The fixed units the schedule makes of m, by kind.
+std::vector<std::string> unit_kinds(const Model& m, const CompileOptions& options = {}) {
+  const cuda::Schedule s(m, options);
+  std::vector<std::string> kinds;
+  for (const auto& u : s.units) kinds.push_back(u->kind);
+  return kinds;
+}
+
+// A convolution with what it absorbs (one cudnnConvolutionBiasActivationForward) against the CPU
+// running each node on its own: the bias alone, with a ReLU, with a residual and a ReLU, with a
+// residual alone; fp32, fp16 and bf16; 2-D, 1-D and grouped (two groups); and a broadcast Add,
+// which is not absorbed, as before. Tolerances: fp32 sums of up to 36 products in another order
+// (as the plain convolution's); in 16 bits without a residual both sides round conv + bias once
+// (ReLU is exact), so the type's own tolerance (2 ulps of 1 + |y|); with a residual the CPU, as
+// the unfused graph, rounds conv + bias to 16 bits before adding z, while the fused kernel adds z
+// in fp32 and rounds once. That moves the result by up to half an ulp of conv + bias, which these
+// inputs bound by 36 taps / 4 + 1 = 10 (conv_chain.h): 2^-11 * 10 in fp16 (2^-8 * 10 in bf16),
+// 2.5 ulps of 1; with the output's rounding on both sides (1 ulp of y) and a tie the sum order
+// sends the other way (1 ulp), 4.5 ulps of 1 + |y| at most: the tolerance times 2.25, so 4.
+TEST(CudaBackendGpu, ConvolutionsWithTheirBiasResidualAndReluMatchTheCpu) {
+  REQUIRE_GPU();
+  struct Geometry {
+    const char* what;
+    std::vector<int64_t> x, w;
+    int64_t group;
+  };
+  const Geometry geometries[] = {{"2-D", {2, 4, 7, 7}, {6, 4, 3, 3}, 1},
+                                 {"1-D", {2, 4, 9}, {6, 4, 3}, 1},
+                                 {"grouped", {2, 4, 7, 7}, {6, 2, 3, 3}, 2}};
+  struct Epilogue {
+    bool residual, relu;
+    const char* kind;
+  };
+  const Epilogue epilogues[] = {{false, false, "Conv"}, {false, true, "Conv+Relu"}, {true, true, "Conv+Add+Relu"},
+                                {true, false, "Conv+Add"}};
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (const Geometry& geometry : geometries)
+      for (const Epilogue& e : epilogues) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " " + geometry.what + " " + e.kind);
+        test::ConvChainSpec spec;
+        spec.dtype = t;
+        spec.x_dims = geometry.x;
+        spec.w_dims = geometry.w;
+        spec.group = geometry.group;
+        if (e.residual) spec.residual_dims = spec.y_dims();
+        if (e.relu) spec.activation = "Relu";
+        const test::ConvChain chain = test::conv_chain(spec);
+        EXPECT_EQ(unit_kinds(chain.m), std::vector<std::string>{e.kind});
+        const double tol = t == DType::kFloat ? 10.0 : e.residual ? 4.0 : 1.0;
+        expect_parity(chain.m, chain.feeds, {chain.output}, tol);
+      }
+  test::ConvChainSpec broadcast;
+  broadcast.dtype = DType::kFloat16;
+  broadcast.residual_dims = {1, 6, 1, 1};
+  broadcast.activation = "Relu";
+  const test::ConvChain chain = test::conv_chain(broadcast);
+  EXPECT_EQ(unit_kinds(chain.m), std::vector<std::string>{"Conv"}) << "the broadcast Add is not absorbed";
+  expect_parity(chain.m, chain.feeds, {chain.output});
+}
+
 TEST(CudaBackendGpu, AllFiniteFindsOneNanAmongManyTensors) {
   REQUIRE_GPU();
   Feeds inputs;
@@ -485,6 +547,67 @@ TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
       }
     }
   }
+}
+
+// A residual block after models/cnn.onnx's, on [4, 4, 6, 6] inputs: x -> Conv+bias -> Relu ->
+// Conv+bias -> Add(x) -> Relu -> GlobalAveragePool -> Flatten -> Gemm -> logits [4, 10].
+Model residual_block_model() {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  const std::vector<int64_t> dims = {4, 4, 6, 6};
+  uint32_t seed = 70;
+  auto param = [&](const std::string& name, std::vector<int64_t> shape, float range) {
+    Tensor t = random_tensor(DType::kFloat, std::move(shape), seed++, -range, range);
+    t.name = name;
+    return g.add_initializer(std::move(t));
+  };
+  auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& out, std::vector<int64_t> shape) {
+    Node* n = g.add_node(op, in, {out});
+    n->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of(shape)));
+    return n;
+  };
+  Value* x = g.add_input("input", ValueType::tensor(DType::kFloat, Shape::of(dims)));
+  auto conv = [&](Value* in, const std::string& name) {
+    Node* c = node("Conv", {in, param(name + ".weight", {4, 4, 3, 3}, 0.3f), param(name + ".bias", {4}, 0.3f)},
+                   name + ".out", dims);
+    c->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+    return c->output(0);
+  };
+  Value* h = node("Relu", {conv(x, "conv1")}, "h", dims)->output(0);
+  Value* sum = node("Add", {conv(h, "conv2"), x}, "sum", dims)->output(0);
+  Value* y = node("Relu", {sum}, "y", dims)->output(0);
+  Value* pooled = node("GlobalAveragePool", {y}, "pooled", {4, 4, 1, 1})->output(0);
+  Value* flat = node("Flatten", {pooled}, "flat", {4, 4})->output(0);
+  Node* fc = node("Gemm", {flat, param("fc.weight", {10, 4}, 0.5f), param("fc.bias", {10}, 0.5f)}, "logits", {4, 10});
+  fc->set_attr(Attribute::of_int("transB", 1));
+  g.add_output(fc->output(0));
+  return m;
+}
+
+// In an fp16 training step the convolutions still absorb their bias, residual and ReLU: the
+// ReLU's gradient reads the ReLU's result, so a convolution's own output has no other reader. The
+// losses and every parameter track the CPU's, as the MLP's do.
+TEST(CudaBackendGpu, ConvolutionsFusedInATrainingStepTrackTheCpu) {
+  REQUIRE_GPU();
+  TrainingStep step = test::mixed_precision_step(residual_block_model(), DType::kFloat16);
+  const CompileOptions options = test::step_options(step);
+  const std::vector<std::string> kinds = unit_kinds(step.model, options);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "Conv+Relu"), 1);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "Conv+Add+Relu"), 1);
+  Feeds feeds = {{"input", random_tensor(DType::kFloat, {4, 4, 6, 6}, 80)},
+                 {step.labels, random_tensor(DType::kInt64, {4}, 81, 0, 10)}};
+  Tensor lr(DType::kFloat, {});
+  lr.mutable_as<float>()[0] = 1e-3f;
+  feeds.push_back({step.lr, lr});
+  auto cpu = make_backend("cpu")->compile(step.model, options);
+  auto gpu = make_backend("cuda")->compile(step.model, options);
+  for (int s = 0; s < 5; ++s) {
+    const Tensor lc = cpu->run(feeds, {step.loss})[0];
+    const Tensor lg = gpu->run(feeds, {step.loss})[0];
+    expect_close(lg, lc, "loss at step " + std::to_string(s), 10.0);
+  }
+  for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
 }
 
 // A captured training step replayed computes what the same launches compute uncaptured

@@ -1,9 +1,9 @@
 // What the CUDA backend makes of the shipped models and their mixed-precision training steps,
 // checked without a GPU (Schedule and its plan() touch no device): every needed node is a host step
 // (shape arithmetic) or part of exactly one device unit, products absorb their bias and ReLU,
-// elementwise chains — GELU, the AdamW update — fuse at plan time on concrete shapes, the
-// generated source of every fused kernel compiles with NVRTC for the plan's real broadcasts, and
-// what the device cannot run is refused naming the node.
+// convolutions their residual Add and ReLU, elementwise chains — GELU, the AdamW update — fuse at
+// plan time on concrete shapes, the generated source of every fused kernel compiles with NVRTC for
+// the plan's real broadcasts, and what the device cannot run is refused naming the node.
 #include <gtest/gtest.h>
 
 #if !AMP_HAVE_CUDA
@@ -11,6 +11,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #else
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -22,7 +23,9 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "passes/fusion/elementwise_program_eval.h"
+#include "passes/pipelines.h"
 #include "passes/training/training_step.h"
+#include "tests/support/conv_chain.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/pass_through_model.h"
 #include "tests/support/test_support.h"
@@ -136,16 +139,74 @@ TEST(CudaSchedule, GptShapesOnTheHostGeluFusedBiasesInEpilogues) {
   expect_fused_kernels_compile(p);
 }
 
-TEST(CudaSchedule, CnnRunsConvolutionsOnCudnnAndFusesTheResidual) {
-  const Schedule s(load("cnn.onnx"), {});
-  std::vector<Tensor> feeds;
-  const ShapePlan p = plan_with_zero_feeds(s, feeds);
-  expect_every_step_placed(s, p);
-  auto k = kinds(p);
-  EXPECT_EQ(k["Conv"], 4) << listing(p);
-  EXPECT_EQ(k["fused Add+Relu"], 1) << listing(p);
-  EXPECT_EQ(k["MaxPool"], 1);
-  EXPECT_EQ(k["GlobalAveragePool"], 1);
+// Every convolution of models/cnn.onnx (an eval export, BatchNorm folded into the Conv biases) is
+// one cudnnConvolutionBiasActivationForward with what follows it: its ReLU, and in the residual
+// block the Add of the block's input and the ReLU after it. Seven device units where there were
+// eleven (each Conv, then a generated ReLU or Add+ReLU kernel). The fp16 rewrite keeps the whole
+// chain in fp16 between the Casts of the input and weights and that of the logits, so it fuses
+// alike: nine units where there were thirteen.
+TEST(CudaSchedule, CnnConvolutionsAbsorbTheirResidualAndRelu) {
+  for (bool fp16 : {false, true}) {
+    SCOPED_TRACE(fp16 ? "fp16 rewrite" : "fp32");
+    Model m = load("cnn.onnx");
+    AmpResult rewritten;
+    if (fp16) {
+      ASSERT_TRUE(amp_rewrite_pipeline(AmpPolicy(DType::kFloat16), rewritten, false).run(m));
+    }
+    const Schedule s(m, {});
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    expect_every_step_placed(s, p);
+    auto k = kinds(p);
+    EXPECT_EQ(k["Conv+Relu"], 3) << listing(p);
+    EXPECT_EQ(k["Conv+Add+Relu"], 1) << listing(p);
+    EXPECT_EQ(k.count("Conv") + k.count("fused Relu") + k.count("fused Add+Relu"), 0u) << listing(p);
+    EXPECT_EQ(k["MaxPool"], 1);
+    EXPECT_EQ(k["GlobalAveragePool"], 1);
+    EXPECT_EQ(p.order.size(), fp16 ? 9u : 7u) << listing(p);
+    for (const Unit* u : p.order)
+      if (u->kind == "Conv+Add+Relu") {
+        ASSERT_EQ(u->in.size(), 4u);
+        EXPECT_EQ(s.program.values[u->in[3]].name, "/pool/MaxPool_output_0") << "the residual is the block's input";
+        EXPECT_EQ(p.desc[u->in[3]].dtype, fp16 ? DType::kFloat16 : DType::kFloat);
+      }
+  }
+}
+
+// What the fused convolution cannot take stays as it was, the Conv alone and a generated kernel
+// after it: no bias, a z that broadcasts, an activation cuDNN does not fuse, a result of another
+// type than Y's, and a value the graph reads elsewhere (it must be stored).
+TEST(CudaSchedule, ConvolutionsKeepWhatTheyCannotAbsorb) {
+  struct Case {
+    const char* what;
+    std::function<void(test::ConvChainSpec&)> set;
+    std::vector<std::string> units;
+  };
+  const std::vector<Case> cases = {
+      {"no bias (a zero bias is not worth a buffer)", [](test::ConvChainSpec& c) { c.bias = false; }, {"Conv", "fused Relu"}},
+      {"a broadcast residual", [](test::ConvChainSpec& c) { c.residual_dims = {1, 6, 1, 1}; },
+       {"Conv", "fused Add+Relu"}},
+      {"an activation cuDNN does not fuse", [](test::ConvChainSpec& c) { c.activation = "LeakyRelu"; },
+       {"Conv", "fused LeakyRelu"}},
+      {"the convolution's output read twice", [](test::ConvChainSpec& c) { c.conv_output_is_graph_output = true; },
+       {"Conv", "fused Relu"}},
+      {"a Cast to fp32 before the ReLU", [](test::ConvChainSpec& c) { c.widen_before_activation = true; },
+       {"Conv", "fused Cast+Relu"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    test::ConvChainSpec spec;
+    spec.dtype = DType::kFloat16;
+    spec.activation = "Relu";
+    c.set(spec);
+    const Schedule s(test::conv_chain(spec).m, {});
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    expect_every_step_placed(s, p);
+    std::vector<std::string> got;
+    for (const Unit* u : p.order) got.push_back(u->kind);
+    EXPECT_EQ(got, c.units) << listing(p);
+  }
 }
 
 TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpdates) {

@@ -5,6 +5,15 @@
 //  - convolution: cross-correlation (CUDNN_CONVOLUTION, the flipped one, is not implemented),
 //    with pads, strides, dilations and groups; forward, backward data, backward filter and
 //    backward bias, each result = alpha * computed + beta * prior (prior not read when beta is 0);
+//  - the fused forward convolution, cudnnConvolutionBiasActivationForward:
+//    y = act(alpha1 * conv(x) + alpha2 * z + bias), summed in fp32 and rounded once, z not read
+//    when alpha2 is 0. It refuses (CUDNN_STATUS_NOT_SUPPORTED) what its documentation lists: an
+//    activation other than RELU and IDENTITY, a reluNanOpt other than CUDNN_NOT_PROPAGATE_NAN (so
+//    the fused ReLU maps NaN to 0), IDENTITY with an algorithm other than
+//    IMPLICIT_PRECOMP_GEMM (cudnnActivationMode_t), a bias that is not [1, K, 1, ...] (first dim
+//    1, second the filter's K, second stride 1) of y's type, a z whose descriptor is not y's, a
+//    data-type configuration outside its table (FLOAT, PSEUDO_HALF/TRUE_HALF, PSEUDO_BFLOAT16);
+//    and it fails (CUDNN_STATUS_BAD_PARAM) when handed less workspace than its algorithm needs;
 //  - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dimensions of size 1;
 //  - pooling: max (NaN propagated under CUDNN_PROPAGATE_NAN; the gradient goes to the first
 //    maximum of a window) and average, counting the padding or not; padded positions never win;
@@ -16,7 +25,10 @@
 // Numerics: fp32 accumulation in a fixed order, the result rounded to the tensor's type once.
 // Real cuDNN picks among algorithms (FFT, Winograd, implicit GEMM on Tensor Cores, TF32 under
 // CUDNN_TENSOR_OP_MATH with fp32 data), each with its own rounding; the algorithm queries here
-// return one algorithm, needing no workspace.
+// return one algorithm, IMPLICIT_GEMM, needing no workspace. IMPLICIT_PRECOMP_GEMM, which the fused
+// IDENTITY form requires, is offered to the workspace query and the forward calls: it precomputes
+// indices, here one 32-bit index per filter tap and output position (cuDNN documents no figure),
+// so a caller that hands it less workspace than asked is caught.
 #include <cudnn.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -45,6 +57,11 @@ struct cudnnConvolutionStruct {
   cudnnDataType_t compute{};
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   int groups = 1;
+};
+struct cudnnActivationStruct {
+  cudnnActivationMode_t mode{};
+  cudnnNanPropagation_t nan{};
+  double coef = 0.0;
 };
 struct cudnnPoolingStruct {
   cudnnPoolingMode_t mode{};
@@ -141,6 +158,28 @@ cudnnStatus_t conv_geometry(const cudnnTensorStruct& x, const cudnnFilterStruct&
   return CUDNN_STATUS_SUCCESS;
 }
 
+// Workspace of a forward algorithm: IMPLICIT_GEMM needs none; IMPLICIT_PRECOMP_GEMM one 32-bit
+// index per filter tap (C/G channels times the window) and output position of one image.
+cudnnStatus_t forward_workspace(const Conv& g, cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+  if (algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) {
+    *bytes = 0;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) return CUDNN_STATUS_NOT_SUPPORTED;
+  int64_t taps = 1, positions = 1;
+  for (size_t d = 1; d < g.w.size(); ++d) taps *= g.w[d];
+  for (size_t d = 2; d < g.y.size(); ++d) positions *= g.y[d];
+  *bytes = static_cast<size_t>(taps * positions) * sizeof(int32_t);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// The data-type configurations of the fused convolution's table: x, w, y and z of one type, the
+// convolution computing in FLOAT (FLOAT_CONFIG, PSEUDO_HALF_CONFIG, PSEUDO_BFLOAT16_CONFIG) or, for
+// half, in HALF (TRUE_HALF_CONFIG).
+bool fused_configuration(cudnnDataType_t data, cudnnDataType_t compute) {
+  return compute == CUDNN_DATA_FLOAT || (data == CUDNN_DATA_HALF && compute == CUDNN_DATA_HALF);
+}
+
 // Calls fn(x_offset_index, w_flat, y_index) for every (y element, filter tap) pair inside x.
 // fn(xi, wi, yi): xi the x multi-index, wi the flat filter index, yi the y multi-index.
 template <class F>
@@ -168,6 +207,17 @@ void for_each_tap(const Conv& g, F&& fn) {
         fn(xi, wi, yi);
       }
   }
+}
+
+// The forward convolution's sums, fp32 in a fixed order, in y's row-major order.
+std::vector<float> forward_sums(const Conv& g, const cudnnTensorStruct& xt, const void* x, const void* w) {
+  std::vector<float> acc(static_cast<size_t>(count(g.y)), 0.0f);
+  for_each_tap(g, [&](const std::vector<int>& xi, int64_t wi, const std::vector<int>& yi) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < yi.size(); ++d) flat = flat * g.y[d] + yi[d];
+    acc[static_cast<size_t>(flat)] += ld(x, xt.type, offset(xt, xi)) * ld(w, xt.type, wi);
+  });
+  return acc;
 }
 
 template <class Perf, class Algo>
@@ -354,6 +404,26 @@ cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDes
   return CUDNN_STATUS_SUCCESS;
 }
 
+cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *activationDesc) {
+  if (!activationDesc) return CUDNN_STATUS_BAD_PARAM;
+  *activationDesc = new cudnnActivationStruct;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t activationDesc,
+                             cudnnActivationMode_t mode,
+                             cudnnNanPropagation_t reluNanOpt,
+                             double coef) {
+  if (!activationDesc) return CUDNN_STATUS_BAD_PARAM;
+  *activationDesc = cudnnActivationStruct{mode, reluNanOpt, coef};
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t activationDesc) {
+  delete activationDesc;
+  return CUDNN_STATUS_SUCCESS;
+}
+
 cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *poolingDesc) {
   *poolingDesc = new cudnnPoolingStruct;
   return CUDNN_STATUS_SUCCESS;
@@ -399,8 +469,9 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
                                         const cudnnTensorDescriptor_t yDesc,
                                         cudnnConvolutionFwdAlgo_t algo,
                                         size_t *sizeInBytes) {
-  *sizeInBytes = 0;
-  return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*xDesc, *wDesc, *convDesc, *yDesc, &g)) return s;
+  return forward_workspace(g, algo, sizeInBytes);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
@@ -470,17 +541,63 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle,
   const float a = f(alpha), b = f(beta);
   const cudnnTensorStruct xt = *xDesc, yt = *yDesc;
   return run(handle, [=] {
-    std::vector<float> acc(static_cast<size_t>(count(g.y)), 0.0f);
-    std::vector<int> yd = g.y;
-    for_each_tap(g, [&](const std::vector<int>& xi, int64_t wi, const std::vector<int>& yi) {
-      int64_t flat = 0;
-      for (size_t d = 0; d < yi.size(); ++d) flat = flat * yd[d] + yi[d];
-      acc[static_cast<size_t>(flat)] += ld(x, xt.type, offset(xt, xi)) * ld(w, xt.type, wi);
-    });
+    const std::vector<float> acc = forward_sums(g, xt, x, w);
     std::vector<int> yi;
     for (int64_t e = 0; e < count(g.y); ++e) {
       unravel(e, g.y, yi);
       blend(y, yt.type, offset(yt, yi), a, b, acc[static_cast<size_t>(e)]);
+    }
+  });
+}
+
+cudnnStatus_t cudnnConvolutionBiasActivationForward(cudnnHandle_t handle,
+                                      const void *alpha1,
+                                      const cudnnTensorDescriptor_t xDesc,
+                                      const void *x,
+                                      const cudnnFilterDescriptor_t wDesc,
+                                      const void *w,
+                                      const cudnnConvolutionDescriptor_t convDesc,
+                                      cudnnConvolutionFwdAlgo_t algo,
+                                      void *workSpace,
+                                      size_t workSpaceSizeInBytes,
+                                      const void *alpha2,
+                                      const cudnnTensorDescriptor_t zDesc,
+                                      const void *z,
+                                      const cudnnTensorDescriptor_t biasDesc,
+                                      const void *bias,
+                                      const cudnnActivationDescriptor_t activationDesc,
+                                      const cudnnTensorDescriptor_t yDesc,
+                                      void *y) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*xDesc, *wDesc, *convDesc, *yDesc, &g)) return s;
+  const cudnnTensorStruct xt = *xDesc, yt = *yDesc, zt = *zDesc, bt = *biasDesc;
+  const cudnnActivationStruct act = *activationDesc;
+  if (!fused_configuration(xt.type, convDesc->compute)) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (act.mode != CUDNN_ACTIVATION_RELU && act.mode != CUDNN_ACTIVATION_IDENTITY) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (act.nan != CUDNN_NOT_PROPAGATE_NAN) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (act.mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  if (bt.type != yt.type || bt.dims.size() != yt.dims.size() || bt.dims[0] != 1 || bt.dims[1] != g.w[0] ||
+      bt.strides[1] != 1 || count(bt.dims) != bt.dims[1])
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  if (zt.type != yt.type || zt.dims != yt.dims || zt.strides != yt.strides) return CUDNN_STATUS_NOT_SUPPORTED;
+  size_t needed = 0;
+  if (cudnnStatus_t s = forward_workspace(g, algo, &needed)) return s;
+  if (workSpaceSizeInBytes < needed || (needed && !amp_standin::is_device_range(workSpace, needed)))
+    return CUDNN_STATUS_BAD_PARAM;
+  const float a1 = f(alpha1), a2 = f(alpha2);
+  if (!on_device(x, xt) || !on_device(y, yt) || !on_device(bias, bt) || !w || (a2 != 0.0f && !on_device(z, zt)))
+    return CUDNN_STATUS_BAD_PARAM;
+  return run(handle, [=] {
+    const std::vector<float> acc = forward_sums(g, xt, x, w);
+    std::vector<int> yi;
+    for (int64_t e = 0; e < count(g.y); ++e) {
+      unravel(e, g.y, yi);
+      float v = a1 * acc[static_cast<size_t>(e)];
+      if (a2 != 0.0f) v += a2 * ld(z, zt.type, offset(zt, yi));
+      v += ld(bias, bt.type, static_cast<int64_t>(yi[1]) * bt.strides[1]);
+      if (act.mode == CUDNN_ACTIVATION_RELU) v = v > 0.0f ? v : 0.0f;  // NaN -> 0: not propagated
+      st(y, yt.type, offset(yt, yi), v);
     }
   });
 }

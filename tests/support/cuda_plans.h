@@ -1,4 +1,4 @@
-// What the cuda backend's device-free tests plan: the models/ training steps in mixed precision
+// What the cuda backend's device-free tests plan: the models/ training steps (or another model's) in mixed precision
 // (AdamW with weight decay, dynamic loss scaling for fp16, the inf/NaN check, cross-entropy), their
 // compile options, zero feeds and the plan for them; and one elementwise program with every op.
 #pragma once
@@ -16,7 +16,7 @@ namespace amp::test {
 
 inline Model shipped_model(const std::string& file) { return load_model(source_dir() + "/models/" + file); }
 
-inline TrainingStep mixed_precision_step(const std::string& file, DType precision) {
+inline TrainingStep mixed_precision_step(Model forward, DType precision) {
   TrainingSpec spec;
   spec.optimizer.kind = OptimizerSpec::Kind::kAdamW;
   spec.optimizer.weight_decay = 0.01f;
@@ -24,7 +24,11 @@ inline TrainingStep mixed_precision_step(const std::string& file, DType precisio
   spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
   spec.check_finite = true;
   spec.loss.kind = LossKind::kCrossEntropy;
-  return build_training_step(shipped_model(file), spec);
+  return build_training_step(std::move(forward), spec);
+}
+
+inline TrainingStep mixed_precision_step(const std::string& file, DType precision) {
+  return mixed_precision_step(shipped_model(file), precision);
 }
 
 inline CompileOptions step_options(const TrainingStep& step) {
