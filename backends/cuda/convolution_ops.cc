@@ -149,21 +149,14 @@ class Conv final : public CudaOp {
     AMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
                                                            setup.y->get(), static_cast<int>(perfs.size()), &found,
                                                            perfs.data()));
-    cudnnConvolutionFwdAlgoPerf_t algo = first_usable(perfs, found, "forward convolution", workspace_of);
+    const cudnnConvolutionFwdAlgoPerf_t algo = first_usable(perfs, found, "forward convolution", workspace_of);
     const bool has_bias = s.has_in(2), residual = epilogue_.residual;
     // The fused function takes a ReLU with any algorithm, but IDENTITY only with
-    // IMPLICIT_PRECOMP_GEMM (cudnnActivationMode_t): without a ReLU that algorithm runs the unit
-    // when cuDNN offers it for these shapes, else the convolution and its additions run apart.
-    bool fused = has_bias && epilogue_.relu;
-    if (has_bias && !epilogue_.relu) {
-      size_t bytes = 0;
-      if (workspace_of(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &bytes) == CUDNN_STATUS_SUCCESS &&
-          bytes <= kMaxConvWorkspace) {
-        algo.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-        algo.memory = bytes;
-        fused = true;
-      }
-    }
+    // IMPLICIT_PRECOMP_GEMM (cudnnActivationMode_t): without a ReLU the unit is one call when that
+    // is the algorithm cuDNN's heuristic ranks first, else the convolution and its additions run
+    // apart. Forcing it could trade a pass over Y for a slower convolution (Winograd or FFT for
+    // 3x3 filters), a trade no measurement here has settled.
+    const bool fused = has_bias && (epilogue_.relu || algo.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
     if (fused) {
       auto act = std::make_shared<CudnnActivation>(epilogue_.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY);
       return std::make_unique<PreparedFunction>(

@@ -141,18 +141,15 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
     return it == step_of.end() || host_step[it->second] || unit_of_step[it->second] >= 0;
   };
 
-  for (ProductFusion& f : match_product_epilogues(*m.graph, taken)) {
+  // A library call with the nodes it absorbs (ProductFusion, ConvFusion): one unit.
+  auto add_fusion = [&](auto& f) {
     std::vector<int> in, out;
     for (const Value* v : f.inputs) in.push_back(value_id(v));
     for (const Value* v : f.outputs) out.push_back(value_id(v));
     add(f.nodes, in, out, std::move(f.op));
-  }
-  for (ConvFusion& f : match_convolution_epilogues(*m.graph, taken)) {
-    std::vector<int> in, out;
-    for (const Value* v : f.inputs) in.push_back(value_id(v));
-    for (const Value* v : f.outputs) out.push_back(value_id(v));
-    add(f.nodes, in, out, std::move(f.op));
-  }
+  };
+  for (ProductFusion& f : match_product_epilogues(*m.graph, taken)) add_fusion(f);
+  for (ConvFusion& f : match_convolution_epilogues(*m.graph, taken)) add_fusion(f);
   auto mark_shape_inputs = [&](size_t s) {
     if (entries[s])
       for (int i : entries[s]->shape_inputs)

@@ -5,7 +5,8 @@
 // the shape rules of every op, and the evaluator of host steps); which steps run on the host while
 // a run is planned (constants, Shape and the arithmetic on shapes); the fixed device units —
 // cuBLASLt products with the nodes their epilogues absorb, cuDNN convolutions with the residual
-// Add and ReLU they absorb, FusedElementwise nodes, one op per other node from the CUDA op table — and the one-node program of every elementwise step.
+// Add and ReLU they absorb, FusedElementwise nodes, one op per other node from the CUDA op table —
+// and the one-node program of every elementwise step.
 //
 // Per input-shape signature (plan()): every value's type and dims, host steps computed, and the
 // elementwise steps grouped by their concrete shapes into fused kernels, and groups with one

@@ -25,10 +25,10 @@
 // Numerics: fp32 accumulation in a fixed order, the result rounded to the tensor's type once.
 // Real cuDNN picks among algorithms (FFT, Winograd, implicit GEMM on Tensor Cores, TF32 under
 // CUDNN_TENSOR_OP_MATH with fp32 data), each with its own rounding; the algorithm queries here
-// return one algorithm, IMPLICIT_GEMM, needing no workspace. IMPLICIT_PRECOMP_GEMM, which the fused
-// IDENTITY form requires, is offered to the workspace query and the forward calls: it precomputes
-// indices, here one 32-bit index per filter tap and output position (cuDNN documents no figure),
-// so a caller that hands it less workspace than asked is caught.
+// return IMPLICIT_GEMM, needing no workspace (for 16-bit data IMPLICIT_PRECOMP_GEMM first, the one
+// the fused IDENTITY form requires). IMPLICIT_PRECOMP_GEMM, offered to the workspace query and the
+// forward calls, precomputes indices, here one 32-bit index per filter tap and output position
+// (cuDNN documents no figure), so a caller that hands it less workspace than asked is caught.
 #include <cudnn.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -459,7 +459,17 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle,
                                        cudnnConvolutionFwdAlgoPerf_t *perfResults) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*srcDesc, *filterDesc, *convDesc, *destDesc, &g)) return s;
-  return one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  // 16-bit data: IMPLICIT_PRECOMP_GEMM ranked first, as the Tensor Core kernels often are, so the
+  // callers' paths for both algorithms run here (its workspace asked for separately).
+  const bool half = srcDesc->type == CUDNN_DATA_HALF || srcDesc->type == CUDNN_DATA_BFLOAT16;
+  if (!half) return one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  if (cudnnStatus_t s = one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults,
+                                      CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM))
+    return s;
+  if (requestedAlgoCount < 2) return CUDNN_STATUS_SUCCESS;
+  one_algorithm(1, returnedAlgoCount, perfResults + 1, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  *returnedAlgoCount = 2;
+  return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
