@@ -419,6 +419,19 @@ TEST(CudaBackendGpu, ConvolutionsWithTheirBiasResidualAndReluMatchTheCpu) {
         const double tol = t == DType::kFloat ? 10.0 : e.residual ? 4.0 : 1.0;
         expect_parity(chain.m, chain.feeds, {chain.output}, tol);
       }
+  // A cuDNN that refuses the fused call when it is made (CUDNN_STATUS_NOT_SUPPORTED; the
+  // stand-ins are told to, a real cuDNN takes these): the unit runs its calls apart, as correct.
+  setenv("AMP_STANDIN_CUDNN_REFUSE_FUSED", "1", 1);
+  for (DType t : {DType::kFloat, DType::kFloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(t)) + " refused");
+    test::ConvChainSpec spec;
+    spec.dtype = t;
+    spec.residual_dims = spec.y_dims();
+    spec.activation = "Relu";
+    const test::ConvChain chain = test::conv_chain(spec);
+    expect_parity(chain.m, chain.feeds, {chain.output}, t == DType::kFloat ? 10.0 : 4.0);
+  }
+  unsetenv("AMP_STANDIN_CUDNN_REFUSE_FUSED");
   test::ConvChainSpec broadcast;
   broadcast.dtype = DType::kFloat16;
   broadcast.residual_dims = {1, 6, 1, 1};

@@ -15,6 +15,7 @@
 //    data-type configuration outside its table (FLOAT, PSEUDO_HALF/TRUE_HALF, PSEUDO_BFLOAT16);
 //    and it fails (CUDNN_STATUS_BAD_PARAM) when handed less workspace than its algorithm needs;
 //  - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dimensions of size 1;
+//  - cudnnActivationForward, ReLU: y = alpha * relu(x) + beta * y, in place allowed;
 //  - pooling: max (NaN propagated under CUDNN_PROPAGATE_NAN; the gradient goes to the first
 //    maximum of a window) and average, counting the padding or not; padded positions never win;
 //  - batch normalisation, spatial: per channel over N and the spatial dimensions; training
@@ -34,6 +35,7 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -580,6 +582,8 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(cudnnHandle_t handle,
                                       void *y) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*xDesc, *wDesc, *convDesc, *yDesc, &g)) return s;
+  // Tests set this to see a caller cope with a refusal that only a real cuDNN's run would give.
+  if (std::getenv("AMP_STANDIN_CUDNN_REFUSE_FUSED")) return CUDNN_STATUS_NOT_SUPPORTED;
   const cudnnTensorStruct xt = *xDesc, yt = *yDesc, zt = *zDesc, bt = *biasDesc;
   const cudnnActivationStruct act = *activationDesc;
   if (!fused_configuration(xt.type, convDesc->compute)) return CUDNN_STATUS_NOT_SUPPORTED;
@@ -715,6 +719,33 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle,
       for (size_t d = 0; d < ai.size(); ++d)
         if (at.dims[d] == 1) ai[d] = 0;
       blend(C, ct.type, offset(ct, ci), a, b, ld(A, at.type, offset(at, ai)));
+    }
+  });
+}
+
+// ReLU only (the one mode callers use), NaN -> 0 unless CUDNN_PROPAGATE_NAN; x and y may be one
+// buffer, as documented.
+cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
+                       cudnnActivationDescriptor_t activationDesc,
+                       const void *alpha,
+                       const cudnnTensorDescriptor_t xDesc,
+                       const void *x,
+                       const void *beta,
+                       const cudnnTensorDescriptor_t yDesc,
+                       void *y) {
+  const cudnnActivationStruct act = *activationDesc;
+  const cudnnTensorStruct xt = *xDesc, yt = *yDesc;
+  if (act.mode != CUDNN_ACTIVATION_RELU) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (xt.dims != yt.dims || xt.type != yt.type) return CUDNN_STATUS_BAD_PARAM;
+  if (!on_device(x, xt) || !on_device(y, yt)) return CUDNN_STATUS_BAD_PARAM;
+  const float a = f(alpha), b = f(beta);
+  return run(handle, [=] {
+    std::vector<int> i;
+    for (int64_t e = 0; e < count(yt.dims); ++e) {
+      unravel(e, yt.dims, i);
+      const float v = ld(x, xt.type, offset(xt, i));
+      const float r = v > 0.0f ? v : (v != v && act.nan == CUDNN_PROPAGATE_NAN ? v : 0.0f);
+      blend(y, yt.type, offset(yt, i), a, b, r);
     }
   });
 }
