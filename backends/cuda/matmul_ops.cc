@@ -152,7 +152,7 @@ class ProductOp final : public CudaOp {
         [=](const OpBuffers& buf, DeviceContext& c) {
           if (expand_c) strided_copy(c_copy, buf.in[2], buf.out[0], c.sm_count(), c.stream());
           void* bias = uses_bias_operand ? const_cast<void*>(buf.in[bias_operand]) : grad_epilogue ? buf.out[1] : nullptr;
-          plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], buf.out[0], buf.out[0], bias, buf.workspace);
+          plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], buf.out[0], buf.out[0], bias, nullptr, buf.workspace);
           if (separate_sum) separate_sum->enqueue(buf.in[4], buf.out[1], buf.workspace, c.stream());
         },
         workspace);

@@ -1,11 +1,15 @@
-// The CUDA backend against the CPU backend, the reference: every op family on small tensors, the
-// shipped models forward, a mixed-precision training step, CUDA Graph replay and Dropout's
-// per-run masks. On a machine without a GPU only the availability tests run; the others skip
-// with the CUDA runtime's reason, so a green run here says nothing about device results.
+// The CUDA backend against the CPU backend, the reference: every op family on small tensors,
+// cuBLASLt's aux epilogues against the host, the shipped models forward, a mixed-precision
+// training step, CUDA Graph replay and Dropout's per-run masks. On a machine without a GPU only
+// the availability tests run; the others skip with the CUDA runtime's reason, so a green run
+// here says nothing about device results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "backends/backend.h"
@@ -17,7 +21,10 @@
 
 #if AMP_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_executable.h"
+#include "backends/cuda/device_context.h"
+#include "backends/cuda/gemm.h"
 #include "graph/amp_ops.h"
 #include "passes/training/training_step.h"
 #include "tests/support/cuda_plans.h"
@@ -220,6 +227,143 @@ TEST(CudaBackendGpu, ProductsWithTheirEpiloguesMatchTheCpu) {
                     {{"x", random_tensor(t, {rows, 8}, 18)}, {"dy", random_tensor(t, {2, 12, 16}, 19)}}, {"dw", "db"}, tol);
     }
   }
+}
+
+// ---- cuBLASLt's aux epilogues, one GemmPlan at a time, against the host
+
+cuda::DeviceBuffer to_device(const Tensor& t) {
+  cuda::DeviceBuffer b(t.nbytes());
+  if (t.nbytes()) AMP_CUDA_CHECK(cudaMemcpy(b.data(), t.data(), t.nbytes(), cudaMemcpyHostToDevice));
+  return b;
+}
+
+std::vector<uint8_t> bytes_of(const cuda::DeviceBuffer& b) {
+  std::vector<uint8_t> bytes(b.size());
+  if (b.size()) AMP_CUDA_CHECK(cudaMemcpy(bytes.data(), b.data(), b.size(), cudaMemcpyDeviceToHost));
+  return bytes;
+}
+
+Tensor to_host(const cuda::DeviceBuffer& b, DType t, std::vector<int64_t> dims) {
+  Tensor out(t, std::move(dims));
+  EXPECT_EQ(out.nbytes(), b.size());
+  const std::vector<uint8_t> bytes = bytes_of(b);
+  std::memcpy(out.mutable_data(), bytes.data(), std::min(bytes.size(), out.nbytes()));
+  return out;
+}
+
+// Values rounded once to t, as a kernel stores them.
+Tensor rounded(DType t, std::vector<int64_t> dims, const std::vector<double>& v) {
+  Tensor out(t, std::move(dims));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto f = static_cast<float>(v[i]);
+    if (t == DType::kFloat) out.mutable_as<float>()[i] = f;
+    else out.mutable_as<uint16_t>()[i] = t == DType::kFloat16 ? fp32_to_fp16(f) : fp32_to_bf16(f);
+  }
+  return out;
+}
+
+// The row-major product of a [rows, k] and b [k, n] (or [n, k] when trans_b), in double.
+std::vector<double> host_product(const Tensor& a, const Tensor& b, int64_t rows, int64_t n, int64_t k, bool trans_b) {
+  std::vector<double> d(static_cast<size_t>(rows * n), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < k; ++i) d[r * n + j] += a.element(r * k + i) * b.element(trans_b ? j * k + i : i * n + j);
+  return d;
+}
+
+// The sums of a [rows, n] matrix's rows: a bias gradient.
+std::vector<double> column_sums(const std::vector<double>& d, int64_t rows, int64_t n) {
+  std::vector<double> s(static_cast<size_t>(n), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) s[j] += d[r * n + j];
+  return s;
+}
+
+// What the backward epilogues compute, as the GemmDesc of dZ V^T: [rows, k] x [n, k]^T, one batch
+// of all rows (a bias gradient needs them together) or the forward's batches.
+cuda::GemmDesc backward_product(DType t, int64_t batch, int64_t m, int64_t n, int64_t k, cuda::GemmEpilogue e) {
+  cuda::GemmDesc g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.batch = batch;
+  g.stride_a = m * k;
+  g.trans_b = true;
+  g.ab_type = g.d_type = t;
+  g.epilogue = e;
+  return g;
+}
+
+// The forward epilogues' product: [batch * m, k] x [k, n], one B for every batch.
+cuda::GemmDesc forward_product(DType t, int64_t batch, int64_t m, int64_t n, int64_t k, cuda::GemmEpilogue e) {
+  cuda::GemmDesc g = backward_product(t, batch, m, n, k, e);
+  g.trans_b = false;
+  return g;
+}
+
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+double gelu_tanh_grad(double x) {
+  const double c = std::sqrt(2.0 / M_PI), th = std::tanh(c * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * c * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+// cuBLASLt's GELU is the tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// GELU_AUX_BIAS writes gelu(x w + b) and its input x w + b in D's type, rows of ld elements (a
+// multiple of 8: 100 columns take 104); DGELU(_BGRAD) multiplies dZ V^T by gelu' of that input and
+// sums the rows into the bias gradient — the pair a Gelu(approximate="tanh") layer and its
+// gradient can run as.
+TEST(CudaBackendGpu, GeluEpiloguesComputeTheTanhGeluAndItsGradient) {
+  REQUIRE_GPU();
+  cuda::DeviceContext ctx;
+  using E = cuda::GemmEpilogue;
+  uint32_t seed = 90;
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (const auto& [batch, m, n] : std::vector<std::array<int64_t, 3>>{{1, 6, 100}, {2, 3, 64}}) {
+      const std::string what = std::string(dtype_name(t)) + " " + std::to_string(batch) + "x" + std::to_string(m) + "x" +
+                               std::to_string(n);
+      const double tol = t == DType::kFloat ? 10.0 : 1.0;
+      const int64_t k = 48, rows = batch * m, ld = cuda::gemm_aux_ld(E::kGeluAuxBias, n);
+      EXPECT_EQ(ld, (n + 7) / 8 * 8);
+      const Tensor x = random_tensor(t, {rows, k}, seed++, -0.5f, 0.5f), w = random_tensor(t, {k, n}, seed++, -0.5f, 0.5f);
+      const Tensor bias = random_tensor(t, {n}, seed++);
+      const cuda::GemmPlan forward(forward_product(t, batch, m, n, k, E::kGeluAuxBias), ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::DeviceBuffer dx = to_device(x), dw = to_device(w), dbias = to_device(bias);
+      const cuda::DeviceBuffer y(rows * n * dtype_size(t)), aux(cuda::gemm_aux_bytes(E::kGeluAuxBias, t, rows, n)),
+          ws(forward.workspace_bytes());
+      EXPECT_EQ(aux.size(), static_cast<size_t>(rows * ld) * dtype_size(t));
+      forward.enqueue(ctx.cublaslt(), ctx.stream(), dx.data(), dw.data(), y.data(), y.data(), dbias.data(), aux.data(), ws.data());
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      std::vector<double> pre = host_product(x, w, rows, n, k, false), gelu(pre.size());
+      for (size_t i = 0; i < pre.size(); ++i) {
+        pre[i] += bias.element(static_cast<int64_t>(i) % n);
+        gelu[i] = gelu_tanh(pre[i]);
+      }
+      expect_close(to_host(y, t, {rows, n}), rounded(t, {rows, n}, gelu), what + ": gelu(x w + b)", tol);
+      const Tensor aux_rows = to_host(aux, t, {rows, ld});
+      Tensor aux_values(t, {rows, n});
+      const size_t e = dtype_size(t);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(aux_values.mutable_data() + r * n * e, aux_rows.data() + r * ld * e, static_cast<size_t>(n) * e);
+      expect_close(aux_values, rounded(t, {rows, n}, pre), what + ": the aux matrix, x w + b", tol);
+
+      const int64_t k2 = 40;
+      const Tensor dz = random_tensor(t, {rows, k2}, seed++), v = random_tensor(t, {n, k2}, seed++);
+      const bool bgrad = batch == 1;
+      const cuda::GemmPlan backward(backward_product(t, batch, m, n, k2, bgrad ? E::kDGeluBiasGrad : E::kDGelu),
+                                    ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::DeviceBuffer ddz = to_device(dz), dv = to_device(v), dh(rows * n * dtype_size(t)), db(n * dtype_size(t)),
+          ws2(backward.workspace_bytes());
+      backward.enqueue(ctx.cublaslt(), ctx.stream(), ddz.data(), dv.data(), dh.data(), dh.data(), db.data(), aux.data(),
+                       ws2.data());
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      std::vector<double> grad = host_product(dz, v, rows, n, k2, true);
+      for (int64_t i = 0; i < rows * n; ++i) grad[i] *= gelu_tanh_grad(aux_values.element(i));  // of the input as stored
+      expect_close(to_host(dh, t, {rows, n}), rounded(t, {rows, n}, grad), what + ": DGELU", tol);
+      if (bgrad)
+        expect_close(to_host(db, t, {n}), rounded(t, {n}, column_sums(grad, rows, n)), what + ": DGELU_BGRAD's bias gradient",
+                     10.0);
+    }
 }
 
 // Reshapes are views of their input's buffer: read by later units, fetched, and of a fed value,
