@@ -25,6 +25,7 @@
 #include "backends/cuda/cuda_executable.h"
 #include "backends/cuda/device_context.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/relu_mask.cuh"
 #include "graph/amp_ops.h"
 #include "passes/training/training_step.h"
 #include "tests/support/cuda_plans.h"
@@ -279,6 +280,8 @@ std::vector<double> column_sums(const std::vector<double>& d, int64_t rows, int6
   return s;
 }
 
+bool mask_bit(const std::vector<uint8_t>& bits, int64_t i) { return (bits[static_cast<size_t>(i / 8)] >> (i % 8)) & 1; }
+
 // What the backward epilogues compute, as the GemmDesc of dZ V^T: [rows, k] x [n, k]^T, one batch
 // of all rows (a bias gradient needs them together) or the forward's batches.
 cuda::GemmDesc backward_product(DType t, int64_t batch, int64_t m, int64_t n, int64_t k, cuda::GemmEpilogue e) {
@@ -299,6 +302,77 @@ cuda::GemmDesc forward_product(DType t, int64_t batch, int64_t m, int64_t n, int
   cuda::GemmDesc g = backward_product(t, batch, m, n, k, e);
   g.trans_b = false;
   return g;
+}
+
+// RELU_AUX_BIAS writes relu(x w + b) and the mask of where x w + b > 0, bit r * ld + j of row r,
+// bit i in bit i % 8 of byte i / 8: the bits relu_mask.cu's write_relu_mask writes from y, which
+// the fallbacks of both epilogues rely on (the bit order within a byte is not documented: on a
+// GPU this checks cuBLASLt's). DRELU(_BGRAD) applies such a mask to dZ V^T and sums its rows into
+// the bias gradient; apply_relu_mask after a plain product computes the same. Rows of 100 bits
+// (one 128-bit row each), and two batches of 3 rows of 130 (256 bits; the aux batch stride).
+TEST(CudaBackendGpu, ReluEpiloguesWriteAndApplyTheMaskAsTheFallbackKernelsDo) {
+  REQUIRE_GPU();
+  cuda::DeviceContext ctx;
+  using E = cuda::GemmEpilogue;
+  uint32_t seed = 70;
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (const auto& [batch, m, n] : std::vector<std::array<int64_t, 3>>{{1, 6, 100}, {2, 3, 130}}) {
+      const std::string what = std::string(dtype_name(t)) + " " + std::to_string(batch) + "x" + std::to_string(m) + "x" +
+                               std::to_string(n);
+      const double tol = t == DType::kFloat ? 10.0 : 1.0;  // fp32 sums of 40-48 products in another order
+      const int64_t k = 48, rows = batch * m, ld = cuda::gemm_aux_ld(E::kReluAuxBias, n);
+      EXPECT_EQ(ld, n <= 128 ? 128 : 256);
+      const Tensor x = random_tensor(t, {rows, k}, seed++), w = random_tensor(t, {k, n}, seed++);
+      const Tensor bias = random_tensor(t, {n}, seed++);
+      const cuda::GemmPlan forward(forward_product(t, batch, m, n, k, E::kReluAuxBias), ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::DeviceBuffer dx = to_device(x), dw = to_device(w), dbias = to_device(bias);
+      const cuda::DeviceBuffer y(rows * n * dtype_size(t)), mask(cuda::gemm_aux_bytes(E::kReluAuxBias, t, rows, n)),
+          kernel_mask(mask.size()), ws(forward.workspace_bytes());
+      EXPECT_EQ(mask.size(), static_cast<size_t>(rows * ld / 8));
+      forward.enqueue(ctx.cublaslt(), ctx.stream(), dx.data(), dw.data(), y.data(), y.data(), dbias.data(), mask.data(), ws.data());
+      cuda::write_relu_mask(t, y.data(), kernel_mask.data(), rows, n, ld, ctx.sm_count(), ctx.stream());
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      std::vector<double> pre = host_product(x, w, rows, n, k, false), relu(pre.size());
+      for (size_t i = 0; i < pre.size(); ++i) {
+        pre[i] += bias.element(static_cast<int64_t>(i) % n);
+        relu[i] = std::max(pre[i], 0.0);
+      }
+      expect_close(to_host(y, t, {rows, n}), rounded(t, {rows, n}, relu), what + ": relu(x w + b)", tol);
+      const std::vector<uint8_t> bits = bytes_of(mask), kernel_bits = bytes_of(kernel_mask);
+      size_t wrong = 0, unlike_kernel = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          if (std::fabs(pre[r * n + j]) < 1e-2) continue;  // within the products' rounding of 0
+          wrong += mask_bit(bits, r * ld + j) != (pre[r * n + j] > 0);
+          unlike_kernel += mask_bit(bits, r * ld + j) != mask_bit(kernel_bits, r * ld + j);
+        }
+      EXPECT_EQ(wrong, 0u) << what << ": mask bits not set where x w + b > 0";
+      EXPECT_EQ(unlike_kernel, 0u) << what << ": mask bits unlike write_relu_mask's";
+
+      const int64_t k2 = 40;
+      const Tensor dz = random_tensor(t, {rows, k2}, seed++), v = random_tensor(t, {n, k2}, seed++);
+      const bool bgrad = batch == 1;
+      const cuda::GemmPlan backward(backward_product(t, batch, m, n, k2, bgrad ? E::kDReluBiasGrad : E::kDRelu),
+                                    ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::GemmPlan plain(backward_product(t, batch, m, n, k2, E::kNone), ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::DeviceBuffer ddz = to_device(dz), dv = to_device(v), dh(rows * n * dtype_size(t)), dh_plain(dh.size()),
+          db(n * dtype_size(t)), ws2(std::max(backward.workspace_bytes(), plain.workspace_bytes()));
+      backward.enqueue(ctx.cublaslt(), ctx.stream(), ddz.data(), dv.data(), dh.data(), dh.data(), db.data(), mask.data(),
+                       ws2.data());
+      plain.enqueue(ctx.cublaslt(), ctx.stream(), ddz.data(), dv.data(), dh_plain.data(), dh_plain.data(), nullptr, nullptr,
+                    ws2.data());
+      cuda::apply_relu_mask(t, dh_plain.data(), mask.data(), rows, n, ld, ctx.sm_count(), ctx.stream());
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      std::vector<double> masked = host_product(dz, v, rows, n, k2, true);
+      for (int64_t i = 0; i < rows * n; ++i)
+        if (!mask_bit(bits, i / n * ld + i % n)) masked[i] = 0.0;
+      const Tensor want = rounded(t, {rows, n}, masked);
+      expect_close(to_host(dh, t, {rows, n}), want, what + ": DRELU", tol);
+      expect_close(to_host(dh_plain, t, {rows, n}), want, what + ": the product, then apply_relu_mask", tol);
+      if (bgrad)
+        expect_close(to_host(db, t, {n}), rounded(t, {n}, column_sums(masked, rows, n)), what + ": DRELU_BGRAD's bias gradient",
+                     10.0);
+    }
 }
 
 double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
