@@ -7,9 +7,10 @@
 // cuBLASLt products with the nodes their epilogues absorb, FusedElementwise nodes, one op per
 // other node from the CUDA op table — and the one-node program of every elementwise step.
 //
-// Per input-shape signature (plan()): every value's type and dims, host steps computed, and the
-// elementwise steps grouped by their concrete shapes into fused kernels, and groups with one
-// program batched into multi-tensor launches. Grouping waits for
+// Per input-shape signature (plan()): every value's type and dims (and the bytes of those a unit
+// stores packed, a ReLU mask as bits), host steps computed, and the elementwise steps grouped by
+// their concrete shapes into fused kernels, and groups with one program batched into
+// multi-tensor launches. Grouping waits for
 // concrete shapes because training graphs carry few static ones (the passes that build them add
 // values without shapes), and a group's outputs must agree in shape at run time.
 #pragma once
@@ -84,6 +85,9 @@ struct Schedule {
 
  private:
   void build_units(const Model& m, const std::vector<const Node*>& nodes);
+  // Sizes the values units store in a layout of their own (CudaOp::packed_output_bytes) and
+  // checks that every unit reading a value expects it stored as it is.
+  void pack_values(ShapePlan& p) const;
   void group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets) const;
   // Fused groups with one program whose inputs are all full-size or scalar, none waiting for
   // another, become one multi-tensor launch; such batches of different programs that do not wait
