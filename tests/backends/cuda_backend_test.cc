@@ -31,6 +31,7 @@
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
+#include "tests/support/relu_layer_model.h"
 #endif
 
 namespace amp {
@@ -438,6 +439,54 @@ TEST(CudaBackendGpu, GeluEpiloguesComputeTheTanhGeluAndItsGradient) {
         expect_close(to_host(db, t, {n}), rounded(t, {n}, column_sums(grad, rows, n)), what + ": DGELU_BGRAD's bias gradient",
                      10.0);
     }
+}
+
+// The ReLU layer of relu_layer_model.h: its forward product writes the mask as bits, the product
+// of its backward applies them and sums the bias gradient. Every fallback computes the same: with
+// cuBLASLt offering no RELU_AUX_BIAS (write_relu_mask after RELU_BIAS), no DRELU_BGRAD (DRELU and
+// a separate sum), neither DRELU (apply_relu_mask after the plain product), or none of them. On
+// the stand-ins AMP_STANDIN_CUBLASLT_REFUSE takes the epilogues away; on a GPU it changes nothing.
+// Each variant has its own batch, so no algorithm chosen for another is reused. DRELU_BGRAD sums
+// dh before it is rounded to its type, the CPU (the graph's ReduceSum) the rounded dh: the bias
+// gradients may also differ by half an ulp of each term. The mask itself exists only as bits:
+// fetching it is refused.
+TEST(CudaBackendGpu, ReluMaskEpiloguesAndTheirFallbacksMatchTheCpu) {
+  REQUIRE_GPU();
+  const std::vector<std::string> refused = {"", "RELU_AUX_BIAS", "DRELU_BGRAD", "DRELU_BGRAD,DRELU",
+                                            "RELU_AUX_BIAS,DRELU_BGRAD,DRELU"};
+  auto feeds_for = [](DType t, int64_t batch) {
+    return Feeds{{"x", random_tensor(t, {batch, 16}, 100)}, {"w1", random_tensor(t, {32, 16}, 101)},
+                 {"b1", random_tensor(t, {32}, 102)},        {"w2", random_tensor(t, {8, 32}, 103)},
+                 {"dz", random_tensor(t, {batch, 8}, 104)}};
+  };
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (size_t k = 0; k < refused.size(); ++k) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + ", cuBLASLt without: " + refused[k]);
+      const int64_t batch = 8 + static_cast<int64_t>(k);
+      const Model m = test::relu_layer_model(t, batch);
+      const std::vector<std::string> fetches = {"y", "z", "dh", "dw", "db"};
+      setenv("AMP_STANDIN_CUBLASLT_REFUSE", refused[k].c_str(), 1);
+      const auto gpu = run_on("cuda", m, feeds_for(t, batch), fetches);
+      unsetenv("AMP_STANDIN_CUBLASLT_REFUSE");
+      const auto cpu = run_on("cpu", m, feeds_for(t, batch), fetches);
+      const double tol = t == DType::kFloat ? 10.0 : 1.0;
+      for (size_t f = 0; f + 1 < fetches.size(); ++f) expect_close(gpu[f], cpu[f], fetches[f], tol);
+      const Tensor &dh = cpu[2], &db = cpu[4];
+      const double half_ulp = t == DType::kFloat ? std::ldexp(1.0, -24) : t == DType::kFloat16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+      const double rtol = t == DType::kFloat ? 1e-3 : t == DType::kFloat16 ? 2e-3 : 1.6e-2;
+      for (int64_t j = 0; j < 32; ++j) {
+        double terms = 0;
+        for (int64_t r = 0; r < batch; ++r) terms += std::fabs(dh.element(r * 32 + j));
+        EXPECT_NEAR(gpu[4].element(j), db.element(j), terms * half_ulp + rtol * (1 + std::fabs(db.element(j)))) << "db[" << j << "]";
+      }
+    }
+  auto exe = make_backend("cuda")->compile(test::relu_layer_model(DType::kFloat16, 8), {});
+  try {
+    exe->run(feeds_for(DType::kFloat16, 8), {"mask"});
+    FAIL() << "fetched a mask that exists only as bits";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bitmask"), std::string::npos) << e.what();
+  }
 }
 
 // Reshapes are views of their input's buffer: read by later units, fetched, and of a fed value,

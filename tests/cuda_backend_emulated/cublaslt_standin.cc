@@ -38,7 +38,9 @@
 // algorithm remembers the pointer alignments its preference let it assume (256 bytes unless set)
 // and those the bias and aux pointers' values told the heuristic (256 when unset), and the matmul
 // refuses less aligned A, B, C, D, bias or aux pointers; operands must lie in device memory as
-// far as their layouts reach.
+// far as their layouts reach. AMP_STANDIN_CUBLASLT_REFUSE, a comma-separated list of epilogue
+// names (RELU_AUX_BIAS,DRELU_BGRAD,...), makes the heuristic find no algorithm for those, as a
+// cuBLASLt without kernels for them would: the tests of the backend's fallbacks set it.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -46,7 +48,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/cuda_backend_emulated/standin.h"
@@ -110,6 +115,24 @@ bool relu_mask(uint32_t e) {
 bool gelu_input(uint32_t e) {
   return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU ||
          e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
+
+// AMP_STANDIN_CUBLASLT_REFUSE names the epilogue.
+bool refused(uint32_t e) {
+  const char* list = std::getenv("AMP_STANDIN_CUBLASLT_REFUSE");
+  if (!list) return false;
+  static const std::pair<const char*, uint32_t> kNames[] = {
+      {"BIAS", CUBLASLT_EPILOGUE_BIAS},           {"RELU_BIAS", CUBLASLT_EPILOGUE_RELU_BIAS},
+      {"BGRADA", CUBLASLT_EPILOGUE_BGRADA},       {"BGRADB", CUBLASLT_EPILOGUE_BGRADB},
+      {"RELU_AUX", CUBLASLT_EPILOGUE_RELU_AUX},   {"RELU_AUX_BIAS", CUBLASLT_EPILOGUE_RELU_AUX_BIAS},
+      {"DRELU", CUBLASLT_EPILOGUE_DRELU},         {"DRELU_BGRAD", CUBLASLT_EPILOGUE_DRELU_BGRAD},
+      {"GELU_AUX", CUBLASLT_EPILOGUE_GELU_AUX},   {"GELU_AUX_BIAS", CUBLASLT_EPILOGUE_GELU_AUX_BIAS},
+      {"DGELU", CUBLASLT_EPILOGUE_DGELU},         {"DGELU_BGRAD", CUBLASLT_EPILOGUE_DGELU_BGRAD},
+  };
+  const std::string names = "," + std::string(list) + ",";
+  for (const auto& [name, value] : kNames)
+    if (value == e && names.find("," + std::string(name) + ",") != std::string::npos) return true;
+  return false;
 }
 
 constexpr float kSqrt2OverPi = 0.7978845608f;
@@ -350,6 +373,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   Problem p;
   const cublasStatus_t s = validate(*D(d), *L(a), *L(b), *L(c), *L(dd), &p);
   if (s != CUBLAS_STATUS_SUCCESS) return s;
+  if (refused(D(d)->epilogue)) return CUBLAS_STATUS_NOT_SUPPORTED;
   results[0] = cublasLtMatmulHeuristicResult_t{};
   results[0].algo.data[0] = kAlgoMagic;
   for (int i = 0; i < 4; ++i) results[0].algo.data[1 + i] = reinterpret_cast<const Preference*>(pref)->align[i];
