@@ -97,6 +97,12 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   p.shapes = s_.plan(fed, state_desc, targets);
   const ShapePlan& sp = p.shapes;
   const std::vector<TensorDesc>& desc = sp.desc;
+  // A value stored in a layout of its own (a product's ReLU bitmask) has no bytes of its type to
+  // copy out; the schedule packs only values that are neither graph outputs nor state updates.
+  for (int v : fetches)
+    if (desc[v].packed_bytes)
+      throw InputError(s_.program.path + ": '" + s_.program.values[v].name +
+                       "' exists only as a product epilogue's bitmask on the cuda backend; fetch a graph output instead");
   p.device.assign(num_values, nullptr);
   for (size_t v = 0; v < num_values; ++v)
     if (s_.state_of[v] >= 0 && !fed[v]) p.device[v] = state_[s_.state_of[v]].buffer.data();
@@ -157,6 +163,8 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   }
   for (const auto& [s, v] : s_.updates) {
     const State& st = state_[s];
+    if (desc[v].packed_bytes)
+      throw Error(s_.program.path + ": internal: state '" + st.name + "' is updated from a packed value");
     if (desc[v].dtype != st.dtype || desc[v].dims != st.dims)
       throw InputError(s_.program.path + ": state '" + st.name + "' is " + type_str(st.dtype, st.dims) + " but its update '" +
                        s_.program.values[v].name + "' is " + type_str(desc[v].dtype, desc[v].dims));

@@ -24,12 +24,17 @@ namespace amp::cuda {
 struct TensorDesc {
   DType dtype = DType::kUndefined;
   std::vector<int64_t> dims;
+  // Bytes on the device of a value whose unit stores it in a layout of its own rather than as
+  // numel() elements of dtype (CudaOp::packed_output_bytes): a product's ReLU bitmask. 0 for all
+  // others. Only the units that know the layout read such a value; it is never fetched or viewed.
+  size_t packed_bytes = 0;
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     return n;
   }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  // What the value takes on the device.
+  size_t nbytes() const { return packed_bytes ? packed_bytes : static_cast<size_t>(numel()) * dtype_size(dtype); }
 };
 
 // Types and dims of an op's operands in this plan (null for an absent optional one), and the
@@ -90,6 +95,13 @@ class CudaOp {
   // it is and through a narrowing Cast, it is then written once each way and never read back to
   // be converted. The copy is an extra result after the op's own (OpShapes::out, OpBuffers::out).
   virtual bool writes_narrowed_copy(size_t /*output*/) const { return false; }
+  // The bytes of an output the op stores in a layout of its own for these shapes (a ReLU's bool
+  // mask as cuBLASLt's bitmask: 1 bit per element), 0 for one stored as its type; and those of
+  // an input it reads in such a layout. The plan sizes the value's buffer by the writer's
+  // (TensorDesc::packed_bytes) and refuses a reader that does not expect exactly them: nothing
+  // reads the bits as the value's type.
+  virtual size_t packed_output_bytes(const OpShapes& /*shapes*/, size_t /*output*/) const { return 0; }
+  virtual size_t packed_input_bytes(const OpShapes& /*shapes*/, size_t /*input*/) const { return 0; }
 };
 
 using CudaOpFactory = std::unique_ptr<CudaOp> (*)(const Node& node, int64_t opset);

@@ -23,9 +23,48 @@ cublasLtEpilogue_t lt_epilogue(GemmEpilogue e) {
     // The swap of operands (see gemm.h) turns op(B) into cuBLASLt's A and op(A) into its B.
     case GemmEpilogue::kBiasGradFromB: return CUBLASLT_EPILOGUE_BGRADA;
     case GemmEpilogue::kBiasGradFromA: return CUBLASLT_EPILOGUE_BGRADB;
+    case GemmEpilogue::kReluAuxBias: return CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+    case GemmEpilogue::kDRelu: return CUBLASLT_EPILOGUE_DRELU;
+    case GemmEpilogue::kDReluBiasGrad: return CUBLASLT_EPILOGUE_DRELU_BGRAD;
+    case GemmEpilogue::kGeluAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case GemmEpilogue::kDGelu: return CUBLASLT_EPILOGUE_DGELU;
+    case GemmEpilogue::kDGeluBiasGrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
   }
   throw Error("internal: unknown GemmEpilogue");
 }
+
+const char* epilogue_name(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::kNone: return "none";
+    case GemmEpilogue::kBias: return "BIAS";
+    case GemmEpilogue::kReluBias: return "RELU_BIAS";
+    case GemmEpilogue::kBiasGradFromB: return "BGRADA";
+    case GemmEpilogue::kBiasGradFromA: return "BGRADB";
+    case GemmEpilogue::kReluAuxBias: return "RELU_AUX_BIAS";
+    case GemmEpilogue::kDRelu: return "DRELU";
+    case GemmEpilogue::kDReluBiasGrad: return "DRELU_BGRAD";
+    case GemmEpilogue::kGeluAuxBias: return "GELU_AUX_BIAS";
+    case GemmEpilogue::kDGelu: return "DGELU";
+    case GemmEpilogue::kDGeluBiasGrad: return "DGELU_BGRAD";
+  }
+  return "?";
+}
+
+// Every epilogue but the two that only apply an aux matrix reads or writes the bias vector.
+bool uses_bias(GemmEpilogue e) { return e != GemmEpilogue::kNone && e != GemmEpilogue::kDRelu && e != GemmEpilogue::kDGelu; }
+
+bool relu_aux(GemmEpilogue e) {
+  return e == GemmEpilogue::kReluAuxBias || e == GemmEpilogue::kDRelu || e == GemmEpilogue::kDReluBiasGrad;
+}
+
+bool gelu_aux(GemmEpilogue e) {
+  return e == GemmEpilogue::kGeluAuxBias || e == GemmEpilogue::kDGelu || e == GemmEpilogue::kDGeluBiasGrad;
+}
+
+// The alignment the heuristic is told every aux buffer has (cublasLt.h: routines that do not
+// dereference the aux pointer read the alignment they may assume from its value). Arena buffers
+// are 256-byte aligned.
+constexpr uintptr_t kAuxAlignment = 256;
 
 template <class T>
 void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v) {
@@ -48,6 +87,17 @@ cublasLtMatrixLayout_t make_layout(DType t, int64_t rows, int64_t cols, int64_t 
 }
 
 }  // namespace
+
+int64_t gemm_aux_ld(GemmEpilogue e, int64_t n) {
+  if (relu_aux(e)) return (n + 127) / 128 * 128;
+  if (gelu_aux(e)) return (n + 7) / 8 * 8;
+  return 0;
+}
+
+size_t gemm_aux_bytes(GemmEpilogue e, DType d_type, int64_t rows, int64_t n) {
+  const auto elements = static_cast<size_t>(rows * gemm_aux_ld(e, n));
+  return relu_aux(e) ? elements / 8 : elements * dtype_size(d_type);
+}
 
 std::string GemmDesc::key() const {
   return std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k) + "," + std::to_string(trans_a) +
@@ -84,8 +134,15 @@ GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache
   set_desc(op_, CUBLASLT_MATMUL_DESC_TRANSA, lt_trans_a);
   set_desc(op_, CUBLASLT_MATMUL_DESC_TRANSB, lt_trans_b);
   set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(desc.epilogue));
-  if (desc.epilogue != GemmEpilogue::kNone)
+  // The bias and the bias gradient are D's type, as the CPU backend's graphs have them.
+  if (uses_bias(desc.epilogue))
     set_desc(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_type(desc.d_type)));
+  if (const int64_t aux_ld = gemm_aux_ld(desc.epilogue, desc.n)) {
+    // The aux type is left unset: the ReLU mask is bits, GELU's input D's type.
+    set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, aux_ld);
+    if (desc.batch > 1) set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, aux_ld * desc.m);
+    set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, reinterpret_cast<void*>(kAuxAlignment));
+  }
 
   const int64_t m = desc.m, n = desc.n, k = desc.k;
   a_ = desc.trans_b ? make_layout(desc.ab_type, k, n, k, desc.batch, desc.stride_b)
@@ -110,10 +167,14 @@ GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache
   cublasLtMatmulPreferenceDestroy(pref);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
     release();  // a throwing constructor runs no destructor
-    throw NoGemmAlgorithm("cuBLASLt has no algorithm for a " + std::string(dtype_name(desc.ab_type)) + " product [" +
-                std::to_string(m) + "x" + std::to_string(k) + "]x[" + std::to_string(k) + "x" + std::to_string(n) +
-                "] batch " + std::to_string(desc.batch) + " with epilogue " +
-                std::to_string(static_cast<int>(desc.epilogue)) + " (" + cublasLtGetStatusString(status) + ")");
+    const std::string what = " a " + std::string(dtype_name(desc.ab_type)) + " product [" + std::to_string(m) + "x" +
+                             std::to_string(k) + "]x[" + std::to_string(k) + "x" + std::to_string(n) + "] batch " +
+                             std::to_string(desc.batch) + " with epilogue " + epilogue_name(desc.epilogue) + " (" +
+                             cublasLtGetStatusString(status) + ")";
+    // INVALID_VALUE is cuBLASLt's answer to a description that breaks its documented rules (an
+    // aux leading dimension, a layout): a bug here, not a product to run another way.
+    if (status == CUBLAS_STATUS_INVALID_VALUE) throw Error("internal: cuBLASLt refused the description of" + what);
+    throw NoGemmAlgorithm("cuBLASLt has no algorithm for" + what);
   }
   cache.put(key, algorithm_);
 }
@@ -130,8 +191,13 @@ void GemmPlan::release() {
 }
 
 void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,
-                       void* bias, void* workspace) const {
-  if (desc_.epilogue != GemmEpilogue::kNone) set_desc(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+                       void* bias, void* aux, void* workspace) const {
+  if (uses_bias(desc_.epilogue)) set_desc(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  if (gemm_aux_ld(desc_.epilogue, desc_.n)) {
+    if (reinterpret_cast<uintptr_t>(aux) % kAuxAlignment != 0)
+      throw Error("internal: an aux matrix must be " + std::to_string(kAuxAlignment) + "-byte aligned");
+    set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+  }
   const float alpha = desc_.alpha, beta = desc_.beta;
   AMP_CUBLAS_CHECK(cublasLtMatmul(lt, op_, &alpha, b, a_, a, b_, &beta, desc_.beta != 0.0f ? c : d, c_, d, c_,
                                   &algorithm_.algo, workspace, algorithm_.workspaceSize, stream));

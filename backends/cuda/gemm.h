@@ -7,6 +7,16 @@
 // + bias (and ReLU) on the forward product, the bias gradient (a column sum of dY) on the weight
 // gradient product. cuBLASLt is column-major; a row-major D = op(A) op(B) is computed as the
 // column-major D^T = op(B)^T op(A)^T, which is the same bytes with A and B swapped.
+//
+// Training pairs a forward epilogue that writes an aux matrix with a backward one that reads it
+// (cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_*): the forward's ReLU writes where it let the
+// value through as a bitmask, which the backward's DRELU applies to dY W^T; the forward's GELU
+// writes its input, from which DGELU takes gelu'. The aux matrix has D's shape: after the swap,
+// row r of a row-major [rows, n] D is column r of cuBLASLt's D^T, so each row is `aux_ld`
+// elements (bits for ReLU) of which the first n hold it, and a batch's rows follow the previous
+// batch's (batch stride aux_ld * m): batched and folded rows lay it out alike. The backward
+// bias-gradient epilogues sum their own D's columns, the bias gradient of the layer whose forward
+// wrote the aux matrix.
 #pragma once
 
 #include <cublasLt.h>
@@ -29,7 +39,21 @@ enum class GemmEpilogue : uint8_t {
   // Weight gradients that also write the bias gradient, the sums of dY over the batch rows:
   kBiasGradFromB,  // bias_grad[n] = column sums of op(B), for dW = X^T dY
   kBiasGradFromA,  // bias_grad[m] = row sums of op(A), for dW = dY^T X
+  // With an aux matrix (the enqueue's `aux`, gemm_aux_bytes of it):
+  kReluAuxBias,    // D = relu(D + bias[n]); aux bit set where D + bias > 0 (written)
+  kDRelu,          // D = D where the aux bit is set, else 0 (aux read)
+  kDReluBiasGrad,  // kDRelu, and bias_grad[n] = column sums of that D
+  kGeluAuxBias,    // D = gelu(D + bias[n]), GELU's tanh form; aux = D + bias in D's type (written)
+  kDGelu,          // D = D * gelu'(aux) (aux read)
+  kDGeluBiasGrad,  // kDGelu, and bias_grad[n] = column sums of that D
 };
+
+// Whether the epilogue writes or reads an aux matrix, and its row length for a row-major D of n
+// columns: the ReLU bitmask's in bits, a multiple of 128 (16-byte rows); GELU's input in
+// elements, a multiple of 8 (cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD). 0 without aux.
+int64_t gemm_aux_ld(GemmEpilogue e, int64_t n);
+// Bytes of the aux matrix of `rows` rows (every batch's rows together) of a D of d_type.
+size_t gemm_aux_bytes(GemmEpilogue e, DType d_type, int64_t rows, int64_t n);
 
 // D[b] = alpha op(A[b]) op(B[b]) + beta C[b], row-major as ONNX lays tensors out; op() transposes
 // when trans_*; D is [m, n]. Batch strides are in elements; 0 reuses one matrix for every batch.
@@ -76,9 +100,11 @@ class GemmPlan {
   GemmPlan& operator=(const GemmPlan&) = delete;
 
   size_t workspace_bytes() const { return algorithm_.workspaceSize; }
-  // bias: read for kBias/kReluBias, written for the gradient epilogues, unused otherwise.
+  // bias: read for the epilogues that add it, written for the gradient epilogues; aux: written
+  // or read by the epilogues that have one (256-byte aligned, as arena buffers are); both unused
+  // otherwise.
   void enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,
-               void* bias, void* workspace) const;
+               void* bias, void* aux, void* workspace) const;
 
   // The workspace the heuristic may use: 32 MiB lets Hopper pick its fastest kernels.
   static constexpr size_t kMaxWorkspace = size_t{32} << 20;

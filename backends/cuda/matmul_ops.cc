@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <unordered_set>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
+#include "backends/cuda/relu_mask.cuh"
 #include "backends/cuda/strided_copy.cuh"
+#include "backends/program.h"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 
@@ -21,8 +24,39 @@ int64_t product(const std::vector<int64_t>& d, size_t from, size_t to) {
   return p;
 }
 
+// What an epilogue does with the bias operand or result.
+bool reads_bias(GemmEpilogue e) {
+  return e == GemmEpilogue::kBias || e == GemmEpilogue::kReluBias || e == GemmEpilogue::kReluAuxBias;
+}
+bool writes_bias_gradient(GemmEpilogue e) {
+  return e == GemmEpilogue::kBiasGradFromA || e == GemmEpilogue::kBiasGradFromB || e == GemmEpilogue::kDReluBiasGrad;
+}
+
+// A product's epilogue, and what the unit runs after the product when cuBLASLt has no algorithm
+// with a better one: the bias gradient as a separate sum, the ReLU mask written or applied by
+// relu_mask.cu's kernels (the mask stays the bitmask either way, so a forward and a backward
+// product need not agree on which of them gets its epilogue).
+struct EpilogueChoice {
+  GemmEpilogue epilogue = GemmEpilogue::kNone;
+  bool sum_after = false, write_mask = false, apply_mask = false;
+};
+
+// Best first; the last is what the unit runs when none before it has an algorithm.
+std::vector<EpilogueChoice> choices(GemmEpilogue e) {
+  using E = GemmEpilogue;
+  switch (e) {
+    case E::kBiasGradFromA:
+    case E::kBiasGradFromB: return {{e}, {E::kNone, true}};
+    case E::kReluAuxBias: return {{e}, {E::kReluBias, false, true}};
+    case E::kDRelu: return {{e}, {E::kNone, false, false, true}};
+    case E::kDReluBiasGrad: return {{e}, {E::kDRelu, true}, {E::kNone, true, false, true}};
+    default: return {{e}};
+  }
+}
+
 // Operands: 0 A, 1 B, 2 C (Gemm, optional), 3 bias (BIAS epilogues), 4 the tensor a bias gradient
-// sums (BGRAD epilogues). Results: 0 D, 1 bias gradient.
+// sums (BGRAD epilogues), 5 the ReLU mask DRELU applies. Results: 0 D, 1 bias gradient, 2 the
+// ReLU mask RELU_AUX_BIAS writes. The mask is cuBLASLt's bitmask (gemm.h), never a bool tensor.
 struct ProductConfig {
   bool gemm = false;  // ONNX Gemm (2-D, flags, alpha/beta, C) rather than MatMul (numpy batching)
   bool trans_a = false, trans_b = false;
@@ -112,53 +146,93 @@ class ProductOp final : public CudaOp {
         c_copy = simplify(c_copy);
       }
     }
-    const bool uses_bias_operand = g.epilogue == GemmEpilogue::kBias || g.epilogue == GemmEpilogue::kReluBias;
     const size_t bias_operand = s.has_in(3) ? 3 : 2;  // fused Add's bias, or Gemm's own C row
-    // A bias gradient is ReduceSum(T, every axis but the last). The epilogue's sum over the dY
-    // operand equals it when that operand is T's rows: as many elements, T's last dim its length.
-    // The matcher sees that from the graph for most, not all, shapes; else the product runs plain
-    // and the sum on its own.
+    // The ReLU mask covers D's rows, [rows, n], as cuBLASLt's bitmask: the masked gradient must be
+    // the forward's ReLU result in dims, or bits would belong to other elements.
+    const int64_t rows = g.m * g.batch, mask_ld = gemm_aux_ld(GemmEpilogue::kDRelu, g.n);
+    if (gemm_aux_ld(g.epilogue, g.n) && d.numel() != rows * g.n)
+      throw InputError("the result " + type_str(d.dtype, d.dims) + " is not the product's [" + std::to_string(rows) +
+                       "x" + std::to_string(g.n) + "]");
+    if (s.has_in(5) && s.in[5]->dims != d.dims)
+      throw InputError("the ReLU mask is " + type_str(s.in[5]->dtype, s.in[5]->dims) + " but the gradient it masks " +
+                       type_str(d.dtype, d.dims));
+    // A bias gradient is ReduceSum(T, every axis but the last). The BGRADA/B epilogues' sum over
+    // the dY operand equals it when that operand is T's rows: as many elements, T's last dim its
+    // length. The matcher sees that from the graph for most, not all, shapes; else the product
+    // runs without it and the sum on its own. DRELU_BGRAD sums its own D, which is T (one batch:
+    // cuBLASLt keeps a bias gradient per batch).
+    const std::vector<EpilogueChoice> options = choices(g.epilogue);
+    size_t first = 0;
+    if (writes_bias_gradient(g.epilogue)) {
+      if (!s.has_out(1)) throw InputError("a bias-gradient product needs the summed tensor");
+      const bool drelu = g.epilogue == GemmEpilogue::kDReluBiasGrad;
+      if (!drelu && !s.has_in(4)) throw InputError("a bias-gradient product needs the summed tensor");
+      const TensorDesc& summed = drelu ? d : *s.in[4];
+      const bool from_a = g.epilogue == GemmEpilogue::kBiasGradFromA;
+      const int64_t length = from_a ? g.m : g.n;
+      const int64_t operand = drelu ? d.numel() : (from_a ? a : b).numel();
+      if (summed.dims.empty() || summed.numel() != operand || summed.dims.back() != length ||
+          s.out[1]->numel() != length || g.batch != 1)
+        first = 1;
+    }
+    std::shared_ptr<GemmPlan> plan;
+    EpilogueChoice chosen;
+    for (size_t k = first; !plan; ++k) {
+      chosen = options[k];
+      g.epilogue = chosen.epilogue;
+      try {
+        plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms());
+      } catch (const NoGemmAlgorithm&) {
+        // cuBLASLt offers its epilogues for fewer types and shapes than plain products: the same
+        // unit then runs the product with less of its work in the epilogue.
+        if (k + 1 == options.size()) throw;
+      }
+    }
     std::shared_ptr<ReducePlan> separate_sum;
-    auto sum_separately = [&] {
-      g.epilogue = GemmEpilogue::kNone;
-      const TensorDesc& summed = *s.in[4];
+    if (chosen.sum_after) {
+      const TensorDesc& summed = s.has_in(4) ? *s.in[4] : d;
       std::vector<bool> reduced(summed.dims.size(), true);
       if (!reduced.empty()) reduced.back() = false;
       separate_sum = std::make_shared<ReducePlan>(summed.dtype, summed.dims, reduced, ReduceKind::kSum, ctx.sm_count());
-    };
-    const bool bias_grad = g.epilogue == GemmEpilogue::kBiasGradFromA || g.epilogue == GemmEpilogue::kBiasGradFromB;
-    if (bias_grad) {
-      if (!s.has_in(4) || !s.has_out(1)) throw InputError("a bias-gradient product needs the summed tensor");
-      const TensorDesc& summed = *s.in[4];
-      const bool from_a = g.epilogue == GemmEpilogue::kBiasGradFromA;
-      const int64_t length = from_a ? g.m : g.n;
-      if (summed.dims.empty() || summed.numel() != (from_a ? a : b).numel() || summed.dims.back() != length ||
-          s.out[1]->numel() != length || g.batch != 1)
-        sum_separately();
     }
-    std::shared_ptr<GemmPlan> plan;
-    try {
-      plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms());
-    } catch (const NoGemmAlgorithm&) {
-      // cuBLASLt offers the bias-gradient epilogues for fewer types and shapes than plain
-      // products: without one, the same unit runs the product plain and the sum after it.
-      if (!bias_grad || separate_sum) throw;
-      sum_separately();
-      plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms());
-    }
-    const bool grad_epilogue = g.epilogue == GemmEpilogue::kBiasGradFromA || g.epilogue == GemmEpilogue::kBiasGradFromB;
+    const GemmEpilogue epilogue = g.epilogue;
+    const bool sums_d = !s.has_in(4);
+    const DType d_type = d.dtype;
     const size_t workspace = std::max(plan->workspace_bytes(), separate_sum ? separate_sum->workspace_bytes() : 0);
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& buf, DeviceContext& c) {
           if (expand_c) strided_copy(c_copy, buf.in[2], buf.out[0], c.sm_count(), c.stream());
-          void* bias = uses_bias_operand ? const_cast<void*>(buf.in[bias_operand]) : grad_epilogue ? buf.out[1] : nullptr;
-          plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], buf.out[0], buf.out[0], bias, buf.workspace);
-          if (separate_sum) separate_sum->enqueue(buf.in[4], buf.out[1], buf.workspace, c.stream());
+          void* bias = reads_bias(epilogue)             ? const_cast<void*>(buf.in[bias_operand])
+                       : writes_bias_gradient(epilogue) ? buf.out[1]
+                                                        : nullptr;
+          void* aux = epilogue == GemmEpilogue::kReluAuxBias ? buf.out[2]
+                      : epilogue == GemmEpilogue::kDRelu || epilogue == GemmEpilogue::kDReluBiasGrad
+                          ? const_cast<void*>(buf.in[5])
+                          : nullptr;
+          plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], buf.out[0], buf.out[0], bias, aux, buf.workspace);
+          if (chosen.write_mask) write_relu_mask(d_type, buf.out[0], buf.out[2], rows, g.n, mask_ld, c.sm_count(), c.stream());
+          if (chosen.apply_mask) apply_relu_mask(d_type, buf.out[0], buf.in[5], rows, g.n, mask_ld, c.sm_count(), c.stream());
+          if (separate_sum) separate_sum->enqueue(sums_d ? buf.out[0] : buf.in[4], buf.out[1], buf.workspace, c.stream());
         },
         workspace);
   }
 
+  size_t packed_output_bytes(const OpShapes& s, size_t output) const override {
+    return output == 2 && c_.epilogue == GemmEpilogue::kReluAuxBias ? mask_bytes(*s.out.at(0)) : 0;
+  }
+  size_t packed_input_bytes(const OpShapes& s, size_t input) const override {
+    const bool drelu = c_.epilogue == GemmEpilogue::kDRelu || c_.epilogue == GemmEpilogue::kDReluBiasGrad;
+    return input == 5 && drelu ? mask_bytes(*s.out.at(0)) : 0;
+  }
+
  private:
+  // The bitmask of D's rows: the same bytes for the forward product that writes it and the
+  // backward one that reads it, both computed from their own D.
+  static size_t mask_bytes(const TensorDesc& d) {
+    if (d.dims.empty() || d.numel() == 0) return 0;
+    return gemm_aux_bytes(GemmEpilogue::kDRelu, d.dtype, d.numel() / d.dims.back(), d.dims.back());
+  }
+
   ProductConfig c_;
 };
 
@@ -220,6 +294,24 @@ std::optional<size_t> static_rank(const Value* v) {
   return std::nullopt;
 }
 
+// A ReduceSum (keepdims 0, of type t) of `summed`, a tensor of the given rank, over every axis but
+// the last: the bias gradient of the layer whose output gradient `summed` is.
+const Node* sum_over_rows(const Value* summed, size_t rank, DType t, const std::function<bool(const Node*)>& busy) {
+  for (const Use& u : summed->uses()) {
+    const Node* r = u.node;
+    if (!is_op(r, "ReduceSum") || busy(r) || r->attr_int("keepdims", 1) != 0 || r->output(0)->dtype() != t) continue;
+    auto axes = r->input(1) ? constant_ints(r->input(1)) : std::optional<std::vector<int64_t>>(r->attr_ints("axes"));
+    if (!axes) continue;
+    for (int64_t& axis : *axes)
+      if (axis < 0) axis += static_cast<int64_t>(rank);
+    std::sort(axes->begin(), axes->end());
+    std::vector<int64_t> leading(rank - 1);
+    std::iota(leading.begin(), leading.end(), int64_t{0});
+    if (*axes == leading) return r;
+  }
+  return nullptr;
+}
+
 // The bias gradient beside a weight-gradient product whose 2-D operand dY is the output gradient:
 // a ReduceSum (keepdims 0) over every axis but the last of dY itself, or of the tensor dY is the
 // rows of — autodiff of a Linear over [batch, time, features] reshapes the gradient to 2-D for
@@ -238,23 +330,77 @@ std::optional<std::pair<const Node*, const Value*>> bias_sum_of(const Value* dy,
   for (const Value* summed : candidates) {
     const std::optional<size_t> rank = summed == dy ? std::optional<size_t>(2) : static_rank(summed);
     if (!rank || *rank < 2) continue;
-    for (const Use& u : summed->uses()) {
-      const Node* r = u.node;
-      if (!is_op(r, "ReduceSum") || busy(r) || r->attr_int("keepdims", 1) != 0 || r->output(0)->dtype() != t) continue;
-      auto axes = r->input(1) ? constant_ints(r->input(1)) : std::optional<std::vector<int64_t>>(r->attr_ints("axes"));
-      if (!axes) continue;
-      for (int64_t& axis : *axes)
-        if (axis < 0) axis += static_cast<int64_t>(*rank);
-      std::sort(axes->begin(), axes->end());
-      std::vector<int64_t> leading(*rank - 1);
-      std::iota(leading.begin(), leading.end(), int64_t{0});
-      if (*axes == leading) return std::make_pair(r, summed);
-    }
+    if (const Node* r = sum_over_rows(summed, *rank, t, busy)) return std::make_pair(r, summed);
   }
   return std::nullopt;
 }
 
-std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy) {
+// A Constant node holding a single zero: what autodiff compares and fills with.
+bool is_zero_constant(const Value* v) {
+  const Node* c = v ? v->producer() : nullptr;
+  if (!is_op(c, "Constant") || !c->attr("value")) return false;
+  const Tensor& t = c->attr("value")->t;
+  return t.numel() == 1 && t.element(0) == 0.0;
+}
+
+// The rank of a product's result when the graph fixes it: 2 for Gemm, numpy's for MatMul of
+// operands of rank 2 or more.
+std::optional<size_t> product_rank(const Node* p) {
+  if (p->op_type() == "Gemm") return 2;
+  const std::optional<size_t> a = static_rank(p->input(0)), b = static_rank(p->input(1));
+  if (!a || !b || *a < 2 || *b < 2) return std::nullopt;
+  return std::max(*a, *b);
+}
+
+// A product that can take a ReLU's backward into a DRELU epilogue: MatMul, or Gemm without C.
+bool drelu_product(const Node* p) { return is_op(p, "MatMul") || (is_op(p, "Gemm") && !p->input(2)); }
+
+// The ReLU's gradient rule reads its result y as mask = Greater(y, 0), dX = Where(mask, dY, 0).
+// When every reader of the mask is such a Where whose dY is the only result of a product still to
+// be matched (`pending`) — dY = dZ W^T, the product of the next layer's backward — the forward
+// product can write the mask as cuBLASLt's bitmask (RELU_AUX_BIAS) and each of those products
+// apply it (DRELU): no unit reads the mask as bool, so it need not exist as one. Returns the
+// Greater and the Wheres; nothing when another node reads the mask, or it is a graph output.
+std::optional<std::pair<const Node*, std::vector<const Node*>>> relu_mask_readers(
+    const Value* y, const std::function<bool(const Node*)>& busy, const std::function<bool(const Node*)>& pending) {
+  auto may_match = [](const Value* a, const Value* b) {  // in dims, as far as the graph says
+    if (!a->type().shape || !b->type().shape) return true;
+    const std::vector<Dim>& da = a->type().shape->dims;
+    const std::vector<Dim>& db = b->type().shape->dims;
+    if (da.size() != db.size()) return false;
+    for (size_t i = 0; i < da.size(); ++i)
+      if (da[i].value && db[i].value && *da[i].value != *db[i].value) return false;
+    return true;
+  };
+  for (const Use& u : y->uses()) {
+    const Node* greater = u.node;
+    if (!is_op(greater, "Greater") || busy(greater) || greater->input(0) != y || !is_zero_constant(greater->input(1)))
+      continue;
+    const Value* mask = greater->output(0);
+    if (mask->is_output() || mask->uses().empty()) continue;
+    std::vector<const Node*> wheres;
+    for (const Use& m : mask->uses()) {
+      const Node* where = m.node;
+      if (!is_op(where, "Where") || busy(where) || m.index != 0 || where->input(1) == mask ||
+          !is_zero_constant(where->input(2)))
+        break;
+      const Value* dy = where->input(1);
+      const Node* p = dy->producer();
+      if (!drelu_product(p) || busy(p) || !pending(p) || only_reader(dy) != where || dy->dtype() != y->dtype() ||
+          where->output(0)->dtype() != y->dtype() || !may_match(dy, y))
+        break;
+      wheres.push_back(where);
+    }
+    if (wheres.size() == mask->uses().size()) return std::make_pair(greater, wheres);
+  }
+  return std::nullopt;
+}
+
+// masked: the Wheres of ReLU backwards whose masks earlier forward products keep as bitmasks,
+// each to be absorbed by the product it reads (relu_mask_readers); grows with this product's.
+std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy,
+                                           const std::function<bool(const Node*)>& pending,
+                                           std::vector<const Node*>& masked) {
   const bool gemm = p->op_type() == "Gemm";
   ProductConfig c{gemm, p->attr_int("transA", 0) != 0, p->attr_int("transB", 0) != 0, p->attr_float("alpha", 1.0f),
                   p->attr_float("beta", 1.0f), GemmEpilogue::kNone};
@@ -287,6 +433,7 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
       out = add->output(0);
     }
   }
+  const Value* mask_written = nullptr;
   if (bias) {
     c.epilogue = GemmEpilogue::kBias;
     const Node* relu = only_reader(out);
@@ -294,9 +441,38 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
       c.epilogue = GemmEpilogue::kReluBias;
       f.nodes.push_back(relu);
       out = relu->output(0);
+      if (auto readers = relu_mask_readers(out, busy, pending)) {
+        c.epilogue = GemmEpilogue::kReluAuxBias;
+        f.nodes.push_back(readers->first);
+        mask_written = readers->first->output(0);
+        masked.insert(masked.end(), readers->second.begin(), readers->second.end());
+      }
     }
   }
   f.outputs = {out};
+
+  // The backward of such a ReLU: Where(mask, this product, 0) is its DRELU epilogue. The bias
+  // gradient summed from the result is DRELU_BGRAD's rather than BGRADA/B's on the weight
+  // gradient's product (either saves the separate sum): it is the pair cuBLASLt made for
+  // RELU_AUX_BIAS, the weight gradient is left a plain product, which cuBLASLt has the most
+  // algorithms for (BGRADA/B fix how one operand may be transposed), and the sum is of the fp32
+  // values before D is rounded to its type — more exact than the graph's sum of the rounded dH,
+  // and not bit-equal to it in fp16/bf16 (half an ulp of each term at most).
+  const Value* mask_read = nullptr;
+  const Node* where = only_reader(out);
+  if (where && std::find(masked.begin(), masked.end(), where) != masked.end()) {
+    c.epilogue = GemmEpilogue::kDRelu;
+    f.nodes.push_back(where);
+    mask_read = where->input(0);
+    out = where->output(0);
+    f.outputs = {out};
+    const std::optional<size_t> rank = product_rank(p);
+    if (const Node* sum = rank ? sum_over_rows(out, *rank, t, busy) : nullptr) {
+      c.epilogue = GemmEpilogue::kDReluBiasGrad;
+      f.nodes.push_back(sum);
+      f.outputs.push_back(sum->output(0));
+    }
+  }
 
   // D^T = op(B)^T op(A)^T: a 2-D product whose only reader transposes it (dW = (X^T dY)^T, the
   // weight gradient of PyTorch's x @ W^T) computes the transpose directly, operands swapped.
@@ -330,7 +506,8 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
     }
   }
   if (f.nodes.size() == 1) return std::nullopt;  // nothing absorbed: the plain table op
-  f.inputs = {a, b, c_input, bias, summed};
+  f.inputs = {a, b, c_input, bias, summed, mask_read};
+  if (mask_written) f.outputs = {out, nullptr, mask_written};
   f.op = std::make_unique<ProductOp>(c);
   return f;
 }
@@ -340,10 +517,14 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
 std::vector<ProductFusion> match_product_epilogues(const Graph& g, const std::function<bool(const Node*)>& excluded) {
   std::vector<ProductFusion> out;
   std::vector<const Node*> taken;
+  std::vector<const Node*> masked;
+  std::unordered_set<const Node*> visited;
   auto busy = [&](const Node* n) { return excluded(n) || std::find(taken.begin(), taken.end(), n) != taken.end(); };
+  auto pending = [&](const Node* n) { return !visited.count(n); };
   for (const Node* n : g.nodes()) {
     if (!(is_op(n, "MatMul") || is_op(n, "Gemm")) || busy(n)) continue;
-    std::optional<ProductFusion> f = match_product(n, busy);
+    visited.insert(n);
+    std::optional<ProductFusion> f = match_product(n, busy, pending, masked);
     if (!f) continue;
     taken.insert(taken.end(), f->nodes.begin(), f->nodes.end());
     out.push_back(std::move(*f));

@@ -4,9 +4,15 @@
 //                                                            writes the bias gradient (BGRADA/B),
 //                                                            also where dY is a 3-D gradient reshaped
 //   2-D product -> Transpose                                : the transpose, operands swapped
-// Each saves a full read and write of the product's output, the size of the layer's activations.
-// Not matched: GELU epilogues. cuBLASLt's GELU is the tanh approximation and the exported graphs
-// compute exact erf GELU; fusion must not change results, so GELU runs as a fused elementwise kernel.
+//   ... -> Relu -> Greater(., 0), the ReLU gradient's mask  : RELU_AUX_BIAS writes the mask as
+//                                                            cuBLASLt's bitmask (1 bit an element)
+//   product -> Where(that mask, ., 0) [-> ReduceSum of rows]: the ReLU's backward, DRELU (DRELU_BGRAD
+//                                                            writing the bias gradient too)
+// Each saves a full read and write of the product's output, the size of the layer's activations;
+// the mask pair also the kernel that read y and dY to write dH, for a mask of 1 bit an element.
+// Not matched: GELU epilogues (GemmPlan has them). cuBLASLt's GELU is the tanh approximation and
+// the exported graphs compute exact erf GELU; fusion must not change results, so GELU runs as a
+// fused elementwise kernel.
 #pragma once
 
 #include <functional>

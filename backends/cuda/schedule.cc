@@ -327,9 +327,30 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   group_elementwise(p, needed, targets, through);
   batch_fused_groups(p);
   merge_scalar_groups(p);
+  pack_values(p);
   order_units(p);
   choose_views(p, fed);
   return p;
+}
+
+void Schedule::pack_values(ShapePlan& p) const {
+  const std::vector<const Unit*> all = plan_units(p);
+  for (const Unit* u : all) {
+    const OpShapes shapes = unit_shapes(p, *u);
+    for (size_t k = 0; k < u->out.size(); ++k)
+      if (u->out[k] >= 0) p.desc[u->out[k]].packed_bytes = u->op->packed_output_bytes(shapes, k);
+  }
+  for (const Unit* u : all) {
+    const OpShapes shapes = unit_shapes(p, *u);
+    for (size_t i = 0; i < u->in.size(); ++i) {
+      const int v = u->in[i];
+      const size_t expected = v >= 0 ? u->op->packed_input_bytes(shapes, i) : 0;
+      auto layout = [](size_t bytes) { return bytes ? "packed in " + std::to_string(bytes) + " bytes" : std::string("as its type"); };
+      if (v >= 0 && expected != p.desc[v].packed_bytes)
+        throw Error(u->where + ": internal: " + u->kind + " reads '" + program.values[v].name + "' " + layout(expected) +
+                    ", but it is stored " + layout(p.desc[v].packed_bytes));
+    }
+  }
 }
 
 std::vector<int> Schedule::bypass_pass_throughs(ShapePlan& p, std::vector<bool>& needed, const std::vector<int>& targets,

@@ -8,9 +8,10 @@
 // Add and ReLU they absorb, FusedElementwise nodes, one op per other node from the CUDA op table —
 // and the one-node program of every elementwise step.
 //
-// Per input-shape signature (plan()): every value's type and dims, host steps computed, and the
-// elementwise steps grouped by their concrete shapes into fused kernels, and groups with one
-// program batched into multi-tensor launches. Grouping waits for
+// Per input-shape signature (plan()): every value's type and dims (and the bytes of those a unit
+// stores packed, a ReLU mask as bits), host steps computed, and the elementwise steps grouped by
+// their concrete shapes into fused kernels, and groups with one program batched into
+// multi-tensor launches. Grouping waits for
 // concrete shapes because training graphs carry few static ones (the passes that build them add
 // values without shapes), and a group's outputs must agree in shape at run time.
 #pragma once
@@ -85,6 +86,9 @@ struct Schedule {
 
  private:
   void build_units(const Model& m, const std::vector<const Node*>& nodes);
+  // Sizes the values units store in a layout of their own (CudaOp::packed_output_bytes) and
+  // checks that every unit reading a value expects it stored as it is.
+  void pack_values(ShapePlan& p) const;
   // Units that pass a value on unchanged for these shapes (a SumToShape over nothing, a Reshape to
   // the same dims: what choose_views makes views): elementwise steps read their input instead, so
   // the ops on either side fuse into one kernel (autodiff puts one between most gradient ops);

@@ -65,10 +65,14 @@ std::vector<Tensor> zero_feeds(const Model& m, const std::map<std::string, int64
   return feeds;
 }
 
+// The value's type, and the bytes it takes when its unit stores it in a layout of its own (a
+// product's ReLU mask as cuBLASLt's bitmask).
 std::string value_type(const cuda::ShapePlan& p, int v) {
   std::string s = std::string(dtype_name(p.desc[v].dtype)) + "[";
   for (size_t i = 0; i < p.desc[v].dims.size(); ++i) s += (i ? "," : "") + std::to_string(p.desc[v].dims[i]);
-  return s + "]";
+  s += "]";
+  if (p.desc[v].packed_bytes) s += " packed in " + human_bytes(static_cast<int64_t>(p.desc[v].packed_bytes));
+  return s;
 }
 
 }  // namespace

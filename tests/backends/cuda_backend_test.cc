@@ -1,12 +1,15 @@
-// The CUDA backend against the CPU backend, the reference: every op family on small tensors, the
-// shipped models forward, a mixed-precision training step, CUDA Graph replay and Dropout's
-// per-run masks. On a machine without a GPU only the availability tests run; the others skip
-// with the CUDA runtime's reason, so a green run here says nothing about device results.
+// The CUDA backend against the CPU backend, the reference: every op family on small tensors,
+// cuBLASLt's aux epilogues against the host, the shipped models forward, a mixed-precision
+// training step, CUDA Graph replay and Dropout's per-run masks. On a machine without a GPU only
+// the availability tests run; the others skip with the CUDA runtime's reason, so a green run
+// here says nothing about device results.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "backends/backend.h"
@@ -18,7 +21,11 @@
 
 #if AMP_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_executable.h"
+#include "backends/cuda/device_context.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/relu_mask.cuh"
 #include "graph/amp_ops.h"
 #include "passes/training/training_step.h"
 #include "tests/support/conv_chain.h"
@@ -26,6 +33,7 @@
 #include "tests/support/one_node.h"
 #include "tests/support/pass_through_model.h"
 #include "tests/support/parity.h"
+#include "tests/support/relu_layer_model.h"
 #endif
 
 namespace amp {
@@ -233,6 +241,264 @@ TEST(CudaBackendGpu, ProductsWithTheirEpiloguesMatchTheCpu) {
       expect_parity(test::weight_gradient_model(t, 2, 12, 8, 16, cols),
                     {{"x", random_tensor(t, {rows, 8}, 18)}, {"dy", random_tensor(t, {2, 12, 16}, 19)}}, {"dw", "db"}, tol);
     }
+  }
+}
+
+// ---- cuBLASLt's aux epilogues, one GemmPlan at a time, against the host
+
+cuda::DeviceBuffer to_device(const Tensor& t) {
+  cuda::DeviceBuffer b(t.nbytes());
+  if (t.nbytes()) AMP_CUDA_CHECK(cudaMemcpy(b.data(), t.data(), t.nbytes(), cudaMemcpyHostToDevice));
+  return b;
+}
+
+std::vector<uint8_t> bytes_of(const cuda::DeviceBuffer& b) {
+  std::vector<uint8_t> bytes(b.size());
+  if (b.size()) AMP_CUDA_CHECK(cudaMemcpy(bytes.data(), b.data(), b.size(), cudaMemcpyDeviceToHost));
+  return bytes;
+}
+
+Tensor to_host(const cuda::DeviceBuffer& b, DType t, std::vector<int64_t> dims) {
+  Tensor out(t, std::move(dims));
+  EXPECT_EQ(out.nbytes(), b.size());
+  const std::vector<uint8_t> bytes = bytes_of(b);
+  std::memcpy(out.mutable_data(), bytes.data(), std::min(bytes.size(), out.nbytes()));
+  return out;
+}
+
+// Values rounded once to t, as a kernel stores them.
+Tensor rounded(DType t, std::vector<int64_t> dims, const std::vector<double>& v) {
+  Tensor out(t, std::move(dims));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto f = static_cast<float>(v[i]);
+    if (t == DType::kFloat) out.mutable_as<float>()[i] = f;
+    else out.mutable_as<uint16_t>()[i] = t == DType::kFloat16 ? fp32_to_fp16(f) : fp32_to_bf16(f);
+  }
+  return out;
+}
+
+// The row-major product of a [rows, k] and b [k, n] (or [n, k] when trans_b), in double.
+std::vector<double> host_product(const Tensor& a, const Tensor& b, int64_t rows, int64_t n, int64_t k, bool trans_b) {
+  std::vector<double> d(static_cast<size_t>(rows * n), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < k; ++i) d[r * n + j] += a.element(r * k + i) * b.element(trans_b ? j * k + i : i * n + j);
+  return d;
+}
+
+// The sums of a [rows, n] matrix's rows: a bias gradient.
+std::vector<double> column_sums(const std::vector<double>& d, int64_t rows, int64_t n) {
+  std::vector<double> s(static_cast<size_t>(n), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) s[j] += d[r * n + j];
+  return s;
+}
+
+bool mask_bit(const std::vector<uint8_t>& bits, int64_t i) { return (bits[static_cast<size_t>(i / 8)] >> (i % 8)) & 1; }
+
+// What the backward epilogues compute, as the GemmDesc of dZ V^T: [rows, k] x [n, k]^T, one batch
+// of all rows (a bias gradient needs them together) or the forward's batches.
+cuda::GemmDesc backward_product(DType t, int64_t batch, int64_t m, int64_t n, int64_t k, cuda::GemmEpilogue e) {
+  cuda::GemmDesc g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.batch = batch;
+  g.stride_a = m * k;
+  g.trans_b = true;
+  g.ab_type = g.d_type = t;
+  g.epilogue = e;
+  return g;
+}
+
+// The forward epilogues' product: [batch * m, k] x [k, n], one B for every batch.
+cuda::GemmDesc forward_product(DType t, int64_t batch, int64_t m, int64_t n, int64_t k, cuda::GemmEpilogue e) {
+  cuda::GemmDesc g = backward_product(t, batch, m, n, k, e);
+  g.trans_b = false;
+  return g;
+}
+
+// RELU_AUX_BIAS writes relu(x w + b) and the mask of where x w + b > 0, bit r * ld + j of row r,
+// bit i in bit i % 8 of byte i / 8: the bits relu_mask.cu's write_relu_mask writes from y, which
+// the fallbacks of both epilogues rely on (the bit order within a byte is not documented: on a
+// GPU this checks cuBLASLt's). DRELU(_BGRAD) applies such a mask to dZ V^T and sums its rows into
+// the bias gradient; apply_relu_mask after a plain product computes the same. Rows of 100 bits
+// (one 128-bit row each), and two batches of 3 rows of 130 (256 bits; the aux batch stride).
+TEST(CudaBackendGpu, ReluEpiloguesWriteAndApplyTheMaskAsTheFallbackKernelsDo) {
+  REQUIRE_GPU();
+  cuda::DeviceContext ctx;
+  using E = cuda::GemmEpilogue;
+  uint32_t seed = 70;
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (const auto& [batch, m, n] : std::vector<std::array<int64_t, 3>>{{1, 6, 100}, {2, 3, 130}}) {
+      const std::string what = std::string(dtype_name(t)) + " " + std::to_string(batch) + "x" + std::to_string(m) + "x" +
+                               std::to_string(n);
+      const double tol = t == DType::kFloat ? 10.0 : 1.0;  // fp32 sums of 40-48 products in another order
+      const int64_t k = 48, rows = batch * m, ld = cuda::gemm_aux_ld(E::kReluAuxBias, n);
+      EXPECT_EQ(ld, n <= 128 ? 128 : 256);
+      const Tensor x = random_tensor(t, {rows, k}, seed++), w = random_tensor(t, {k, n}, seed++);
+      const Tensor bias = random_tensor(t, {n}, seed++);
+      const cuda::GemmPlan forward(forward_product(t, batch, m, n, k, E::kReluAuxBias), ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::DeviceBuffer dx = to_device(x), dw = to_device(w), dbias = to_device(bias);
+      const cuda::DeviceBuffer y(rows * n * dtype_size(t)), mask(cuda::gemm_aux_bytes(E::kReluAuxBias, t, rows, n)),
+          kernel_mask(mask.size()), ws(forward.workspace_bytes());
+      EXPECT_EQ(mask.size(), static_cast<size_t>(rows * ld / 8));
+      forward.enqueue(ctx.cublaslt(), ctx.stream(), dx.data(), dw.data(), y.data(), y.data(), dbias.data(), mask.data(), ws.data());
+      cuda::write_relu_mask(t, y.data(), kernel_mask.data(), rows, n, ld, ctx.sm_count(), ctx.stream());
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      std::vector<double> pre = host_product(x, w, rows, n, k, false), relu(pre.size());
+      for (size_t i = 0; i < pre.size(); ++i) {
+        pre[i] += bias.element(static_cast<int64_t>(i) % n);
+        relu[i] = std::max(pre[i], 0.0);
+      }
+      expect_close(to_host(y, t, {rows, n}), rounded(t, {rows, n}, relu), what + ": relu(x w + b)", tol);
+      const std::vector<uint8_t> bits = bytes_of(mask), kernel_bits = bytes_of(kernel_mask);
+      size_t wrong = 0, unlike_kernel = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          if (std::fabs(pre[r * n + j]) < 1e-2) continue;  // within the products' rounding of 0
+          wrong += mask_bit(bits, r * ld + j) != (pre[r * n + j] > 0);
+          unlike_kernel += mask_bit(bits, r * ld + j) != mask_bit(kernel_bits, r * ld + j);
+        }
+      EXPECT_EQ(wrong, 0u) << what << ": mask bits not set where x w + b > 0";
+      EXPECT_EQ(unlike_kernel, 0u) << what << ": mask bits unlike write_relu_mask's";
+
+      const int64_t k2 = 40;
+      const Tensor dz = random_tensor(t, {rows, k2}, seed++), v = random_tensor(t, {n, k2}, seed++);
+      const bool bgrad = batch == 1;
+      const cuda::GemmPlan backward(backward_product(t, batch, m, n, k2, bgrad ? E::kDReluBiasGrad : E::kDRelu),
+                                    ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::GemmPlan plain(backward_product(t, batch, m, n, k2, E::kNone), ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::DeviceBuffer ddz = to_device(dz), dv = to_device(v), dh(rows * n * dtype_size(t)), dh_plain(dh.size()),
+          db(n * dtype_size(t)), ws2(std::max(backward.workspace_bytes(), plain.workspace_bytes()));
+      backward.enqueue(ctx.cublaslt(), ctx.stream(), ddz.data(), dv.data(), dh.data(), dh.data(), db.data(), mask.data(),
+                       ws2.data());
+      plain.enqueue(ctx.cublaslt(), ctx.stream(), ddz.data(), dv.data(), dh_plain.data(), dh_plain.data(), nullptr, nullptr,
+                    ws2.data());
+      cuda::apply_relu_mask(t, dh_plain.data(), mask.data(), rows, n, ld, ctx.sm_count(), ctx.stream());
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      std::vector<double> masked = host_product(dz, v, rows, n, k2, true);
+      for (int64_t i = 0; i < rows * n; ++i)
+        if (!mask_bit(bits, i / n * ld + i % n)) masked[i] = 0.0;
+      const Tensor want = rounded(t, {rows, n}, masked);
+      expect_close(to_host(dh, t, {rows, n}), want, what + ": DRELU", tol);
+      expect_close(to_host(dh_plain, t, {rows, n}), want, what + ": the product, then apply_relu_mask", tol);
+      if (bgrad)
+        expect_close(to_host(db, t, {n}), rounded(t, {n}, column_sums(masked, rows, n)), what + ": DRELU_BGRAD's bias gradient",
+                     10.0);
+    }
+}
+
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+double gelu_tanh_grad(double x) {
+  const double c = std::sqrt(2.0 / M_PI), th = std::tanh(c * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * c * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+// cuBLASLt's GELU is the tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// GELU_AUX_BIAS writes gelu(x w + b) and its input x w + b in D's type, rows of ld elements (a
+// multiple of 8: 100 columns take 104); DGELU(_BGRAD) multiplies dZ V^T by gelu' of that input and
+// sums the rows into the bias gradient — the pair a Gelu(approximate="tanh") layer and its
+// gradient can run as.
+TEST(CudaBackendGpu, GeluEpiloguesComputeTheTanhGeluAndItsGradient) {
+  REQUIRE_GPU();
+  cuda::DeviceContext ctx;
+  using E = cuda::GemmEpilogue;
+  uint32_t seed = 90;
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (const auto& [batch, m, n] : std::vector<std::array<int64_t, 3>>{{1, 6, 100}, {2, 3, 64}}) {
+      const std::string what = std::string(dtype_name(t)) + " " + std::to_string(batch) + "x" + std::to_string(m) + "x" +
+                               std::to_string(n);
+      const double tol = t == DType::kFloat ? 10.0 : 1.0;
+      const int64_t k = 48, rows = batch * m, ld = cuda::gemm_aux_ld(E::kGeluAuxBias, n);
+      EXPECT_EQ(ld, (n + 7) / 8 * 8);
+      const Tensor x = random_tensor(t, {rows, k}, seed++, -0.5f, 0.5f), w = random_tensor(t, {k, n}, seed++, -0.5f, 0.5f);
+      const Tensor bias = random_tensor(t, {n}, seed++);
+      const cuda::GemmPlan forward(forward_product(t, batch, m, n, k, E::kGeluAuxBias), ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::DeviceBuffer dx = to_device(x), dw = to_device(w), dbias = to_device(bias);
+      const cuda::DeviceBuffer y(rows * n * dtype_size(t)), aux(cuda::gemm_aux_bytes(E::kGeluAuxBias, t, rows, n)),
+          ws(forward.workspace_bytes());
+      EXPECT_EQ(aux.size(), static_cast<size_t>(rows * ld) * dtype_size(t));
+      forward.enqueue(ctx.cublaslt(), ctx.stream(), dx.data(), dw.data(), y.data(), y.data(), dbias.data(), aux.data(), ws.data());
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      std::vector<double> pre = host_product(x, w, rows, n, k, false), gelu(pre.size());
+      for (size_t i = 0; i < pre.size(); ++i) {
+        pre[i] += bias.element(static_cast<int64_t>(i) % n);
+        gelu[i] = gelu_tanh(pre[i]);
+      }
+      expect_close(to_host(y, t, {rows, n}), rounded(t, {rows, n}, gelu), what + ": gelu(x w + b)", tol);
+      const Tensor aux_rows = to_host(aux, t, {rows, ld});
+      Tensor aux_values(t, {rows, n});
+      const size_t e = dtype_size(t);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(aux_values.mutable_data() + r * n * e, aux_rows.data() + r * ld * e, static_cast<size_t>(n) * e);
+      expect_close(aux_values, rounded(t, {rows, n}, pre), what + ": the aux matrix, x w + b", tol);
+
+      const int64_t k2 = 40;
+      const Tensor dz = random_tensor(t, {rows, k2}, seed++), v = random_tensor(t, {n, k2}, seed++);
+      const bool bgrad = batch == 1;
+      const cuda::GemmPlan backward(backward_product(t, batch, m, n, k2, bgrad ? E::kDGeluBiasGrad : E::kDGelu),
+                                    ctx.cublaslt(), ctx.gemm_algorithms());
+      const cuda::DeviceBuffer ddz = to_device(dz), dv = to_device(v), dh(rows * n * dtype_size(t)), db(n * dtype_size(t)),
+          ws2(backward.workspace_bytes());
+      backward.enqueue(ctx.cublaslt(), ctx.stream(), ddz.data(), dv.data(), dh.data(), dh.data(), db.data(), aux.data(),
+                       ws2.data());
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      std::vector<double> grad = host_product(dz, v, rows, n, k2, true);
+      for (int64_t i = 0; i < rows * n; ++i) grad[i] *= gelu_tanh_grad(aux_values.element(i));  // of the input as stored
+      expect_close(to_host(dh, t, {rows, n}), rounded(t, {rows, n}, grad), what + ": DGELU", tol);
+      if (bgrad)
+        expect_close(to_host(db, t, {n}), rounded(t, {n}, column_sums(grad, rows, n)), what + ": DGELU_BGRAD's bias gradient",
+                     10.0);
+    }
+}
+
+// The ReLU layer of relu_layer_model.h: its forward product writes the mask as bits, the product
+// of its backward applies them and sums the bias gradient. Every fallback computes the same: with
+// cuBLASLt offering no RELU_AUX_BIAS (write_relu_mask after RELU_BIAS), no DRELU_BGRAD (DRELU and
+// a separate sum), neither DRELU (apply_relu_mask after the plain product), or none of them. On
+// the stand-ins AMP_STANDIN_CUBLASLT_REFUSE takes the epilogues away; on a GPU it changes nothing.
+// Each variant has its own batch, so no algorithm chosen for another is reused. DRELU_BGRAD sums
+// dh before it is rounded to its type, the CPU (the graph's ReduceSum) the rounded dh: the bias
+// gradients may also differ by half an ulp of each term. The mask itself exists only as bits:
+// fetching it is refused.
+TEST(CudaBackendGpu, ReluMaskEpiloguesAndTheirFallbacksMatchTheCpu) {
+  REQUIRE_GPU();
+  const std::vector<std::string> refused = {"", "RELU_AUX_BIAS", "DRELU_BGRAD", "DRELU_BGRAD,DRELU",
+                                            "RELU_AUX_BIAS,DRELU_BGRAD,DRELU"};
+  auto feeds_for = [](DType t, int64_t batch) {
+    return Feeds{{"x", random_tensor(t, {batch, 16}, 100)}, {"w1", random_tensor(t, {32, 16}, 101)},
+                 {"b1", random_tensor(t, {32}, 102)},        {"w2", random_tensor(t, {8, 32}, 103)},
+                 {"dz", random_tensor(t, {batch, 8}, 104)}};
+  };
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (size_t k = 0; k < refused.size(); ++k) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + ", cuBLASLt without: " + refused[k]);
+      const int64_t batch = 8 + static_cast<int64_t>(k);
+      const Model m = test::relu_layer_model(t, batch);
+      const std::vector<std::string> fetches = {"y", "z", "dh", "dw", "db"};
+      setenv("AMP_STANDIN_CUBLASLT_REFUSE", refused[k].c_str(), 1);
+      const auto gpu = run_on("cuda", m, feeds_for(t, batch), fetches);
+      unsetenv("AMP_STANDIN_CUBLASLT_REFUSE");
+      const auto cpu = run_on("cpu", m, feeds_for(t, batch), fetches);
+      const double tol = t == DType::kFloat ? 10.0 : 1.0;
+      for (size_t f = 0; f + 1 < fetches.size(); ++f) expect_close(gpu[f], cpu[f], fetches[f], tol);
+      const Tensor &dh = cpu[2], &db = cpu[4];
+      const double half_ulp = t == DType::kFloat ? std::ldexp(1.0, -24) : t == DType::kFloat16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+      const double rtol = t == DType::kFloat ? 1e-3 : t == DType::kFloat16 ? 2e-3 : 1.6e-2;
+      for (int64_t j = 0; j < 32; ++j) {
+        double terms = 0;
+        for (int64_t r = 0; r < batch; ++r) terms += std::fabs(dh.element(r * 32 + j));
+        EXPECT_NEAR(gpu[4].element(j), db.element(j), terms * half_ulp + rtol * (1 + std::fabs(db.element(j)))) << "db[" << j << "]";
+      }
+    }
+  auto exe = make_backend("cuda")->compile(test::relu_layer_model(DType::kFloat16, 8), {});
+  try {
+    exe->run(feeds_for(DType::kFloat16, 8), {"mask"});
+    FAIL() << "fetched a mask that exists only as bits";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bitmask"), std::string::npos) << e.what();
   }
 }
 

@@ -9,27 +9,49 @@
 //   (length m), BGRADB stores bias[c] = sum over k of op(B)[k, c] (length n). The bias vector's
 //   type is CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, by default D's type; with a batch, bias b is at
 //   b * CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE.
+//   Aux epilogues (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, _AUX_LD, _AUX_BATCH_STRIDE): the
+//   aux matrix has D's shape, element (r, c) at r + c * aux_ld, batch b at b * aux batch stride.
+//   RELU_AUX and RELU_AUX_BIAS write it as the ReLU bit-mask, set where the ReLU passed its input
+//   (x > 0), ld and batch stride in bits, multiples of 128, ld >= m; DRELU reads it: D = x where
+//   the bit is set, else 0. GELU_AUX and GELU_AUX_BIAS write the GELU's input x in D's type (the
+//   only CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE outside fp8), ld and batch stride in elements,
+//   multiples of 8, ld >= m, and D = gelu(x) in its tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x +
+//   0.044715 x^3))); DGELU reads it: D = x * gelu'(aux). DRELU_BGRAD and DGELU_BGRAD also store
+//   the bias gradient, bias[r] = sum over the columns of what they put in D (length m, D's rows).
+//   An aux epilogue without an aux pointer, with a leading dimension or batch stride breaking
+//   those rules, or with another aux data type is CUBLAS_STATUS_INVALID_VALUE (the documented
+//   status of a configuration in conflict); a ReLU bit-mask with an aux data type set too.
 //
 // Numerics: operands (fp16, bf16, fp32) are widened to fp32 exactly; with
 // CUBLAS_COMPUTE_32F_FAST_TF32, fp32 operands are first rounded to TF32 (10 stored mantissa bits,
 // to nearest, ties away from zero: cvt.rna.tf32.f32). Products are accumulated in fp32 in k order,
 // alpha, beta, bias and ReLU applied in fp32, and the result rounded to D's type once (to nearest
 // even). A Tensor Core sums in another order (and fp16 products in a wider accumulator), so the
-// last bits differ from a GPU's; the tests compare with tolerances.
+// last bits differ from a GPU's; the tests compare with tolerances. What the documentation leaves
+// open is taken as an epilogue computing in fp32 does: the ReLU bit, gelu, gelu' and the bias
+// gradient's sums come from the fp32 values before D is rounded; bit i of the mask (i = r +
+// c * ld) is bit i % 8 of byte i / 8, and the bits past m in each column are left as they were.
 //
 // The heuristic returns one algorithm, needing no workspace, for every combination this
 // implements (CUBLAS_STATUS_NOT_SUPPORTED for the others: row-major orders, other types or
 // epilogues, mismatched batch counts), and the matmul runs on the stream (or is captured). The
 // algorithm remembers the pointer alignments its preference let it assume (256 bytes unless set)
-// and the matmul refuses less aligned A, B, C, D or bias pointers; operands must lie in device
-// memory as far as their layouts reach.
+// and those the bias and aux pointers' values told the heuristic (256 when unset), and the matmul
+// refuses less aligned A, B, C, D, bias or aux pointers; operands must lie in device memory as
+// far as their layouts reach. AMP_STANDIN_CUBLASLT_REFUSE, a comma-separated list of epilogue
+// names (RELU_AUX_BIAS,DRELU_BGRAD,...), makes the heuristic find no algorithm for those, as a
+// cuBLASLt without kernels for them would: the tests of the backend's fallbacks set it.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/cuda_backend_emulated/standin.h"
@@ -59,6 +81,9 @@ struct Desc {
   const void* bias = nullptr;
   int32_t bias_type = -1;
   int64_t bias_batch_stride = 0;
+  const void* aux = nullptr;
+  int64_t aux_ld = 0, aux_batch_stride = 0;
+  int32_t aux_type = -1;
   int32_t pointer_mode = CUBLASLT_POINTER_MODE_HOST;
 };
 
@@ -73,6 +98,51 @@ bool read_attr(T& out, const void* buf, size_t size) {
 }
 
 bool supported_type(cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF; }
+
+// What each implemented epilogue does with the bias vector and the aux matrix.
+bool adds_bias(uint32_t e) {
+  return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_RELU_AUX_BIAS ||
+         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+bool writes_bias_gradient(uint32_t e) {
+  return e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB || e == CUBLASLT_EPILOGUE_DRELU_BGRAD ||
+         e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
+bool relu_mask(uint32_t e) {
+  return e == CUBLASLT_EPILOGUE_RELU_AUX || e == CUBLASLT_EPILOGUE_RELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DRELU ||
+         e == CUBLASLT_EPILOGUE_DRELU_BGRAD;
+}
+bool gelu_input(uint32_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU ||
+         e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
+
+// AMP_STANDIN_CUBLASLT_REFUSE names the epilogue.
+bool refused(uint32_t e) {
+  const char* list = std::getenv("AMP_STANDIN_CUBLASLT_REFUSE");
+  if (!list) return false;
+  static const std::pair<const char*, uint32_t> kNames[] = {
+      {"BIAS", CUBLASLT_EPILOGUE_BIAS},           {"RELU_BIAS", CUBLASLT_EPILOGUE_RELU_BIAS},
+      {"BGRADA", CUBLASLT_EPILOGUE_BGRADA},       {"BGRADB", CUBLASLT_EPILOGUE_BGRADB},
+      {"RELU_AUX", CUBLASLT_EPILOGUE_RELU_AUX},   {"RELU_AUX_BIAS", CUBLASLT_EPILOGUE_RELU_AUX_BIAS},
+      {"DRELU", CUBLASLT_EPILOGUE_DRELU},         {"DRELU_BGRAD", CUBLASLT_EPILOGUE_DRELU_BGRAD},
+      {"GELU_AUX", CUBLASLT_EPILOGUE_GELU_AUX},   {"GELU_AUX_BIAS", CUBLASLT_EPILOGUE_GELU_AUX_BIAS},
+      {"DGELU", CUBLASLT_EPILOGUE_DGELU},         {"DGELU_BGRAD", CUBLASLT_EPILOGUE_DGELU_BGRAD},
+  };
+  const std::string names = "," + std::string(list) + ",";
+  for (const auto& [name, value] : kNames)
+    if (value == e && names.find("," + std::string(name) + ",") != std::string::npos) return true;
+  return false;
+}
+
+constexpr float kSqrt2OverPi = 0.7978845608f;
+
+float gelu(float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))); }
+
+float gelu_grad(float x) {
+  const float t = std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * 0.044715f * x * x);
+}
 size_t type_size(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
 
 float load(const void* base, cudaDataType t, int64_t i) {
@@ -135,16 +205,35 @@ cublasStatus_t validate(const Desc& d, const Layout& a, const Layout& b, const L
     return CUBLAS_STATUS_INVALID_VALUE;
   if (a.batch != dd.batch || b.batch != dd.batch || c.batch != dd.batch) return CUBLAS_STATUS_NOT_SUPPORTED;
   switch (d.epilogue) {
-    case CUBLASLT_EPILOGUE_DEFAULT: break;
+    case CUBLASLT_EPILOGUE_DEFAULT:
     case CUBLASLT_EPILOGUE_BIAS:
     case CUBLASLT_EPILOGUE_RELU_BIAS:
     case CUBLASLT_EPILOGUE_BGRADA:
-    case CUBLASLT_EPILOGUE_BGRADB: {
-      const int32_t bt = d.bias_type == -1 ? static_cast<int32_t>(dd.type) : d.bias_type;
-      if (!supported_type(static_cast<cudaDataType>(bt))) return CUBLAS_STATUS_NOT_SUPPORTED;
-      break;
-    }
+    case CUBLASLT_EPILOGUE_BGRADB:
+    case CUBLASLT_EPILOGUE_RELU_AUX:
+    case CUBLASLT_EPILOGUE_RELU_AUX_BIAS:
+    case CUBLASLT_EPILOGUE_DRELU:
+    case CUBLASLT_EPILOGUE_DRELU_BGRAD:
+    case CUBLASLT_EPILOGUE_GELU_AUX:
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+    case CUBLASLT_EPILOGUE_DGELU:
+    case CUBLASLT_EPILOGUE_DGELU_BGRAD: break;
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if (adds_bias(d.epilogue) || writes_bias_gradient(d.epilogue)) {
+    const int32_t bt = d.bias_type == -1 ? static_cast<int32_t>(dd.type) : d.bias_type;
+    if (!supported_type(static_cast<cudaDataType>(bt))) return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  // The aux matrix: AUX_LD at least D's rows and a multiple of 128 bits (the ReLU bit-mask, whose
+  // type is not to be set) or of 8 elements (GELU's input, in D's type); with a batch, a batch
+  // stride that is a multiple of the same and keeps the batches apart.
+  if (relu_mask(d.epilogue) || gelu_input(d.epilogue)) {
+    const int64_t multiple = relu_mask(d.epilogue) ? 128 : 8;
+    if (relu_mask(d.epilogue) ? d.aux_type != -1 : d.aux_type != -1 && d.aux_type != static_cast<int32_t>(dd.type))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    if (d.aux_ld < m || d.aux_ld % multiple != 0) return CUBLAS_STATUS_INVALID_VALUE;
+    if (dd.batch > 1 && (d.aux_batch_stride % multiple != 0 || d.aux_batch_stride < d.aux_ld * n))
+      return CUBLAS_STATUS_INVALID_VALUE;
   }
   *p = Problem{m, n, ak, dd.batch};
   return CUBLAS_STATUS_SUCCESS;
@@ -238,6 +327,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMa
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: ok = read_attr(x.bias, buf, size); break;
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: ok = read_attr(x.bias_type, buf, size); break;
     case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: ok = read_attr(x.bias_batch_stride, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: ok = read_attr(x.aux, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: ok = read_attr(x.aux_ld, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE: ok = read_attr(x.aux_batch_stride, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: ok = read_attr(x.aux_type, buf, size); break;
     case CUBLASLT_MATMUL_DESC_POINTER_MODE: ok = read_attr(x.pointer_mode, buf, size); break;
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
   }
@@ -280,13 +373,19 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   Problem p;
   const cublasStatus_t s = validate(*D(d), *L(a), *L(b), *L(c), *L(dd), &p);
   if (s != CUBLAS_STATUS_SUCCESS) return s;
+  if (refused(D(d)->epilogue)) return CUBLAS_STATUS_NOT_SUPPORTED;
   results[0] = cublasLtMatmulHeuristicResult_t{};
   results[0].algo.data[0] = kAlgoMagic;
   for (int i = 0; i < 4; ++i) results[0].algo.data[1 + i] = reinterpret_cast<const Preference*>(pref)->align[i];
-  // The bias pointer's alignment as the heuristic sees it (cublasLt.h: the heuristic depends on
-  // its value to determine expected pointer alignment); unset (NULL), taken as 256 like the rest.
-  const uintptr_t bias = reinterpret_cast<uintptr_t>(D(d)->bias);
-  results[0].algo.data[5] = bias == 0 ? 256 : bias & (~bias + 1) & 255 ? bias & (~bias + 1) : 256;
+  // The bias and aux pointers' alignments as the heuristic sees them (cublasLt.h: the heuristic
+  // depends on their values to determine expected pointer alignment); unset (NULL), taken as 256
+  // like the rest.
+  auto alignment = [](const void* p) -> uint64_t {
+    const uintptr_t v = reinterpret_cast<uintptr_t>(p);
+    return v == 0 ? 256 : v & (~v + 1) & 255 ? v & (~v + 1) : 256;
+  };
+  results[0].algo.data[5] = alignment(D(d)->bias);
+  results[0].algo.data[6] = alignment(D(d)->aux);
   results[0].workspaceSize = 0;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
@@ -313,17 +412,19 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
   const float alpha = *static_cast<const float*>(alpha_p), beta = *static_cast<const float*>(beta_p);
   if (beta != 0.0f && !C) return CUBLAS_STATUS_INVALID_VALUE;
   if (algo) {
-    const void* ptrs[5] = {A, B, beta != 0.0f ? C : nullptr, Dp, D(desc)->bias};
-    for (int i = 0; i < 5; ++i)
+    const void* ptrs[6] = {A, B, beta != 0.0f ? C : nullptr, Dp, d.bias, d.aux};
+    const char* names[6] = {"A", "B", "C", "D", "bias", "aux"};
+    for (int i = 0; i < 6; ++i)
       if (ptrs[i] && reinterpret_cast<uintptr_t>(ptrs[i]) % algo->data[1 + i] != 0) {
-        std::fprintf(stderr, "stand-in cublasLtMatmul: %c at %p is not %llu-byte aligned, as the algorithm's preference assumed\n",
-                     "ABCDb"[i], ptrs[i], static_cast<unsigned long long>(algo->data[1 + i]));
+        std::fprintf(stderr, "stand-in cublasLtMatmul: %s at %p is not %llu-byte aligned, as the algorithm assumed\n",
+                     names[i], ptrs[i], static_cast<unsigned long long>(algo->data[1 + i]));
         return CUBLAS_STATUS_INVALID_VALUE;
       }
   }
-  const bool bias_epilogue = d.epilogue == CUBLASLT_EPILOGUE_BIAS || d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
-  const bool bgrad = d.epilogue == CUBLASLT_EPILOGUE_BGRADA || d.epilogue == CUBLASLT_EPILOGUE_BGRADB;
+  const bool bias_epilogue = adds_bias(d.epilogue), bgrad = writes_bias_gradient(d.epilogue);
+  const bool mask = relu_mask(d.epilogue), gelu_aux = gelu_input(d.epilogue);
   if ((bias_epilogue || bgrad) && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
+  if ((mask || gelu_aux) && !d.aux) return CUBLAS_STATUS_INVALID_VALUE;
   const cudaDataType bias_type = d.bias_type == -1 ? dl.type : static_cast<cudaDataType>(d.bias_type);
   // Every operand in device memory, as far as the layouts reach.
   auto extent = [](const Layout& l) {
@@ -338,6 +439,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     if (!amp_standin::is_device_range(d.bias, ((p.batch - 1) * d.bias_batch_stride + len) * type_size(bias_type)))
       return CUBLAS_STATUS_INVALID_VALUE;
   }
+  if (mask || gelu_aux) {
+    const int64_t elements = (p.batch - 1) * d.aux_batch_stride + (p.n - 1) * d.aux_ld + p.m;
+    if (!amp_standin::is_device_range(d.aux, mask ? (elements + 7) / 8 : elements * type_size(dl.type)))
+      return CUBLAS_STATUS_INVALID_VALUE;
+  }
   const bool tf32 = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   const cudaError_t e = amp_standin::enqueue(stream, [=] {
     const bool ta = d.trans_a != CUBLAS_OP_N, tb = d.trans_b != CUBLAS_OP_N;
@@ -348,6 +454,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     // op(A)[r, kk] and op(B)[kk, col]
     auto opa = [&](int64_t bt, int64_t r, int64_t kk) { return ta ? in(A, a, bt, kk, r) : in(A, a, bt, r, kk); };
     auto opb = [&](int64_t bt, int64_t kk, int64_t col) { return tb ? in(B, b, bt, col, kk) : in(B, b, bt, kk, col); };
+    auto* aux = static_cast<uint8_t*>(const_cast<void*>(d.aux));
     std::vector<float> out(static_cast<size_t>(p.m * p.n));
     for (int64_t bt = 0; bt < p.batch; ++bt) {
       for (int64_t col = 0; col < p.n; ++col)
@@ -357,7 +464,28 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
           float v = alpha * acc;
           if (beta != 0.0f) v += beta * load(C, c.type, bt * c.batch_stride + r + col * c.ld);
           if (bias_epilogue) v += load(d.bias, bias_type, bt * d.bias_batch_stride + r);
-          if (d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS) v = v > 0.0f ? v : 0.0f;  // max(x, 0); NaN -> 0 as fmaxf
+          const int64_t at = bt * d.aux_batch_stride + r + col * d.aux_ld;  // in the aux matrix
+          switch (d.epilogue) {
+            case CUBLASLT_EPILOGUE_RELU_BIAS: v = v > 0.0f ? v : 0.0f; break;  // max(x, 0); NaN -> 0 as fmaxf
+            case CUBLASLT_EPILOGUE_RELU_AUX:
+            case CUBLASLT_EPILOGUE_RELU_AUX_BIAS: {
+              const bool pass = v > 0.0f;
+              const auto bit = static_cast<uint8_t>(1u << (at % 8));
+              aux[at / 8] = static_cast<uint8_t>(pass ? aux[at / 8] | bit : aux[at / 8] & ~bit);
+              v = pass ? v : 0.0f;
+              break;
+            }
+            case CUBLASLT_EPILOGUE_DRELU:
+            case CUBLASLT_EPILOGUE_DRELU_BGRAD: v = (aux[at / 8] >> (at % 8)) & 1 ? v : 0.0f; break;
+            case CUBLASLT_EPILOGUE_GELU_AUX:
+            case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+              store(aux, dl.type, at, v);
+              v = gelu(v);
+              break;
+            case CUBLASLT_EPILOGUE_DGELU:
+            case CUBLASLT_EPILOGUE_DGELU_BGRAD: v *= gelu_grad(load(aux, dl.type, at)); break;
+            default: break;
+          }
           out[static_cast<size_t>(r + col * p.m)] = v;
         }
       // Only now D: it may be C itself (in-place, ld equal).
@@ -375,6 +503,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
           float s = 0.0f;
           for (int64_t kk = 0; kk < p.k; ++kk) s += opb(bt, kk, col);
           store(const_cast<void*>(d.bias), bias_type, bt * d.bias_batch_stride + col, s);
+        }
+      if (d.epilogue == CUBLASLT_EPILOGUE_DRELU_BGRAD || d.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD)
+        for (int64_t r = 0; r < p.m; ++r) {
+          float s = 0.0f;
+          for (int64_t col = 0; col < p.n; ++col) s += out[static_cast<size_t>(r + col * p.m)];
+          store(const_cast<void*>(d.bias), bias_type, bt * d.bias_batch_stride + r, s);
         }
     }
   });

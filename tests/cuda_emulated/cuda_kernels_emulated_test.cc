@@ -1,5 +1,6 @@
 // The hand-written CUDA kernels of backends/cuda/*.cu (softmax, cross-entropy, layernorm,
-// reductions, gather / scatter-add, strided copies, all-finite, dropout) executed without a GPU:
+// reductions, gather / scatter-add, strided copies, all-finite, dropout, ReLU masks) executed
+// without a GPU:
 // the exact .cu sources, rewritten at build time only where CUDA syntax must become C++ (the
 // <<<...>>> launches), compiled as host C++ behind tests/support/cuda_emulator_prelude.h and run
 // by the fiber emulator of tests/support/cuda_emulator.h — barriers, warp shuffles and votes,
@@ -55,6 +56,7 @@
 #include "backends/cuda/gather.cuh"
 #include "backends/cuda/layernorm.cuh"
 #include "backends/cuda/reduce.cuh"
+#include "backends/cuda/relu_mask.cuh"
 #include "backends/cuda/softmax.cuh"
 #include "backends/cuda/strided_copy.cuh"
 #include "tests/cuda_emulated/emulator_checks.cuh"
@@ -1174,6 +1176,53 @@ TEST(CudaKernelsEmulated, DropoutKeepsTheRightFractionAndScalesKeptElements) {
       EXPECT_FALSE(other_seed.same_contents(mask));
       EXPECT_FALSE(other_salt.same_contents(mask));
     }
+}
+
+// ---- ReLU masks (relu_mask.cu) ------------------------------------------------------------------
+
+// The bitmask of a bool [rows, cols] mask as cuBLASLt's RELU_AUX epilogues lay it out: row r at
+// bit r * ld, bit i in bit i % 8 of byte i / 8, the rest of each row clear.
+std::vector<uint8_t> mask_bits(const Tensor& mask, int64_t ld) {
+  const int64_t rows = mask.dims[0], cols = mask.dims[1];
+  std::vector<uint8_t> bits(static_cast<size_t>(rows * ld / 8), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      if (mask.element(r * cols + j) != 0) bits[static_cast<size_t>((r * ld + j) / 8)] |= uint8_t(1u << ((r * ld + j) % 8));
+  return bits;
+}
+
+Tensor zero_scalar(DType t) {
+  Tensor z(t, {});
+  set(z, 0, 0.0);
+  return z;
+}
+
+TEST(CudaKernelsEmulated, ReluMasksAreTheBitsOfGreaterAndApplyAsWhere) {
+  // Rows shorter than a word, not a multiple of one, exactly 128 bits and past them; the ReLU's
+  // result with exact zeros, -0, NaN, inf and subnormals. The bits are those of the CPU's
+  // Greater(y, 0); the gradient masked by them the CPU's Where(mask, dy, 0).
+  uint32_t seed = 1300;
+  for (DType t : kFloatTypes)
+    for (int64_t cols : {1, 31, 64, 100, 128, 130, 300})
+      for (int64_t rows : {1, 3, 5}) {
+        const std::string what = std::string(dtype_name(t)) + " [" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+        const int64_t ld = (cols + 127) / 128 * 128;
+        Tensor y = random_tensor(t, {rows, cols}, seed++);
+        const double specials[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 1e-40, -1e-40};
+        for (int64_t k = 0; k < rows * cols; k += 3) set(y, k, specials[(k / 3) % 7]);
+        OneNode greater("Greater", {{"y", y}, {"z", zero_scalar(t)}}, {DType::kBool});
+        const Tensor mask = greater.run_cpu()[0];
+        const std::vector<uint8_t> want = mask_bits(mask, ld);
+        DeviceBuffer dy_in(y), bits(want.size(), kOutputFill);
+        emu::write_relu_mask(t, dy_in.data(), bits.data(), rows, cols, ld, kSmCount, nullptr);
+        EXPECT_EQ(std::memcmp(bits.data(), want.data(), want.size()), 0) << what;
+
+        const Tensor dy = random_tensor(t, {rows, cols}, seed++);
+        OneNode where("Where", {{"m", mask}, {"dy", dy}, {"z", zero_scalar(t)}}, {t});
+        DeviceBuffer masked(dy);
+        emu::apply_relu_mask(t, masked.data(), bits.data(), rows, cols, ld, kSmCount, nullptr);
+        EXPECT_TRUE(masked.as(t, {rows, cols}).same_contents(where.run_cpu()[0])) << what;
+      }
 }
 
 // ---- The emulator itself ----------------------------------------------------------------------
