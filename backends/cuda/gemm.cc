@@ -26,6 +26,7 @@ cublasLtEpilogue_t lt_epilogue(GemmEpilogue e) {
     case GemmEpilogue::kReluAuxBias: return CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
     case GemmEpilogue::kDRelu: return CUBLASLT_EPILOGUE_DRELU;
     case GemmEpilogue::kDReluBiasGrad: return CUBLASLT_EPILOGUE_DRELU_BGRAD;
+    case GemmEpilogue::kGeluBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
     case GemmEpilogue::kGeluAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     case GemmEpilogue::kDGelu: return CUBLASLT_EPILOGUE_DGELU;
     case GemmEpilogue::kDGeluBiasGrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
@@ -43,6 +44,7 @@ const char* epilogue_name(GemmEpilogue e) {
     case GemmEpilogue::kReluAuxBias: return "RELU_AUX_BIAS";
     case GemmEpilogue::kDRelu: return "DRELU";
     case GemmEpilogue::kDReluBiasGrad: return "DRELU_BGRAD";
+    case GemmEpilogue::kGeluBias: return "GELU_BIAS";
     case GemmEpilogue::kGeluAuxBias: return "GELU_AUX_BIAS";
     case GemmEpilogue::kDGelu: return "DGELU";
     case GemmEpilogue::kDGeluBiasGrad: return "DGELU_BGRAD";

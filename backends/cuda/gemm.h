@@ -43,7 +43,8 @@ enum class GemmEpilogue : uint8_t {
   kReluAuxBias,    // D = relu(D + bias[n]); aux bit set where D + bias > 0 (written)
   kDRelu,          // D = D where the aux bit is set, else 0 (aux read)
   kDReluBiasGrad,  // kDRelu, and bias_grad[n] = column sums of that D
-  kGeluAuxBias,    // D = gelu(D + bias[n]), GELU's tanh form; aux = D + bias in D's type (written)
+  kGeluBias,       // D = gelu(D + bias[n]), GELU's tanh form
+  kGeluAuxBias,    // kGeluBias; aux = D + bias in D's type (written)
   kDGelu,          // D = D * gelu'(aux) (aux read)
   kDGeluBiasGrad,  // kDGelu, and bias_grad[n] = column sums of that D
 };

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
@@ -26,19 +27,26 @@ int64_t product(const std::vector<int64_t>& d, size_t from, size_t to) {
 
 // What an epilogue does with the bias operand or result.
 bool reads_bias(GemmEpilogue e) {
-  return e == GemmEpilogue::kBias || e == GemmEpilogue::kReluBias || e == GemmEpilogue::kReluAuxBias;
+  return e == GemmEpilogue::kBias || e == GemmEpilogue::kReluBias || e == GemmEpilogue::kReluAuxBias ||
+         e == GemmEpilogue::kGeluBias || e == GemmEpilogue::kGeluAuxBias;
 }
 bool writes_bias_gradient(GemmEpilogue e) {
-  return e == GemmEpilogue::kBiasGradFromA || e == GemmEpilogue::kBiasGradFromB || e == GemmEpilogue::kDReluBiasGrad;
+  return e == GemmEpilogue::kBiasGradFromA || e == GemmEpilogue::kBiasGradFromB || e == GemmEpilogue::kDReluBiasGrad ||
+         e == GemmEpilogue::kDGeluBiasGrad;
 }
+// The backward epilogues that sum their own D into the bias gradient.
+bool sums_own_result(GemmEpilogue e) { return e == GemmEpilogue::kDReluBiasGrad || e == GemmEpilogue::kDGeluBiasGrad; }
+bool reads_gelu_input(GemmEpilogue e) { return e == GemmEpilogue::kDGelu || e == GemmEpilogue::kDGeluBiasGrad; }
 
 // A product's epilogue, and what the unit runs after the product when cuBLASLt has no algorithm
 // with a better one: the bias gradient as a separate sum, the ReLU mask written or applied by
 // relu_mask.cu's kernels (the mask stays the bitmask either way, so a forward and a backward
-// product need not agree on which of them gets its epilogue).
+// product need not agree on which of them gets its epilogue), GELU or its gradient as a
+// generated elementwise kernel (GELU's input is stored as its type either way).
 struct EpilogueChoice {
   GemmEpilogue epilogue = GemmEpilogue::kNone;
   bool sum_after = false, write_mask = false, apply_mask = false;
+  bool gelu_after = false, gelu_grad_after = false;
 };
 
 // Best first; the last is what the unit runs when none before it has an algorithm.
@@ -50,13 +58,19 @@ std::vector<EpilogueChoice> choices(GemmEpilogue e) {
     case E::kReluAuxBias: return {{e}, {E::kReluBias, false, true}};
     case E::kDRelu: return {{e}, {E::kNone, false, false, true}};
     case E::kDReluBiasGrad: return {{e}, {E::kDRelu, true}, {E::kNone, true, false, true}};
+    case E::kGeluBias:
+    case E::kGeluAuxBias: return {{e}, {E::kBias, false, false, false, true}};
+    case E::kDGelu: return {{e}, {E::kNone, false, false, false, false, true}};
+    case E::kDGeluBiasGrad: return {{e}, {E::kDGelu, true}, {E::kNone, true, false, false, false, true}};
     default: return {{e}};
   }
 }
 
 // Operands: 0 A, 1 B, 2 C (Gemm, optional), 3 bias (BIAS epilogues), 4 the tensor a bias gradient
-// sums (BGRAD epilogues), 5 the ReLU mask DRELU applies. Results: 0 D, 1 bias gradient, 2 the
-// ReLU mask RELU_AUX_BIAS writes. The mask is cuBLASLt's bitmask (gemm.h), never a bool tensor.
+// sums (BGRAD epilogues), 5 the aux matrix a backward epilogue reads: the ReLU mask DRELU applies,
+// GELU's input DGELU differentiates at. Results: 0 D, 1 bias gradient, 2 the aux matrix a forward
+// epilogue writes: the ReLU mask (RELU_AUX_BIAS), GELU's input (GELU_AUX_BIAS). The mask is
+// cuBLASLt's bitmask (gemm.h), never a bool tensor; GELU's input is a tensor of its type.
 struct ProductConfig {
   bool gemm = false;  // ONNX Gemm (2-D, flags, alpha/beta, C) rather than MatMul (numpy batching)
   bool trans_a = false, trans_b = false;
@@ -154,8 +168,8 @@ class ProductOp final : public CudaOp {
       throw InputError("the result " + type_str(d.dtype, d.dims) + " is not the product's [" + std::to_string(rows) +
                        "x" + std::to_string(g.n) + "]");
     if (s.has_in(5) && s.in[5]->dims != d.dims)
-      throw InputError("the ReLU mask is " + type_str(s.in[5]->dtype, s.in[5]->dims) + " but the gradient it masks " +
-                       type_str(d.dtype, d.dims));
+      throw InputError("the aux matrix (ReLU mask or GELU input) is " + type_str(s.in[5]->dtype, s.in[5]->dims) +
+                       " but the gradient it applies to " + type_str(d.dtype, d.dims));
     // A bias gradient is ReduceSum(T, every axis but the last). The BGRADA/B epilogues' sum over
     // the dY operand equals it when that operand is T's rows: as many elements, T's last dim its
     // length. The matcher sees that from the graph for most, not all, shapes; else the product
@@ -165,16 +179,20 @@ class ProductOp final : public CudaOp {
     size_t first = 0;
     if (writes_bias_gradient(g.epilogue)) {
       if (!s.has_out(1)) throw InputError("a bias-gradient product needs the summed tensor");
-      const bool drelu = g.epilogue == GemmEpilogue::kDReluBiasGrad;
-      if (!drelu && !s.has_in(4)) throw InputError("a bias-gradient product needs the summed tensor");
-      const TensorDesc& summed = drelu ? d : *s.in[4];
+      const bool own = sums_own_result(g.epilogue);
+      if (!own && !s.has_in(4)) throw InputError("a bias-gradient product needs the summed tensor");
+      const TensorDesc& summed = own ? d : *s.in[4];
       const bool from_a = g.epilogue == GemmEpilogue::kBiasGradFromA;
       const int64_t length = from_a ? g.m : g.n;
-      const int64_t operand = drelu ? d.numel() : (from_a ? a : b).numel();
+      const int64_t operand = own ? d.numel() : (from_a ? a : b).numel();
       if (summed.dims.empty() || summed.numel() != operand || summed.dims.back() != length ||
           s.out[1]->numel() != length || g.batch != 1)
         first = 1;
     }
+    // GELU's input is a tensor other units read as its type: cuBLASLt may write or read it as the
+    // aux matrix only when its rows need no padding (AUX_LD, a multiple of 8, equal to n).
+    const bool gelu_aux = g.epilogue == GemmEpilogue::kGeluAuxBias || reads_gelu_input(g.epilogue);
+    if (gelu_aux && gemm_aux_ld(g.epilogue, g.n) != g.n) first = options.size() - 1;
     std::shared_ptr<GemmPlan> plan;
     EpilogueChoice chosen;
     for (size_t k = first; !plan; ++k) {
@@ -198,6 +216,34 @@ class ProductOp final : public CudaOp {
     const GemmEpilogue epilogue = g.epilogue;
     const bool sums_d = !s.has_in(4);
     const DType d_type = d.dtype;
+    // GELU (or its gradient) after a product without it: a one-op generated kernel over D, from
+    // GELU's input (written by the product into the unit's aux result, or into D) or in place.
+    std::shared_ptr<PreparedOp> gelu_kernel;
+    const bool z_apart = c_.epilogue == GemmEpilogue::kGeluAuxBias;  // the product writes GELU's input there
+    if (chosen.gelu_after || chosen.gelu_grad_after) {
+      ElementwiseProgram p;
+      const int arity = chosen.gelu_after ? 1 : 2;
+      p.input_dtypes.assign(static_cast<size_t>(arity), d.dtype);
+      std::vector<int> args;
+      for (int i = 0; i < arity; ++i) {
+        ElemInstr in;
+        in.op = ElemOp::kInput;
+        in.input = i;
+        in.dtype = d.dtype;
+        args.push_back(p.add(in));
+      }
+      ElemInstr op;
+      op.op = chosen.gelu_after ? ElemOp::kGeluTanh : ElemOp::kGeluTanhGrad;
+      op.args = args;
+      op.dtype = d.dtype;
+      p.outputs = {p.add(op)};
+      p.check();
+      OpShapes shapes;
+      shapes.in.assign(static_cast<size_t>(arity), &d);
+      shapes.host.assign(static_cast<size_t>(arity), nullptr);
+      shapes.out = {&d};
+      gelu_kernel = FusedElementwiseOp(std::move(p)).prepare(shapes, ctx);
+    }
     const size_t workspace = std::max(plan->workspace_bytes(), separate_sum ? separate_sum->workspace_bytes() : 0);
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& buf, DeviceContext& c) {
@@ -205,13 +251,18 @@ class ProductOp final : public CudaOp {
           void* bias = reads_bias(epilogue)             ? const_cast<void*>(buf.in[bias_operand])
                        : writes_bias_gradient(epilogue) ? buf.out[1]
                                                         : nullptr;
-          void* aux = epilogue == GemmEpilogue::kReluAuxBias ? buf.out[2]
-                      : epilogue == GemmEpilogue::kDRelu || epilogue == GemmEpilogue::kDReluBiasGrad
+          void* aux = epilogue == GemmEpilogue::kReluAuxBias || epilogue == GemmEpilogue::kGeluAuxBias ? buf.out[2]
+                      : epilogue == GemmEpilogue::kDRelu || epilogue == GemmEpilogue::kDReluBiasGrad ||
+                              reads_gelu_input(epilogue)
                           ? const_cast<void*>(buf.in[5])
                           : nullptr;
-          plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], buf.out[0], buf.out[0], bias, aux, buf.workspace);
+          void* product_out = chosen.gelu_after && z_apart ? buf.out[2] : buf.out[0];
+          plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], product_out, product_out, bias, aux,
+                        buf.workspace);
           if (chosen.write_mask) write_relu_mask(d_type, buf.out[0], buf.out[2], rows, g.n, mask_ld, c.sm_count(), c.stream());
           if (chosen.apply_mask) apply_relu_mask(d_type, buf.out[0], buf.in[5], rows, g.n, mask_ld, c.sm_count(), c.stream());
+          if (chosen.gelu_after) gelu_kernel->enqueue(OpBuffers{{product_out}, {buf.out[0]}}, c);
+          if (chosen.gelu_grad_after) gelu_kernel->enqueue(OpBuffers{{buf.out[0], buf.in[5]}, {buf.out[0]}}, c);
           if (separate_sum) separate_sum->enqueue(sums_d ? buf.out[0] : buf.in[4], buf.out[1], buf.workspace, c.stream());
         },
         workspace);
@@ -396,8 +447,41 @@ std::optional<std::pair<const Node*, std::vector<const Node*>>> relu_mask_reader
   return std::nullopt;
 }
 
-// masked: the Wheres of ReLU backwards whose masks earlier forward products keep as bitmasks,
-// each to be absorbed by the product it reads (relu_mask_readers); grows with this product's.
+bool is_tanh_gelu(const Node* n, const char* op) {
+  return n && n->domain() == kAmpDomain && n->op_type() == op && n->attr_string("approximate", "none") == "tanh";
+}
+
+// z, a product's result plus its bias, read by one ai.onnx_amp Gelu of the tanh form — the GELU
+// cuBLASLt's epilogues compute (their exact-erf GELU is no epilogue: the exported erf form stays a
+// generated kernel, fusion must not change results). Returns the Gelu, and the GeluGrads of its
+// backward that read z and whose dY is the only result of a product still to be matched: each of
+// those products can take its GeluGrad as a DGELU epilogue reading z, which the forward product
+// writes as its aux matrix (GELU_AUX_BIAS). Other readers of z are fine: z is stored as its type.
+std::optional<std::pair<const Node*, std::vector<const Node*>>> gelu_of(const Value* z, DType t,
+                                                                        const std::function<bool(const Node*)>& busy,
+                                                                        const std::function<bool(const Node*)>& pending) {
+  const Node* gelu = nullptr;
+  std::vector<const Node*> grads;
+  for (const Use& u : z->uses()) {
+    const Node* n = u.node;
+    if (is_tanh_gelu(n, "Gelu") && u.index == 0 && !busy(n) && n->output(0)->dtype() == t) {
+      if (gelu) return std::nullopt;  // two GELUs of one z: neither is the product's
+      gelu = n;
+    } else if (is_tanh_gelu(n, "GeluGrad") && u.index == 1 && n->input(0) != z && !busy(n)) {
+      const Value* dy = n->input(0);
+      const Node* p = dy->producer();
+      if (drelu_product(p) && !busy(p) && pending(p) && only_reader(dy) == n && dy->dtype() == t &&
+          n->output(0)->dtype() == t)
+        grads.push_back(n);
+    }
+  }
+  if (!gelu) return std::nullopt;
+  return std::make_pair(gelu, grads);
+}
+
+// masked: the Wheres of ReLU backwards whose masks earlier forward products keep as bitmasks, and
+// the GeluGrads whose inputs they write as aux matrices, each to be absorbed by the product it
+// reads (relu_mask_readers, gelu_of); grows with this product's.
 std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy,
                                            const std::function<bool(const Node*)>& pending,
                                            std::vector<const Node*>& masked) {
@@ -433,11 +517,20 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
       out = add->output(0);
     }
   }
-  const Value* mask_written = nullptr;
+  const Value* mask_written = nullptr;  // or GELU's input
   if (bias) {
     c.epilogue = GemmEpilogue::kBias;
     const Node* relu = only_reader(out);
-    if (is_op(relu, "Relu") && !busy(relu)) {
+    if (auto gelu = gelu_of(out, t, busy, pending)) {
+      // z has other readers than the Gelu (its backward's GeluGrads at least, in training): it is
+      // the aux matrix GELU_AUX_BIAS writes beside gelu(z).
+      const bool keep_z = gelu->first != only_reader(out);
+      c.epilogue = keep_z ? GemmEpilogue::kGeluAuxBias : GemmEpilogue::kGeluBias;
+      f.nodes.push_back(gelu->first);
+      if (keep_z) mask_written = out;
+      out = gelu->first->output(0);
+      masked.insert(masked.end(), gelu->second.begin(), gelu->second.end());
+    } else if (is_op(relu, "Relu") && !busy(relu)) {
       c.epilogue = GemmEpilogue::kReluBias;
       f.nodes.push_back(relu);
       out = relu->output(0);
@@ -458,17 +551,19 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
   // algorithms for (BGRADA/B fix how one operand may be transposed), and the sum is of the fp32
   // values before D is rounded to its type — more exact than the graph's sum of the rounded dH,
   // and not bit-equal to it in fp16/bf16 (half an ulp of each term at most).
-  const Value* mask_read = nullptr;
+  // Likewise GeluGrad(this product, z) is its DGELU epilogue, the bias gradient DGELU_BGRAD's.
+  const Value* mask_read = nullptr;  // or GELU's input
   const Node* where = only_reader(out);
   if (where && std::find(masked.begin(), masked.end(), where) != masked.end()) {
-    c.epilogue = GemmEpilogue::kDRelu;
+    const bool gelu = is_tanh_gelu(where, "GeluGrad");
+    c.epilogue = gelu ? GemmEpilogue::kDGelu : GemmEpilogue::kDRelu;
     f.nodes.push_back(where);
-    mask_read = where->input(0);
+    mask_read = gelu ? where->input(1) : where->input(0);
     out = where->output(0);
     f.outputs = {out};
     const std::optional<size_t> rank = product_rank(p);
     if (const Node* sum = rank ? sum_over_rows(out, *rank, t, busy) : nullptr) {
-      c.epilogue = GemmEpilogue::kDReluBiasGrad;
+      c.epilogue = gelu ? GemmEpilogue::kDGeluBiasGrad : GemmEpilogue::kDReluBiasGrad;
       f.nodes.push_back(sum);
       f.outputs.push_back(sum->output(0));
     }

@@ -60,7 +60,13 @@ Grads matmul(GradContext& c) {
     }
     return g;
   }
-  if (c.wants(0)) g[0] = c.sum_to_input(b.matmul(dy, swap_last_two(b, m, rb)), 0, 2);
+  if (c.wants(0)) {
+    // Against a matrix (a weight), a's batch axes are the result's, none broadcast: dA is a's
+    // shape as it comes, with no SumToShape for a backend to see through (a Linear's input
+    // gradient then feeds the next op's gradient directly: GeluGrad, the ReLU's Where).
+    Value* da = b.matmul(dy, swap_last_two(b, m, rb));
+    g[0] = rb == 2 ? da : c.sum_to_input(da, 0, 2);
+  }
   if (c.wants(1)) {
     const Shape* ms = &*m->type().shape;
     if (rb == 2 && ra > 2 && ms->is_static()) {

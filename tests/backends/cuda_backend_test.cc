@@ -33,6 +33,7 @@
 #include "tests/support/one_node.h"
 #include "tests/support/pass_through_model.h"
 #include "tests/support/parity.h"
+#include "tests/support/gelu_layer_model.h"
 #include "tests/support/relu_layer_model.h"
 #endif
 
@@ -502,6 +503,55 @@ TEST(CudaBackendGpu, ReluMaskEpiloguesAndTheirFallbacksMatchTheCpu) {
   }
 }
 
+// The tanh-GELU layer of gelu_layer_model.h: GELU_AUX_BIAS writes y and h, DGELU_BGRAD reads h and
+// writes dh and db; without those epilogues (or with 30 hidden units, whose rows cuBLASLt's aux
+// matrix would pad) the products run with BIAS or none, GELU and its gradient as generated kernels.
+// The epilogues apply GELU and gelu' to the fp32 sums, the CPU to the sums rounded to their type:
+// y and dh may differ by an ulp more, and the products that read them (z, dw) by an ulp of each
+// of their terms; db is summed before dh is rounded, as DRELU_BGRAD's.
+TEST(CudaBackendGpu, GeluEpiloguesAndTheirFallbacksMatchTheCpu) {
+  REQUIRE_GPU();
+  const std::vector<std::string> refused = {"", "GELU_AUX_BIAS", "DGELU_BGRAD", "GELU_AUX_BIAS,DGELU_BGRAD,DGELU"};
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (int64_t hidden : {32, 30})
+      for (size_t k = 0; k < refused.size(); ++k) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + ", hidden " + std::to_string(hidden) + ", cuBLASLt without: " + refused[k]);
+        const int64_t batch = 8 + static_cast<int64_t>(k) + (hidden == 30 ? 8 : 0);
+        const Model m = test::gelu_layer_model(t, batch, hidden);
+        const Feeds feeds = {{"x", random_tensor(t, {batch, 16}, 200)}, {"w1", random_tensor(t, {hidden, 16}, 201, -0.5f, 0.5f)},
+                             {"b1", random_tensor(t, {hidden}, 202)},   {"w2", random_tensor(t, {8, hidden}, 203)},
+                             {"dz", random_tensor(t, {batch, 8}, 204)}};
+        const std::vector<std::string> fetches = {"h", "y", "z", "dh", "dw", "db"};
+        setenv("AMP_STANDIN_CUBLASLT_REFUSE", refused[k].c_str(), 1);
+        const auto gpu = run_on("cuda", m, feeds, fetches);
+        unsetenv("AMP_STANDIN_CUBLASLT_REFUSE");
+        const auto cpu = run_on("cpu", m, feeds, fetches);
+        const double tol = t == DType::kFloat ? 10.0 : 2.0;
+        for (size_t f : {0, 1, 3}) expect_close(gpu[f], cpu[f], fetches[f], tol);
+        const double half_ulp = t == DType::kFloat ? std::ldexp(1.0, -24) : t == DType::kFloat16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+        const double rtol = t == DType::kFloat ? 1e-3 : t == DType::kFloat16 ? 4e-3 : 3.2e-2;
+        // out[i, j] = sum over k of a(i, k) b(k, j) within 2 ulps of each term plus rtol.
+        auto expect_sum_close = [&](const Tensor& got, const Tensor& want, int64_t rows, int64_t cols, int64_t inner,
+                                    auto&& a, auto&& b, const char* what) {
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) {
+              double terms = 0;
+              for (int64_t k = 0; k < inner; ++k) terms += std::fabs(a(i, k) * b(k, j));
+              const double w = want.element(i * cols + j);
+              EXPECT_NEAR(got.element(i * cols + j), w, 4 * terms * half_ulp + rtol * (1 + std::fabs(w)))
+                  << what << "[" << i << "," << j << "]";
+            }
+        };
+        const Tensor &y = cpu[1], &dh = cpu[3], &x = feeds.at(0).second, &w2 = feeds.at(3).second;
+        expect_sum_close(gpu[2], cpu[2], batch, 8, hidden, [&](int64_t r, int64_t k) { return y.element(r * hidden + k); },
+                         [&](int64_t k, int64_t o) { return w2.element(o * hidden + k); }, "z");
+        expect_sum_close(gpu[4], cpu[4], hidden, 16, batch, [&](int64_t j, int64_t r) { return dh.element(r * hidden + j); },
+                         [&](int64_t r, int64_t i) { return x.element(r * 16 + i); }, "dw");
+        expect_sum_close(gpu[5], cpu[5], 1, hidden, batch, [](int64_t, int64_t) { return 1.0; },
+                         [&](int64_t r, int64_t j) { return dh.element(r * hidden + j); }, "db");
+      }
+}
+
 // Reshapes are views of their input's buffer: read by later units, fetched, and of a fed value,
 // across captured-graph replays.
 TEST(CudaBackendGpu, ReshapeViewsReadAndFetchedMatchTheCpu) {
@@ -805,10 +855,13 @@ Feeds training_feeds(const std::string& model, const TrainingStep& step) {
 // 4096 to 12288 weights).
 TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
   REQUIRE_GPU();
-  for (const std::string model : {"mlp", "gpt"}) {
+  // "gpt-tanh": GPT-2's GELU, whose products run cuBLASLt's GELU_AUX_BIAS / DGELU_BGRAD pair.
+  for (const std::string variant : {"mlp", "gpt", "gpt-tanh"}) {
+    const std::string model = variant == "mlp" ? "mlp" : "gpt";
     for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
-      SCOPED_TRACE(model + " " + std::string(dtype_name(precision)));
-      TrainingStep step = test::mixed_precision_step(model + ".train.onnx", precision);
+      SCOPED_TRACE(variant + " " + std::string(dtype_name(precision)));
+      TrainingStep step = variant == "gpt-tanh" ? test::mixed_precision_step(test::gpt_with_tanh_gelu(), precision)
+                                                : test::mixed_precision_step(model + ".train.onnx", precision);
       const CompileOptions options = test::step_options(step);
       const Feeds feeds = training_feeds(model, step);
       auto cpu = make_backend("cpu")->compile(step.model, options);

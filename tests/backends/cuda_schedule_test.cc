@@ -30,6 +30,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "tests/support/conv_chain.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/pass_through_model.h"
+#include "tests/support/gelu_layer_model.h"
 #include "tests/support/relu_layer_model.h"
 #include "tests/support/test_support.h"
 #include "tests/support/weight_gradient_model.h"
@@ -599,6 +600,53 @@ TEST(CudaSchedule, MlpTrainingStepsKeepTheReluMaskAsABitmaskBetweenEpilogues) {
 // When anything else reads the mask as bool (here a Cast to the layer's type), it stays a bool
 // tensor: the forward product keeps RELU_BIAS, the Greater and Where run as a generated kernel and
 // the weight gradient's product sums the bias gradient (BGRADA).
+// GELU's tanh form on a product's result: the forward product takes the bias and the Gelu
+// (GELU_AUX_BIAS, h its aux result), the backward product dY W^T the GeluGrad and the bias
+// gradient's sum (DGELU_BGRAD, reading h); the weight gradient is a plain product. The exact (erf)
+// form is no epilogue of cuBLASLt's: a product followed by it keeps a generated GELU kernel.
+TEST(CudaSchedule, TanhGeluLayersRunOnCublasLtsGeluEpilogues) {
+  const Schedule s(test::gelu_layer_model(DType::kFloat16, 8), {});
+  std::vector<Tensor> feeds;
+  const ShapePlan p = plan_with_zero_feeds(s, feeds);
+  expect_every_step_placed(s, p);
+  std::vector<std::string> got;
+  for (const Unit* u : p.order) got.push_back(u->kind);
+  EXPECT_EQ(got, (std::vector<std::string>{"Gemm+Gelu", "Gemm", "Gemm+GeluGrad+ReduceSum", "Gemm"})) << listing(p);
+  ASSERT_EQ(p.order[0]->out.size(), 3u);
+  EXPECT_EQ(s.program.values[p.order[0]->out[2]].name, "h") << "GELU's input is the aux result";
+  EXPECT_EQ(p.desc[p.order[0]->out[2]].packed_bytes, 0u) << "stored as its type";
+  ASSERT_EQ(p.order[2]->in.size(), 6u);
+  EXPECT_EQ(s.program.values[p.order[2]->in[5]].name, "h");
+
+  Model exact = test::gelu_layer_model(DType::kFloat16, 8);
+  for (Node* n : exact.graph->nodes())
+    if (n->domain() == kAmpDomain) n->set_attr(Attribute::of_string("approximate", "none"));
+  const Schedule e(exact, {});
+  const ShapePlan q = plan_with_zero_feeds(e, feeds);
+  got.clear();
+  for (const Unit* u : q.order) got.push_back(u->kind);
+  EXPECT_EQ(got, (std::vector<std::string>{"Gemm", "fused Gelu", "Gemm", "Gemm", "fused GeluGrad", "Gemm+ReduceSum"}))
+      << listing(q);
+}
+
+// In a transformer's training step (gpt with GPT-2's tanh GELU): the MLP's first product over
+// [N, T, C] rows writes gelu(h) and h, the backward product of the second writes dh and the
+// first's bias gradient; the weight gradient's product is left plain.
+TEST(CudaSchedule, TanhGeluTransformerStepsUseTheGeluEpiloguePair) {
+  for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = test::mixed_precision_step(test::gpt_with_tanh_gelu(), precision);
+    const Schedule s(step.model, step_options(step));
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    expect_every_step_placed(s, p);
+    auto k = kinds(p);
+    EXPECT_EQ(k["MatMul+Transpose+Add+Gelu"], 2) << listing(p);
+    EXPECT_EQ(k["MatMul+GeluGrad+ReduceSum"], 2) << listing(p);
+    EXPECT_EQ(k["fused Gelu"] + k["fused GeluGrad"], 0) << listing(p);
+  }
+}
+
 TEST(CudaSchedule, ReluMasksReadAsBoolStayBoolTensors) {
   for (bool read_as_bool : {false, true}) {
     const Schedule s(test::relu_layer_model(DType::kFloat16, 8, read_as_bool), {});

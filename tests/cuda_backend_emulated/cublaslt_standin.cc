@@ -16,8 +16,9 @@
 //   the bit is set, else 0. GELU_AUX and GELU_AUX_BIAS write the GELU's input x in D's type (the
 //   only CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE outside fp8), ld and batch stride in elements,
 //   multiples of 8, ld >= m, and D = gelu(x) in its tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x +
-//   0.044715 x^3))); DGELU reads it: D = x * gelu'(aux). DRELU_BGRAD and DGELU_BGRAD also store
-//   the bias gradient, bias[r] = sum over the columns of what they put in D (length m, D's rows).
+//   0.044715 x^3))) (GELU_BIAS: that D, no aux); DGELU reads it: D = x * gelu'(aux). DRELU_BGRAD
+//   and DGELU_BGRAD also store the bias gradient, bias[r] = sum over the columns of what they put
+//   in D (length m, D's rows).
 //   An aux epilogue without an aux pointer, with a leading dimension or batch stride breaking
 //   those rules, or with another aux data type is CUBLAS_STATUS_INVALID_VALUE (the documented
 //   status of a configuration in conflict); a ReLU bit-mask with an aux data type set too.
@@ -102,7 +103,7 @@ bool supported_type(cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16F 
 // What each implemented epilogue does with the bias vector and the aux matrix.
 bool adds_bias(uint32_t e) {
   return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_RELU_AUX_BIAS ||
-         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+         e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
 bool writes_bias_gradient(uint32_t e) {
   return e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB || e == CUBLASLT_EPILOGUE_DRELU_BGRAD ||
@@ -126,7 +127,8 @@ bool refused(uint32_t e) {
       {"BGRADA", CUBLASLT_EPILOGUE_BGRADA},       {"BGRADB", CUBLASLT_EPILOGUE_BGRADB},
       {"RELU_AUX", CUBLASLT_EPILOGUE_RELU_AUX},   {"RELU_AUX_BIAS", CUBLASLT_EPILOGUE_RELU_AUX_BIAS},
       {"DRELU", CUBLASLT_EPILOGUE_DRELU},         {"DRELU_BGRAD", CUBLASLT_EPILOGUE_DRELU_BGRAD},
-      {"GELU_AUX", CUBLASLT_EPILOGUE_GELU_AUX},   {"GELU_AUX_BIAS", CUBLASLT_EPILOGUE_GELU_AUX_BIAS},
+      {"GELU_BIAS", CUBLASLT_EPILOGUE_GELU_BIAS}, {"GELU_AUX", CUBLASLT_EPILOGUE_GELU_AUX},
+      {"GELU_AUX_BIAS", CUBLASLT_EPILOGUE_GELU_AUX_BIAS},
       {"DGELU", CUBLASLT_EPILOGUE_DGELU},         {"DGELU_BGRAD", CUBLASLT_EPILOGUE_DGELU_BGRAD},
   };
   const std::string names = "," + std::string(list) + ",";
@@ -214,6 +216,7 @@ cublasStatus_t validate(const Desc& d, const Layout& a, const Layout& b, const L
     case CUBLASLT_EPILOGUE_RELU_AUX_BIAS:
     case CUBLASLT_EPILOGUE_DRELU:
     case CUBLASLT_EPILOGUE_DRELU_BGRAD:
+    case CUBLASLT_EPILOGUE_GELU_BIAS:
     case CUBLASLT_EPILOGUE_GELU_AUX:
     case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
     case CUBLASLT_EPILOGUE_DGELU:
@@ -477,6 +480,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
             }
             case CUBLASLT_EPILOGUE_DRELU:
             case CUBLASLT_EPILOGUE_DRELU_BGRAD: v = (aux[at / 8] >> (at % 8)) & 1 ? v : 0.0f; break;
+            case CUBLASLT_EPILOGUE_GELU_BIAS: v = gelu(v); break;
             case CUBLASLT_EPILOGUE_GELU_AUX:
             case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
               store(aux, dl.type, at, v);

@@ -9,6 +9,7 @@
 #include "backends/cuda/schedule.h"
 #include "graph/onnx_io.h"
 #include "passes/fusion/elementwise_program.h"
+#include "passes/fusion/recognize_gelu.h"
 #include "passes/training/training_step.h"
 #include "tests/support/test_support.h"
 
@@ -29,6 +30,16 @@ inline TrainingStep mixed_precision_step(Model forward, DType precision) {
 
 inline TrainingStep mixed_precision_step(const std::string& file, DType precision) {
   return mixed_precision_step(shipped_model(file), precision);
+}
+
+// models/gpt.train.onnx with GPT-2's GELU, the tanh form (gelu_new), in place of nn.GELU's erf:
+// what cuBLASLt's GELU epilogues compute.
+inline Model gpt_with_tanh_gelu() {
+  Model m = shipped_model("gpt.train.onnx");
+  RecognizeGeluPass().run(m);
+  for (Node* n : m.graph->nodes())
+    if (n->domain() == kAmpDomain && n->op_type() == "Gelu") n->set_attr(Attribute::of_string("approximate", "tanh"));
+  return m;
 }
 
 inline CompileOptions step_options(const TrainingStep& step) {
