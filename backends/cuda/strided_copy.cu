@@ -4,6 +4,13 @@
 // both tensors are merged first (a [B,T,H,D] -> [B,H,T,D] transpose moves D-element rows), and
 // the index arithmetic is 32-bit when the tensors allow it: 64-bit division is a long
 // software sequence on the GPU.
+//
+// Several independent copies can share one launch (strided_copies): the plan batches the copies
+// that run back to back, e.g. the q, k and v transposes of an attention layer, which after
+// composition (copy_fusion.h) all read the qkv product's output. The copies travel as a task
+// list in the kernel's arguments, as the multi-tensor launches' do: 16 tasks of 248 bytes fit
+// the 4 KB of kernel parameters every architecture takes, and a captured CUDA Graph keeps them as
+// values. Each thread walks every task in turn over the whole grid.
 #include "backends/cuda/strided_copy.cuh"
 
 #include <algorithm>
@@ -14,7 +21,8 @@
 namespace amp::cuda {
 namespace {
 
-constexpr int kMaxDims = 8;
+constexpr int kMaxDims = kMaxCopyDims;
+constexpr int kCopiesPerLaunch = 16;
 
 struct CopyArgs {
   int rank;
@@ -22,10 +30,25 @@ struct CopyArgs {
   long long src_base, dst_base, n;
 };
 
+// One task of a multi-copy launch.
+struct CopyTask {
+  CopyArgs args;
+  const void* src;
+  void* dst;
+  int elem_bytes;
+};
+
+struct CopyTaskList {
+  CopyTask task[kCopiesPerLaunch];
+  int count;
+};
+static_assert(sizeof(CopyTaskList) <= 4096, "a task list must fit the kernel parameters of every architecture");
+
+// This thread's share of one copy: elements first, first + step, ... of the walk.
 template <class E, class I>
-__global__ void strided_copy_kernel(CopyArgs a, const E* __restrict__ src, E* __restrict__ dst) {
-  const I step = static_cast<I>(gridDim.x) * blockDim.x;
-  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < static_cast<I>(a.n); i += step) {
+__device__ __forceinline__ void copy_elements(const CopyArgs& a, const E* __restrict__ src, E* __restrict__ dst,
+                                              I first, I step) {
+  for (I i = first; i < static_cast<I>(a.n); i += step) {
     I rest = i, s = static_cast<I>(a.src_base), d = static_cast<I>(a.dst_base);
     for (int k = a.rank - 1; k >= 0; --k) {
       const I size = static_cast<I>(a.dims[k]);
@@ -38,15 +61,70 @@ __global__ void strided_copy_kernel(CopyArgs a, const E* __restrict__ src, E* __
   }
 }
 
+template <class E, class I>
+__global__ void strided_copy_kernel(CopyArgs a, const E* __restrict__ src, E* __restrict__ dst) {
+  copy_elements<E, I>(a, src, dst, static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x,
+                      static_cast<I>(gridDim.x) * blockDim.x);
+}
+
+template <class E, class I>
+__device__ __forceinline__ void copy_task(const CopyTask& c, I first, I step) {
+  copy_elements<E, I>(c.args, static_cast<const E*>(c.src), static_cast<E*>(c.dst), first, step);
+}
+
+// __grid_constant__: the tasks are read where the parameters are, though referenced, never copied
+// to each thread's local memory (4 KB per thread).
+template <class I>
+__global__ void strided_copies_kernel(const __grid_constant__ CopyTaskList list) {
+  const I first = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x, step = static_cast<I>(gridDim.x) * blockDim.x;
+  for (int t = 0; t < list.count; ++t) {
+    switch (list.task[t].elem_bytes) {  // the same for every thread: no divergence
+      case 1: copy_task<uint8_t>(list.task[t], first, step); break;
+      case 2: copy_task<uint16_t>(list.task[t], first, step); break;
+      case 4: copy_task<uint32_t>(list.task[t], first, step); break;
+      default: copy_task<uint64_t>(list.task[t], first, step); break;
+    }
+  }
+}
+
+int64_t copy_blocks(int64_t n, int sm_count) { return std::min<int64_t>((n + 255) / 256, 8LL * sm_count); }
+
 template <class E>
 void launch(const CopyArgs& a, const void* src, void* dst, int sm_count, cudaStream_t stream, bool wide) {
-  const int64_t blocks = std::min<int64_t>((a.n + 255) / 256, 8LL * sm_count);
+  const int64_t blocks = copy_blocks(a.n, sm_count);
   if (wide)
     strided_copy_kernel<E, long long><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(a, static_cast<const E*>(src),
                                                                                          static_cast<E*>(dst));
   else
     strided_copy_kernel<E, unsigned><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(a, static_cast<const E*>(src),
                                                                                         static_cast<E*>(dst));
+}
+
+// The kernel's arguments for c; wide: whether an index or offset reaches 2^31 (the 64-bit kernel).
+// InputError for more than kMaxDims dims (simplify() first) or an element size not 1, 2, 4 or 8.
+CopyArgs copy_args(const StridedCopy& c, bool* wide) {
+  if (c.dims.size() > static_cast<size_t>(kMaxDims))  // CopyArgs holds kMaxDims
+    throw InputError("a copy over more than " + std::to_string(kMaxDims) + " non-mergeable dims is not supported");
+  if (c.elem_bytes != 1 && c.elem_bytes != 2 && c.elem_bytes != 4 && c.elem_bytes != 8)
+    throw InputError("cannot copy elements of " + std::to_string(c.elem_bytes) + " bytes");
+  CopyArgs a{};
+  a.rank = static_cast<int>(c.dims.size());
+  a.n = 1;
+  // One past the largest offset either side reaches. A negative stride (Slice with a negative
+  // step) walks down from the base, so it adds nothing: the base itself is the largest then.
+  int64_t src_extent = c.src_base + 1, dst_extent = c.dst_base + 1;
+  for (int k = 0; k < a.rank; ++k) {
+    a.dims[k] = c.dims[k];
+    a.src[k] = c.src_strides[k];
+    a.dst[k] = c.dst_strides[k];
+    a.n *= c.dims[k];
+    src_extent += (c.dims[k] - 1) * std::max<int64_t>(c.src_strides[k], 0);
+    dst_extent += (c.dims[k] - 1) * std::max<int64_t>(c.dst_strides[k], 0);
+  }
+  a.src_base = c.src_base;
+  a.dst_base = c.dst_base;
+  *wide = std::max<int64_t>({a.n, src_extent, dst_extent}) >= (int64_t{1} << 31);
+  return a;
 }
 
 }  // namespace
@@ -82,32 +160,37 @@ StridedCopy simplify(StridedCopy c) {
 }
 
 void strided_copy(const StridedCopy& c, const void* src, void* dst, int sm_count, cudaStream_t stream) {
-  if (c.dims.size() > static_cast<size_t>(kMaxDims))  // CopyArgs holds kMaxDims: simplify() first
-    throw InputError("a copy over more than " + std::to_string(kMaxDims) + " non-mergeable dims is not supported");
-  CopyArgs a{};
-  a.rank = static_cast<int>(c.dims.size());
-  a.n = 1;
-  // One past the largest offset either side reaches. A negative stride (Slice with a negative
-  // step) walks down from the base, so it adds nothing: the base itself is the largest then.
-  int64_t src_extent = c.src_base + 1, dst_extent = c.dst_base + 1;
-  for (int k = 0; k < a.rank; ++k) {
-    a.dims[k] = c.dims[k];
-    a.src[k] = c.src_strides[k];
-    a.dst[k] = c.dst_strides[k];
-    a.n *= c.dims[k];
-    src_extent += (c.dims[k] - 1) * std::max<int64_t>(c.src_strides[k], 0);
-    dst_extent += (c.dims[k] - 1) * std::max<int64_t>(c.dst_strides[k], 0);
-  }
+  bool wide = false;
+  const CopyArgs a = copy_args(c, &wide);
   if (a.n == 0) return;
-  a.src_base = c.src_base;
-  a.dst_base = c.dst_base;
-  const bool wide = std::max<int64_t>({a.n, src_extent, dst_extent}) >= (int64_t{1} << 31);
   switch (c.elem_bytes) {
     case 1: launch<uint8_t>(a, src, dst, sm_count, stream, wide); break;
     case 2: launch<uint16_t>(a, src, dst, sm_count, stream, wide); break;
     case 4: launch<uint32_t>(a, src, dst, sm_count, stream, wide); break;
     case 8: launch<uint64_t>(a, src, dst, sm_count, stream, wide); break;
-    default: throw InputError("cannot copy elements of " + std::to_string(c.elem_bytes) + " bytes");
+  }
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+void strided_copies(const std::vector<StridedCopy>& copies, const std::vector<const void*>& src,
+                    const std::vector<void*>& dst, int sm_count, cudaStream_t stream) {
+  if (copies.size() == 1) return strided_copy(copies[0], src[0], dst[0], sm_count, stream);
+  for (size_t first = 0; first < copies.size(); first += kCopiesPerLaunch) {
+    CopyTaskList list{};
+    bool wide = false;
+    int64_t largest = 0;
+    for (size_t k = first; k < std::min(copies.size(), first + kCopiesPerLaunch); ++k) {
+      bool task_wide = false;
+      const CopyArgs a = copy_args(copies[k], &task_wide);
+      if (a.n == 0) continue;
+      wide = wide || task_wide;
+      largest = std::max<int64_t>(largest, a.n);
+      list.task[list.count++] = CopyTask{a, src[k], dst[k], static_cast<int>(copies[k].elem_bytes)};
+    }
+    if (list.count == 0) continue;
+    const unsigned blocks = static_cast<unsigned>(copy_blocks(largest, sm_count));
+    if (wide) strided_copies_kernel<long long><<<blocks, 256, 0, stream>>>(list);
+    else strided_copies_kernel<unsigned><<<blocks, 256, 0, stream>>>(list);
   }
   AMP_CUDA_CHECK(cudaGetLastError());
 }

@@ -1,4 +1,5 @@
-// One copy kernel for all data movement: Transpose, Slice, Split, Concat, Expand, SliceGrad.
+// One copy kernel for all data movement: Transpose, Slice, Split, Concat, Expand, SliceGrad; and its
+// multi-copy form, several copies in one launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,10 +18,19 @@ struct StridedCopy {
   size_t elem_bytes = 4;
 };
 
+// The most dims a copy may have after simplify().
+constexpr int kMaxCopyDims = 8;
+
 // Merges dims the copy walks contiguously in both tensors, so a transpose of [B,T,H,D] to
-// [B,H,T,D] becomes a copy of D-element rows. InputError beyond 8 dims after merging.
+// [B,H,T,D] becomes a copy of D-element rows. InputError beyond kMaxCopyDims dims after merging.
 StridedCopy simplify(StridedCopy c);
 void strided_copy(const StridedCopy& c, const void* src, void* dst, int sm_count, cudaStream_t stream);
+// copies[k] from src[k] to dst[k], in one launch per 16 copies (one copy: strided_copy's launch,
+// with 224 bytes of arguments rather than a task list's 3,976). The copies must be independent:
+// none writes what another reads, and two that write one buffer write disjoint elements. Element
+// sizes may differ.
+void strided_copies(const std::vector<StridedCopy>& copies, const std::vector<const void*>& src,
+                    const std::vector<void*>& dst, int sm_count, cudaStream_t stream);
 
 // Row-major element strides of dims.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims);

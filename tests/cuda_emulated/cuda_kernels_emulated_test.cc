@@ -1065,7 +1065,137 @@ TEST(CudaKernelsEmulated, StridedCopyReachesPast2GiBWithWideOffsets) {
   emu::strided_copy(c, src, out.data(), kSmCount, nullptr);
   EXPECT_EQ(got[0], 33);
   EXPECT_EQ(got[2], 11);
+  // In a multi-copy launch with a small copy: the whole launch takes the 64-bit kernel.
+  DeviceBuffer small_src(2, 7), small(2, kOutputFill), again(3, kOutputFill);
+  emu::StridedCopy pair;
+  pair.dims = {2};
+  pair.src_strides = pair.dst_strides = {1};
+  pair.elem_bytes = 1;
+  const size_t multi = amp_emu::launches().size();
+  emu::strided_copies({pair, c}, {small_src.data(), src}, {small.data(), again.data()}, kSmCount, nullptr);
+  EXPECT_EQ(launched(multi, "strided_copies_kernel<long long>").size(), 1u);
+  EXPECT_EQ(std::memcmp(again.data(), out.data(), 3), 0);
+  EXPECT_EQ(static_cast<const unsigned char*>(small.data())[1], 7);
   munmap(q, bytes);
+}
+
+// The multi-copy launch (strided_copies) writes exactly what each of its copies writes alone
+// (strided_copy, checked against the CPU above): transposes of 1-, 2-, 4- and 8-byte elements, a
+// Slice with negative steps, an Expand (stride 0), the three parts of a Concat writing one buffer,
+// an empty copy, and 20 copies in all, so the task list is split over two launches of 16 and 4.
+TEST(CudaKernelsEmulated, MultiCopyLaunchesWriteWhatEachCopyWritesAlone) {
+  struct Case {
+    emu::StridedCopy copy;
+    size_t src_bytes;
+    int dst;  // which destination buffer
+  };
+  std::vector<Case> cases;
+  std::vector<size_t> dst_bytes;
+  auto add = [&](emu::StridedCopy c, size_t src_bytes, size_t out_bytes) {
+    cases.push_back({emu::simplify(std::move(c)), src_bytes, static_cast<int>(dst_bytes.size())});
+    dst_bytes.push_back(out_bytes);
+  };
+  const std::vector<std::tuple<std::vector<int64_t>, std::vector<int64_t>, size_t>> transposes = {
+      {{2, 3, 4, 5}, {0, 2, 1, 3}, 2}, {{3, 4, 5, 6}, {3, 1, 2, 0}, 4}, {{7, 9}, {}, 8}, {{5, 6}, {1, 0}, 1},
+      {{4, 6, 8}, {2, 0, 1}, 2},       {{70, 80}, {1, 0}, 2},          {{2, 1, 3, 1, 5}, {4, 2, 0, 1, 3}, 4}};
+  for (const auto& [dims, perm, bytes] : transposes) {
+    std::vector<int64_t> out_dims = dims;
+    std::vector<int64_t> p = perm;
+    if (p.empty()) std::reverse(out_dims.begin(), out_dims.end());
+    else
+      for (size_t d = 0; d < p.size(); ++d) out_dims[d] = dims[static_cast<size_t>(p[d])];
+    const size_t n = static_cast<size_t>(product(dims, 0, dims.size()));
+    add(transpose_copy(dims, perm, out_dims, bytes), n * bytes, n * bytes);
+  }
+  // [5, 7, 9] fp32, every axis reversed with steps -1, -2, -3 (Slice::prepare's copy).
+  {
+    std::vector<int64_t> start, step;
+    slice_window({5, 7, 9}, {-1, -1, -1}, {}, {-1, -2, -3}, &start, &step);
+    const std::vector<int64_t> in_strides = emu::contiguous_strides({5, 7, 9});
+    emu::StridedCopy c;
+    c.dims = {5, 4, 3};
+    c.dst_strides = emu::contiguous_strides(c.dims);
+    for (size_t d = 0; d < 3; ++d) {
+      c.src_strides.push_back(in_strides[d] * step[d]);
+      c.src_base += start[d] * in_strides[d];
+    }
+    add(c, 5 * 7 * 9 * 4, 5 * 4 * 3 * 4);
+  }
+  // Expand of [3, 1] to [2, 3, 300], bf16.
+  {
+    emu::StridedCopy c;
+    c.dims = {2, 3, 300};
+    c.dst_strides = emu::contiguous_strides(c.dims);
+    c.src_strides = {0, 1, 0};
+    c.elem_bytes = 2;
+    add(c, 3 * 2, 2 * 3 * 300 * 2);
+  }
+  // Concat of [2, 3, 4], [2, 5, 4], [2, 1, 4] along axis 1: three copies into one [2, 9, 4].
+  {
+    const std::vector<int64_t> whole = {2, 9, 4};
+    const std::vector<int64_t> ws = emu::contiguous_strides(whole);
+    int64_t offset = 0;
+    const int shared = static_cast<int>(dst_bytes.size());
+    dst_bytes.push_back(2 * 9 * 4 * 4);
+    for (int64_t rows : {3, 5, 1}) {
+      emu::StridedCopy c;
+      c.dims = {2, rows, 4};
+      c.src_strides = emu::contiguous_strides(c.dims);
+      c.dst_strides = ws;
+      c.dst_base = offset * ws[1];
+      cases.push_back({emu::simplify(c), static_cast<size_t>(2 * rows * 4 * 4), shared});
+      offset += rows;
+    }
+  }
+  // An empty copy, then more transposes up to 20 copies.
+  {
+    emu::StridedCopy c;
+    c.dims = {3, 0};
+    c.src_strides = {1, 3};
+    c.dst_strides = {0, 1};
+    add(c, 0, 0);
+  }
+  for (int64_t k = 0; cases.size() < 20; ++k) {
+    const std::vector<int64_t> dims = {3 + k, 5, 2};
+    const size_t n = static_cast<size_t>(product(dims, 0, 3));
+    add(transpose_copy(dims, {1, 2, 0}, {5, 2, 3 + k}, 4), n * 4, n * 4);
+  }
+  ASSERT_EQ(cases.size(), 20u);
+
+  // Sources of random bytes; each copy alone into fresh buffers, then all in one call.
+  std::mt19937 rng(77);
+  std::vector<std::unique_ptr<DeviceBuffer>> src, alone, together;
+  for (const Case& c : cases) {
+    src.push_back(std::make_unique<DeviceBuffer>(c.src_bytes, 0));
+    auto* bytes = static_cast<unsigned char*>(src.back()->data());
+    for (size_t b = 0; b < c.src_bytes; ++b) bytes[b] = static_cast<unsigned char>(rng());
+  }
+  for (size_t bytes : dst_bytes) {
+    alone.push_back(std::make_unique<DeviceBuffer>(bytes, kOutputFill));
+    together.push_back(std::make_unique<DeviceBuffer>(bytes, kOutputFill));
+  }
+  for (size_t k = 0; k < cases.size(); ++k)
+    emu::strided_copy(cases[k].copy, src[k]->data(), alone[cases[k].dst]->data(), kSmCount, nullptr);
+  std::vector<emu::StridedCopy> copies;
+  std::vector<const void*> from;
+  std::vector<void*> to;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    copies.push_back(cases[k].copy);
+    from.push_back(src[k]->data());
+    to.push_back(together[cases[k].dst]->data());
+  }
+  const size_t mark = amp_emu::launches().size();
+  emu::strided_copies(copies, from, to, kSmCount, nullptr);
+  EXPECT_EQ(launched(mark, "strided_copies_kernel").size(), 2u) << "20 copies: 16, then 4";
+  EXPECT_EQ(launched(mark, "strided_copy_kernel").size(), 0u);
+  for (size_t d = 0; d < dst_bytes.size(); ++d)
+    EXPECT_EQ(std::memcmp(together[d]->data(), alone[d]->data(), dst_bytes[d]), 0) << "destination " << d;
+
+  // One copy is strided_copy's own launch.
+  const size_t one = amp_emu::launches().size();
+  emu::strided_copies({cases[0].copy}, {src[0]->data()}, {together[0]->data()}, kSmCount, nullptr);
+  EXPECT_EQ(launched(one, "strided_copy_kernel").size(), 1u);
+  EXPECT_EQ(launched(one, "strided_copies_kernel").size(), 0u);
 }
 
 // ---- AllFinite (all_finite.cu) ----------------------------------------------------------------
