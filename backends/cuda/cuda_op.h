@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cuda/device_context.h"
+#include "backends/cuda/strided_copy.cuh"
 #include "graph/dtype.h"
 #include "graph/error.h"
 #include "graph/node.h"
@@ -45,6 +46,12 @@ struct OpShapes {
   bool tf32 = false;  // fp32 products and convolutions may use TF32 (CompileOptions::tf32)
   bool has_in(size_t i) const { return i < in.size() && in[i]; }
   bool has_out(size_t i) const { return i < out.size() && out[i]; }
+};
+
+// One element copy an op makes for some shapes: from its input `input` to its output `output`.
+struct OperandCopy {
+  StridedCopy copy;
+  size_t input = 0, output = 0;
 };
 
 // Device addresses of the operands and of the plan's shared scratch (workspace_bytes() of it).
@@ -85,6 +92,10 @@ class CudaOp {
   // True when, for these shapes, output 0 is input 0's bytes unchanged (a reshape, a sum over
   // axes of extent 1): the plan then gives both values one buffer and launches nothing.
   virtual bool aliases_input(const OpShapes& /*shapes*/) const { return false; }
+  // For an op that only moves elements (Transpose, Slice, Split, Concat, Expand), the copies it is
+  // for these shapes, simplified, and nothing else runs: they run as one launch (copy_fusion.h).
+  // Empty for every other op.
+  virtual std::vector<OperandCopy> element_copies(const OpShapes& /*shapes*/) const { return {}; }
   // Operands the op's kernels read or write in any float type (fp32, fp16, bf16), computing in
   // fp32 either way. The schedule lets the op absorb a Cast that widens such an input from
   // fp16/bf16, or one that narrows such an fp32 output: the kernel converts once where the Cast

@@ -1,10 +1,12 @@
 // Ops that move elements without arithmetic: reshapes (the same bytes: the plan aliases output
 // and input, see CudaOp::aliases_input, and falls back to a copy where it cannot), Transpose, Slice, Split, Concat, Expand
-// (strided_copy.cuh), Gather and the gradients of Slice and Gather. Shape operands (Reshape's
-// shape, Slice's starts) are read on the host while planning; only data moves on the device.
+// (strided copies, strided_copy.cuh, which the plan composes and batches: CudaOp::element_copies),
+// Gather and the gradients of Slice and Gather. Shape operands (Reshape's shape, Slice's starts)
+// are read on the host while planning; only data moves on the device.
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/copy_fusion.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/gather.cuh"
 #include "backends/cuda/strided_copy.cuh"
@@ -29,14 +31,6 @@ int64_t normalize_axis(int64_t axis, size_t rank) {
   return axis < 0 ? axis + r : axis;
 }
 
-std::unique_ptr<PreparedOp> copy_op(StridedCopy c, bool zero_first, size_t zero_bytes) {
-  c = simplify(std::move(c));
-  return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& ctx) {
-    if (zero_first && zero_bytes > 0) AMP_CUDA_CHECK(cudaMemsetAsync(b.out[0], 0, zero_bytes, ctx.stream()));
-    strided_copy(c, b.in[0], b.out[0], ctx.sm_count(), ctx.stream());
-  });
-}
-
 // Reshape, Flatten, Squeeze, Unsqueeze, Identity: the same bytes under other dims. The plan
 // aliases them; the copy runs only where it cannot (the input is state the step updates).
 class SameBytes final : public CudaOp {
@@ -51,10 +45,20 @@ class SameBytes final : public CudaOp {
   }
 };
 
-class Transpose final : public CudaOp {
+// An op that is element copies only (CudaOp::element_copies): they run as one launch.
+class CopyingOp : public CudaOp {
+ public:
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const final {
+    return prepare_copies(element_copies(s));
+  }
+};
+
+OperandCopy one_copy(StridedCopy c) { return OperandCopy{simplify(std::move(c)), 0, 0}; }
+
+class Transpose final : public CopyingOp {
  public:
   Transpose(const Node& n, int64_t) : perm_(n.attr_ints("perm")) {}
-  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+  std::vector<OperandCopy> element_copies(const OpShapes& s) const override {
     const TensorDesc& in = *s.in[0];
     std::vector<int64_t> perm = perm_;
     if (perm.empty())
@@ -65,7 +69,7 @@ class Transpose final : public CudaOp {
     c.dst_strides = contiguous_strides(c.dims);
     for (int64_t p : perm) c.src_strides.push_back(in_strides.at(static_cast<size_t>(normalize_axis(p, in.dims.size()))));
     c.elem_bytes = dtype_size(in.dtype);
-    return copy_op(c, false, 0);
+    return {one_copy(c)};
   }
 
  private:
@@ -94,10 +98,10 @@ void slice_window(const OpShapes& s, const std::vector<int64_t>& dims, size_t fi
   }
 }
 
-class Slice final : public CudaOp {
+class Slice final : public CopyingOp {
  public:
   Slice(const Node&, int64_t) {}
-  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+  std::vector<OperandCopy> element_copies(const OpShapes& s) const override {
     const TensorDesc& in = *s.in[0];
     std::vector<int64_t> start, step;
     slice_window(s, in.dims, 1, &start, &step);
@@ -110,7 +114,7 @@ class Slice final : public CudaOp {
       c.src_base += start[d] * in_strides[d];
     }
     c.elem_bytes = dtype_size(in.dtype);
-    return copy_op(c, false, 0);
+    return {one_copy(c)};
   }
 };
 
@@ -131,20 +135,25 @@ class SliceGrad final : public CudaOp {
       c.dst_base += start[d] * out_strides[d];
     }
     c.elem_bytes = dtype_size(out.dtype);
-    return copy_op(c, true, out.nbytes());
+    c = simplify(std::move(c));
+    const size_t bytes = out.nbytes();
+    return std::make_unique<PreparedFunction>([c, bytes](const OpBuffers& b, DeviceContext& ctx) {
+      if (bytes > 0) AMP_CUDA_CHECK(cudaMemsetAsync(b.out[0], 0, bytes, ctx.stream()));
+      strided_copy(c, b.in[0], b.out[0], ctx.sm_count(), ctx.stream());
+    });
   }
 };
 
-class Expand final : public CudaOp {
+class Expand final : public CopyingOp {
  public:
   Expand(const Node&, int64_t) {}
-  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+  std::vector<OperandCopy> element_copies(const OpShapes& s) const override {
     StridedCopy c;
     c.dims = s.out[0]->dims;
     c.dst_strides = contiguous_strides(c.dims);
     c.src_strides = broadcast_strides(s.in[0]->dims, c.dims);
     c.elem_bytes = dtype_size(s.in[0]->dtype);
-    return copy_op(c, false, 0);
+    return {one_copy(c)};
   }
 };
 
@@ -161,43 +170,40 @@ StridedCopy part_copy(const std::vector<int64_t>& part, const std::vector<int64_
   return simplify(c);
 }
 
-class Concat final : public CudaOp {
+class Concat final : public CopyingOp {
  public:
   Concat(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
-  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+  std::vector<OperandCopy> element_copies(const OpShapes& s) const override {
     const std::vector<int64_t>& whole = s.out[0]->dims;
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, whole.size()));
-    std::vector<StridedCopy> parts;
+    std::vector<OperandCopy> parts;
     int64_t offset = 0;
-    for (const TensorDesc* in : s.in) {
-      parts.push_back(part_copy(in->dims, whole, axis, offset, dtype_size(in->dtype), true));
-      offset += in->dims[axis];
+    for (size_t i = 0; i < s.in.size(); ++i) {
+      const TensorDesc& in = *s.in[i];
+      parts.push_back({part_copy(in.dims, whole, axis, offset, dtype_size(in.dtype), true), i, 0});
+      offset += in.dims[axis];
     }
-    return std::make_unique<PreparedFunction>([parts](const OpBuffers& b, DeviceContext& ctx) {
-      for (size_t i = 0; i < parts.size(); ++i) strided_copy(parts[i], b.in[i], b.out[0], ctx.sm_count(), ctx.stream());
-    });
+    return parts;
   }
 
  private:
   int64_t axis_;
 };
 
-class Split final : public CudaOp {
+class Split final : public CopyingOp {
  public:
   Split(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
-  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+  std::vector<OperandCopy> element_copies(const OpShapes& s) const override {
     const std::vector<int64_t>& whole = s.in[0]->dims;
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, whole.size()));
-    std::vector<StridedCopy> parts;
+    std::vector<OperandCopy> parts;
     int64_t offset = 0;
-    for (const TensorDesc* out : s.out) {
-      parts.push_back(part_copy(out->dims, whole, axis, offset, dtype_size(out->dtype), false));
-      offset += out->dims[axis];
+    for (size_t k = 0; k < s.out.size(); ++k) {
+      const TensorDesc& out = *s.out[k];
+      parts.push_back({part_copy(out.dims, whole, axis, offset, dtype_size(out.dtype), false), 0, k});
+      offset += out.dims[axis];
     }
-    return std::make_unique<PreparedFunction>([parts](const OpBuffers& b, DeviceContext& ctx) {
-      for (size_t i = 0; i < parts.size(); ++i)
-        if (b.out[i]) strided_copy(parts[i], b.in[0], b.out[i], ctx.sm_count(), ctx.stream());
-    });
+    return parts;
   }
 
  private:
