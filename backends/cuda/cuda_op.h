@@ -93,8 +93,8 @@ class CudaOp {
   // axes of extent 1): the plan then gives both values one buffer and launches nothing.
   virtual bool aliases_input(const OpShapes& /*shapes*/) const { return false; }
   // For an op that only moves elements (Transpose, Slice, Split, Concat, Expand), the copies it is
-  // for these shapes, simplified, and nothing else runs: they run as one launch (copy_fusion.h).
-  // Empty for every other op.
+  // for these shapes, simplified, and nothing else runs: the plan composes a chain of such copies
+  // into one and batches copies into one launch (copy_fusion.h). Empty for every other op.
   virtual std::vector<OperandCopy> element_copies(const OpShapes& /*shapes*/) const { return {}; }
   // Operands the op's kernels read or write in any float type (fp32, fp16, bf16), computing in
   // fp32 either way. The schedule lets the op absorb a Cast that widens such an input from

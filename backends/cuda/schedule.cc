@@ -7,6 +7,7 @@
 
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cuda/convolution_ops.h"
+#include "backends/cuda/copy_fusion.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/matmul_ops.h"
 #include "backends/cuda/node_patterns.h"
@@ -330,6 +331,7 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   pack_values(p);
   order_units(p);
   choose_views(p, fed);
+  fuse_copies(*this, p, targets);
   return p;
 }
 

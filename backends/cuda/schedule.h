@@ -50,6 +50,8 @@ struct ShapePlan {
   // buffer of alias_of[output], a value some unit, feed or constant writes, and nothing runs.
   std::vector<const Unit*> views;
   std::vector<int> alias_of;  // per value: the value whose bytes it is, or -1
+  // This signature's copy units: chains of copies composed, copies batched (copy_fusion.h).
+  std::vector<std::unique_ptr<Unit>> copies;
   int root(int v) const { return alias_of[v] >= 0 ? alias_of[v] : v; }
 };
 

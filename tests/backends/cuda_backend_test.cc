@@ -29,6 +29,7 @@
 #include "graph/amp_ops.h"
 #include "passes/training/training_step.h"
 #include "tests/support/conv_chain.h"
+#include "tests/support/copy_chain_model.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/pass_through_model.h"
@@ -656,6 +657,45 @@ TEST(CudaBackendGpu, DataMovementAndEmbeddingsMatchTheCpu) {
                             {"i", random_tensor(DType::kInt64, {3, 4}, 37, 0, 10)}},
              {DType::kFloat}, kAmpDomain);
   expect_parity(gg.m, gg.feeds, gg.outputs, 10.0);
+}
+
+// Chains of copies the plan composes and batches (copy_fusion.h; the plans are in
+// CudaSchedule.CopyChainsComposeUnlessAValueIsNeededElsewhere), bit for bit the CPU's, over
+// captured-graph replays: Split then head transposes, transposes then Concat, a Split output
+// fetched, a Concat input read elsewhere, negative-step slices before and after transposes.
+TEST(CudaBackendGpu, ComposedAndBatchedCopiesMatchTheCpu) {
+  REQUIRE_GPU();
+  auto parts = [](bool split, bool merge, bool slices, bool fetch_q, bool dq_t_elsewhere) {
+    test::CopyChains c;
+    c.split_heads = split;
+    c.merge_heads = merge;
+    c.slices = slices;
+    c.fetch_q = fetch_q;
+    c.dq_t_read_elsewhere = dq_t_elsewhere;
+    return c;
+  };
+  const test::CopyChains cases[] = {parts(true, false, false, false, false), parts(true, false, false, true, false),
+                                    parts(false, true, false, false, false), parts(false, true, false, false, true),
+                                    parts(false, false, true, false, false), parts(true, true, true, true, true)};
+  for (DType t : {DType::kFloat, DType::kFloat16}) {
+    for (const test::CopyChains& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + (c.split_heads ? " split" : "") + (c.merge_heads ? " merge" : "") +
+                   (c.slices ? " slices" : "") + (c.fetch_q ? " fetch_q" : "") + (c.dq_t_read_elsewhere ? " neg" : ""));
+      const Model m = test::copy_chain_model(t, c);
+      Feeds feeds;
+      uint32_t seed = 90;
+      for (const Value* in : m.graph->inputs()) {
+        std::vector<int64_t> dims;
+        for (const Dim& d : in->type().shape->dims) dims.push_back(*d.value);
+        feeds.push_back({in->name(), random_tensor(t, dims, seed++)});
+      }
+      std::vector<std::string> fetches;
+      for (const Value* out : m.graph->outputs()) fetches.push_back(out->name());
+      const auto cpu = run_on("cpu", m, feeds, fetches);
+      const auto gpu = run_on("cuda", m, feeds, fetches, {}, 4);  // the last runs replay a captured graph
+      for (size_t k = 0; k < fetches.size(); ++k) EXPECT_TRUE(gpu[k].same_contents(cpu[k])) << fetches[k];
+    }
+  }
 }
 
 TEST(CudaBackendGpu, ConvolutionPoolingAndBatchNormMatchTheCpu) {

@@ -15,8 +15,11 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include <cstring>
 #include <functional>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <random>
 
+#include "backends/cuda/copy_fusion.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/fused_elementwise_op.h"
@@ -28,6 +31,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "passes/pipelines.h"
 #include "passes/training/training_step.h"
 #include "tests/support/conv_chain.h"
+#include "tests/support/copy_chain_model.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/pass_through_model.h"
 #include "tests/support/gelu_layer_model.h"
@@ -59,6 +63,22 @@ std::string listing(const ShapePlan& p) {
   std::string out;
   for (const Unit* u : p.order) out += "  " + u->kind + "   @" + u->where + "\n";
   return out;
+}
+
+// Calls fn(source offset, destination offset) for every element c copies, in elements.
+void for_each_offset(const StridedCopy& c, const std::function<void(int64_t, int64_t)>& fn) {
+  int64_t n = 1;
+  for (int64_t d : c.dims) n *= d;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, src = c.src_base, dst = c.dst_base;
+    for (size_t k = c.dims.size(); k-- > 0;) {
+      const int64_t at = rest % c.dims[k];
+      rest /= c.dims[k];
+      src += at * c.src_strides[k];
+      dst += at * c.dst_strides[k];
+    }
+    fn(src, dst);
+  }
 }
 
 // Every needed step is a host step or in exactly one unit of the plan (run or view).
@@ -418,6 +438,65 @@ TEST(CudaSchedule, EveryFusedUnitOfATrainingStepComputesWhatTheUnfusedGraphCompu
   }
 }
 
+// The same for every copy unit — Transposes, Slices, the attention's composed and batched copies
+// (copy_fusion.h): its copies applied on the host to the inputs the CPU backend computed for the
+// unfused graph write exactly the CPU backend's values of its outputs.
+TEST(CudaSchedule, EveryCopyUnitOfATrainingStepMovesWhatTheUnfusedGraphMoves) {
+  for (const char* model : {"mlp.train.onnx", "gpt.train.onnx", "cnn.train.onnx"}) {
+    for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(model) + " " + std::string(dtype_name(precision)));
+      TrainingStep step = mixed_precision_step(model, precision);
+      const Schedule s(step.model, step_options(step));
+      std::vector<Tensor> feeds = zero_feeds(s);
+      std::mt19937 rng(6);
+      for (Tensor& t : feeds)
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          if (t.dtype == DType::kFloat) t.mutable_as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+          else if (t.dtype == DType::kInt64) t.mutable_as<int64_t>()[i] = static_cast<int64_t>(rng() % 2);
+        }
+      const ShapePlan p = plan_with(s, feeds);
+      std::vector<std::pair<const Unit*, std::vector<OperandCopy>>> units;
+      std::vector<std::string> names;
+      std::map<int, size_t> fetched;
+      for (const Unit* u : p.order) {
+        std::vector<OperandCopy> copies = u->op->element_copies(unit_shapes(p, *u));
+        if (copies.empty()) continue;
+        for (const std::vector<int>* list : {&u->in, &u->out})
+          for (int v : *list)
+            if (!fetched.count(v)) {
+              fetched[v] = names.size();
+              names.push_back(s.program.values[v].name);
+            }
+        units.emplace_back(u, std::move(copies));
+      }
+      if (std::string(model) == "gpt.train.onnx") {
+        EXPECT_EQ(units.size(), 8u) << "per layer: the head transposes, the gradients' merge, two single transposes";
+      }
+      if (units.empty()) continue;
+      std::vector<std::pair<std::string, Tensor>> cpu_feeds;
+      for (const Tensor& t : feeds) cpu_feeds.emplace_back(t.name, t);
+      auto cpu = make_backend("cpu")->compile(step.model, CompileOptions{step.state, step.updates, 3, 1});
+      const std::vector<Tensor> values = cpu->run(cpu_feeds, names);
+      for (const auto& [u, copies] : units) {
+        std::vector<Tensor> got;
+        for (int v : u->out) got.push_back(values[fetched.at(v)]);
+        for (Tensor& t : got) std::memset(t.mutable_data(), 0xa5, t.nbytes());
+        for (const OperandCopy& c : copies) {
+          const Tensor& in = values[fetched.at(u->in[c.input])];
+          uint8_t* out = got[c.output].mutable_data();
+          for_each_offset(c.copy, [&](int64_t src, int64_t dst) {
+            if (src >= 0 && src < in.numel() && dst >= 0 && dst < got[c.output].numel())  // else the layout walk fails
+              std::memcpy(out + dst * c.copy.elem_bytes, in.data() + src * c.copy.elem_bytes, c.copy.elem_bytes);
+          });
+        }
+        for (size_t k = 0; k < u->out.size(); ++k)
+          EXPECT_TRUE(got[k].same_contents(values[fetched.at(u->out[k])]))
+              << u->where << " (" << u->kind << "): " << s.program.values[u->out[k]].name << " differs";
+      }
+    }
+  }
+}
+
 // Walks a plan's run order over its device layout: every value a unit, a state update or a fetch
 // reads must still hold what was written to it — nothing else written to overlapping arena bytes
 // between its write and that read (a unit's outputs never overlap its inputs) — and a view's
@@ -484,6 +563,33 @@ void expect_layout_keeps_every_read_value(const Schedule& s, const ShapePlan& p,
   for (int v : fetches)
     if (!fed[v] && !(s.state_of[v] >= 0) && !p.known[v]) check_read(v, l.end, "the fetch");
   EXPECT_GT(reads, p.order.size());
+
+  // A copy unit reads parts of its sources and writes parts of its destinations (a composed copy
+  // reads q out of qkv; three write the thirds of a Concat's output): every element it reads lies
+  // inside its source's buffer, and together its copies write every element of every destination
+  // exactly once, so none is left holding what the arena held before.
+  for (const Unit* u : p.order) {
+    const std::vector<OperandCopy> copies = u->op->element_copies(unit_shapes(p, *u));
+    if (copies.empty()) continue;
+    std::vector<std::vector<int>> writes(u->out.size());
+    for (size_t k = 0; k < u->out.size(); ++k)
+      if (u->out[k] >= 0) writes[k].assign(static_cast<size_t>(p.desc[u->out[k]].numel()), 0);
+    for (const OperandCopy& c : copies) {
+      const int64_t in = p.desc[u->in[c.input]].numel(), out = p.desc[u->out[c.output]].numel();
+      EXPECT_EQ(c.copy.elem_bytes, dtype_size(p.desc[u->in[c.input]].dtype)) << u->kind;
+      bool inside = true;
+      for_each_offset(c.copy, [&](int64_t src, int64_t dst) {
+        inside = inside && src >= 0 && src < in && dst >= 0 && dst < out;
+        if (inside) ++writes[c.output][static_cast<size_t>(dst)];
+      });
+      EXPECT_TRUE(inside) << u->where << " (" << u->kind << ") copies outside " << s.program.values[u->in[c.input]].name
+                          << " or " << s.program.values[u->out[c.output]].name;
+    }
+    for (size_t k = 0; k < u->out.size(); ++k)
+      EXPECT_TRUE(std::all_of(writes[k].begin(), writes[k].end(), [](int w) { return w == 1; }))
+          << u->where << " (" << u->kind << ") does not write every element of "
+          << s.program.values[u->out[k]].name << " once";
+  }
 }
 
 // Reshapes, Flatten and the gradient sums that broadcast nothing at run time are views: they
@@ -664,6 +770,280 @@ TEST(CudaSchedule, ReluMasksReadAsBoolStayBoolTensors) {
       for (const Unit* u : p.order) got.push_back(u->kind);
       EXPECT_EQ(got, (std::vector<std::string>{"Gemm+Relu+Greater", "Gemm", "Gemm+Where+ReduceSum", "Gemm"})) << listing(p);
       EXPECT_EQ(p.desc[s.program.find("mask")].nbytes(), 8u * 128 / 8);
+    }
+    expect_layout_keeps_every_read_value(s, p, feeds, s.program.outputs);
+  }
+}
+
+// ---- Copy fusion (copy_fusion.h)
+
+// What c writes into a destination of dst_size elements (-1 where it writes nothing), from src.
+std::vector<int32_t> apply_copy(const StridedCopy& c, const std::vector<int32_t>& src, size_t dst_size) {
+  std::vector<int32_t> dst(dst_size, -1);
+  for_each_offset(c, [&](int64_t s, int64_t d) {
+    ASSERT_TRUE(s >= 0 && s < static_cast<int64_t>(src.size())) << "source offset " << s;
+    ASSERT_TRUE(d >= 0 && d < static_cast<int64_t>(dst_size)) << "destination offset " << d;
+    dst[static_cast<size_t>(d)] = src[static_cast<size_t>(s)];
+  });
+  return dst;
+}
+
+int64_t numel_of(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// The copies data_movement_ops.cc makes, over contiguous tensors: Transpose, a Slice window (start
+// and step per axis), a part of a whole along an axis (Split reads one, Concat writes one).
+StridedCopy transpose_copy(const std::vector<int64_t>& in, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t> strides = contiguous_strides(in);
+  StridedCopy c;
+  for (int64_t p : perm) {
+    c.dims.push_back(in[static_cast<size_t>(p)]);
+    c.src_strides.push_back(strides[static_cast<size_t>(p)]);
+  }
+  c.dst_strides = contiguous_strides(c.dims);
+  return c;
+}
+StridedCopy slice_copy(const std::vector<int64_t>& in, const std::vector<int64_t>& start,
+                       const std::vector<int64_t>& step, const std::vector<int64_t>& count) {
+  const std::vector<int64_t> strides = contiguous_strides(in);
+  StridedCopy c;
+  c.dims = count;
+  c.dst_strides = contiguous_strides(count);
+  for (size_t d = 0; d < in.size(); ++d) {
+    c.src_strides.push_back(strides[d] * step[d]);
+    c.src_base += start[d] * strides[d];
+  }
+  return c;
+}
+StridedCopy part_copy(const std::vector<int64_t>& part, const std::vector<int64_t>& whole, size_t axis, int64_t offset,
+                      bool into_whole) {
+  const std::vector<int64_t> ps = contiguous_strides(part), ws = contiguous_strides(whole);
+  StridedCopy c;
+  c.dims = part;
+  c.src_strides = into_whole ? ps : ws;
+  c.dst_strides = into_whole ? ws : ps;
+  (into_whole ? c.dst_base : c.src_base) = offset * ws[axis];
+  return c;
+}
+
+// A copy composed with the one that made its source (read_through) moves what the two move one
+// after the other, element for element, or is refused: a reader over another view of the
+// producer's output (a reshape merging or splitting its dims), steps of any sign, Split parts and
+// Concat parts, Expand's repeats. The attention's chains always compose; a walk that carries
+// across the producer's dims never does.
+TEST(CudaSchedule, ComposedCopiesMoveWhatTheChainMoves) {
+  // Applies producer then reader to 0, 1, 2, ... and the composition to the same, and compares.
+  auto check = [](const StridedCopy& producer, const StridedCopy& reader, int64_t source_size, int64_t made_size,
+                  int64_t read_size, const std::string& what) {
+    std::vector<int32_t> source(static_cast<size_t>(source_size));
+    for (size_t k = 0; k < source.size(); ++k) source[k] = static_cast<int32_t>(k);
+    const std::vector<int32_t> made = apply_copy(simplify(producer), source, static_cast<size_t>(made_size));
+    const std::vector<int32_t> want = apply_copy(simplify(reader), made, static_cast<size_t>(read_size));
+    const std::optional<StridedCopy> c = read_through(simplify(reader), simplify(producer));
+    if (c) EXPECT_EQ(apply_copy(*c, source, static_cast<size_t>(read_size)), want) << what;
+    return c.has_value();
+  };
+  constexpr int64_t N = 2, T = 3, H = 2, D = 4, C = H * D;
+  for (size_t part = 0; part < 3; ++part) {
+    // A Split part of qkv [N,T,3C] as [N,T,H,D], transposed to [N,H,T,D] and to [N,H,D,T].
+    const StridedCopy split = part_copy({N, T, C}, {N, T, 3 * C}, 2, static_cast<int64_t>(part) * C, false);
+    for (const std::vector<int64_t>& perm : {std::vector<int64_t>{0, 2, 1, 3}, std::vector<int64_t>{0, 2, 3, 1}})
+      EXPECT_TRUE(check(split, transpose_copy({N, T, H, D}, perm), N * T * 3 * C, N * T * C, N * T * C,
+                        "Split part " + std::to_string(part) + " then Transpose"));
+    // The backward: [N,H,T,D] transposed to [N,T,H,D], read as [N,T,C] into its third of [N,T,3C].
+    EXPECT_TRUE(check(transpose_copy({N, H, T, D}, {0, 2, 1, 3}),
+                      part_copy({N, T, C}, {N, T, 3 * C}, 2, static_cast<int64_t>(part) * C, true), N * T * C,
+                      N * T * C, N * T * 3 * C, "Transpose then Concat part " + std::to_string(part)));
+  }
+  // Every 5th of a transposed [4,3] read as 12 elements carries across its dims: refused.
+  EXPECT_FALSE(check(transpose_copy({3, 4}, {1, 0}), slice_copy({12}, {0}, {5}, {3}), 12, 12, 3, "every 5th"));
+
+  // Random chains: a producer (Transpose, Slice or Split part) making X from a contiguous source;
+  // a reader (Transpose, Slice, Concat part or Expand) of X seen under other dims (X's dims with
+  // neighbours merged or one split in two, as a Reshape between them would).
+  std::mt19937 rng(11);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  size_t composed = 0, tried = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<int64_t> source(static_cast<size_t>(pick(1, 4)));
+    for (int64_t& d : source) d = pick(1, 5);
+    StridedCopy producer;
+    const int64_t producer_kind = pick(0, 2);
+    if (producer_kind == 0) {
+      std::vector<int64_t> perm(source.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      producer = transpose_copy(source, perm);
+    } else if (producer_kind == 1) {
+      std::vector<int64_t> start, step, count;
+      for (int64_t d : source) {
+        step.push_back(pick(0, 1) ? pick(1, 2) : -pick(1, 2));
+        start.push_back(pick(0, d - 1));
+        const int64_t room = step.back() > 0 ? (d - 1 - start.back()) / step.back() : start.back() / -step.back();
+        count.push_back(pick(1, room + 1));
+      }
+      producer = slice_copy(source, start, step, count);
+    } else {
+      const size_t axis = static_cast<size_t>(pick(0, static_cast<int64_t>(source.size()) - 1));
+      std::vector<int64_t> part = source;
+      part[axis] = pick(1, source[axis]);
+      producer = part_copy(part, source, axis, pick(0, source[axis] - part[axis]), false);
+    }
+    const std::vector<int64_t> x = producer.dims;
+    // The reader's view of X: neighbours merged, or a dim split in two, or as it is.
+    std::vector<int64_t> view = x;
+    const int64_t reshape = pick(0, 2);
+    if (reshape == 1 && view.size() >= 2) {
+      const size_t at = static_cast<size_t>(pick(0, static_cast<int64_t>(view.size()) - 2));
+      view[at] *= view[at + 1];
+      view.erase(view.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    } else if (reshape == 2) {
+      for (size_t at = 0; at < view.size(); ++at)
+        if (view[at] % 2 == 0 && view[at] > 2) {
+          view[at] /= 2;
+          view.insert(view.begin() + static_cast<std::ptrdiff_t>(at) + 1, 2);
+          break;
+        }
+    }
+    StridedCopy reader;
+    int64_t read_size = 0;
+    const int64_t reader_kind = pick(0, 3);
+    if (reader_kind == 0) {
+      std::vector<int64_t> perm(view.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      reader = transpose_copy(view, perm);
+      read_size = numel_of(view);
+    } else if (reader_kind == 1) {
+      std::vector<int64_t> start, step, count;
+      for (int64_t d : view) {
+        step.push_back(pick(0, 1) ? pick(1, 3) : -pick(1, 3));
+        start.push_back(pick(0, d - 1));
+        const int64_t room = step.back() > 0 ? (d - 1 - start.back()) / step.back() : start.back() / -step.back();
+        count.push_back(pick(1, room + 1));
+      }
+      reader = slice_copy(view, start, step, count);
+      read_size = numel_of(count);
+    } else if (reader_kind == 2) {
+      const size_t axis = static_cast<size_t>(pick(0, static_cast<int64_t>(view.size()) - 1));
+      std::vector<int64_t> whole = view;
+      whole[axis] += pick(0, 3);
+      reader = part_copy(view, whole, axis, pick(0, whole[axis] - view[axis]), true);
+      read_size = numel_of(whole);
+    } else {
+      // Expand: X's view with a new outer dim of 2 and its dims of 1 repeated 3 times.
+      std::vector<int64_t> out = {2};
+      std::vector<int64_t> strides = {0};
+      const std::vector<int64_t> vs = contiguous_strides(view);
+      for (size_t d = 0; d < view.size(); ++d) {
+        out.push_back(view[d] == 1 ? 3 : view[d]);
+        strides.push_back(view[d] == 1 ? 0 : vs[d]);
+      }
+      reader.dims = out;
+      reader.src_strides = strides;
+      reader.dst_strides = contiguous_strides(out);
+      read_size = numel_of(out);
+    }
+    ++tried;
+    const std::string what = "round " + std::to_string(round);
+    composed += check(producer, reader, numel_of(source), numel_of(x), read_size, what) ? 1 : 0;
+    if (HasFailure()) break;
+  }
+  // Nearly all compose (2990 of these 3000): only a reader's step that crosses the producer's dims
+  // unevenly cannot, as every 5th element above.
+  EXPECT_GT(composed, tried * 95 / 100) << composed << " of " << tried;
+}
+
+// The attention's copies in the gpt training steps: the forward's Split is not run and its three
+// head transposes read qkv in one launch; the backward's three transposes are not run and the
+// Concat's copies read the gradients they read, in one launch. Neither the Split's outputs nor the
+// backward transposes' have a buffer; the transposes of the attention's output and of its
+// gradient stay (products write and read those), one per layer each way.
+TEST(CudaSchedule, AttentionSplitsTransposesAndConcatsRunAsOneCopyLaunchEach) {
+  for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = mixed_precision_step("gpt.train.onnx", precision);
+    const Schedule s(step.model, step_options(step));
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    expect_every_step_placed(s, p);
+    const auto k = kinds(p);
+    EXPECT_EQ(k.count("Split") + k.count("Concat"), 0u) << listing(p);
+    EXPECT_EQ(k.at("copy x3 Split>Transpose"), 2) << listing(p);
+    EXPECT_EQ(k.at("copy x3 Transpose>Concat"), 2) << listing(p);
+    EXPECT_EQ(k.at("Transpose"), 4) << listing(p);
+    for (const auto& [kind, n] : k) EXPECT_EQ(kind.find("copy x1"), std::string::npos) << kind;
+    std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
+    for (const Tensor& t : feeds) fed[s.program.find(t.name)] = &t;
+    const DeviceLayout l = layout_device_memory(s, p, fed, s.program.outputs, 256);
+    auto op_of_only_reader = [&](int v) {
+      return s.readers[v].size() == 1 ? s.program.steps[s.readers[v][0]].op : std::string();
+    };
+    size_t unmade = 0;
+    for (const Program::Step& st : s.program.steps) {
+      bool read_through = st.op == "Split";  // by the head transposes
+      if (st.op == "Transpose" && op_of_only_reader(st.out[0]) == "Reshape") {
+        const Program::Step& reshape = s.program.steps[s.readers[st.out[0]][0]];
+        read_through = op_of_only_reader(reshape.out[0]) == "Concat";  // by the Concat
+      }
+      if (!read_through) continue;
+      for (int v : st.out) {
+        EXPECT_TRUE(l.offset[v] < 0 && !l.on_device[v]) << s.program.values[v].name << " has a buffer";
+        ++unmade;
+      }
+    }
+    EXPECT_EQ(unmade, 12u) << "2 layers: 3 Split outputs and 3 backward transposes each";
+    expect_layout_keeps_every_read_value(s, p, feeds, s.program.outputs);
+  }
+}
+
+// The plans of targeted chains (copy_chain_model.h): what composes, what a reader elsewhere keeps,
+// and every layout still holding what is read.
+TEST(CudaSchedule, CopyChainsComposeUnlessAValueIsNeededElsewhere) {
+  struct Case {
+    const char* what;
+    test::CopyChains parts;
+    std::vector<std::string> units;
+    std::vector<std::string> unmade;  // values no unit writes
+  };
+  auto parts = [](bool split, bool merge, bool slices, bool fetch_q, bool dq_t_elsewhere) {
+    test::CopyChains c;
+    c.split_heads = split;
+    c.merge_heads = merge;
+    c.slices = slices;
+    c.fetch_q = fetch_q;
+    c.dq_t_read_elsewhere = dq_t_elsewhere;
+    return c;
+  };
+  const std::vector<Case> cases = {
+      {"Split then transposes", parts(true, false, false, false, false), {"copy x3 Split>Transpose"}, {"q", "k", "v"}},
+      {"a Split output fetched", parts(true, false, false, true, false),
+       {"Split", "copy x3 Transpose | Split>Transpose | Split>Transpose"}, {"k", "v"}},
+      {"transposes then Concat", parts(false, true, false, false, false), {"copy x3 Transpose>Concat"},
+       {"dq_t", "dk_t", "dv_t"}},
+      {"a Concat input read elsewhere", parts(false, true, false, false, true),
+       {"Transpose", "copy x3 Concat | Transpose>Concat | Transpose>Concat", "fused Neg"}, {"dk_t", "dv_t"}},
+      {"negative steps", parts(false, false, true, false, false),
+       {"copy x4 Slice>Transpose | Slice>Slice | Transpose>Slice | Transpose", "Slice"}, {"reversed", "window", "x_t"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Schedule s(test::copy_chain_model(DType::kFloat16, c.parts), {});
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    expect_every_step_placed(s, p);
+    std::vector<std::string> got;
+    for (const Unit* u : p.order) got.push_back(u->kind);
+    EXPECT_EQ(got, c.units) << listing(p);
+    for (const std::string& name : c.unmade) {
+      const int v = s.program.find(name);
+      for (const Unit* view : p.views) EXPECT_NE(p.root(view->out[0]), v) << "a view of " << name << " is left";
+      for (const Unit* u : p.order)
+        for (const std::vector<int>* list : {&u->in, &u->out})
+          EXPECT_EQ(std::count(list->begin(), list->end(), v), 0) << name << " is an operand of " << u->kind;
     }
     expect_layout_keeps_every_read_value(s, p, feeds, s.program.outputs);
   }
