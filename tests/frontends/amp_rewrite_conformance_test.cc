@@ -80,7 +80,7 @@ std::vector<Case> all_cases() {
     for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
     std::sort(names.begin(), names.end());
     for (const auto& n : names)
-      cases.push_back({std::string(set) + "/" + n, (dir / n / "model.onnx").string(), (dir / n / "test_data_set_0").string()});
+      cases.push_back({std::string(set) + "/" + n, (dir / n / "model.onnx").string(), (dir / n / "test_data_set_0").string(), ""});
   }
   for (const char* m : {"mlp", "cnn", "gpt", "mlp.train", "cnn.train", "gpt.train"})
     cases.push_back({std::string("models/") + m, test::source_dir() + "/models/" + m + ".onnx", "",
@@ -205,67 +205,54 @@ bool ort_available(std::string* why) {
   return test::run_command("node --version", nullptr) == 0 || (*why = "node is not on PATH", false);
 }
 
-// Everything is computed once, on first use: one ONNX Runtime process runs all models.
-const std::map<std::string, Result>& results() {
-  static const std::map<std::string, Result> all = [] {
-    std::map<std::string, Result> out;
-    const std::string root = test::temp_dir("amp_rewrite_conformance");
-    std::string jobs;
-    std::string ort_why;
-    const bool ort = ort_available(&ort_why);
-    for (const Case& c : all_cases()) {
-      Result& r = out[c.name];
-      const std::string dir = root + "/" + c.name;
-      fs::create_directories(dir);
-      auto guarded = [](const std::function<std::string()>& fn) {
-        try {
-          return fn();
-        } catch (const std::exception& e) {
-          return std::string("threw: ") + e.what();
-        }
-      };
-      r.fp16_rewrite = guarded([&] {
-        save_model(load_model(c.model), dir + "/fp32.onnx");
-        return rewrite_twice(c.model, dir + "/fp16.onnx", DType::kFloat16);
-      });
-      r.bf16_rewrite = guarded([&] { return rewrite_twice(c.model, dir + "/bf16.onnx", DType::kBFloat16); });
-      std::string inputs = c.inputs;
-      if (inputs.empty()) {
-        inputs = dir + "/inputs";
-        fs::create_directories(inputs);
-        generate_inputs(c.model, inputs);
-      }
-      if (r.fp16_rewrite.empty() && ort)
-        for (const char* side : {"32", "16"})
-          jobs += dir + "/fp" + side + ".onnx\t" + inputs + "\t" + dir + "/out" + side + "\n";
+// One case: its fp16 and bf16 rewrites, and ONNX Runtime on the fp32 model and the fp16 rewrite.
+// Per case, not for all at once: CTest runs every case in a process of its own, and each would
+// otherwise rewrite all 123 models again (a minute a case here).
+Result compute(const Case& c) {
+  Result r;
+  std::string ort_why;
+  const bool ort = ort_available(&ort_why);
+  const std::string dir = test::temp_dir("amp_rewrite_conformance") + "/" + c.name;
+  fs::create_directories(dir);
+  auto guarded = [](const std::function<std::string()>& fn) {
+    try {
+      return fn();
+    } catch (const std::exception& e) {
+      return std::string("threw: ") + e.what();
     }
-    if (ort && !jobs.empty()) {
-      test::write_file(root + "/jobs.txt", jobs);
-      std::string log;
-      test::run_command("node " + test::source_dir() + "/tests/ort/run_model.js --jobs " + root + "/jobs.txt", &log);
-      test::write_file(root + "/ort.log", log);
-    }
-    for (const Case& c : all_cases()) {
-      Result& r = out[c.name];
-      const std::string dir = root + "/" + c.name;
-      if (!ort) {
-        r.ort = ort_why;
-        continue;
-      }
-      if (!r.fp16_rewrite.empty()) continue;
-      for (const char* side : {"/out32", "/out16"})
-        if (fs::exists(dir + side + "/error.txt")) r.ort += std::string(side + 1) + ": " + test::read_file(dir + side + "/error.txt");
-      if (r.ort.empty() && c.no_compare.empty()) r.comparison = compare_outputs(dir + "/out32", dir + "/out16", &r.figures);
-    }
-    return out;
-  }();
-  return all;
+  };
+  r.fp16_rewrite = guarded([&] {
+    save_model(load_model(c.model), dir + "/fp32.onnx");
+    return rewrite_twice(c.model, dir + "/fp16.onnx", DType::kFloat16);
+  });
+  r.bf16_rewrite = guarded([&] { return rewrite_twice(c.model, dir + "/bf16.onnx", DType::kBFloat16); });
+  if (!ort) {
+    r.ort = ort_why;
+    return r;
+  }
+  if (!r.fp16_rewrite.empty()) return r;
+  std::string inputs = c.inputs;
+  if (inputs.empty()) {
+    inputs = dir + "/inputs";
+    fs::create_directories(inputs);
+    generate_inputs(c.model, inputs);
+  }
+  std::string jobs;
+  for (const char* side : {"32", "16"}) jobs += dir + "/fp" + side + ".onnx\t" + inputs + "\t" + dir + "/out" + side + "\n";
+  test::write_file(dir + "/jobs.txt", jobs);
+  std::string log;
+  test::run_command("node " + test::source_dir() + "/tests/ort/run_model.js --jobs " + dir + "/jobs.txt", &log);
+  test::write_file(dir + "/ort.log", log);
+  for (const char* side : {"/out32", "/out16"})
+    if (fs::exists(dir + side + "/error.txt")) r.ort += std::string(side + 1) + ": " + test::read_file(dir + side + "/error.txt");
+  if (r.ort.empty() && c.no_compare.empty()) r.comparison = compare_outputs(dir + "/out32", dir + "/out16", &r.figures);
+  return r;
 }
 
 class AmpRewriteConformance : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AmpRewriteConformance, ValidIdempotentAndMatchesFp32InOnnxRuntime) {
-  const Result& r = results().at(GetParam().name);
+  const Result r = compute(GetParam());
   EXPECT_EQ(r.fp16_rewrite, "") << "fp16";
   EXPECT_EQ(r.bf16_rewrite, "") << "bf16";
   if (r.ort.rfind("ONNX Runtime is not installed", 0) == 0 || r.ort == "node is not on PATH") GTEST_SKIP() << r.ort;
