@@ -242,6 +242,8 @@ void fuse_copies(const Schedule& s, ShapePlan& p, const std::vector<int>& target
   }
   flush();
   p.order = std::move(order);
+  for (int st : p.steps)
+    if (dropped_step[st]) p.read_through.push_back(st);
   p.steps.erase(std::remove_if(p.steps.begin(), p.steps.end(), [&](int st) { return dropped_step[st]; }),
                 p.steps.end());
 }

@@ -381,7 +381,10 @@ std::vector<int> Schedule::bypass_pass_throughs(ShapePlan& p, std::vector<bool>&
     if (is_target[y]) continue;
     bool read = false;
     for (int r : readers[y]) read = read || (needed[r] && !(elementwise[r] && unit_of_step[r] < 0));
-    if (!read) needed[*it] = false;
+    if (!read) {
+      needed[*it] = false;
+      p.read_through.push_back(*it);
+    }
   }
   p.steps.erase(std::remove_if(p.steps.begin(), p.steps.end(), [&](int s) { return !needed[s]; }), p.steps.end());
   return through;

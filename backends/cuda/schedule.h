@@ -50,6 +50,10 @@ struct ShapePlan {
   // buffer of alias_of[output], a value some unit, feed or constant writes, and nothing runs.
   std::vector<const Unit*> views;
   std::vector<int> alias_of;  // per value: the value whose bytes it is, or -1
+  // Needed steps that compute nothing for these shapes because every reader reads past them: a
+  // pass-through elementwise readers see through, a copy composed into its readers' copies, and
+  // the views of such values. Out of `steps`; listed so reports place every node.
+  std::vector<int> read_through;
   // This signature's copy units: chains of copies composed, copies batched (copy_fusion.h).
   std::vector<std::unique_ptr<Unit>> copies;
   int root(int v) const { return alias_of[v] >= 0 ? alias_of[v] : v; }

@@ -151,6 +151,7 @@ ordered_json cuda_plan_report(const Model& model, const std::map<std::string, in
   j["fused_kernels"] = {{"units", fused}, {"nodes", fused_nodes}, {"multi_tensor", multi_tensor}};
   j["views"] = views;
   j["host_steps"] = host_steps;
+  j["read_through"] = p.read_through.size();
   j["nodes"] = s.program.steps.size();
   j["memory"] = {{"arena_bytes", layout.arena.arena_bytes},
                  {"peak_live_bytes", layout.arena.peak_bytes},
@@ -189,6 +190,9 @@ std::string cuda_plan_text(const ordered_json& j) {
   }
   s << "views:        " << views << (views ? " (" + view_kinds + "): the same bytes, nothing runs" : "") << "\n";
   s << "host steps:   " << j["host_steps"] << " (shape arithmetic and constants, computed while planning)\n";
+  if (j["read_through"].get<size_t>() > 0)
+    s << "read through: " << j["read_through"]
+      << " (copies composed into their readers', pass-throughs, their views: every reader reads past them)\n";
   const auto& mem = j["memory"];
   s << "memory:       arena " << human_bytes(mem["arena_bytes"].get<int64_t>()) << " (live at most "
     << human_bytes(mem["peak_live_bytes"].get<int64_t>()) << ", " << human_bytes(mem["without_reuse_bytes"].get<int64_t>())

@@ -88,6 +88,10 @@ void expect_every_step_placed(const Schedule& s, const ShapePlan& p) {
     for (const Unit* u : *list)
       for (int st : u->steps) ++covered[st];
   for (int st : p.steps) EXPECT_EQ(covered[st] + (s.host_step[st] ? 1 : 0), 1) << s.program.steps[st].where;
+  for (int st : p.read_through) {  // left out: no unit runs it, nor is it planned as needed
+    EXPECT_EQ(covered[st], 0) << s.program.steps[st].where;
+    EXPECT_FALSE(std::binary_search(p.steps.begin(), p.steps.end(), st)) << s.program.steps[st].where;
+  }
 }
 
 // The generated source of every fused unit, with the plan's broadcasts, compiles; so does that of
