@@ -665,15 +665,7 @@ TEST(CudaBackendGpu, DataMovementAndEmbeddingsMatchTheCpu) {
 // fetched, a Concat input read elsewhere, negative-step slices before and after transposes.
 TEST(CudaBackendGpu, ComposedAndBatchedCopiesMatchTheCpu) {
   REQUIRE_GPU();
-  auto parts = [](bool split, bool merge, bool slices, bool fetch_q, bool dq_t_elsewhere) {
-    test::CopyChains c;
-    c.split_heads = split;
-    c.merge_heads = merge;
-    c.slices = slices;
-    c.fetch_q = fetch_q;
-    c.dq_t_read_elsewhere = dq_t_elsewhere;
-    return c;
-  };
+  const auto parts = test::copy_chains;
   const test::CopyChains cases[] = {parts(true, false, false, false, false), parts(true, false, false, true, false),
                                     parts(false, true, false, false, false), parts(false, true, false, false, true),
                                     parts(false, false, true, false, false), parts(true, true, true, true, true)};

@@ -870,6 +870,18 @@ TEST(CudaSchedule, ComposedCopiesMoveWhatTheChainMoves) {
   // neighbours merged or one split in two, as a Reshape between them would).
   std::mt19937 rng(11);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  // A slice of dims with random starts, steps of either sign up to max_step, and counts that fit;
+  // and how many elements it reads.
+  auto random_slice = [&](const std::vector<int64_t>& dims, int64_t max_step) {
+    std::vector<int64_t> start, step, count;
+    for (int64_t d : dims) {
+      step.push_back(pick(0, 1) ? pick(1, max_step) : -pick(1, max_step));
+      start.push_back(pick(0, d - 1));
+      const int64_t room = step.back() > 0 ? (d - 1 - start.back()) / step.back() : start.back() / -step.back();
+      count.push_back(pick(1, room + 1));
+    }
+    return std::make_pair(slice_copy(dims, start, step, count), numel_of(count));
+  };
   size_t composed = 0, tried = 0;
   for (int round = 0; round < 3000; ++round) {
     std::vector<int64_t> source(static_cast<size_t>(pick(1, 4)));
@@ -882,14 +894,7 @@ TEST(CudaSchedule, ComposedCopiesMoveWhatTheChainMoves) {
       std::shuffle(perm.begin(), perm.end(), rng);
       producer = transpose_copy(source, perm);
     } else if (producer_kind == 1) {
-      std::vector<int64_t> start, step, count;
-      for (int64_t d : source) {
-        step.push_back(pick(0, 1) ? pick(1, 2) : -pick(1, 2));
-        start.push_back(pick(0, d - 1));
-        const int64_t room = step.back() > 0 ? (d - 1 - start.back()) / step.back() : start.back() / -step.back();
-        count.push_back(pick(1, room + 1));
-      }
-      producer = slice_copy(source, start, step, count);
+      producer = random_slice(source, 2).first;
     } else {
       const size_t axis = static_cast<size_t>(pick(0, static_cast<int64_t>(source.size()) - 1));
       std::vector<int64_t> part = source;
@@ -922,15 +927,7 @@ TEST(CudaSchedule, ComposedCopiesMoveWhatTheChainMoves) {
       reader = transpose_copy(view, perm);
       read_size = numel_of(view);
     } else if (reader_kind == 1) {
-      std::vector<int64_t> start, step, count;
-      for (int64_t d : view) {
-        step.push_back(pick(0, 1) ? pick(1, 3) : -pick(1, 3));
-        start.push_back(pick(0, d - 1));
-        const int64_t room = step.back() > 0 ? (d - 1 - start.back()) / step.back() : start.back() / -step.back();
-        count.push_back(pick(1, room + 1));
-      }
-      reader = slice_copy(view, start, step, count);
-      read_size = numel_of(count);
+      std::tie(reader, read_size) = random_slice(view, 3);
     } else if (reader_kind == 2) {
       const size_t axis = static_cast<size_t>(pick(0, static_cast<int64_t>(view.size()) - 1));
       std::vector<int64_t> whole = view;
@@ -1013,15 +1010,7 @@ TEST(CudaSchedule, CopyChainsComposeUnlessAValueIsNeededElsewhere) {
     std::vector<std::string> units;
     std::vector<std::string> unmade;  // values no unit writes
   };
-  auto parts = [](bool split, bool merge, bool slices, bool fetch_q, bool dq_t_elsewhere) {
-    test::CopyChains c;
-    c.split_heads = split;
-    c.merge_heads = merge;
-    c.slices = slices;
-    c.fetch_q = fetch_q;
-    c.dq_t_read_elsewhere = dq_t_elsewhere;
-    return c;
-  };
+  const auto parts = test::copy_chains;
   const std::vector<Case> cases = {
       {"Split then transposes", parts(true, false, false, false, false), {"copy x3 Split>Transpose"}, {"q", "k", "v"}},
       {"a Split output fetched", parts(true, false, false, true, false),

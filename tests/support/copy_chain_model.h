@@ -24,6 +24,16 @@ struct CopyChains {
   bool split_heads = false, merge_heads = false, slices = false, fetch_q = false, dq_t_read_elsewhere = false;
 };
 
+inline CopyChains copy_chains(bool split, bool merge, bool slices, bool fetch_q, bool dq_t_elsewhere) {
+  CopyChains c;
+  c.split_heads = split;
+  c.merge_heads = merge;
+  c.slices = slices;
+  c.fetch_q = fetch_q;
+  c.dq_t_read_elsewhere = dq_t_elsewhere;
+  return c;
+}
+
 inline Model copy_chain_model(DType t, const CopyChains& parts) {
   constexpr int64_t N = 2, T = 3, H = 2, D = 4, C = H * D, kFirst = std::numeric_limits<int64_t>::min();
   Model m;
