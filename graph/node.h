@@ -20,6 +20,9 @@ class Node {
   // "" for the default ONNX domain ("ai.onnx" is normalised to "" on import).
   const std::string& domain() const { return domain_; }
   void set_domain(std::string d) { domain_ = std::move(d); }
+  // The op type, "<domain>:<op type>" outside the default domain ("Relu", "ai.onnx_amp:Gelu"): the
+  // key of the tables that list ops of several domains (op lists, gradient rules, shape rules).
+  std::string qualified_op_type() const { return domain_.empty() ? op_type_ : domain_ + ":" + op_type_; }
   std::string name;
   std::string doc_string;
 

@@ -40,7 +40,7 @@ void dropout_forward(DType t, const void* x, void* y, bool* mask, int64_t n, flo
                      uint64_t salt, int sm_count, cudaStream_t stream) {
   if (n == 0) return;
   const float scale = ratio < 1.0f ? 1.0f / (1.0f - ratio) : 0.0f;
-  const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 8LL * sm_count)));
+  const unsigned blocks = grid_stride_blocks(n, sm_count);
   dispatch_float(t, "Dropout", [&](auto tag) {
     using T = decltype(tag);
     dropout_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), mask, n, ratio, scale,

@@ -7,10 +7,19 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "graph/dtype.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
+
+// Blocks of 256 threads for a grid-stride loop over n elements: one element a thread, at most 8
+// blocks per SM (each thread then loops), and never 0.
+inline unsigned grid_stride_blocks(int64_t n, int sm_count) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 8LL * sm_count)));
+}
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }

@@ -55,10 +55,6 @@ __global__ void round_into(const float* __restrict__ acc, T* __restrict__ out, i
     out[t] = from_float<T>(acc[t]);
 }
 
-unsigned blocks_for(int64_t n, int sm_count) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 8LL * sm_count)));
-}
-
 template <class F>
 void dispatch_index(DType t, F&& f) {
   if (t == DType::kInt64) f(int64_t{});
@@ -75,7 +71,7 @@ void gather(const GatherShape& s, const void* data, const void* indices, void* o
     using I = decltype(itag);
     auto go = [&](auto etag) {
       using E = decltype(etag);
-      gather_kernel<E, I><<<blocks_for(n, sm_count), 256, 0, stream>>>(
+      gather_kernel<E, I><<<grid_stride_blocks(n, sm_count), 256, 0, stream>>>(
           static_cast<const E*>(data), static_cast<const I*>(indices), static_cast<E*>(out), s.outer, s.axis, s.inner, s.m);
     };
     switch (s.elem_bytes) {
@@ -104,10 +100,10 @@ void scatter_add(const GatherShape& s, const void* dy, const void* indices, void
     dispatch_index(s.index_type, [&](auto itag) {
       using I = decltype(itag);
       if (n > 0)
-        scatter_add_kernel<T, I><<<blocks_for(n, sm_count), 256, 0, stream>>>(
+        scatter_add_kernel<T, I><<<grid_stride_blocks(n, sm_count), 256, 0, stream>>>(
             static_cast<const T*>(dy), static_cast<const I*>(indices), acc, s.outer, s.axis, s.inner, s.m);
     });
-    round_into<T><<<blocks_for(total, sm_count), 256, 0, stream>>>(acc, static_cast<T*>(ddata), total);
+    round_into<T><<<grid_stride_blocks(total, sm_count), 256, 0, stream>>>(acc, static_cast<T*>(ddata), total);
   });
   AMP_CUDA_CHECK(cudaGetLastError());
 }

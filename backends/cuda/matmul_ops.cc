@@ -251,11 +251,10 @@ class ProductOp final : public CudaOp {
           void* bias = reads_bias(epilogue)             ? const_cast<void*>(buf.in[bias_operand])
                        : writes_bias_gradient(epilogue) ? buf.out[1]
                                                         : nullptr;
-          void* aux = epilogue == GemmEpilogue::kReluAuxBias || epilogue == GemmEpilogue::kGeluAuxBias ? buf.out[2]
-                      : epilogue == GemmEpilogue::kDRelu || epilogue == GemmEpilogue::kDReluBiasGrad ||
-                              reads_gelu_input(epilogue)
-                          ? const_cast<void*>(buf.in[5])
-                          : nullptr;
+          // The aux matrix: the forward epilogues write it as the unit's result 2, the backward
+          // ones read it as operand 5.
+          const bool writes_aux = epilogue == GemmEpilogue::kReluAuxBias || epilogue == GemmEpilogue::kGeluAuxBias;
+          void* aux = !gemm_aux_ld(epilogue, g.n) ? nullptr : writes_aux ? buf.out[2] : const_cast<void*>(buf.in[5]);
           void* product_out = chosen.gelu_after && z_apart ? buf.out[2] : buf.out[0];
           plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], product_out, product_out, bias, aux,
                         buf.workspace);

@@ -8,11 +8,13 @@
 //                                                            cuBLASLt's bitmask (1 bit an element)
 //   product -> Where(that mask, ., 0) [-> ReduceSum of rows]: the ReLU's backward, DRELU (DRELU_BGRAD
 //                                                            writing the bias gradient too)
+//   ... -> Add(bias) -> Gelu(approximate tanh)              : GELU_BIAS, or GELU_AUX_BIAS writing
+//                                                            GELU's input too when others read it
+//   product -> GeluGrad(., that input) [-> ReduceSum of rows]: GELU's backward, DGELU (DGELU_BGRAD)
 // Each saves a full read and write of the product's output, the size of the layer's activations;
 // the mask pair also the kernel that read y and dY to write dH, for a mask of 1 bit an element.
-// Not matched: GELU epilogues (GemmPlan has them). cuBLASLt's GELU is the tanh approximation and
-// the exported graphs compute exact erf GELU; fusion must not change results, so GELU runs as a
-// fused elementwise kernel.
+// Not matched: the exact (erf) GELU of nn.GELU(). cuBLASLt's GELU is the tanh approximation;
+// fusion must not change results, so the erf form runs as a generated elementwise kernel.
 #pragma once
 
 #include <functional>

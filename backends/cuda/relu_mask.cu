@@ -40,10 +40,6 @@ __global__ void apply_relu_mask_kernel(T* __restrict__ dy, const unsigned char* 
   }
 }
 
-unsigned blocks_for(int64_t n, int sm_count) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 8LL * sm_count)));
-}
-
 }  // namespace
 
 void write_relu_mask(DType t, const void* y, void* mask, int64_t rows, int64_t cols, int64_t ld, int sm_count,
@@ -52,7 +48,7 @@ void write_relu_mask(DType t, const void* y, void* mask, int64_t rows, int64_t c
   const int64_t words_per_row = ld / 32;
   dispatch_float(t, "the ReLU mask", [&](auto tag) {
     using T = decltype(tag);
-    write_relu_mask_kernel<T><<<blocks_for(rows * words_per_row, sm_count), 256, 0, stream>>>(
+    write_relu_mask_kernel<T><<<grid_stride_blocks(rows * words_per_row, sm_count), 256, 0, stream>>>(
         static_cast<const T*>(y), static_cast<unsigned*>(mask), rows, cols, words_per_row);
   });
   AMP_CUDA_CHECK(cudaGetLastError());
@@ -63,7 +59,7 @@ void apply_relu_mask(DType t, void* dy, const void* mask, int64_t rows, int64_t 
   if (rows * cols == 0) return;
   dispatch_float(t, "the ReLU mask", [&](auto tag) {
     using T = decltype(tag);
-    apply_relu_mask_kernel<T><<<blocks_for(rows * cols, sm_count), 256, 0, stream>>>(
+    apply_relu_mask_kernel<T><<<grid_stride_blocks(rows * cols, sm_count), 256, 0, stream>>>(
         static_cast<T*>(dy), static_cast<const unsigned char*>(mask), rows, cols, ld);
   });
   AMP_CUDA_CHECK(cudaGetLastError());

@@ -369,7 +369,7 @@ std::vector<int> Schedule::bypass_pass_throughs(ShapePlan& p, std::vector<bool>&
     if (p.desc[x].dtype != p.desc[y].dtype || p.desc[x].dims != p.desc[y].dims || state_of[x] >= 0 || fed[x] ||
         state_of[y] >= 0 || fed[y] || !unit.op->aliases_input(unit_shapes(p, unit)))
       continue;
-    through[y] = x;
+    through[y] = through[x] >= 0 ? through[x] : x;  // a chain of them passes on its first input
     pass_steps.push_back(s);
   }
   std::vector<bool> is_target(program.values.size(), false);
@@ -393,10 +393,7 @@ std::vector<int> Schedule::bypass_pass_throughs(ShapePlan& p, std::vector<bool>&
 void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets,
                                  const std::vector<int>& through) const {
   // What an elementwise step reads: past pass-throughs, to the value they pass on.
-  auto source = [&](int v) {
-    while (v >= 0 && through[v] >= 0) v = through[v];
-    return v;
-  };
+  auto source = [&](int v) { return v >= 0 && through[v] >= 0 ? through[v] : v; };
   auto reads = [&](int s) {
     std::vector<int> in = program.steps[s].in;
     if (elementwise[s] && unit_of_step[s] < 0)

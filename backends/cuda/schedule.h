@@ -99,7 +99,7 @@ struct Schedule {
   // the same dims: what choose_views makes views): elementwise steps read their input instead, so
   // the ops on either side fuse into one kernel (autodiff puts one between most gradient ops);
   // one left without readers is dropped from the plan. Returns, per value, the value it passes
-  // on, or -1.
+  // on (past a chain of them, its first input), or -1.
   std::vector<int> bypass_pass_throughs(ShapePlan& p, std::vector<bool>& needed, const std::vector<int>& targets,
                                         const std::vector<const Tensor*>& fed) const;
   void group_elementwise(ShapePlan& p, const std::vector<bool>& needed, const std::vector<int>& targets,

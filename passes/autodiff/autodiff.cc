@@ -93,7 +93,7 @@ std::vector<Value*> build_gradients(Graph& g, Value* loss, Value* seed, const st
       any_wanted = any_wanted || ctx.wanted.back();
     }
     if (!any_dy || !any_wanted) continue;
-    auto rule = gradient_rules().find(gradient_rule_key(*n));
+    auto rule = gradient_rules().find(n->qualified_op_type());
     if (rule == gradient_rules().end())
       ctx.fail(n->domain().empty() ? "no gradient rule for this op" : "no gradient rule for this op of domain '" + n->domain() + "'");
     std::vector<Value*> dx = rule->second(ctx);

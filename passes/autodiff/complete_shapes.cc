@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "graph/amp_ops.h"
 #include "passes/graph_builder.h"
 
 namespace amp {
@@ -17,7 +16,7 @@ const std::unordered_set<std::string>& shape_preserving() {
   static const std::unordered_set<std::string> ops = {
       "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs",
       "Identity", "Cast", "Dropout", "Softmax", "LogSoftmax", "Clip", "Not", "LayerNormalization",
-      "BatchNormalization", "Trilu", "Gelu"};  // Gelu: ai.onnx_amp's
+      "BatchNormalization", "Trilu", "ai.onnx_amp:Gelu"};
   return ops;
 }
 
@@ -27,11 +26,9 @@ const std::unordered_set<std::string>& broadcasting() {
   return ops;
 }
 
-bool is_amp_gelu(const Node& n) { return n.domain() == kAmpDomain && n.op_type() == "Gelu"; }
-
 // The first output's shape as far as the op alone tells it; nullopt when it does not.
 std::optional<Shape> output_shape(const Node& n) {
-  const std::string& op = n.op_type();
+  const std::string op = n.qualified_op_type();
   Value* x = n.input(0);
   const int64_t rx = x ? rank_of(x) : -1;
   if (shape_preserving().count(op)) return rx >= 0 ? x->type().shape : std::nullopt;
@@ -70,7 +67,7 @@ std::optional<Shape> output_shape(const Node& n) {
 void complete_shapes(Graph& g) {
   for (Node* n : g.nodes()) {
     Value* y = n->output(0);
-    if (!y || rank_of(y) >= 0 || !(n->domain().empty() || is_amp_gelu(*n))) continue;
+    if (!y || rank_of(y) >= 0) continue;
     if (auto s = output_shape(*n)) {
       ValueType t = y->type();
       t.kind = ValueType::Kind::kTensor;

@@ -21,8 +21,6 @@ const GradRuleTable& gradient_rules() {
   return table;
 }
 
-std::string gradient_rule_key(const Node& n) { return n.domain().empty() ? n.op_type() : n.domain() + ":" + n.op_type(); }
-
 const std::unordered_set<std::string>& non_differentiable_ops() {
   static const std::unordered_set<std::string> ops = {"Shape", "Constant", "ConstantOfShape", "Range", "Equal",
                                                       "Less",  "Greater",  "Not",             "And",   "Trilu"};

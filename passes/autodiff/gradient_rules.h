@@ -36,10 +36,8 @@ struct GradContext {
 using GradRule = std::vector<Value*> (*)(GradContext&);
 using GradRuleTable = std::unordered_map<std::string, GradRule>;
 
-// Rules by op type for the default ONNX domain, by "<domain>:<op type>" for others.
+// Rules by Node::qualified_op_type: the op type in the default ONNX domain, "<domain>:<op type>" in others.
 const GradRuleTable& gradient_rules();
-// The key of n's rule in that table.
-std::string gradient_rule_key(const Node& n);
 // Ops whose outputs carry no gradient (shape arithmetic, masks, comparisons): gradients stop there.
 const std::unordered_set<std::string>& non_differentiable_ops();
 

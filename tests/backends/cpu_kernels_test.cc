@@ -22,7 +22,7 @@ struct Case {
   std::vector<Attribute> attrs;
   size_t outputs = 1;
   Tolerance tol;
-  std::string domain;  // ai.onnx_amp for the project's own ops
+  std::string domain = "";  // ai.onnx_amp for the project's own ops
 };
 
 Tolerance tolerance(DType t, int ulps, double rtol32 = 2e-6) {
