@@ -3,7 +3,7 @@
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cuda/cuda_executable.h"
 #include "graph/error.h"
-#include "passes/fusion/elementwise_fusion.h"
+#include "graph/ops/elementwise_grouping.h"
 
 namespace amp {
 

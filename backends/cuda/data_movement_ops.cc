@@ -12,7 +12,7 @@
 #include "backends/cuda/strided_copy.cuh"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
-#include "passes/fusion/elementwise_program_eval.h"
+#include "graph/ops/elementwise_program_eval.h"
 
 namespace amp::cuda {
 namespace {

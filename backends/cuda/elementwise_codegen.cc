@@ -7,7 +7,7 @@
 
 #include "graph/error.h"
 #include "graph/gelu.h"
-#include "passes/fusion/elementwise_program_eval.h"
+#include "graph/ops/elementwise_program_eval.h"
 
 namespace amp {
 namespace {

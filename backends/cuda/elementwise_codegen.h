@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "passes/fusion/elementwise_program.h"
+#include "graph/ops/elementwise_program.h"
 
 namespace amp {
 

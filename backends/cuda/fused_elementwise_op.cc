@@ -4,7 +4,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "graph/error.h"
-#include "passes/fusion/elementwise_program_eval.h"
+#include "graph/ops/elementwise_program_eval.h"
 
 namespace amp::cuda {
 

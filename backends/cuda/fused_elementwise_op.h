@@ -11,7 +11,7 @@
 
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/elementwise_codegen.h"
-#include "passes/fusion/elementwise_program.h"
+#include "graph/ops/elementwise_program.h"
 
 namespace amp::cuda {
 

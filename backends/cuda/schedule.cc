@@ -12,8 +12,8 @@
 #include "backends/cuda/matmul_ops.h"
 #include "backends/cuda/node_patterns.h"
 #include "graph/error.h"
-#include "passes/fusion/elementwise_fusion.h"
-#include "passes/fusion/elementwise_program_eval.h"
+#include "graph/ops/elementwise_grouping.h"
+#include "graph/ops/elementwise_program_eval.h"
 
 namespace amp::cuda {
 

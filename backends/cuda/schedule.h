@@ -25,7 +25,7 @@
 #include "backends/cpu/kernel.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/program.h"
-#include "passes/fusion/elementwise_fusion.h"
+#include "graph/ops/elementwise_grouping.h"
 
 namespace amp::cuda {
 

@@ -39,7 +39,7 @@ TEST(CudaCodegenHost, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (
 #include "graph/error.h"
 #include "graph/half.h"
 #include "graph/onnx_io.h"
-#include "passes/fusion/elementwise_program_eval.h"
+#include "graph/ops/elementwise_program_eval.h"
 #include "passes/training/training_step.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/guarded_buffer.h"

@@ -14,7 +14,7 @@ TEST(CudaCodegen, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvcc
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "graph/error.h"
-#include "passes/fusion/elementwise_fusion.h"
+#include "graph/ops/elementwise_grouping.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/test_support.h"
 

@@ -27,7 +27,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "backends/cuda/schedule.h"
 #include "graph/error.h"
 #include "graph/onnx_io.h"
-#include "passes/fusion/elementwise_program_eval.h"
+#include "graph/ops/elementwise_program_eval.h"
 #include "passes/pipelines.h"
 #include "passes/training/training_step.h"
 #include "tests/support/conv_chain.h"

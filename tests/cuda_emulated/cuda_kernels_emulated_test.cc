@@ -41,7 +41,7 @@
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/half.h"
-#include "passes/fusion/elementwise_program_eval.h"
+#include "graph/ops/elementwise_program_eval.h"
 #include "tests/support/cuda_emulator.h"
 #include "tests/support/guarded_buffer.h"
 #include "tests/support/one_node.h"

@@ -13,9 +13,9 @@
 #include "graph/error.h"
 #include "graph/half.h"
 #include "graph/model.h"
+#include "graph/ops/elementwise_program_eval.h"
 #include "graph/verify.h"
 #include "passes/fusion/elementwise_fusion.h"
-#include "passes/fusion/elementwise_program_eval.h"
 
 namespace amp {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "backends/cuda/schedule.h"
 #include "graph/onnx_io.h"
-#include "passes/fusion/elementwise_program.h"
+#include "graph/ops/elementwise_program.h"
 #include "passes/fusion/recognize_gelu.h"
 #include "passes/training/training_step.h"
 #include "tests/support/test_support.h"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "graph/dtype.h"
+#include "graph/ops/elementwise_program.h"
 #include "graph/tensor.h"
-#include "passes/fusion/elementwise_program.h"
 
 namespace amp {
 

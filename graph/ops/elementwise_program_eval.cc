@@ -1,4 +1,4 @@
-#include "passes/fusion/elementwise_program_eval.h"
+#include "graph/ops/elementwise_program_eval.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "passes/fusion/elementwise_program.h"
+#include "graph/ops/elementwise_program.h"
 
 #include <cstdio>
 #include <cstdlib>
