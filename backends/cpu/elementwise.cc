@@ -1,10 +1,15 @@
-// Elementwise ops: unary math, binary arithmetic and comparisons with numpy broadcasting, the
-// variadic Min/Max, Where and Clip. 16-bit inputs are widened to fp32, computed, and rounded once
-// on store, as a GPU's elementwise kernels do; everything else computes in its own type.
+// Elementwise ops: one kernel template per form of the op table (graph/ops/elementwise_ops.inc) —
+// maps, same-type arithmetic and comparisons with numpy broadcasting, Pow, the variadic Min/Max,
+// Where and Clip — instantiated with each row's host math, so every row of the table is a CPU op
+// and computes what a fused kernel computes. 16-bit inputs are widened to fp32 in blocks,
+// computed, and rounded once on store, as a GPU's elementwise kernels do; everything else computes
+// in its own type. (Cast and Identity have kernels of their own: cast.cc, shape_ops.cc.)
 #include <cmath>
 #include <limits>
 
+#include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
+#include "graph/ops/elementwise_ops.h"
 
 namespace amp::cpu {
 namespace {
@@ -15,12 +20,49 @@ constexpr int64_t kBlock = 256;
 template <class T>
 constexpr bool is_16bit_v = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
 
-// ---- unary
+// The storage types of a table type set.
+template <ElemTypes>
+struct TypesOf;
+template <>
+struct TypesOf<ElemTypes::kFloat> {
+  using type = FloatTypes;
+};
+template <>
+struct TypesOf<ElemTypes::kSigned> {
+  using type = SignedTypes;
+};
+template <>
+struct TypesOf<ElemTypes::kNumeric> {
+  using type = NumericTypes;
+};
+template <>
+struct TypesOf<ElemTypes::kBool> {
+  using type = TypeList<bool>;
+};
+template <>
+struct TypesOf<ElemTypes::kAll> {
+  using type = AllTypes;
+};
+template <>
+struct TypesOf<ElemTypes::kPowBase> {
+  using type = TypeList<float, f16, bf16, double, int32_t, int64_t>;
+};
+template <ElemTypes t>
+using types_of = typename TypesOf<t>::type;
+static_assert(types_of<ElemTypes::kFloat>::mask() == elem_type_mask(ElemTypes::kFloat) &&
+                  types_of<ElemTypes::kSigned>::mask() == elem_type_mask(ElemTypes::kSigned) &&
+                  types_of<ElemTypes::kNumeric>::mask() == elem_type_mask(ElemTypes::kNumeric) &&
+                  types_of<ElemTypes::kBool>::mask() == elem_type_mask(ElemTypes::kBool) &&
+                  types_of<ElemTypes::kAll>::mask() == elem_type_mask(ElemTypes::kAll) &&
+                  types_of<ElemTypes::kPowBase>::mask() == elem_type_mask(ElemTypes::kPowBase),
+              "the CPU's type lists are the table's type sets");
 
-template <class Op>
-class Unary final : public Kernel {
+// ---- maps: y = f(x)
+
+template <class Row>
+class Map final : public Kernel {
  public:
-  Unary(const Node& n, int64_t) : op_(n) {}
+  Map(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
   size_t infer(KernelIO& io) const override {
     io.output(0).dtype = io.input(0).dtype;
     io.output(0).dims = io.input(0).dims;
@@ -28,7 +70,8 @@ class Unary final : public Kernel {
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
-    dispatch(typename Op::Types{}, x.dtype, [&](auto tag) {
+    const ElemParamValues p = p_;
+    dispatch(types_of<Row::types>{}, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = compute_t<T>;
       const T* in = x.as<T>();
@@ -40,95 +83,25 @@ class Unary final : public Kernel {
             const int64_t m = std::min(kBlock, e - i0);
             widen(in + i0, block, m);
 #pragma omp simd
-            for (int64_t j = 0; j < m; ++j) block[j] = op_(block[j]);
+            for (int64_t j = 0; j < m; ++j) block[j] = static_cast<float>(Row::math(block[j], block[j], block[j], p));
             narrow(block, out + i0, m);
           }
         } else {
 #pragma omp simd
-          for (int64_t i = b; i < e; ++i) out[i] = store<T>(static_cast<C>(op_(load(in[i]))));
+          for (int64_t i = b; i < e; ++i) {
+            const C v = load(in[i]);
+            out[i] = store<T>(static_cast<C>(Row::math(v, v, v, p)));
+          }
         }
       });
     });
   }
 
  private:
-  Op op_;
+  ElemParamValues p_;
 };
 
-struct NoAttrs {
-  explicit NoAttrs(const Node&) {}
-};
-
-struct ReluOp : NoAttrs {
-  using NoAttrs::NoAttrs;
-  using Types = SignedTypes;
-  template <class C>
-  C operator()(C x) const {
-    return x > C(0) ? x : C(0);
-  }
-};
-struct LeakyReluOp {
-  using Types = FloatTypes;
-  explicit LeakyReluOp(const Node& n) : alpha(n.attr_float("alpha", 0.01f)) {}
-  template <class C>
-  C operator()(C x) const {
-    return x >= C(0) ? x : x * static_cast<C>(alpha);
-  }
-  float alpha;
-};
-struct SigmoidOp : NoAttrs {
-  using NoAttrs::NoAttrs;
-  using Types = FloatTypes;
-  template <class C>
-  C operator()(C x) const {
-    // Written so neither branch overflows: exp of a non-positive number only.
-    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
-    const C e = std::exp(x);
-    return e / (C(1) + e);
-  }
-};
-#define AMP_UNARY_FLOAT(Name, expr)      \
-  struct Name : NoAttrs {                \
-    using NoAttrs::NoAttrs;              \
-    using Types = FloatTypes;            \
-    template <class C>                   \
-    C operator()(C x) const {            \
-      return expr;                       \
-    }                                    \
-  };
-AMP_UNARY_FLOAT(TanhOp, std::tanh(x))
-AMP_UNARY_FLOAT(ErfOp, std::erf(x))
-AMP_UNARY_FLOAT(ExpOp, std::exp(x))
-AMP_UNARY_FLOAT(LogOp, std::log(x))
-AMP_UNARY_FLOAT(SqrtOp, std::sqrt(x))
-AMP_UNARY_FLOAT(ReciprocalOp, C(1) / x)
-#undef AMP_UNARY_FLOAT
-struct NegOp : NoAttrs {
-  using NoAttrs::NoAttrs;
-  using Types = SignedTypes;
-  template <class C>
-  C operator()(C x) const {
-    return -x;
-  }
-};
-struct AbsOp : NoAttrs {
-  using NoAttrs::NoAttrs;
-  using Types = NumericTypes;
-  template <class C>
-  C operator()(C x) const {
-    if constexpr (std::is_unsigned_v<C>)
-      return x;
-    else
-      return x < C(0) ? -x : x;
-  }
-};
-struct NotOp : NoAttrs {
-  using NoAttrs::NoAttrs;
-  using Types = TypeList<bool>;
-  bool operator()(bool x) const { return !x; }
-};
-
-// ---- binary, with broadcasting
+// ---- two operands, with broadcasting
 
 // f(loaded a, loaded b) returns the stored output element.
 template <class R, class A, class B, class F>
@@ -187,11 +160,11 @@ void require_same_types(const KernelIO& io, size_t n) {
                        " and " + std::string(dtype_name(io.input(i).dtype)) + ")");
 }
 
-// Arithmetic: the output has the inputs' type.
-template <class Op>
-class Arith final : public Kernel {
+// y = f(a, b) of one type.
+template <class Row>
+class Zip final : public Kernel {
  public:
-  Arith(const Node&, int64_t) {}
+  Zip(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
   size_t infer(KernelIO& io) const override {
     require_same_types(io, 2);
     io.output(0).dtype = io.input(0).dtype;
@@ -201,52 +174,28 @@ class Arith final : public Kernel {
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &a = io.input(0), &b = io.input(1);
     const Broadcast bc({&a.dims, &b.dims});
-    dispatch(NumericTypes{}, a.dtype, [&](auto tag) {
+    const ElemParamValues p = p_;
+    dispatch(types_of<Row::types>{}, a.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = compute_t<T>;
       if constexpr (is_16bit_v<T>)
         apply_binary_blocks(bc, a.as<T>(), b.as<T>(), io.output(0).as<T>(), ctx.threads,
-                            [](float x, float y) { return Op{}(x, y); });
+                            [p](float x, float y) { return static_cast<float>(Row::math(x, y, y, p)); });
       else
         apply_binary(bc, a.as<T>(), b.as<T>(), io.output(0).as<T>(), ctx.threads,
-                     [](C x, C y) { return store<T>(static_cast<C>(Op{}(x, y))); });
+                     [p](C x, C y) { return store<T>(static_cast<C>(Row::math(x, y, y, p))); });
     });
   }
+
+ private:
+  ElemParamValues p_;
 };
 
-struct AddOp {
-  template <class C>
-  C operator()(C x, C y) const {
-    return x + y;
-  }
-};
-struct SubOp {
-  template <class C>
-  C operator()(C x, C y) const {
-    return x - y;
-  }
-};
-struct MulOp {
-  template <class C>
-  C operator()(C x, C y) const {
-    return x * y;
-  }
-};
-struct DivOp {
-  template <class C>
-  C operator()(C x, C y) const {
-    if constexpr (std::is_integral_v<C>)
-      return y == 0 ? C(0) : x / y;  // numpy's answer, instead of a SIGFPE
-    else
-      return x / y;
-  }
-};
-
-// Comparisons and logic: bool out.
-template <class Op, class Types>
+// y = f(a, b) of one type, bool.
+template <class Row>
 class Compare final : public Kernel {
  public:
-  Compare(const Node&, int64_t) {}
+  Compare(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
   size_t infer(KernelIO& io) const override {
     require_same_types(io, 2);
     io.output(0).dtype = DType::kBool;
@@ -256,42 +205,24 @@ class Compare final : public Kernel {
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &a = io.input(0), &b = io.input(1);
     const Broadcast bc({&a.dims, &b.dims});
-    dispatch(Types{}, a.dtype, [&](auto tag) {
+    const ElemParamValues p = p_;
+    dispatch(types_of<Row::types>{}, a.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = compute_t<T>;
       apply_binary(bc, a.as<T>(), b.as<T>(), io.output(0).as<bool>(), ctx.threads,
-                   [](C x, C y) { return static_cast<bool>(Op{}(x, y)); });
+                   [p](C x, C y) { return static_cast<bool>(Row::math(x, y, y, p)); });
     });
   }
+
+ private:
+  ElemParamValues p_;
 };
 
-struct EqualOp {
-  template <class C>
-  bool operator()(C x, C y) const {
-    return x == y;
-  }
-};
-struct LessOp {
-  template <class C>
-  bool operator()(C x, C y) const {
-    return x < y;
-  }
-};
-struct GreaterOp {
-  template <class C>
-  bool operator()(C x, C y) const {
-    return x > y;
-  }
-};
-struct AndOp {
-  bool operator()(bool x, bool y) const { return x && y; }
-};
-
-// Pow: base and exponent may differ in type; the output has the base's. Integer bases are
-// computed in double (exact for the results an integer can hold) and truncated.
-class Pow final : public Kernel {
+// y = f(base, exponent): the exponent may have another numeric type; the output has the base's.
+template <class Row>
+class Power final : public Kernel {
  public:
-  Pow(const Node&, int64_t) {}
+  Power(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
   size_t infer(KernelIO& io) const override {
     io.output(0).dtype = io.input(0).dtype;
     io.output(0).dims = Broadcast::result_dims({&io.input(0).dims, &io.input(1).dims});
@@ -300,28 +231,28 @@ class Pow final : public Kernel {
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &a = io.input(0), &b = io.input(1);
     const Broadcast bc({&a.dims, &b.dims});
-    dispatch(TypeList<float, f16, bf16, double, int32_t, int64_t>{}, a.dtype, [&](auto base) {
+    const ElemParamValues p = p_;
+    dispatch(types_of<Row::types>{}, a.dtype, [&](auto base) {
       using T = typename decltype(base)::type;
       using C = compute_t<T>;
       dispatch(NumericTypes{}, b.dtype, [&](auto exponent) {
         using E = typename decltype(exponent)::type;
-        apply_binary(bc, a.as<T>(), b.as<E>(), io.output(0).as<T>(), ctx.threads, [](C x, compute_t<E> y) {
-          if constexpr (std::is_integral_v<C>)
-            return store<T>(static_cast<C>(std::pow(static_cast<double>(x), static_cast<double>(y))));
-          else
-            return store<T>(std::pow(x, static_cast<C>(y)));
-        });
+        apply_binary(bc, a.as<T>(), b.as<E>(), io.output(0).as<T>(), ctx.threads,
+                     [p](C x, compute_t<E> y) { return store<T>(static_cast<C>(Row::math(x, y, y, p))); });
       });
     });
   }
+
+ private:
+  ElemParamValues p_;
 };
 
-// Min / Max over any number of inputs: the output starts as input 0 broadcast, then folds in each
-// further input. NaN wins, as in numpy's minimum / maximum.
-template <bool kMax>
-class MinMax final : public Kernel {
+// Any number of inputs of one type: the output starts as input 0 broadcast, then folds in each
+// further input with the row's math (Min / Max).
+template <class Row>
+class Fold final : public Kernel {
  public:
-  MinMax(const Node&, int64_t) {}
+  Fold(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
   size_t infer(KernelIO& io) const override {
     require_same_types(io, io.in.size());
     std::vector<const std::vector<int64_t>*> dims;
@@ -332,7 +263,8 @@ class MinMax final : public Kernel {
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     View& out = io.output(0);
-    dispatch(NumericTypes{}, out.dtype, [&](auto tag) {
+    const ElemParamValues p = p_;
+    dispatch(types_of<Row::types>{}, out.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = compute_t<T>;
       T* o = out.as<T>();
@@ -342,19 +274,21 @@ class MinMax final : public Kernel {
       }
       for (size_t k = 1; k < io.in.size(); ++k) {
         const Broadcast bc({&out.dims, &io.input(k).dims});
-        apply_binary(bc, o, io.input(k).as<T>(), o, ctx.threads, [](C x, C y) {
-          if constexpr (std::is_floating_point_v<C>)
-            if (x != x || y != y) return store<T>(x != x ? x : y);
-          return store<T>(kMax ? (y > x ? y : x) : (y < x ? y : x));
-        });
+        apply_binary(bc, o, io.input(k).as<T>(), o, ctx.threads,
+                     [p](C x, C y) { return store<T>(static_cast<C>(Row::math(x, y, y, p))); });
       }
     });
   }
+
+ private:
+  ElemParamValues p_;
 };
 
-class Where final : public Kernel {
+// y = f(condition, x, y): moves elements of any type, so x and y are passed as stored.
+template <class Row>
+class Select final : public Kernel {
  public:
-  Where(const Node&, int64_t) {}
+  Select(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
   size_t infer(KernelIO& io) const override {
     if (io.input(0).dtype != DType::kBool) throw InputError("condition must be bool");
     if (io.input(1).dtype != io.input(2).dtype) throw InputError("X and Y have different element types");
@@ -365,7 +299,8 @@ class Where final : public Kernel {
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &c = io.input(0), &x = io.input(1), &y = io.input(2);
     const Broadcast bc({&c.dims, &x.dims, &y.dims});
-    dispatch(AllTypes{}, x.dtype, [&](auto tag) {
+    const ElemParamValues p = p_;
+    dispatch(types_of<Row::types>{}, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const bool* pc = c.as<bool>();
       const T* px = x.as<T>();
@@ -376,19 +311,25 @@ class Where final : public Kernel {
         const bool* rc = pc + offs[0];
         const T* rx = px + offs[1];
         const T* ry = py + offs[2];
-        for (int64_t i = 0; i < bc.inner(); ++i) po[o + i] = rc[i * sc] ? rx[i * sx] : ry[i * sy];
+        for (int64_t i = 0; i < bc.inner(); ++i) po[o + i] = Row::math(rc[i * sc], rx[i * sx], ry[i * sy], p);
       });
     });
   }
+
+ private:
+  ElemParamValues p_;
 };
 
-// Clip: bounds are optional scalar inputs (opset 11+) or float attributes (before).
-class Clip final : public Kernel {
+// y = f(x, min, max): bounds are optional scalar inputs (opset 11+) or float attributes (before,
+// whose defaults are the float range, as ONNX's Clip-6 says). An absent bound input is -inf / +inf
+// (the type's lowest / largest for integers), as a fused program reads it.
+template <class Row>
+class Clamp final : public Kernel {
  public:
-  Clip(const Node& n, int64_t opset) {
+  Clamp(const Node& n, int64_t opset) : p_(elem_param_values(Row::op, n)) {
     if (opset < 11) {
-      attr_min_ = n.attr_float("min", -std::numeric_limits<float>::infinity());
-      attr_max_ = n.attr_float("max", std::numeric_limits<float>::infinity());
+      attr_min_ = n.attr_float("min", std::numeric_limits<float>::lowest());
+      attr_max_ = n.attr_float("max", std::numeric_limits<float>::max());
       attrs_ = true;
     }
   }
@@ -402,66 +343,89 @@ class Clip final : public Kernel {
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
-    dispatch(NumericTypes{}, x.dtype, [&](auto tag) {
+    const ElemParamValues p = p_;
+    dispatch(types_of<Row::types>{}, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using C = compute_t<T>;
-      C lo = std::numeric_limits<C>::lowest(), hi = std::numeric_limits<C>::max();
+      using Limits = std::numeric_limits<C>;
+      C lo = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
+      C hi = Limits::has_infinity ? Limits::infinity() : Limits::max();
       if (attrs_) {
-        lo = static_cast<C>(std::max<double>(attr_min_, static_cast<double>(lo)));
-        hi = static_cast<C>(std::min<double>(attr_max_, static_cast<double>(hi)));
+        lo = static_cast<C>(std::max<double>(attr_min_, static_cast<double>(Limits::lowest())));
+        hi = static_cast<C>(std::min<double>(attr_max_, static_cast<double>(Limits::max())));
       }
       if (io.has_in(1)) lo = load(io.input(1).as<T>()[0]);
       if (io.has_in(2)) hi = load(io.input(2).as<T>()[0]);
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
       parallel_for(x.numel(), ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          const C v = load(in[i]);
-          out[i] = store<T>(v < lo ? lo : (v > hi ? hi : v));
-        }
+        for (int64_t i = b; i < e; ++i) out[i] = store<T>(static_cast<C>(Row::math(load(in[i]), lo, hi, p)));
       });
     });
   }
 
  private:
+  ElemParamValues p_;
   bool attrs_ = false;
   float attr_min_ = 0, attr_max_ = 0;
 };
 
-constexpr uint32_t kFloat = FloatTypes::mask();
-constexpr uint32_t kNumeric = NumericTypes::mask();
-constexpr uint32_t kBool = TypeList<bool>::mask();
+// The kernel of each row's form; nullptr for the rows whose kernels live elsewhere.
+template <class Row>
+constexpr KernelFactory factory_of() {
+  constexpr ElemForm f = Row::form;
+  if constexpr (f == ElemForm::kMap) return make_kernel<Map<Row>>;
+  else if constexpr (f == ElemForm::kZip) return make_kernel<Zip<Row>>;
+  else if constexpr (f == ElemForm::kCompare) return make_kernel<Compare<Row>>;
+  else if constexpr (f == ElemForm::kPower) return make_kernel<Power<Row>>;
+  else if constexpr (f == ElemForm::kFold) return make_kernel<Fold<Row>>;
+  else if constexpr (f == ElemForm::kSelect) return make_kernel<Select<Row>>;
+  else if constexpr (f == ElemForm::kClamp) return make_kernel<Clamp<Row>>;
+  else return nullptr;  // kCast, kCopy
+}
+
+constexpr KernelFactory kFactories[kNumElemOps] = {
+    nullptr, nullptr,  // kInput, kConstant
+#define AMP_ELEMENTWISE_OP(Name, ...) factory_of<elementwise::Name>(),
+#include "graph/ops/elementwise_ops.inc"
+#undef AMP_ELEMENTWISE_OP
+};
+
+// The kernel of the row node n is; a node whose variant attribute names no row is refused.
+std::unique_ptr<Kernel> make_elementwise_kernel(const Node& n, int64_t opset) {
+  if (const std::optional<ElemOp> op = elem_op_of(n)) return kFactories[static_cast<int>(*op)](n, opset);
+  std::string values;
+  for (ElemOp op : elem_ops_of(n.domain(), n.op_type()))
+    values += (values.empty() ? "" : " or ") + std::string(elem_op_info(op).node.variant_value);
+  const char* attr = elem_op_info(elem_ops_of(n.domain(), n.op_type()).at(0)).node.variant;
+  throw InputError(std::string(attr) + " is '" + n.attr_string(attr, "") + "'; " + n.op_type() + " takes " + values);
+}
+
+// One entry per node (op type) of `domain` among the rows with a kernel here.
+std::vector<OpEntry> entries_of(std::string_view domain) {
+  std::vector<OpEntry> entries;
+  for (int k = 0; k < kNumElemOps; ++k) {
+    const ElemOpInfo& info = elem_op_info(static_cast<ElemOp>(k));
+    if (!kFactories[k] || domain != info.node.domain) continue;
+    bool seen = false;
+    for (const OpEntry& e : entries) seen = seen || e.op == info.node.op;
+    if (seen) continue;
+    // A select's input 0 is its bool condition; OpEntry::types checks input 0.
+    const uint32_t types = elem_type_mask(info.form == ElemForm::kSelect ? ElemTypes::kBool : info.types);
+    entries.push_back({info.node.op, make_elementwise_kernel, types, {}});
+  }
+  return entries;
+}
 
 }  // namespace
 
 const std::vector<OpEntry>& elementwise_ops() {
-  static const std::vector<OpEntry> ops = {
-      {"Relu", make_kernel<Unary<ReluOp>>, SignedTypes::mask(), {}},
-      {"LeakyRelu", make_kernel<Unary<LeakyReluOp>>, kFloat, {}},
-      {"Sigmoid", make_kernel<Unary<SigmoidOp>>, kFloat, {}},
-      {"Tanh", make_kernel<Unary<TanhOp>>, kFloat, {}},
-      {"Erf", make_kernel<Unary<ErfOp>>, kFloat, {}},
-      {"Exp", make_kernel<Unary<ExpOp>>, kFloat, {}},
-      {"Log", make_kernel<Unary<LogOp>>, kFloat, {}},
-      {"Sqrt", make_kernel<Unary<SqrtOp>>, kFloat, {}},
-      {"Reciprocal", make_kernel<Unary<ReciprocalOp>>, kFloat, {}},
-      {"Neg", make_kernel<Unary<NegOp>>, SignedTypes::mask(), {}},
-      {"Abs", make_kernel<Unary<AbsOp>>, kNumeric, {}},
-      {"Not", make_kernel<Unary<NotOp>>, kBool, {}},
-      {"Add", make_kernel<Arith<AddOp>>, kNumeric, {}},
-      {"Sub", make_kernel<Arith<SubOp>>, kNumeric, {}},
-      {"Mul", make_kernel<Arith<MulOp>>, kNumeric, {}},
-      {"Div", make_kernel<Arith<DivOp>>, kNumeric, {}},
-      {"Pow", make_kernel<Pow>, TypeList<float, f16, bf16, double, int32_t, int64_t>::mask(), {}},
-      {"Min", make_kernel<MinMax<false>>, kNumeric, {}},
-      {"Max", make_kernel<MinMax<true>>, kNumeric, {}},
-      {"Equal", make_kernel<Compare<EqualOp, AllTypes>>, AllTypes::mask(), {}},
-      {"Less", make_kernel<Compare<LessOp, NumericTypes>>, kNumeric, {}},
-      {"Greater", make_kernel<Compare<GreaterOp, NumericTypes>>, kNumeric, {}},
-      {"And", make_kernel<Compare<AndOp, TypeList<bool>>>, kBool, {}},
-      {"Where", make_kernel<Where>, kBool, {}},
-      {"Clip", make_kernel<Clip>, kNumeric, {}},
-  };
+  static const std::vector<OpEntry> ops = entries_of("");
+  return ops;
+}
+
+const std::vector<OpEntry>& amp_elementwise_ops() {
+  static const std::vector<OpEntry> ops = entries_of(kAmpDomain);
   return ops;
 }
 

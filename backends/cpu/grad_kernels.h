@@ -1,6 +1,7 @@
 // CPU kernels of the project's own ops (domain ai.onnx_amp, graph/amp_ops.h): the gradient ops
-// that standard ONNX lacks, SumToShape, AllFinite and Gelu. Same OpEntry pattern as the default-domain
-// families; find_amp_op() is the lookup for nodes of that domain.
+// that standard ONNX lacks, SumToShape, AllFinite, and Gelu / GeluGrad (rows of the elementwise op
+// table, elementwise.cc). Same OpEntry pattern as the default-domain families; find_amp_op() is
+// the lookup for nodes of that domain.
 #pragma once
 
 #include "backends/cpu/kernel.h"
@@ -11,7 +12,7 @@ const OpEntry* find_amp_op(std::string_view op);
 // The entry for an op of either domain the CPU backend runs ("" and ai.onnx_amp); nullptr if none.
 const OpEntry* find_op(std::string_view domain, std::string_view op);
 
-// The family tables find_amp_op() joins, one per grad_*.cc file.
+// The family tables find_amp_op() joins, one per grad_*.cc file and elementwise.cc's ai.onnx_amp rows.
 const std::vector<OpEntry>& grad_conv_ops();
 const std::vector<OpEntry>& grad_pool_ops();
 const std::vector<OpEntry>& grad_norm_ops();
@@ -19,6 +20,6 @@ const std::vector<OpEntry>& grad_loss_ops();
 const std::vector<OpEntry>& grad_scatter_ops();
 const std::vector<OpEntry>& grad_all_finite_ops();
 const std::vector<OpEntry>& grad_softmax_ops();
-const std::vector<OpEntry>& gelu_ops();
+const std::vector<OpEntry>& amp_elementwise_ops();
 
 }  // namespace amp::cpu

@@ -37,54 +37,8 @@ __device__ __forceinline__ float amp_bf16_to_f32(unsigned short b) {
 __device__ __forceinline__ float amp_round_f16(float f) { return amp_f16_to_f32(amp_f32_to_f16(f)); }
 __device__ __forceinline__ float amp_round_bf16(float f) { return amp_bf16_to_f32(amp_f32_to_bf16(f)); }
 __device__ __forceinline__ float amp_round_bool(float f) { return f != 0.0f ? 1.0f : 0.0f; }
+__device__ __forceinline__ float amp_clamp(float v, float lo, float hi) { return v < lo ? lo : (hi < v ? hi : v); }
 )";
-
-// The fp32 expression of each op over argument registers {a} {b} {c} and the slope {alpha}.
-// Must compute what apply_elem_op computes on the host (elementwise_program_eval.cc).
-const char* expression_template(ElemOp op) {
-  switch (op) {
-    case ElemOp::kInput:
-    case ElemOp::kConstant: break;
-    case ElemOp::kIdentity:
-    case ElemOp::kCast: return "{a}";
-    case ElemOp::kNeg: return "(-{a})";
-    case ElemOp::kAbs: return "fabsf({a})";
-    case ElemOp::kExp: return "expf({a})";
-    case ElemOp::kLog: return "logf({a})";
-    case ElemOp::kSqrt: return "sqrtf({a})";
-    case ElemOp::kReciprocal: return "(1.0f / {a})";
-    case ElemOp::kSigmoid: return "(1.0f / (1.0f + expf(-{a})))";
-    case ElemOp::kTanh: return "tanhf({a})";
-    case ElemOp::kRelu: return "({a} < 0.0f ? 0.0f : {a})";
-    case ElemOp::kErf: return "erff({a})";
-    case ElemOp::kFloor: return "floorf({a})";
-    case ElemOp::kCeil: return "ceilf({a})";
-    case ElemOp::kNot: return "({a} == 0.0f ? 1.0f : 0.0f)";
-    case ElemOp::kLeakyRelu: return "({a} < 0.0f ? {a} * {alpha} : {a})";
-    case ElemOp::kGelu: return "amp_gelu({a})";
-    case ElemOp::kGeluTanh: return "amp_gelu_tanh({a})";
-    case ElemOp::kAdd: return "({a} + {b})";
-    case ElemOp::kSub: return "({a} - {b})";
-    case ElemOp::kMul: return "({a} * {b})";
-    case ElemOp::kDiv: return "({a} / {b})";
-    case ElemOp::kPow: return "powf({a}, {b})";
-    case ElemOp::kMax: return "(({a} > {b} || {a} != {a}) ? {a} : {b})";
-    case ElemOp::kMin: return "(({a} < {b} || {a} != {a}) ? {a} : {b})";
-    case ElemOp::kEqual: return "({a} == {b} ? 1.0f : 0.0f)";
-    case ElemOp::kLess: return "({a} < {b} ? 1.0f : 0.0f)";
-    case ElemOp::kLessOrEqual: return "({a} <= {b} ? 1.0f : 0.0f)";
-    case ElemOp::kGreater: return "({a} > {b} ? 1.0f : 0.0f)";
-    case ElemOp::kGreaterOrEqual: return "({a} >= {b} ? 1.0f : 0.0f)";
-    case ElemOp::kAnd: return "(({a} != 0.0f && {b} != 0.0f) ? 1.0f : 0.0f)";
-    case ElemOp::kOr: return "(({a} != 0.0f || {b} != 0.0f) ? 1.0f : 0.0f)";
-    case ElemOp::kXor: return "((({a} != 0.0f) != ({b} != 0.0f)) ? 1.0f : 0.0f)";
-    case ElemOp::kGeluGrad: return "amp_gelu_grad({a}, {b})";
-    case ElemOp::kGeluTanhGrad: return "amp_gelu_tanh_grad({a}, {b})";
-    case ElemOp::kWhere: return "({a} != 0.0f ? {b} : {c})";
-    case ElemOp::kClip: return "({a} < {b} ? {b} : ({a} > {c} ? {c} : {a}))";
-  }
-  throw Error(std::string("internal: no CUDA expression for ") + elem_op_info(op).name);
-}
 
 // The exact bits of an fp32 value as a CUDA expression (inf and NaN included).
 std::string float_literal(float f) {
@@ -166,12 +120,15 @@ std::string rounded(DType t, const std::string& expr) {
   }
 }
 
-std::string substitute(std::string t, const std::vector<std::string>& args, float alpha) {
+// The row's CUDA expression (graph/ops/elementwise_ops.inc) over these registers and params.
+std::string substitute(const ElemInstr& in, const std::vector<std::string>& args) {
+  std::string t = elem_op_info(in.op).cuda;
   const std::pair<std::string, std::string> subs[] = {
       {"{a}", args.size() > 0 ? args[0] : ""},
       {"{b}", args.size() > 1 ? args[1] : ""},
       {"{c}", args.size() > 2 ? args[2] : ""},
-      {"{alpha}", float_literal(alpha)}};
+      {"{alpha}", float_literal(in.alpha)},
+      {"{beta}", float_literal(in.beta)}};
   for (const auto& [key, value] : subs)
     for (size_t at = t.find(key); at != std::string::npos; at = t.find(key, at + value.size()))
       t.replace(at, key.size(), value);
@@ -233,7 +190,7 @@ std::string element_body(const ElementwiseProgram& p, const std::vector<InputInd
     } else {
       std::vector<std::string> args;
       for (int a : in.args) args.push_back("r" + std::to_string(a));
-      expr = rounded(in.dtype, substitute(expression_template(in.op), args, in.alpha));
+      expr = rounded(in.dtype, substitute(in, args));
     }
     body << "    const float r" << k << " = " << expr << ";  // " << elem_op_info(in.op).name << " : "
          << dtype_name(in.dtype) << "\n";

@@ -142,14 +142,15 @@ bool is_fusable_node(const Node& n) {
   const auto op = elem_op_of(n);
   if (!op || n.outputs().size() != 1 || !fusable_tensor(n.output(0))) return false;
   const size_t arity = static_cast<size_t>(elem_op_info(*op).arity);
-  if (*op == ElemOp::kClip) {
+  const bool clamp = elem_op_info(*op).form == ElemForm::kClamp;
+  if (clamp) {
     if (n.inputs().empty() || n.inputs().size() > 3 || !n.input(0)) return false;
   } else if (n.inputs().size() != arity) {
     return false;
   }
   for (const Value* v : n.inputs())
     if (v && !fusable_tensor(v)) return false;
-  if (*op == ElemOp::kClip)  // the bounds must have x's type (ONNX says so; a lone bound may be absent)
+  if (clamp)  // the bounds must have x's type (ONNX says so; a lone bound may be absent)
     for (const Value* v : n.inputs())
       if (v && v->dtype() != n.input(0)->dtype()) return false;
   return !n.inputs().empty() && n.input(0);
@@ -180,7 +181,9 @@ ElementwiseProgram node_program(const Node& n, std::vector<const Value*>* inputs
   ElemInstr in;
   in.op = *elem_op_of(n);
   in.dtype = n.output(0)->dtype();
-  if (in.op == ElemOp::kLeakyRelu) in.alpha = n.attr_float("alpha", 0.01f);
+  const ElemParamValues params = elem_param_values(in.op, n);
+  in.alpha = params.alpha;
+  in.beta = params.beta;
   const int arity = elem_op_info(in.op).arity;
   for (int i = 0; i < arity; ++i) {
     if (const Value* v = n.input(static_cast<size_t>(i))) {

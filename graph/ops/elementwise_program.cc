@@ -5,65 +5,9 @@
 #include <sstream>
 
 #include "graph/error.h"
-#include "graph/gelu.h"
 
 namespace amp {
 namespace {
-
-// Indexed by ElemOp; the order must follow the enum (checked by elem_op_info).
-constexpr ElemOpInfo kElemOps[] = {
-    {ElemOp::kInput, "Input", 0},
-    {ElemOp::kConstant, "Constant", 0},
-    {ElemOp::kIdentity, "Identity", 1},
-    {ElemOp::kCast, "Cast", 1},
-    {ElemOp::kNeg, "Neg", 1},
-    {ElemOp::kAbs, "Abs", 1},
-    {ElemOp::kExp, "Exp", 1},
-    {ElemOp::kLog, "Log", 1},
-    {ElemOp::kSqrt, "Sqrt", 1},
-    {ElemOp::kReciprocal, "Reciprocal", 1},
-    {ElemOp::kSigmoid, "Sigmoid", 1},
-    {ElemOp::kTanh, "Tanh", 1},
-    {ElemOp::kRelu, "Relu", 1},
-    {ElemOp::kErf, "Erf", 1},
-    {ElemOp::kFloor, "Floor", 1},
-    {ElemOp::kCeil, "Ceil", 1},
-    {ElemOp::kNot, "Not", 1},
-    {ElemOp::kLeakyRelu, "LeakyRelu", 1},
-    {ElemOp::kGelu, "Gelu", 1},
-    {ElemOp::kGeluTanh, "GeluTanh", 1},
-    {ElemOp::kAdd, "Add", 2},
-    {ElemOp::kSub, "Sub", 2},
-    {ElemOp::kMul, "Mul", 2},
-    {ElemOp::kDiv, "Div", 2},
-    {ElemOp::kPow, "Pow", 2},
-    {ElemOp::kMax, "Max", 2},
-    {ElemOp::kMin, "Min", 2},
-    {ElemOp::kEqual, "Equal", 2},
-    {ElemOp::kLess, "Less", 2},
-    {ElemOp::kLessOrEqual, "LessOrEqual", 2},
-    {ElemOp::kGreater, "Greater", 2},
-    {ElemOp::kGreaterOrEqual, "GreaterOrEqual", 2},
-    {ElemOp::kAnd, "And", 2},
-    {ElemOp::kOr, "Or", 2},
-    {ElemOp::kXor, "Xor", 2},
-    {ElemOp::kGeluGrad, "GeluGrad", 2},
-    {ElemOp::kGeluTanhGrad, "GeluTanhGrad", 2},
-    {ElemOp::kWhere, "Where", 3},
-    {ElemOp::kClip, "Clip", 3},
-};
-static_assert(sizeof(kElemOps) / sizeof(kElemOps[0]) == kNumElemOps, "one table row per ElemOp");
-
-bool yields_bool(ElemOp op) {
-  switch (op) {
-    case ElemOp::kNot: case ElemOp::kEqual: case ElemOp::kLess: case ElemOp::kLessOrEqual:
-    case ElemOp::kGreater: case ElemOp::kGreaterOrEqual: case ElemOp::kAnd: case ElemOp::kOr:
-    case ElemOp::kXor:
-      return true;
-    default:
-      return false;
-  }
-}
 
 std::string hex_float(float f) {
   char buf[64];
@@ -98,36 +42,6 @@ int parse_ref(const std::string& word, size_t line) {
 
 }  // namespace
 
-const ElemOpInfo& elem_op_info(ElemOp op) {
-  const ElemOpInfo& info = kElemOps[static_cast<int>(op)];
-  if (info.op != op) throw Error("internal: kElemOps is out of order at " + std::string(info.name));
-  return info;
-}
-
-std::optional<ElemOp> elem_op_from_name(std::string_view name) {
-  for (const ElemOpInfo& info : kElemOps)
-    if (info.arity > 0 && name == info.name) return info.op;
-  return std::nullopt;
-}
-
-std::optional<ElemOp> elem_op_of(const Node& n) {
-  if (n.domain() == kAmpDomain && (n.op_type() == "Gelu" || n.op_type() == "GeluGrad")) {
-    const std::optional<GeluKind> kind = gelu_kind(n.attr_string("approximate", "none"));
-    if (!kind) return std::nullopt;
-    const bool tanh = *kind == GeluKind::kTanh;
-    if (n.op_type() == "Gelu") return tanh ? ElemOp::kGeluTanh : ElemOp::kGelu;
-    return tanh ? ElemOp::kGeluTanhGrad : ElemOp::kGeluGrad;
-  }
-  if (!n.domain().empty()) return std::nullopt;
-  const std::optional<ElemOp> op = elem_op_from_name(n.op_type());
-  switch (op.value_or(ElemOp::kIdentity)) {
-    case ElemOp::kGelu: case ElemOp::kGeluTanh: case ElemOp::kGeluGrad: case ElemOp::kGeluTanhGrad:
-      return std::nullopt;  // the project's own ops, not ONNX's
-    default:
-      return op;
-  }
-}
-
 bool is_fusable_dtype(DType t) {
   return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kBool;
 }
@@ -153,7 +67,7 @@ void ElementwiseProgram::check() const {
     for (int a : in.args)
       if (a < 0 || static_cast<size_t>(a) >= k) throw Error(where + "argument %" + std::to_string(a) + " is not earlier");
     if (!is_fusable_dtype(in.dtype)) throw Error(where + "type " + std::string(dtype_name(in.dtype)) + " is not fusable");
-    if (yields_bool(in.op) && in.dtype != DType::kBool) throw Error(where + "a comparison or logic op yields bool");
+    if (info.yields_bool() && in.dtype != DType::kBool) throw Error(where + "a comparison or logic op yields bool");
     if (in.op == ElemOp::kInput) {
       if (in.input < 0 || static_cast<size_t>(in.input) >= input_dtypes.size())
         throw Error(where + "reads input " + std::to_string(in.input) + " of " + std::to_string(input_dtypes.size()));
@@ -175,7 +89,8 @@ std::string ElementwiseProgram::to_text() const {
     s << '%' << k << " = " << elem_op_info(in.op).name;
     if (in.op == ElemOp::kInput) s << ' ' << in.input;
     for (int a : in.args) s << " %" << a;
-    if (in.op == ElemOp::kConstant || in.op == ElemOp::kLeakyRelu) s << ' ' << hex_float(in.alpha);
+    if (in.op == ElemOp::kConstant || elem_op_info(in.op).params.count() >= 1) s << ' ' << hex_float(in.alpha);
+    if (elem_op_info(in.op).params.count() == 2) s << ' ' << hex_float(in.beta);
     s << " : " << dtype_name(in.dtype) << '\n';
   }
   s << "return";
@@ -223,9 +138,11 @@ ElementwiseProgram ElementwiseProgram::parse(std::string_view text) {
         in.input = static_cast<int>(parse_float(w[i++], line_no));
       }
       while (i < end && w[i][0] == '%') in.args.push_back(parse_ref(w[i++], line_no));
-      if (in.op == ElemOp::kConstant || in.op == ElemOp::kLeakyRelu) {
-        if (i >= end) parse_error(line_no, std::string(elem_op_info(in.op).name) + " needs a number");
-        in.alpha = parse_float(w[i++], line_no);
+      const int numbers = in.op == ElemOp::kConstant ? 1 : elem_op_info(in.op).params.count();
+      for (int k = 0; k < numbers; ++k) {
+        if (i >= end) parse_error(line_no, std::string(elem_op_info(in.op).name) + " needs " + std::to_string(numbers) +
+                                               (numbers == 1 ? " number" : " numbers"));
+        (k == 0 ? in.alpha : in.beta) = parse_float(w[i++], line_no);
       }
       if (i != end) parse_error(line_no, "unexpected '" + w[i] + "'");
       p.instrs.push_back(std::move(in));

@@ -8,8 +8,9 @@
 // bit for bit on the same math library, and the CPU backend stays the reference for both.
 //
 // The program is device-independent: the CUDA backend generates a kernel from it, and
-// evaluate_elementwise_program (elementwise_program_eval.h) runs it on the host. In a graph it
-// travels as the "program" string attribute of an ai.onnx_amp FusedElementwise node (to_text/parse).
+// evaluate_elementwise_program (elementwise_program_eval.h) runs it on the host. Its ops are the
+// rows of the elementwise op table (elementwise_ops.h). In a graph it travels as the "program"
+// string attribute of an ai.onnx_amp FusedElementwise node (to_text/parse).
 #pragma once
 
 #include <cstdint>
@@ -21,36 +22,12 @@
 #include "graph/amp_ops.h"
 #include "graph/dtype.h"
 #include "graph/node.h"
+#include "graph/ops/elementwise_ops.h"
 
 namespace amp {
 
 inline constexpr const char* kFusedElementwiseOp = "FusedElementwise";  // in kAmpDomain
 
-enum class ElemOp : uint8_t {
-  kInput,     // group input `input`, read at this element (broadcast)
-  kConstant,  // the immediate `alpha`
-  // unary
-  kIdentity, kCast, kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kSigmoid, kTanh, kRelu, kErf, kFloor,
-  kCeil, kNot, kLeakyRelu, kGelu, kGeluTanh,
-  // binary
-  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual,
-  kAnd, kOr, kXor, kGeluGrad, kGeluTanhGrad,  // dY, X
-  // ternary
-  kWhere, kClip,
-};
-inline constexpr int kNumElemOps = static_cast<int>(ElemOp::kClip) + 1;
-
-struct ElemOpInfo {
-  ElemOp op;
-  const char* name;  // the op type it comes from ("Input" / "Constant" for the leaves), as written in programs
-  int arity;
-};
-const ElemOpInfo& elem_op_info(ElemOp op);
-// The op of that name in a program's text.
-std::optional<ElemOp> elem_op_from_name(std::string_view name);
-// The fusable op node n computes, if any: default-domain elementwise ops, and ai.onnx_amp Gelu and
-// GeluGrad (kGelu / kGeluTanh by their approximate attribute).
-std::optional<ElemOp> elem_op_of(const Node& n);
 // Element types a fused kernel reads, computes through and writes.
 bool is_fusable_dtype(DType t);
 
@@ -58,7 +35,8 @@ struct ElemInstr {
   ElemOp op = ElemOp::kIdentity;
   std::vector<int> args;  // indices of earlier instructions
   DType dtype = DType::kFloat;  // the result is rounded to this type
-  float alpha = 0;  // kConstant: the value; kLeakyRelu: the slope
+  float alpha = 0;  // kConstant: the value; else the op's first float attribute (LeakyRelu's slope)
+  float beta = 0;   // the op's second float attribute
   int input = -1;   // kInput: the group input read
 };
 

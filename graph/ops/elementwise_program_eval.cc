@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "graph/error.h"
-#include "graph/gelu.h"
 #include "graph/half.h"
 
 namespace amp {
@@ -60,49 +59,10 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std
 }
 
 float apply_elem_op(const ElemInstr& in, const float* x) {
-  const float a = x[0], b = x[1], c = x[2];  // only the first `arity` are meaningful
-  switch (in.op) {
-    case ElemOp::kInput:
-    case ElemOp::kConstant: return in.alpha;
-    case ElemOp::kIdentity:
-    case ElemOp::kCast: return a;
-    case ElemOp::kNeg: return -a;
-    case ElemOp::kAbs: return std::fabs(a);
-    case ElemOp::kExp: return std::exp(a);
-    case ElemOp::kLog: return std::log(a);
-    case ElemOp::kSqrt: return std::sqrt(a);
-    case ElemOp::kReciprocal: return 1.0f / a;
-    case ElemOp::kSigmoid: return 1.0f / (1.0f + std::exp(-a));
-    case ElemOp::kTanh: return std::tanh(a);
-    case ElemOp::kRelu: return a < 0.0f ? 0.0f : a;  // NaN passes through: inf checks must see it
-    case ElemOp::kErf: return std::erf(a);
-    case ElemOp::kFloor: return std::floor(a);
-    case ElemOp::kCeil: return std::ceil(a);
-    case ElemOp::kNot: return a == 0.0f ? 1.0f : 0.0f;
-    case ElemOp::kLeakyRelu: return a < 0.0f ? a * in.alpha : a;
-    case ElemOp::kGelu: return gelu(a, GeluKind::kExact);
-    case ElemOp::kGeluTanh: return gelu(a, GeluKind::kTanh);
-    case ElemOp::kAdd: return a + b;
-    case ElemOp::kSub: return a - b;
-    case ElemOp::kMul: return a * b;
-    case ElemOp::kDiv: return a / b;
-    case ElemOp::kPow: return std::pow(a, b);
-    case ElemOp::kMax: return (a > b || a != a) ? a : b;  // NaN wins, as in numpy and PyTorch
-    case ElemOp::kMin: return (a < b || a != a) ? a : b;
-    case ElemOp::kEqual: return a == b ? 1.0f : 0.0f;
-    case ElemOp::kLess: return a < b ? 1.0f : 0.0f;
-    case ElemOp::kLessOrEqual: return a <= b ? 1.0f : 0.0f;
-    case ElemOp::kGreater: return a > b ? 1.0f : 0.0f;
-    case ElemOp::kGreaterOrEqual: return a >= b ? 1.0f : 0.0f;
-    case ElemOp::kAnd: return (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f;
-    case ElemOp::kOr: return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
-    case ElemOp::kXor: return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
-    case ElemOp::kGeluGrad: return gelu_grad(a, b, GeluKind::kExact);
-    case ElemOp::kGeluTanhGrad: return gelu_grad(a, b, GeluKind::kTanh);
-    case ElemOp::kWhere: return a != 0.0f ? b : c;
-    case ElemOp::kClip: return a < b ? b : (a > c ? c : a);
-  }
-  throw Error("internal: unknown ElemOp");
+  if (in.op == ElemOp::kInput || in.op == ElemOp::kConstant) return in.alpha;
+  const ElemParamValues p{in.alpha, in.beta};
+  // Only the first `arity` arguments are meaningful; the table's host math, in fp32.
+  return elementwise::visit(in.op, [&](auto row) { return static_cast<float>(row.math(x[0], x[1], x[2], p)); });
 }
 
 float round_to_dtype(float v, DType t) {

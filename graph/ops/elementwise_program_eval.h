@@ -20,7 +20,8 @@ std::vector<int64_t> broadcast_shape(const std::vector<std::vector<int64_t>>& sh
 // one stride per dim of `out`, 0 where the input is broadcast (missing or size-1 dim).
 std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
 
-// The op's fp32 result for already rounded arguments, before rounding to the result type.
+// The op's fp32 result for already rounded arguments, before rounding to the result type: the
+// row's host math (elementwise_ops.inc) at fp32, as the CPU kernels compute fp32 and 16-bit data.
 float apply_elem_op(const ElemInstr& in, const float* args);
 // v as stored in t and read back: fp16/bf16 rounded to nearest even, bool 0 or 1.
 float round_to_dtype(float v, DType t);

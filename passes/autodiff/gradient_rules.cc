@@ -22,8 +22,9 @@ const GradRuleTable& gradient_rules() {
 }
 
 const std::unordered_set<std::string>& non_differentiable_ops() {
-  static const std::unordered_set<std::string> ops = {"Shape", "Constant", "ConstantOfShape", "Range", "Equal",
-                                                      "Less",  "Greater",  "Not",             "And",   "Trilu"};
+  static const std::unordered_set<std::string> ops = {
+      "Shape", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil"};
   return ops;
 }
 

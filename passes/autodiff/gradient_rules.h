@@ -38,7 +38,8 @@ using GradRuleTable = std::unordered_map<std::string, GradRule>;
 
 // Rules by Node::qualified_op_type: the op type in the default ONNX domain, "<domain>:<op type>" in others.
 const GradRuleTable& gradient_rules();
-// Ops whose outputs carry no gradient (shape arithmetic, masks, comparisons): gradients stop there.
+// Ops whose outputs carry no gradient (shape arithmetic, masks, comparisons, and Floor / Ceil,
+// whose derivative is 0 wherever it exists, PyTorch's answer): gradients stop there.
 const std::unordered_set<std::string>& non_differentiable_ops();
 
 // Each op family's file adds its rules.

@@ -122,6 +122,46 @@ TEST(CpuKernels, ElementwiseMatchNumpyInEveryFloatType) {
   check(cases, "elementwise");
 }
 
+// Tensors of the values where implementations part: NaN (which Relu, Max, Min and Clip must pass
+// on, as PyTorch does: an inf/NaN check downstream has to see it), infinities, signed zeros and
+// fp32 subnormals, mixed with ordinary values.
+Tensor special_tensor(DType t, std::vector<int64_t> dims, uint32_t seed) {
+  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1e-40, -1e-40, 3.0, -3.0, 0.5, -7.25};
+  Tensor x = random_tensor(DType::kDouble, dims, -4, 4, seed);
+  std::mt19937 gen(seed);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (gen() % 2) x.mutable_as<double>()[i] = specials[gen() % (sizeof(specials) / sizeof(specials[0]))];
+  Tensor out(t, x.dims);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.as<double>()[i];
+    switch (t) {
+      case DType::kFloat: out.mutable_as<float>()[i] = static_cast<float>(v); break;
+      case DType::kDouble: out.mutable_as<double>()[i] = v; break;
+      case DType::kFloat16: out.mutable_as<uint16_t>()[i] = fp32_to_fp16(static_cast<float>(v)); break;
+      case DType::kBFloat16: out.mutable_as<uint16_t>()[i] = fp32_to_bf16(static_cast<float>(v)); break;
+      default: throw std::logic_error("special_tensor: not a float type");
+    }
+  }
+  return out;
+}
+
+TEST(CpuKernels, SpecialValuesMatchTorch) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    for (const auto& [ref, op] : {std::pair<const char*, const char*>{"relu_special", "Relu"}, {"abs_special", "Abs"},
+                                  {"sigmoid_special", "Sigmoid"}, {"neg_special", "Neg"}})
+      cases.push_back(Case{ref + suffix(t), op, {{"x", special_tensor(t, {4, 25}, 41)}}, {}, 1, tolerance(t, 1)});
+    for (const auto& [ref, op] : {std::pair<const char*, const char*>{"max_special", "Max"}, {"min_special", "Min"}})
+      cases.push_back(Case{ref + suffix(t), op, {{"a", special_tensor(t, {4, 25}, 42)}, {"b", special_tensor(t, {25}, 43)}},
+                           {}, 1, tolerance(t, 0)});
+    cases.push_back(Case{"clip_special" + suffix(t), "Clip",
+                         {{"x", special_tensor(t, {4, 25}, 46)}, {"lo", random_tensor(t, {}, -1, -1, 0)},
+                          {"hi", random_tensor(t, {}, 2, 2, 0)}},
+                         {}, 1, tolerance(t, 0)});
+  }
+  check(cases, "special");
+}
+
 // ai.onnx_amp Gelu and GeluGrad against torch.nn.functional.gelu and its autograd, both forms.
 TEST(CpuKernels, GeluAndItsGradientMatchTorch) {
   std::vector<Case> cases;

@@ -738,8 +738,8 @@ ElementwiseProgram random_program(std::mt19937& rng, std::vector<std::vector<int
       in.op = static_cast<ElemOp>(static_cast<int>(ElemOp::kIdentity) + static_cast<int>(rng() % (kNumElemOps - 2)));
       for (int a = 0; a < elem_op_info(in.op).arity; ++a) in.args.push_back(static_cast<int>(rng() % p.instrs.size()));
       in.alpha = std::uniform_real_distribution<float>(-1, 1)(rng);
-      const bool to_bool = in.op == ElemOp::kNot || (in.op >= ElemOp::kEqual && in.op <= ElemOp::kXor);
-      if (to_bool) in.dtype = DType::kBool;
+      in.beta = std::uniform_real_distribution<float>(-1, 1)(rng);
+      if (elem_op_info(in.op).yields_bool()) in.dtype = DType::kBool;
     }
     p.add(in);
   }

@@ -95,12 +95,13 @@ inline ElementwiseProgram every_op_program() {
   for (int op = static_cast<int>(ElemOp::kIdentity); op < kNumElemOps; ++op) {
     ElemInstr i;
     i.op = static_cast<ElemOp>(op);
-    const bool logic = i.op == ElemOp::kNot || i.op == ElemOp::kAnd || i.op == ElemOp::kOr || i.op == ElemOp::kXor;
-    const bool compare = i.op >= ElemOp::kEqual && i.op <= ElemOp::kGreaterOrEqual;
-    i.dtype = (logic || compare) ? DType::kBool : p.input_dtypes[static_cast<size_t>(op % 3)];
-    for (int a = 0; a < elem_op_info(i.op).arity; ++a)
-      i.args.push_back(logic || (i.op == ElemOp::kWhere && a == 0) ? in[3] : in[(op + a) % 3]);
+    const ElemOpInfo& info = elem_op_info(i.op);
+    const bool logic = info.types == ElemTypes::kBool;
+    i.dtype = info.yields_bool() ? DType::kBool : p.input_dtypes[static_cast<size_t>(op % 3)];
+    for (int a = 0; a < info.arity; ++a)
+      i.args.push_back(logic || (info.form == ElemForm::kSelect && a == 0) ? in[3] : in[(op + a) % 3]);
     i.alpha = 0.25f;
+    i.beta = 0.625f;
     p.outputs.push_back(p.add(i));
   }
   p.check();
