@@ -15,8 +15,11 @@ class ModelProto;
 
 namespace amp {
 
+// The default-domain opset models are upgraded to on load, which the passes and backends expect.
+inline constexpr int64_t kCanonicalOpset = 17;
+
 struct LoadOptions {
-  int64_t target_opset = 17;  // the canonical opset; 0 keeps the model's own
+  int64_t target_opset = kCanonicalOpset;  // 0 keeps the model's own
   bool infer_shapes = true;
   bool check = true;          // run onnx::checker on the input (errors are InputError naming the file)
   // Rehearse ONNX's checker, converter and shape inference in a forked child first, so that a

@@ -10,11 +10,6 @@ class Cast final : public Kernel {
   Cast(const Node& n, int64_t) : to_(static_cast<DType>(n.attr_int("to", 0))) {
     if (!is_valid_dtype(static_cast<int32_t>(to_))) throw InputError("attribute 'to' is not an element type");
   }
-  size_t infer(KernelIO& io) const override {
-    io.output(0).dtype = to_;
-    io.output(0).dims = io.input(0).dims;
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
     dispatch(AllTypes{}, x.dtype, [&](auto from) {

@@ -73,20 +73,9 @@ class Conv final : public Kernel {
 
   size_t infer(KernelIO& io) const override {
     const View &x = io.input(0), &w = io.input(1);
-    if (x.dtype != w.dtype || (io.has_in(2) && io.input(2).dtype != x.dtype))
-      throw InputError("Conv inputs have different element types");
     if (x.rank() < 3 || x.rank() > 5) throw InputError("Conv supports 1-D to 3-D convolutions, X is " + dims_str(x.dims));
-    if (w.rank() != x.rank()) throw InputError("Conv W " + dims_str(w.dims) + " does not match X " + dims_str(x.dims));
-    if (groups_ <= 0 || x.dims[1] % groups_ != 0 || w.dims[0] % groups_ != 0 || w.dims[1] * groups_ != x.dims[1])
-      throw InputError("Conv channels do not match: X " + dims_str(x.dims) + ", W " + dims_str(w.dims) + ", group " +
-                       std::to_string(groups_));
-    if (io.has_in(2) && io.input(2).numel() != w.dims[0]) throw InputError("Conv bias must have M elements");
+    infer_outputs(io);
     const Geometry g = geometry(x, w);
-    View& y = io.output(0);
-    y.dtype = x.dtype;
-    y.dims = {g.n, g.m};
-    const Window win = window(x, w);
-    y.dims.insert(y.dims.end(), win.out.begin(), win.out.end());
     const Scratch sc = scratch_layout(g, x.dtype, w.numel(), io.threads);
     return sc.weights + sc.per_worker * static_cast<size_t>(sc.workers);
   }

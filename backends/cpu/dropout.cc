@@ -22,15 +22,6 @@ class Dropout final : public Kernel {
   Dropout(const Node& n, int64_t opset)
       : modern_(opset >= 12), seed_(static_cast<uint64_t>(n.attr_int("seed", 0))) {}
 
-  size_t infer(KernelIO& io) const override {
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = io.input(0).dims;
-    if (io.has_out(1)) {
-      io.output(1).dtype = DType::kBool;
-      io.output(1).dims = io.input(0).dims;
-    }
-    return 0;
-  }
 
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);

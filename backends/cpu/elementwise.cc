@@ -63,11 +63,6 @@ template <class Row>
 class Map final : public Kernel {
  public:
   Map(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
-  size_t infer(KernelIO& io) const override {
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = io.input(0).dims;
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
     const ElemParamValues p = p_;
@@ -153,24 +148,11 @@ void apply_binary_blocks(const Broadcast& bc, const T* a, const T* b, T* out, in
   });
 }
 
-void require_same_types(const KernelIO& io, size_t n) {
-  for (size_t i = 1; i < n; ++i)
-    if (io.has_in(i) && io.input(i).dtype != io.input(0).dtype)
-      throw InputError("inputs have different element types (" + std::string(dtype_name(io.input(0).dtype)) +
-                       " and " + std::string(dtype_name(io.input(i).dtype)) + ")");
-}
-
 // y = f(a, b) of one type.
 template <class Row>
 class Zip final : public Kernel {
  public:
   Zip(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
-  size_t infer(KernelIO& io) const override {
-    require_same_types(io, 2);
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = Broadcast::result_dims({&io.input(0).dims, &io.input(1).dims});
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &a = io.input(0), &b = io.input(1);
     const Broadcast bc({&a.dims, &b.dims});
@@ -196,12 +178,6 @@ template <class Row>
 class Compare final : public Kernel {
  public:
   Compare(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
-  size_t infer(KernelIO& io) const override {
-    require_same_types(io, 2);
-    io.output(0).dtype = DType::kBool;
-    io.output(0).dims = Broadcast::result_dims({&io.input(0).dims, &io.input(1).dims});
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &a = io.input(0), &b = io.input(1);
     const Broadcast bc({&a.dims, &b.dims});
@@ -223,11 +199,6 @@ template <class Row>
 class Power final : public Kernel {
  public:
   Power(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
-  size_t infer(KernelIO& io) const override {
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = Broadcast::result_dims({&io.input(0).dims, &io.input(1).dims});
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &a = io.input(0), &b = io.input(1);
     const Broadcast bc({&a.dims, &b.dims});
@@ -253,14 +224,6 @@ template <class Row>
 class Fold final : public Kernel {
  public:
   Fold(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
-  size_t infer(KernelIO& io) const override {
-    require_same_types(io, io.in.size());
-    std::vector<const std::vector<int64_t>*> dims;
-    for (const View* v : io.in) dims.push_back(&v->dims);
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = Broadcast::result_dims(dims);
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     View& out = io.output(0);
     const ElemParamValues p = p_;
@@ -289,13 +252,6 @@ template <class Row>
 class Select final : public Kernel {
  public:
   Select(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
-  size_t infer(KernelIO& io) const override {
-    if (io.input(0).dtype != DType::kBool) throw InputError("condition must be bool");
-    if (io.input(1).dtype != io.input(2).dtype) throw InputError("X and Y have different element types");
-    io.output(0).dtype = io.input(1).dtype;
-    io.output(0).dims = Broadcast::result_dims({&io.input(0).dims, &io.input(1).dims, &io.input(2).dims});
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &c = io.input(0), &x = io.input(1), &y = io.input(2);
     const Broadcast bc({&c.dims, &x.dims, &y.dims});
@@ -332,14 +288,6 @@ class Clamp final : public Kernel {
       attr_max_ = n.attr_float("max", std::numeric_limits<float>::max());
       attrs_ = true;
     }
-  }
-  size_t infer(KernelIO& io) const override {
-    require_same_types(io, 3);
-    for (size_t i = 1; i < 3; ++i)
-      if (io.has_in(i) && io.input(i).numel() != 1) throw InputError("min and max must be scalars");
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = io.input(0).dims;
-    return 0;
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
@@ -412,7 +360,7 @@ std::vector<OpEntry> entries_of(std::string_view domain) {
     if (seen) continue;
     // A select's input 0 is its bool condition; OpEntry::types checks input 0.
     const uint32_t types = elem_type_mask(info.form == ElemForm::kSelect ? ElemTypes::kBool : info.types);
-    entries.push_back({info.node.op, make_elementwise_kernel, types, {}});
+    entries.push_back(with_shape_rule({info.node.op, make_elementwise_kernel, types, {}}, domain));
   }
   return entries;
 }

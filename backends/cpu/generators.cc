@@ -27,11 +27,6 @@ class Constant final : public Kernel {
     if (value_.dtype == DType::kString || dtype_size(value_.dtype) == 0)
       throw InputError("Constant of type " + std::string(dtype_name(value_.dtype)) + " is not supported");
   }
-  size_t infer(KernelIO& io) const override {
-    io.output(0).dtype = value_.dtype;
-    io.output(0).dims = value_.dims;
-    return 0;
-  }
   void run(KernelIO& io, const RunContext&) const override {
     if (value_.nbytes()) std::memcpy(io.output(0).data, value_.data(), value_.nbytes());
   }
@@ -53,13 +48,6 @@ class ConstantOfShape final : public Kernel {
       value_ = a->t;
     }
   }
-  size_t infer(KernelIO& io) const override {
-    io.output(0).dtype = value_.dtype;
-    io.output(0).dims = read_ints(io.input(0));
-    for (int64_t d : io.output(0).dims)
-      if (d < 0) throw InputError("ConstantOfShape shape " + dims_str(io.output(0).dims) + " has a negative dim");
-    return 0;
-  }
   void run(KernelIO& io, const RunContext&) const override {
     const size_t elem = dtype_size(value_.dtype);
     auto* out = static_cast<uint8_t*>(io.output(0).data);
@@ -73,16 +61,6 @@ class ConstantOfShape final : public Kernel {
 class Range final : public Kernel {
  public:
   Range(const Node&, int64_t) {}
-  size_t infer(KernelIO& io) const override {
-    const DType t = io.input(0).dtype;
-    for (size_t i = 0; i < 3; ++i) {
-      if (io.input(i).dtype != t) throw InputError("Range start, limit and delta have different types");
-      if (io.input(i).numel() != 1) throw InputError("Range start, limit and delta must be scalars");
-    }
-    io.output(0).dtype = t;
-    io.output(0).dims = {count(io)};
-    return 0;
-  }
   void run(KernelIO& io, const RunContext&) const override {
     const int64_t n = count(io);
     dispatch(kTypes, io.input(0).dtype, [&](auto tag) {
@@ -114,8 +92,8 @@ class Range final : public Kernel {
 const std::vector<OpEntry>& generator_ops() {
   static const std::vector<OpEntry> ops = {
       {"Constant", make_kernel<Constant>, 0, {}},
-      {"ConstantOfShape", make_kernel<ConstantOfShape>, TypeList<int64_t>::mask(), {0}},
-      {"Range", make_kernel<Range>, decltype(Range::kTypes)::mask(), {0, 1, 2}},
+      {"ConstantOfShape", make_kernel<ConstantOfShape>, TypeList<int64_t>::mask(), {}},
+      {"Range", make_kernel<Range>, decltype(Range::kTypes)::mask(), {}},
   };
   return ops;
 }

@@ -1,7 +1,8 @@
 // What a CPU kernel is: an object made once per node at compile time (attributes parsed there),
-// asked per input-shape signature for its outputs' types and dims and its scratch size, and run
-// with pointers into the arena. Each kernel family file lists its ops in an OpEntry table;
-// op_table() joins them. One virtual call per node per run; loops inside are templates.
+// asked per input-shape signature for its outputs' types and dims — the op's shape rule
+// (graph/ops/shape_rules.h), which shape completion before autodiff applies too — and its scratch
+// size, and run with pointers into the arena. Each kernel family file lists its ops in an OpEntry
+// table; op_table() joins them. One virtual call per node per run; loops inside are templates.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include "graph/dtype.h"
 #include "graph/node.h"
+#include "graph/ops/shape_rules.h"
 
 namespace amp::cpu {
 
@@ -57,9 +59,25 @@ class Kernel {
   // Sets each present output's dtype and dims (an output's dtype arrives preset from the graph's
   // declared type where known, for ops whose output type is otherwise free); returns the scratch
   // bytes run() needs. Data is readable only for the op's shape inputs (OpEntry::shape_inputs).
-  // Throws InputError for inputs the op cannot take.
-  virtual size_t infer(KernelIO& io) const = 0;
+  // Throws InputError for inputs the op cannot take. By default the op's shape rule and no
+  // scratch; a kernel with scratch or checks of its own calls infer_outputs() first. (The
+  // ai.onnx_amp gradient ops have no shape rule and set their outputs themselves.)
+  virtual size_t infer(KernelIO& io) const {
+    infer_outputs(io);
+    return 0;
+  }
   virtual void run(KernelIO& io, const RunContext& ctx) const = 0;
+
+  // Binds the op's shape rule to this node's attributes, when the op has one (make_kernel does).
+  void bind_shape_rule(const Node& n, int64_t opset);
+
+ protected:
+  // Sets io's outputs by the op's shape rule. InputError when the inputs contradict it.
+  void infer_outputs(KernelIO& io) const;
+
+ private:
+  const ShapeRule* rule_ = nullptr;
+  ShapeFn shape_;
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)(const Node& node, int64_t opset);
@@ -68,7 +86,9 @@ struct OpEntry {
   std::string_view op;
   KernelFactory make;
   uint32_t types;                // element types accepted for input 0 (bit 1 << DType)
-  std::vector<int> shape_inputs;  // inputs whose values decide output shapes (Reshape's shape, ...)
+  // Inputs whose values decide output shapes (Reshape's shape, ...): the shape rule's value inputs,
+  // filled in by op_table() / find_amp_op() for ops with a rule; listed here for those without.
+  std::vector<int> shape_inputs;
   bool reads_data = true;         // false when only the inputs' dims matter (Shape)
 };
 
@@ -90,10 +110,15 @@ const std::vector<OpEntry>& generator_ops();
 const std::vector<OpEntry>& dropout_ops();
 const std::vector<OpEntry>& loss_ops();
 
-// Factory helper: a kernel class constructed from (node, opset).
+// Factory helper: a kernel class constructed from (node, opset), with the op's shape rule.
 template <class K>
 std::unique_ptr<Kernel> make_kernel(const Node& node, int64_t opset) {
-  return std::make_unique<K>(node, opset);
+  auto k = std::make_unique<K>(node, opset);
+  k->bind_shape_rule(node, opset);
+  return k;
 }
+
+// e with its shape inputs taken from the op's shape rule, when it has one.
+OpEntry with_shape_rule(OpEntry e, std::string_view domain);
 
 }  // namespace amp::cpu

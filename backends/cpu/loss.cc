@@ -23,20 +23,6 @@ struct LossAttrs {
   }
 };
 
-// Checks [N, C, d...] scores against [N, d...] labels and sets the loss output's dims.
-void infer_loss(KernelIO& io, const LossAttrs& a) {
-  const View &x = io.input(0), &labels = io.input(1);
-  if (x.rank() < 2) throw InputError("scores must be [N, C, ...], got " + dims_str(x.dims));
-  std::vector<int64_t> expect = x.dims;
-  expect.erase(expect.begin() + 1);
-  if (labels.dims != expect) throw InputError("labels " + dims_str(labels.dims) + " do not match scores " + dims_str(x.dims));
-  if (labels.dtype != DType::kInt64 && labels.dtype != DType::kInt32) throw InputError("labels must be int32 or int64");
-  if (io.has_in(2) && (io.input(2).numel() != x.dims[1] || io.input(2).dtype != x.dtype))
-    throw InputError("weights must be C elements of the scores' type");
-  io.output(0).dtype = x.dtype;
-  io.output(0).dims = a.reduction == "none" ? expect : std::vector<int64_t>{};
-}
-
 // logp: [N, C, D] in C-type; writes the loss output.
 template <class T, class C>
 void reduce_nll(const KernelIO& io, const LossAttrs& a, const C* logp) {
@@ -74,11 +60,7 @@ class SoftmaxCrossEntropyLoss final : public Kernel {
  public:
   SoftmaxCrossEntropyLoss(const Node& n, int64_t) : attrs_(n) {}
   size_t infer(KernelIO& io) const override {
-    infer_loss(io, attrs_);
-    if (io.has_out(1)) {
-      io.output(1).dtype = io.input(0).dtype;
-      io.output(1).dims = io.input(0).dims;
-    }
+    infer_outputs(io);
     return static_cast<size_t>(io.input(0).numel()) * (io.input(0).dtype == DType::kDouble ? 8 : 4);
   }
   void run(KernelIO& io, const RunContext&) const override {
@@ -115,7 +97,7 @@ class NegativeLogLikelihoodLoss final : public Kernel {
  public:
   NegativeLogLikelihoodLoss(const Node& n, int64_t) : attrs_(n) {}
   size_t infer(KernelIO& io) const override {
-    infer_loss(io, attrs_);
+    infer_outputs(io);
     return static_cast<size_t>(io.input(0).numel()) * (io.input(0).dtype == DType::kDouble ? 8 : 4);
   }
   void run(KernelIO& io, const RunContext&) const override {

@@ -65,13 +65,10 @@ class MatMul final : public Kernel {
  public:
   MatMul(const Node&, int64_t) {}
   size_t infer(KernelIO& io) const override {
+    infer_outputs(io);
     const View &a = io.input(0), &b = io.input(1);
-    if (a.dtype != b.dtype) throw InputError("MatMul operands have different element types");
-    const MatMulShape s = matmul_shape(a.dims, b.dims);
-    io.output(0).dtype = a.dtype;
-    io.output(0).dims = s.out_dims;
     if (!is_low_precision(a.dtype)) return 0;
-    return fp32_scratch(a.numel()) + fp32_scratch(b.numel()) + fp32_scratch(product(s.out_dims));
+    return fp32_scratch(a.numel()) + fp32_scratch(b.numel()) + fp32_scratch(io.output(0).numel());
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &a = io.input(0), &b = io.input(1);
@@ -105,20 +102,10 @@ class Gemm final : public Kernel {
         beta_(n.attr_float("beta", 1.0f)) {}
 
   size_t infer(KernelIO& io) const override {
+    infer_outputs(io);
     const View &a = io.input(0), &b = io.input(1);
-    if (a.rank() != 2 || b.rank() != 2) throw InputError("Gemm operands must be 2-D");
-    if (a.dtype != b.dtype || (io.has_in(2) && io.input(2).dtype != a.dtype))
-      throw InputError("Gemm operands have different element types");
-    const int64_t m = a.dims[trans_a_ ? 1 : 0], k = a.dims[trans_a_ ? 0 : 1];
-    const int64_t kb = b.dims[trans_b_ ? 1 : 0], n = b.dims[trans_b_ ? 0 : 1];
-    if (k != kb) throw InputError("Gemm shapes " + dims_str(a.dims) + " and " + dims_str(b.dims) + " do not multiply");
-    const std::vector<int64_t> mn = {m, n};
-    if (io.has_in(2) && Broadcast::result_dims({&mn, &io.input(2).dims}) != mn)
-      throw InputError("Gemm C " + dims_str(io.input(2).dims) + " does not broadcast to " + dims_str(mn));
-    io.output(0).dtype = a.dtype;
-    io.output(0).dims = mn;
     if (!is_low_precision(a.dtype)) return 0;
-    return fp32_scratch(a.numel()) + fp32_scratch(b.numel()) + fp32_scratch(m * n);
+    return fp32_scratch(a.numel()) + fp32_scratch(b.numel()) + fp32_scratch(io.output(0).numel());
   }
 
   void run(KernelIO& io, const RunContext& ctx) const override {

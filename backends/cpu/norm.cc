@@ -38,20 +38,8 @@ class BatchNormalization final : public Kernel {
   }
 
   size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    if (x.rank() < 2) throw InputError("BatchNormalization needs [N,C,...], X is " + dims_str(x.dims));
-    for (size_t i = 1; i < 5; ++i)
-      if (io.input(i).numel() != x.dims[1])
-        throw InputError("BatchNormalization input " + std::to_string(i) + " must have C = " +
-                         std::to_string(x.dims[1]) + " elements");
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims = x.dims;
-    for (size_t i = 1; i < 3; ++i) {
-      if (!io.has_out(i)) continue;
-      if (!training_) throw InputError("running statistics outputs need training_mode=1");
-      io.output(i).dtype = io.input(i + 2).dtype;
-      io.output(i).dims = io.input(i + 2).dims;
-    }
+    if ((io.has_out(1) || io.has_out(2)) && !training_) throw InputError("running statistics outputs need training_mode=1");
+    infer_outputs(io);
     return 0;
   }
 
@@ -119,25 +107,6 @@ class LayerNormalization final : public Kernel {
   LayerNormalization(const Node& n, int64_t)
       : axis_(n.attr_int("axis", -1)), epsilon_(n.attr_float("epsilon", 1e-5f)) {}
 
-  size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(x.rank()));
-    const int64_t d = product(x.dims, static_cast<size_t>(axis));
-    if (io.input(1).numel() != d || (io.has_in(2) && io.input(2).numel() != d))
-      throw InputError("LayerNormalization Scale and B must have " + std::to_string(d) + " elements");
-    if (io.input(1).dtype != x.dtype || (io.has_in(2) && io.input(2).dtype != x.dtype))
-      throw InputError("LayerNormalization inputs have different element types");
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims = x.dims;
-    for (size_t i = 1; i < 3; ++i) {
-      if (!io.has_out(i)) continue;
-      View& stat = io.output(i);
-      if (stat.dtype == DType::kUndefined) stat.dtype = x.dtype == DType::kDouble ? DType::kDouble : DType::kFloat;
-      stat.dims = x.dims;
-      std::fill(stat.dims.begin() + axis, stat.dims.end(), 1);
-    }
-    return 0;
-  }
 
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);

@@ -11,7 +11,7 @@ const std::vector<OpEntry>& op_table() {
     for (const auto* family : {&elementwise_ops(), &cast_ops(), &matmul_ops(), &conv_ops(), &pool_ops(), &norm_ops(),
                                &softmax_ops(), &reduce_ops(), &shape_ops(), &generator_ops(), &dropout_ops(),
                                &loss_ops()})
-      all.insert(all.end(), family->begin(), family->end());
+      for (const OpEntry& e : *family) all.push_back(with_shape_rule(e, ""));
     return all;
   }();
   return table;

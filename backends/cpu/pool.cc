@@ -14,12 +14,6 @@ Window pool_window(const WindowAttrs& a, const View& x) {
   return make_window(a, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()), {});
 }
 
-std::vector<int64_t> pooled_dims(const View& x, const Window& w) {
-  std::vector<int64_t> dims = {x.dims[0], x.dims[1]};
-  dims.insert(dims.end(), w.out.begin(), w.out.end());
-  return dims;
-}
-
 // One output coordinate of one dim: where its window starts in the input, and the kernel taps
 // [lo, hi) that land inside the input (and, for count_include_pad, inside input plus pads). Made
 // once per dim and output coordinate, so the loops below have neither bounds checks nor divisions.
@@ -57,13 +51,8 @@ class MaxPool final : public Kernel {
  public:
   MaxPool(const Node& n, int64_t) : attrs_(n), column_major_(n.attr_int("storage_order", 0) != 0) {}
   size_t infer(KernelIO& io) const override {
-    const Window w = pool_window(attrs_, io.input(0));
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = pooled_dims(io.input(0), w);
-    if (io.has_out(1)) {
-      io.output(1).dtype = DType::kInt64;
-      io.output(1).dims = io.output(0).dims;
-    }
+    pool_window(attrs_, io.input(0));
+    infer_outputs(io);
     return 0;
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
@@ -135,9 +124,8 @@ class AveragePool final : public Kernel {
     if (!attrs_.dilations.empty())
       for (int64_t d : attrs_.dilations)
         if (d != 1) throw InputError("AveragePool dilations are not supported");
-    const Window w = pool_window(attrs_, io.input(0));
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = pooled_dims(io.input(0), w);
+    pool_window(attrs_, io.input(0));
+    infer_outputs(io);
     return 0;
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
@@ -178,14 +166,6 @@ class AveragePool final : public Kernel {
 class GlobalAveragePool final : public Kernel {
  public:
   GlobalAveragePool(const Node&, int64_t) {}
-  size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    if (x.rank() < 3) throw InputError("GlobalAveragePool needs [N,C,...], X is " + dims_str(x.dims));
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims = x.dims;
-    std::fill(io.output(0).dims.begin() + 2, io.output(0).dims.end(), 1);
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
     const int64_t planes = x.dims[0] * x.dims[1], size = product(x.dims, 2);

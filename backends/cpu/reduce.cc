@@ -17,21 +17,11 @@ class Reduce final : public Kernel {
  public:
   Reduce(const Node& n, int64_t)
       : axes_attr_(n.attr_ints("axes")),
-        keepdims_(n.attr_int("keepdims", 1) != 0),
         noop_empty_(n.attr_int("noop_with_empty_axes", 0) != 0) {}
 
   size_t infer(KernelIO& io) const override {
-    const std::vector<bool> reduced = reduced_axes(io);
-    View& y = io.output(0);
-    y.dtype = io.input(0).dtype;
-    y.dims.clear();
-    for (size_t i = 0; i < reduced.size(); ++i) {
-      if (!reduced[i])
-        y.dims.push_back(io.input(0).dims[i]);
-      else if (keepdims_)
-        y.dims.push_back(1);
-    }
-    return static_cast<size_t>(y.numel()) * 8;
+    infer_outputs(io);
+    return static_cast<size_t>(io.output(0).numel()) * 8;
   }
 
   void run(KernelIO& io, const RunContext& ctx) const override {
@@ -128,16 +118,16 @@ class Reduce final : public Kernel {
   }
 
   std::vector<int64_t> axes_attr_;
-  bool keepdims_, noop_empty_;
+  bool noop_empty_;
 };
 
 }  // namespace
 
 const std::vector<OpEntry>& reduce_ops() {
   static const std::vector<OpEntry> ops = {
-      {"ReduceSum", make_kernel<Reduce<Reduction::kSum>>, NumericTypes::mask(), {1}},
-      {"ReduceMean", make_kernel<Reduce<Reduction::kMean>>, NumericTypes::mask(), {1}},
-      {"ReduceMax", make_kernel<Reduce<Reduction::kMax>>, NumericTypes::mask(), {1}},
+      {"ReduceSum", make_kernel<Reduce<Reduction::kSum>>, NumericTypes::mask(), {}},
+      {"ReduceMean", make_kernel<Reduce<Reduction::kMean>>, NumericTypes::mask(), {}},
+      {"ReduceMax", make_kernel<Reduce<Reduction::kMax>>, NumericTypes::mask(), {}},
   };
   return ops;
 }

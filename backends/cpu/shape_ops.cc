@@ -52,133 +52,16 @@ void copy_data(const View& in, View& out) {
   if (in.nbytes()) std::memcpy(out.data, in.data, in.nbytes());
 }
 
-// Reshape, Flatten, Squeeze, Unsqueeze and Identity: new dims, same bytes.
-class Reshape final : public Kernel {
+// Reshape, Flatten, Squeeze, Unsqueeze and Identity: new dims (the op's shape rule), same bytes.
+class Copy final : public Kernel {
  public:
-  Reshape(const Node& n, int64_t) : allow_zero_(n.attr_int("allowzero", 0) != 0) {}
-  size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    std::vector<int64_t> dims = read_ints(io.input(1));
-    int64_t known = 1, infer_at = -1;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] == 0 && !allow_zero_) {
-        if (i >= x.rank()) throw InputError("Reshape shape " + dims_str(dims) + " copies a dim X " + dims_str(x.dims) + " lacks");
-        dims[i] = x.dims[i];
-      }
-      if (dims[i] == -1) {
-        if (infer_at >= 0) throw InputError("Reshape shape " + dims_str(dims) + " has more than one -1");
-        infer_at = static_cast<int64_t>(i);
-      } else if (dims[i] < 0) {
-        throw InputError("Reshape shape " + dims_str(dims) + " has a negative dim");
-      } else {
-        known *= dims[i];
-      }
-    }
-    if (infer_at >= 0) dims[infer_at] = known == 0 ? 0 : x.numel() / known;
-    if (product(dims) != x.numel())
-      throw InputError("cannot reshape " + dims_str(x.dims) + " to " + dims_str(read_ints(io.input(1))));
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims = dims;
-    return 0;
-  }
-  void run(KernelIO& io, const RunContext&) const override { copy_data(io.input(0), io.output(0)); }
-
- private:
-  bool allow_zero_;
-};
-
-class Flatten final : public Kernel {
- public:
-  Flatten(const Node& n, int64_t) : axis_(n.attr_int("axis", 1)) {}
-  size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    const int64_t rank = static_cast<int64_t>(x.rank());
-    if (axis_ < -rank || axis_ > rank) throw InputError("Flatten axis " + std::to_string(axis_) + " is out of range");
-    const size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims = {product(x.dims, 0, axis), product(x.dims, axis)};
-    return 0;
-  }
-  void run(KernelIO& io, const RunContext&) const override { copy_data(io.input(0), io.output(0)); }
-
- private:
-  int64_t axis_;
-};
-
-class Squeeze final : public Kernel {
- public:
-  Squeeze(const Node& n, int64_t) : axes_attr_(n.attr_ints("axes")) {}
-  size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    const int64_t rank = static_cast<int64_t>(x.rank());
-    const std::vector<int64_t> axes = io.has_in(1) ? read_ints(io.input(1)) : axes_attr_;
-    std::vector<bool> drop(x.rank(), axes.empty());
-    if (axes.empty())
-      for (size_t i = 0; i < x.rank(); ++i) drop[i] = x.dims[i] == 1;
-    for (int64_t a : axes) {
-      const size_t i = static_cast<size_t>(normalize_axis(a, rank));
-      if (x.dims[i] != 1) throw InputError("cannot squeeze axis " + std::to_string(a) + " of " + dims_str(x.dims));
-      drop[i] = true;
-    }
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims.clear();
-    for (size_t i = 0; i < x.rank(); ++i)
-      if (!drop[i]) io.output(0).dims.push_back(x.dims[i]);
-    return 0;
-  }
-  void run(KernelIO& io, const RunContext&) const override { copy_data(io.input(0), io.output(0)); }
-
- private:
-  std::vector<int64_t> axes_attr_;
-};
-
-class Unsqueeze final : public Kernel {
- public:
-  Unsqueeze(const Node& n, int64_t) : axes_attr_(n.attr_ints("axes")) {}
-  size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    const std::vector<int64_t> axes = io.has_in(1) ? read_ints(io.input(1)) : axes_attr_;
-    const int64_t rank = static_cast<int64_t>(x.rank() + axes.size());
-    std::vector<bool> inserted(static_cast<size_t>(rank), false);
-    for (int64_t a : axes) {
-      const size_t i = static_cast<size_t>(normalize_axis(a, rank));
-      if (inserted[i]) throw InputError("Unsqueeze axes repeat " + std::to_string(a));
-      inserted[i] = true;
-    }
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims.clear();
-    size_t next = 0;
-    for (int64_t i = 0; i < rank; ++i) io.output(0).dims.push_back(inserted[i] ? 1 : x.dims[next++]);
-    return 0;
-  }
-  void run(KernelIO& io, const RunContext&) const override { copy_data(io.input(0), io.output(0)); }
-
- private:
-  std::vector<int64_t> axes_attr_;
-};
-
-class Identity final : public Kernel {
- public:
-  Identity(const Node&, int64_t) {}
-  size_t infer(KernelIO& io) const override {
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = io.input(0).dims;
-    return 0;
-  }
+  Copy(const Node&, int64_t) {}
   void run(KernelIO& io, const RunContext&) const override { copy_data(io.input(0), io.output(0)); }
 };
 
 class Transpose final : public Kernel {
  public:
   Transpose(const Node& n, int64_t) : perm_attr_(n.attr_ints("perm")) {}
-  size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    const std::vector<int64_t> p = perm(x.rank());
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims.clear();
-    for (int64_t d : p) io.output(0).dims.push_back(x.dims[d]);
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
     const std::vector<int64_t> p = perm(x.rank()), in_strides = strides_of(x.dims);
@@ -212,12 +95,6 @@ class Slice final : public Kernel {
       ends_ = n.attr_ints("ends");
       axes_ = n.attr_ints("axes");
     }
-  }
-  size_t infer(KernelIO& io) const override {
-    const Region r = region(io);
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = r.dims;
-    return 0;
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const Region r = region(io);
@@ -280,12 +157,6 @@ class Slice final : public Kernel {
 class Expand final : public Kernel {
  public:
   Expand(const Node&, int64_t) {}
-  size_t infer(KernelIO& io) const override {
-    const std::vector<int64_t> shape = read_ints(io.input(1));
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = Broadcast::result_dims({&io.input(0).dims, &shape});
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
     View& y = io.output(0);
@@ -300,21 +171,6 @@ class Expand final : public Kernel {
 class Concat final : public Kernel {
  public:
   Concat(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
-  size_t infer(KernelIO& io) const override {
-    const View& first = io.input(0);
-    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(first.rank())));
-    std::vector<int64_t> dims = first.dims;
-    dims[axis] = 0;
-    for (const View* v : io.in) {
-      bool same = v->dtype == first.dtype && v->rank() == first.rank();
-      for (size_t d = 0; same && d < dims.size(); ++d) same = d == axis || v->dims[d] == first.dims[d];
-      if (!same) throw InputError("Concat inputs " + dims_str(first.dims) + " and " + dims_str(v->dims) + " do not match");
-      dims[axis] += v->dims[axis];
-    }
-    io.output(0).dtype = first.dtype;
-    io.output(0).dims = dims;
-    return 0;
-  }
   void run(KernelIO& io, const RunContext&) const override {
     View& y = io.output(0);
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(y.rank())));
@@ -339,18 +195,6 @@ class Concat final : public Kernel {
 class Split final : public Kernel {
  public:
   Split(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)), split_attr_(n.attr_ints("split")) {}
-  size_t infer(KernelIO& io) const override {
-    const View& x = io.input(0);
-    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank())));
-    const std::vector<int64_t> sizes = parts(io, x.dims[axis]);
-    for (size_t i = 0; i < io.out.size(); ++i) {
-      if (!io.has_out(i)) continue;
-      io.output(i).dtype = x.dtype;
-      io.output(i).dims = x.dims;
-      io.output(i).dims[axis] = sizes[i];
-    }
-    return 0;
-  }
   void run(KernelIO& io, const RunContext&) const override {
     const View& x = io.input(0);
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank())));
@@ -390,17 +234,6 @@ class Split final : public Kernel {
 class Gather final : public Kernel {
  public:
   Gather(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
-  size_t infer(KernelIO& io) const override {
-    const View &x = io.input(0), &idx = io.input(1);
-    if (idx.dtype != DType::kInt64 && idx.dtype != DType::kInt32) throw InputError("Gather indices must be int32 or int64");
-    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank())));
-    std::vector<int64_t> dims(x.dims.begin(), x.dims.begin() + axis);
-    dims.insert(dims.end(), idx.dims.begin(), idx.dims.end());
-    dims.insert(dims.end(), x.dims.begin() + axis + 1, x.dims.end());
-    io.output(0).dtype = x.dtype;
-    io.output(0).dims = dims;
-    return 0;
-  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &x = io.input(0), &idx = io.input(1);
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(x.rank())));
@@ -428,11 +261,6 @@ class Gather final : public Kernel {
 class ShapeOf final : public Kernel {
  public:
   ShapeOf(const Node& n, int64_t) : start_(n.attr_int("start", 0)), end_(n.attr_int("end", INT64_MAX)) {}
-  size_t infer(KernelIO& io) const override {
-    io.output(0).dtype = DType::kInt64;
-    io.output(0).dims = {static_cast<int64_t>(range(io.input(0).rank()).second - range(io.input(0).rank()).first)};
-    return 0;
-  }
   void run(KernelIO& io, const RunContext&) const override {
     const auto [b, e] = range(io.input(0).rank());
     std::copy(io.input(0).dims.begin() + b, io.input(0).dims.begin() + e, io.output(0).as<int64_t>());
@@ -452,12 +280,6 @@ class ShapeOf final : public Kernel {
 class Trilu final : public Kernel {
  public:
   Trilu(const Node& n, int64_t) : upper_(n.attr_int("upper", 1) != 0) {}
-  size_t infer(KernelIO& io) const override {
-    if (io.input(0).rank() < 2) throw InputError("Trilu needs rank >= 2");
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = io.input(0).dims;
-    return 0;
-  }
   void run(KernelIO& io, const RunContext&) const override {
     const View& x = io.input(0);
     const int64_t k = io.has_in(1) ? read_ints(io.input(1)).at(0) : 0;
@@ -485,16 +307,16 @@ class Trilu final : public Kernel {
 const std::vector<OpEntry>& shape_ops() {
   constexpr uint32_t kAny = AllTypes::mask();
   static const std::vector<OpEntry> ops = {
-      {"Reshape", make_kernel<Reshape>, kAny, {1}},
-      {"Flatten", make_kernel<Flatten>, kAny, {}},
-      {"Squeeze", make_kernel<Squeeze>, kAny, {1}},
-      {"Unsqueeze", make_kernel<Unsqueeze>, kAny, {1}},
-      {"Identity", make_kernel<Identity>, kAny, {}},
+      {"Reshape", make_kernel<Copy>, kAny, {}},
+      {"Flatten", make_kernel<Copy>, kAny, {}},
+      {"Squeeze", make_kernel<Copy>, kAny, {}},
+      {"Unsqueeze", make_kernel<Copy>, kAny, {}},
+      {"Identity", make_kernel<Copy>, kAny, {}},
       {"Transpose", make_kernel<Transpose>, kAny, {}},
-      {"Slice", make_kernel<Slice>, kAny, {1, 2, 3, 4}},
-      {"Expand", make_kernel<Expand>, kAny, {1}},
+      {"Slice", make_kernel<Slice>, kAny, {}},
+      {"Expand", make_kernel<Expand>, kAny, {}},
       {"Concat", make_kernel<Concat>, kAny, {}},
-      {"Split", make_kernel<Split>, kAny, {1}},
+      {"Split", make_kernel<Split>, kAny, {}},
       {"Gather", make_kernel<Gather>, kAny, {}},
       {"Shape", make_kernel<ShapeOf>, kAny, {}, false},
       {"Trilu", make_kernel<Trilu>, kAny, {}},

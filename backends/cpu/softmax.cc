@@ -13,12 +13,6 @@ class Softmax final : public Kernel {
  public:
   Softmax(const Node& n, int64_t opset) : flatten_(opset < 13), axis_(n.attr_int("axis", opset < 13 ? 1 : -1)) {}
 
-  size_t infer(KernelIO& io) const override {
-    normalize_axis(axis_, static_cast<int64_t>(io.input(0).rank()));
-    io.output(0).dtype = io.input(0).dtype;
-    io.output(0).dims = io.input(0).dims;
-    return 0;
-  }
 
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);

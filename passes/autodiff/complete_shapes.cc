@@ -1,78 +1,61 @@
 #include "passes/autodiff/complete_shapes.h"
 
-#include <algorithm>
-#include <unordered_set>
+#include <unordered_map>
 
-#include "passes/graph_builder.h"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+#include "graph/onnx_io.h"
+#include "graph/ops/shape_rules.h"
 
 namespace amp {
 
-namespace {
-
-Shape unknown_dims(int64_t rank) { return Shape{std::vector<Dim>(static_cast<size_t>(rank))}; }
-
-// Ops whose first output has their first input's shape.
-const std::unordered_set<std::string>& shape_preserving() {
-  static const std::unordered_set<std::string> ops = {
-      "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs",
-      "Identity", "Cast", "Dropout", "Softmax", "LogSoftmax", "Clip", "Not", "LayerNormalization",
-      "BatchNormalization", "Trilu", "ai.onnx_amp:Gelu"};
-  return ops;
-}
-
-const std::unordered_set<std::string>& broadcasting() {
-  static const std::unordered_set<std::string> ops = {"Add", "Sub",  "Mul",     "Div",  "Pow", "Min", "Max",
-                                                      "Where", "Equal", "Less", "Greater", "And"};
-  return ops;
-}
-
-// The first output's shape as far as the op alone tells it; nullopt when it does not.
-std::optional<Shape> output_shape(const Node& n) {
-  const std::string op = n.qualified_op_type();
-  Value* x = n.input(0);
-  const int64_t rx = x ? rank_of(x) : -1;
-  if (shape_preserving().count(op)) return rx >= 0 ? x->type().shape : std::nullopt;
-  if (broadcasting().count(op)) {
-    int64_t r = 0;
-    for (Value* v : n.inputs()) {
-      if (!v || rank_of(v) < 0) return std::nullopt;
-      r = std::max(r, rank_of(v));
-    }
-    return unknown_dims(r);
-  }
-  if (op == "Slice") return rx >= 0 ? std::optional<Shape>(unknown_dims(rx)) : std::nullopt;
-  if (op == "Transpose") {
-    const auto perm = n.attr_ints("perm");
-    if (perm.empty() && rx < 0) return std::nullopt;
-    Shape s = unknown_dims(perm.empty() ? rx : static_cast<int64_t>(perm.size()));
-    if (rx >= 0)
-      for (size_t i = 0; i < s.dims.size(); ++i)
-        s.dims[i] = x->type().shape->dims[static_cast<size_t>(perm.empty() ? rx - 1 - static_cast<int64_t>(i) : perm[i])];
-    return s;
-  }
-  if (op == "MatMul") {
-    const int64_t ra = rx, rb = rank_of(n.input(1));
-    if (ra < 1 || rb < 1) return std::nullopt;
-    return unknown_dims(ra == 1 || rb == 1 ? std::max(ra, rb) - 1 : std::max(ra, rb));
-  }
-  if (op == "Reshape") {
-    const auto& s = n.input(1)->type().shape;
-    if (s && s->rank() == 1 && s->dims[0].is_static()) return unknown_dims(*s->dims[0].value);
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 void complete_shapes(Graph& g) {
+  // What is known of each value: its type, and the contents of initializers and of what the rules
+  // compute from them (Constant, Shape of a static shape).
+  std::unordered_map<const Value*, TensorFacts> facts;
+  auto facts_of = [&](const Value* v) -> const TensorFacts& {
+    auto it = facts.find(v);
+    if (it != facts.end()) return it->second;
+    TensorFacts f;
+    if (v->type().is_tensor()) {
+      f.dtype = v->dtype();
+      f.shape = v->type().shape;
+    }
+    if (v->has_initializer()) f.value = v->initializer();
+    return facts[v] = std::move(f);
+  };
   for (Node* n : g.nodes()) {
-    Value* y = n->output(0);
-    if (!y || rank_of(y) >= 0) continue;
-    if (auto s = output_shape(*n)) {
+    std::vector<const TensorFacts*> in;
+    for (const Value* v : n->inputs()) in.push_back(v ? &facts_of(v) : nullptr);
+    std::vector<TensorFacts> preset;
+    for (const Value* v : n->outputs()) preset.push_back(v ? facts_of(v) : TensorFacts{});
+    // Graphs reach autodiff at the canonical opset (load_model upgrades them) or, for ai.onnx_amp, its one version.
+    const int64_t opset = n->domain().empty() ? kCanonicalOpset : kAmpDomainVersion;
+    bool all_shaped = true;
+    for (const Value* v : n->outputs()) all_shaped = all_shaped && (!v || v->type().shape);
+    std::optional<std::vector<TensorFacts>> out;
+    try {
+      out = infer_output_facts(*n, opset, in, std::move(preset));
+    } catch (const InputError& e) {
+      // Where ONNX's inference typed every output, its word stands (a backend reports the op's
+      // trouble when it compiles the node); a rank this pass was to give cannot be given.
+      if (all_shaped) continue;
+      throw InputError("node " + n->label() + ": " + e.what());
+    }
+    if (!out) continue;
+    for (size_t k = 0; k < n->outputs().size(); ++k) {
+      Value* y = n->output(k);
+      if (!y) continue;
+      TensorFacts& known = facts[y];
+      known.value = (*out)[k].value;
+      if (y->type().shape || !(*out)[k].shape) continue;
       ValueType t = y->type();
       t.kind = ValueType::Kind::kTensor;
-      t.shape = std::move(s);
-      y->set_type(std::move(t));
+      if (t.elem == DType::kUndefined) t.elem = (*out)[k].dtype;
+      t.shape = (*out)[k].shape;
+      y->set_type(t);
+      known.dtype = t.elem;
+      known.shape = t.shape;
     }
   }
 }

@@ -1,0 +1,853 @@
+#include "graph/ops/shape_rules.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+#include "graph/ops/elementwise_ops.h"
+#include "graph/ops/window.h"
+
+namespace amp {
+
+TensorFacts TensorFacts::of(DType t, const std::vector<int64_t>& dims) {
+  TensorFacts f;
+  f.dtype = t;
+  f.shape = Shape::of(dims);
+  return f;
+}
+
+std::optional<std::vector<int64_t>> TensorFacts::dims() const {
+  if (!shape) return std::nullopt;
+  std::vector<int64_t> d;
+  for (const Dim& x : shape->dims) {
+    if (!x.value) return std::nullopt;
+    d.push_back(*x.value);
+  }
+  return d;
+}
+
+const TensorFacts& ShapeQuery::input(size_t i) const {
+  if (!has(i)) throw InputError("input " + std::to_string(i) + " is missing");
+  return *in[i];
+}
+
+std::optional<std::vector<int64_t>> ShapeQuery::ints(size_t i) const {
+  if (!has(i) || !in[i]->value) return std::nullopt;
+  const Tensor& t = *in[i]->value;
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (t.dtype == DType::kInt64)
+    std::copy(t.as<int64_t>(), t.as<int64_t>() + v.size(), v.begin());
+  else if (t.dtype == DType::kInt32)
+    std::copy(t.as<int32_t>(), t.as<int32_t>() + v.size(), v.begin());
+  else
+    throw InputError("expected an int64 or int32 shape input, got " + std::string(dtype_name(t.dtype)));
+  return v;
+}
+
+namespace {
+
+// ---- pieces the rules share
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+std::string shape_text(const std::optional<Shape>& s) { return s ? s->str() : "[?]"; }
+
+Dim unknown() { return Dim{}; }
+Dim known(int64_t v) { return Dim::fixed(v); }
+Shape unknown_dims(size_t rank) { return Shape{std::vector<Dim>(rank)}; }
+
+int64_t rank_of(const TensorFacts& f) { return f.shape ? static_cast<int64_t>(f.shape->rank()) : -1; }
+
+// The product of dims [from, to), when all are known.
+std::optional<int64_t> product(const std::vector<Dim>& dims, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t n = 1;
+  for (size_t i = from; i < std::min(to, dims.size()); ++i) {
+    if (!dims[i].value) return std::nullopt;
+    n *= *dims[i].value;
+  }
+  return n;
+}
+std::optional<int64_t> numel(const TensorFacts& f) {
+  return f.shape ? product(f.shape->dims) : std::nullopt;
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    throw InputError("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Sets output k (when the node has it): the type unless unknown here, and the shape.
+void put(ShapeQuery& q, size_t k, DType t, std::optional<Shape> s) {
+  if (k >= q.out.size()) return;
+  if (t != DType::kUndefined) q.out[k].dtype = t;
+  q.out[k].shape = std::move(s);
+}
+void put_like(ShapeQuery& q, size_t k, const TensorFacts& f) { put(q, k, f.dtype, f.shape); }
+
+// The known element types of inputs [0, n) must agree.
+void require_same_types(const ShapeQuery& q, size_t n, const char* what = "inputs") {
+  DType first = DType::kUndefined;
+  for (size_t i = 0; i < n; ++i) {
+    if (!q.has(i) || q.in[i]->dtype == DType::kUndefined) continue;
+    if (first == DType::kUndefined) first = q.in[i]->dtype;
+    else if (q.in[i]->dtype != first)
+      throw InputError(std::string(what) + " have different element types (" + std::string(dtype_name(first)) + " and " +
+                       std::string(dtype_name(q.in[i]->dtype)) + ")");
+  }
+}
+
+// Rules written as a lambda of (query) that reads no attributes.
+template <void (*F)(ShapeQuery&)>
+ShapeFn plain(const Node&, int64_t) {
+  return F;
+}
+
+// ---- the elementwise forms (the op table's rows)
+
+ShapeFn elementwise_rule(const Node& n, int64_t) {
+  const std::vector<ElemOp> rows = elem_ops_of(n.domain(), n.op_type());
+  const ElemForm form = elem_op_info(rows.at(0)).form;
+  const DType cast_to = form == ElemForm::kCast ? static_cast<DType>(n.attr_int("to", 0)) : DType::kUndefined;
+  return [form, cast_to](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    std::vector<const std::optional<Shape>*> all;
+    for (const TensorFacts* f : q.in)
+      if (f) all.push_back(&f->shape);
+    switch (form) {
+      case ElemForm::kMap:
+      case ElemForm::kCopy:
+        put_like(q, 0, x);
+        return;
+      case ElemForm::kCast:
+        put(q, 0, cast_to, x.shape);
+        return;
+      case ElemForm::kZip:
+      case ElemForm::kFold:
+        require_same_types(q, q.in.size());
+        put(q, 0, x.dtype, broadcast_shapes(all));
+        return;
+      case ElemForm::kCompare:
+        require_same_types(q, q.in.size());
+        put(q, 0, DType::kBool, broadcast_shapes(all));
+        return;
+      case ElemForm::kPower:
+        put(q, 0, x.dtype, broadcast_shapes(all));
+        return;
+      case ElemForm::kSelect: {
+        if (x.dtype != DType::kUndefined && x.dtype != DType::kBool) throw InputError("condition must be bool");
+        const TensorFacts &a = q.input(1), &b = q.input(2);
+        if (a.dtype != DType::kUndefined && b.dtype != DType::kUndefined && a.dtype != b.dtype)
+          throw InputError("X and Y have different element types");
+        put(q, 0, a.dtype, broadcast_shapes(all));
+        return;
+      }
+      case ElemForm::kClamp:
+        require_same_types(q, q.in.size());
+        for (size_t i = 1; i < 3; ++i)
+          if (q.has(i) && numel(*q.in[i]) && *numel(*q.in[i]) != 1) throw InputError("min and max must be scalars");
+        put_like(q, 0, x);
+        return;
+      case ElemForm::kLeaf:
+        break;
+    }
+  };
+}
+
+// ---- same shape as an input
+
+void dropout(ShapeQuery& q) {
+  put_like(q, 0, q.input(0));
+  put(q, 1, DType::kBool, q.input(0).shape);
+}
+
+ShapeFn softmax_rule(const Node& n, int64_t opset) {
+  const int64_t axis = n.attr_int("axis", opset < 13 ? 1 : -1);
+  return [axis](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (x.shape) normalize_axis(axis, rank_of(x));
+    put_like(q, 0, x);
+  };
+}
+
+ShapeFn layer_norm_rule(const Node& n, int64_t) {
+  const int64_t axis_attr = n.attr_int("axis", -1);
+  return [axis_attr](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    require_same_types(q, 3, "LayerNormalization inputs");
+    put_like(q, 0, x);
+    if (!x.shape) return;
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, rank_of(x)));
+    const std::optional<int64_t> d = product(x.shape->dims, axis);
+    for (size_t i = 1; i < 3; ++i)
+      if (d && q.has(i) && numel(*q.in[i]) && *numel(*q.in[i]) != *d)
+        throw InputError("LayerNormalization Scale and B must have " + std::to_string(*d) + " elements");
+    Shape stats = *x.shape;
+    std::fill(stats.dims.begin() + static_cast<long>(axis), stats.dims.end(), known(1));
+    for (size_t k = 1; k < 3 && k < q.out.size(); ++k) {
+      // Mean and InvStdDev: the declared type, else fp32 (fp64 for double inputs).
+      const DType t = q.out[k].dtype != DType::kUndefined ? q.out[k].dtype
+                      : x.dtype == DType::kDouble       ? DType::kDouble
+                                                        : DType::kFloat;
+      put(q, k, t, stats);
+    }
+  };
+}
+
+void batch_norm(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (x.shape && rank_of(x) < 2) throw InputError("BatchNormalization needs [N,C,...], X is " + shape_text(x.shape));
+  const Dim c = x.shape ? x.shape->dims[1] : unknown();
+  for (size_t i = 1; i < 5 && c.value; ++i)
+    if (q.has(i) && numel(*q.in[i]) && numel(*q.in[i]) != c.value)
+      throw InputError("BatchNormalization input " + std::to_string(i) + " must have C = " + std::to_string(*c.value) +
+                       " elements");
+  put_like(q, 0, x);
+  for (size_t k = 1; k < 3; ++k)
+    if (q.has(k + 2)) put_like(q, k, *q.in[k + 2]);
+}
+
+void trilu(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (x.shape && rank_of(x) < 2) throw InputError("Trilu needs rank >= 2");
+  put_like(q, 0, x);
+}
+
+// ---- data movement
+
+ShapeFn reshape_rule(const Node& n, int64_t) {
+  const bool allow_zero = n.attr_int("allowzero", 0) != 0;
+  return [allow_zero](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    const std::optional<std::vector<int64_t>> target = q.ints(1);
+    if (!target) {
+      // The shape's length is the rank, even when its values are computed at run time.
+      const TensorFacts& s = q.input(1);
+      if (s.shape && s.shape->rank() == 1 && s.shape->dims[0].value) put(q, 0, x.dtype, unknown_dims(*s.shape->dims[0].value));
+      else put(q, 0, x.dtype, std::nullopt);
+      return;
+    }
+    Shape out = unknown_dims(target->size());
+    int64_t known_product = 1;  // of the dims known, when all but the -1 are
+    bool all_known = true;
+    int64_t infer_at = -1;
+    for (size_t i = 0; i < target->size(); ++i) {
+      const int64_t d = (*target)[i];
+      if (d == 0 && !allow_zero) {
+        if (x.shape && i >= x.shape->rank())
+          throw InputError("Reshape shape " + dims_text(*target) + " copies a dim X " + shape_text(x.shape) + " lacks");
+        out.dims[i] = x.shape ? x.shape->dims[i] : unknown();
+      } else if (d == -1) {
+        if (infer_at >= 0) throw InputError("Reshape shape " + dims_text(*target) + " has more than one -1");
+        infer_at = static_cast<int64_t>(i);
+        continue;
+      } else if (d < 0) {
+        throw InputError("Reshape shape " + dims_text(*target) + " has a negative dim");
+      } else {
+        out.dims[i] = known(d);
+      }
+      if (out.dims[i].value) known_product *= *out.dims[i].value;
+      else all_known = false;
+    }
+    const std::optional<int64_t> total = numel(x);
+    if (infer_at >= 0 && total && all_known)
+      out.dims[static_cast<size_t>(infer_at)] = known(known_product == 0 ? 0 : *total / known_product);
+    if (total && product(out.dims) && *product(out.dims) != *total)
+      throw InputError("cannot reshape " + shape_text(x.shape) + " to " + dims_text(*target));
+    put(q, 0, x.dtype, out);
+  };
+}
+
+ShapeFn flatten_rule(const Node& n, int64_t) {
+  const int64_t axis_attr = n.attr_int("axis", 1);
+  return [axis_attr](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) return put(q, 0, x.dtype, unknown_dims(2));  // always 2-D
+    const int64_t rank = rank_of(x);
+    if (axis_attr < -rank || axis_attr > rank)
+      throw InputError("Flatten axis " + std::to_string(axis_attr) + " is out of range");
+    const size_t axis = static_cast<size_t>(axis_attr < 0 ? axis_attr + rank : axis_attr);
+    const std::optional<int64_t> outer = product(x.shape->dims, 0, axis), inner = product(x.shape->dims, axis);
+    put(q, 0, x.dtype, Shape{{outer ? known(*outer) : unknown(), inner ? known(*inner) : unknown()}});
+  };
+}
+
+// Squeeze / Unsqueeze axes: input 1 (opset 13+) or the attribute; nullopt when computed at run time.
+std::optional<std::vector<int64_t>> axes_of(const ShapeQuery& q, const std::vector<int64_t>& attr) {
+  if (!q.has(1)) return attr;
+  return q.ints(1);
+}
+// How many axes input 1 lists, from its shape, when their values are not known.
+std::optional<int64_t> axes_count(const ShapeQuery& q) {
+  if (!q.has(1) || !q.in[1]->shape || q.in[1]->shape->rank() != 1) return std::nullopt;
+  return q.in[1]->shape->dims[0].value;
+}
+
+ShapeFn squeeze_rule(const Node& n, int64_t) {
+  const std::vector<int64_t> attr = n.attr_ints("axes");
+  return [attr](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    const std::optional<std::vector<int64_t>> axes = axes_of(q, attr);
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    const int64_t rank = rank_of(x);
+    if (!axes) {
+      const std::optional<int64_t> count = axes_count(q);
+      put(q, 0, x.dtype, count ? std::optional<Shape>(unknown_dims(static_cast<size_t>(rank - *count))) : std::nullopt);
+      return;
+    }
+    std::vector<bool> drop(static_cast<size_t>(rank), false);
+    if (axes->empty()) {  // every dim of extent 1, so every dim must be known
+      for (size_t i = 0; i < drop.size(); ++i) {
+        if (!x.shape->dims[i].value) return put(q, 0, x.dtype, std::nullopt);
+        drop[i] = *x.shape->dims[i].value == 1;
+      }
+    }
+    for (int64_t a : *axes) {
+      const size_t i = static_cast<size_t>(normalize_axis(a, rank));
+      const std::optional<int64_t> d = x.shape->dims[i].value;
+      if (d && *d != 1) throw InputError("cannot squeeze axis " + std::to_string(a) + " of " + shape_text(x.shape));
+      drop[i] = true;
+    }
+    Shape out;
+    for (size_t i = 0; i < drop.size(); ++i)
+      if (!drop[i]) out.dims.push_back(x.shape->dims[i]);
+    put(q, 0, x.dtype, out);
+  };
+}
+
+ShapeFn unsqueeze_rule(const Node& n, int64_t) {
+  const std::vector<int64_t> attr = n.attr_ints("axes");
+  return [attr](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    const std::optional<std::vector<int64_t>> axes = axes_of(q, attr);
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    if (!axes) {
+      const std::optional<int64_t> count = axes_count(q);
+      put(q, 0, x.dtype, count ? std::optional<Shape>(unknown_dims(x.shape->rank() + static_cast<size_t>(*count))) : std::nullopt);
+      return;
+    }
+    const int64_t rank = rank_of(x) + static_cast<int64_t>(axes->size());
+    std::vector<bool> inserted(static_cast<size_t>(rank), false);
+    for (int64_t a : *axes) {
+      const size_t i = static_cast<size_t>(normalize_axis(a, rank));
+      if (inserted[i]) throw InputError("Unsqueeze axes repeat " + std::to_string(a));
+      inserted[i] = true;
+    }
+    Shape out;
+    size_t next = 0;
+    for (size_t i = 0; i < inserted.size(); ++i) out.dims.push_back(inserted[i] ? known(1) : x.shape->dims[next++]);
+    put(q, 0, x.dtype, out);
+  };
+}
+
+ShapeFn transpose_rule(const Node& n, int64_t) {
+  const std::vector<int64_t> perm_attr = n.attr_ints("perm");
+  return [perm_attr](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) return put(q, 0, x.dtype, perm_attr.empty() ? std::nullopt : std::optional<Shape>(unknown_dims(perm_attr.size())));
+    const size_t rank = x.shape->rank();
+    std::vector<int64_t> perm = perm_attr;
+    if (perm.empty())
+      for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+    if (perm.size() != rank)
+      throw InputError("Transpose perm " + dims_text(perm) + " does not match rank " + std::to_string(rank));
+    std::vector<bool> seen(rank, false);
+    Shape out;
+    for (int64_t d : perm) {
+      if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)])
+        throw InputError("Transpose perm " + dims_text(perm) + " is not a permutation");
+      seen[static_cast<size_t>(d)] = true;
+      out.dims.push_back(x.shape->dims[static_cast<size_t>(d)]);
+    }
+    put(q, 0, x.dtype, out);
+  };
+}
+
+// The number of elements a Slice of one axis of extent `dim` keeps (ONNX's clamping of starts and ends).
+int64_t slice_count(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+  }
+  const int64_t n = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+  return std::max<int64_t>(0, n);
+}
+
+ShapeFn slice_rule(const Node& n, int64_t opset) {
+  const bool attrs = opset < 10;
+  const std::vector<int64_t> starts_attr = n.attr_ints("starts"), ends_attr = n.attr_ints("ends"), axes_attr = n.attr_ints("axes");
+  return [=](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    std::optional<std::vector<int64_t>> starts = starts_attr, ends = ends_attr, axes = axes_attr, steps;
+    if (!attrs) {
+      starts = q.ints(1);
+      ends = q.ints(2);
+      axes = q.has(3) ? q.ints(3) : std::vector<int64_t>{};
+      steps = q.has(4) ? q.ints(4) : std::vector<int64_t>{};
+    }
+    if (!starts || !ends || !axes || (!attrs && !steps)) return put(q, 0, x.dtype, unknown_dims(x.shape->rank()));
+    if (!steps) steps.emplace();
+    if (axes->empty())
+      for (size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<int64_t>(i));
+    if (steps->empty()) steps->assign(starts->size(), 1);
+    if (ends->size() != starts->size() || axes->size() != starts->size() || steps->size() != starts->size())
+      throw InputError("Slice starts, ends, axes and steps have different lengths");
+    Shape out = *x.shape;
+    for (size_t i = 0; i < starts->size(); ++i) {
+      const size_t a = static_cast<size_t>(normalize_axis((*axes)[i], rank_of(x)));
+      if ((*steps)[i] == 0) throw InputError("Slice step must not be 0");
+      const std::optional<int64_t> dim = x.shape->dims[a].value;
+      out.dims[a] = dim ? known(slice_count(*dim, (*starts)[i], (*ends)[i], (*steps)[i])) : unknown();
+    }
+    put(q, 0, x.dtype, out);
+  };
+}
+
+void expand(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  const std::optional<std::vector<int64_t>> to = q.ints(1);
+  if (!to) {
+    const std::optional<int64_t> count = axes_count(q);
+    put(q, 0, x.dtype, x.shape && count ? std::optional<Shape>(unknown_dims(std::max(x.shape->rank(), static_cast<size_t>(*count))))
+                                        : std::nullopt);
+    return;
+  }
+  const std::optional<Shape> target = Shape::of(*to);
+  put(q, 0, x.dtype, broadcast_shapes({&x.shape, &target}));
+}
+
+ShapeFn concat_rule(const Node& n, int64_t) {
+  const int64_t axis_attr = n.attr_int("axis", 0);
+  return [axis_attr](ShapeQuery& q) {
+    const TensorFacts& first = q.input(0);
+    require_same_types(q, q.in.size(), "Concat inputs");
+    int64_t rank = -1;
+    for (const TensorFacts* f : q.in)
+      if (f && f->shape) rank = rank_of(*f);
+    if (rank < 0) return put(q, 0, first.dtype, std::nullopt);
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, rank));
+    Shape out = unknown_dims(static_cast<size_t>(rank));
+    std::optional<int64_t> extent = 0;
+    const TensorFacts* seen = nullptr;
+    for (const TensorFacts* f : q.in) {
+      if (!f) continue;
+      if (!f->shape) {
+        extent.reset();
+        continue;
+      }
+      if (rank_of(*f) != rank) throw InputError("Concat inputs " + shape_text(seen ? seen->shape : first.shape) + " and " + shape_text(f->shape) + " do not match");
+      for (size_t d = 0; d < out.dims.size(); ++d) {
+        const Dim& v = f->shape->dims[d];
+        if (d == axis) continue;
+        if (out.dims[d].value && v.value && *out.dims[d].value != *v.value)
+          throw InputError("Concat inputs " + shape_text(seen->shape) + " and " + shape_text(f->shape) + " do not match");
+        if (!out.dims[d].value && (v.value || (out.dims[d].param.empty() && !v.param.empty()))) out.dims[d] = v;
+      }
+      const std::optional<int64_t> along = f->shape->dims[axis].value;
+      if (extent && along) *extent += *along;
+      else extent.reset();
+      seen = f;
+    }
+    out.dims[axis] = extent ? known(*extent) : unknown();
+    put(q, 0, first.dtype, out);
+  };
+}
+
+ShapeFn split_rule(const Node& n, int64_t) {
+  const int64_t axis_attr = n.attr_int("axis", 0);
+  const std::vector<int64_t> split_attr = n.attr_ints("split");
+  return [axis_attr, split_attr](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    const int64_t parts = static_cast<int64_t>(q.out.size());
+    if (!x.shape) {
+      for (size_t k = 0; k < q.out.size(); ++k) put(q, k, x.dtype, std::nullopt);
+      return;
+    }
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, rank_of(x)));
+    const std::optional<int64_t> extent = x.shape->dims[axis].value;
+    std::optional<std::vector<int64_t>> sizes = q.has(1) ? q.ints(1) : std::optional<std::vector<int64_t>>(split_attr);
+    if (sizes && sizes->empty()) {
+      sizes.reset();
+      if (extent) {
+        if (*extent % parts != 0)
+          throw InputError("cannot split " + std::to_string(*extent) + " into " + std::to_string(parts) + " equal parts");
+        sizes = std::vector<int64_t>(static_cast<size_t>(parts), *extent / parts);
+      }
+    }
+    if (sizes) {
+      int64_t total = 0;
+      for (int64_t s : *sizes) total += s;
+      if (static_cast<int64_t>(sizes->size()) != parts || (extent && total != *extent))
+        throw InputError("split " + dims_text(*sizes) + " does not cover " + (extent ? std::to_string(*extent) : "?") + " in " +
+                         std::to_string(parts) + " outputs");
+    }
+    for (size_t k = 0; k < q.out.size(); ++k) {
+      Shape out = *x.shape;
+      out.dims[axis] = sizes ? known((*sizes)[k]) : unknown();
+      put(q, k, x.dtype, out);
+    }
+  };
+}
+
+ShapeFn gather_rule(const Node& n, int64_t) {
+  const int64_t axis_attr = n.attr_int("axis", 0);
+  return [axis_attr](ShapeQuery& q) {
+    const TensorFacts &x = q.input(0), &idx = q.input(1);
+    if (idx.dtype != DType::kUndefined && idx.dtype != DType::kInt64 && idx.dtype != DType::kInt32)
+      throw InputError("Gather indices must be int32 or int64");
+    if (!x.shape || !idx.shape) return put(q, 0, x.dtype, std::nullopt);
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, rank_of(x)));
+    Shape out;
+    out.dims.assign(x.shape->dims.begin(), x.shape->dims.begin() + static_cast<long>(axis));
+    out.dims.insert(out.dims.end(), idx.shape->dims.begin(), idx.shape->dims.end());
+    out.dims.insert(out.dims.end(), x.shape->dims.begin() + static_cast<long>(axis) + 1, x.shape->dims.end());
+    put(q, 0, x.dtype, out);
+  };
+}
+
+ShapeFn shape_of_rule(const Node& n, int64_t) {
+  const int64_t start = n.attr_int("start", 0), end = n.attr_int("end", std::numeric_limits<int64_t>::max());
+  return [start, end](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) return put(q, 0, DType::kInt64, Shape{{unknown()}});
+    const int64_t r = rank_of(x);
+    auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
+    const int64_t b = clamp(start), e = std::max(b, clamp(end));
+    put(q, 0, DType::kInt64, Shape::of({e - b}));
+    // The dims themselves, when known: shape arithmetic downstream (Reshape's target) reads them.
+    std::vector<int64_t> dims;
+    for (int64_t i = b; i < e; ++i) {
+      const std::optional<int64_t> d = x.shape->dims[static_cast<size_t>(i)].value;
+      if (!d) return;
+      dims.push_back(*d);
+    }
+    if (q.out.empty()) return;
+    Tensor value(DType::kInt64, {e - b});
+    std::copy(dims.begin(), dims.end(), value.mutable_as<int64_t>());
+    q.out[0].value = std::move(value);
+  };
+}
+
+// ---- products and windows
+
+void matmul(ShapeQuery& q) {
+  const TensorFacts &a = q.input(0), &b = q.input(1);
+  if (a.dtype != DType::kUndefined && b.dtype != DType::kUndefined && a.dtype != b.dtype)
+    throw InputError("MatMul operands have different element types");
+  if (!a.shape || !b.shape) return put(q, 0, a.dtype, std::nullopt);
+  const std::vector<Dim> &ad = a.shape->dims, &bd = b.shape->dims;
+  if (ad.empty() || bd.empty()) throw InputError("MatMul operands must have rank >= 1");
+  const Dim k = ad.back(), kb = bd.size() >= 2 ? bd[bd.size() - 2] : bd[0];
+  if (k.value && kb.value && *k.value != *kb.value)
+    throw InputError("MatMul shapes " + shape_text(a.shape) + " and " + shape_text(b.shape) + " do not multiply");
+  const std::optional<Shape> a_batch = Shape{std::vector<Dim>(ad.begin(), ad.end() - std::min<long>(static_cast<long>(ad.size()), 2))};
+  const std::optional<Shape> b_batch = Shape{std::vector<Dim>(bd.begin(), bd.end() - std::min<long>(static_cast<long>(bd.size()), 2))};
+  Shape out = *broadcast_shapes({&a_batch, &b_batch});
+  if (ad.size() >= 2) out.dims.push_back(ad[ad.size() - 2]);
+  if (bd.size() >= 2) out.dims.push_back(bd.back());
+  put(q, 0, a.dtype, out);
+}
+
+ShapeFn gemm_rule(const Node& n, int64_t) {
+  const bool trans_a = n.attr_int("transA", 0) != 0, trans_b = n.attr_int("transB", 0) != 0;
+  return [trans_a, trans_b](ShapeQuery& q) {
+    const TensorFacts &a = q.input(0), &b = q.input(1);
+    require_same_types(q, 3, "Gemm operands");
+    if ((a.shape && a.shape->rank() != 2) || (b.shape && b.shape->rank() != 2)) throw InputError("Gemm operands must be 2-D");
+    const Dim m = a.shape ? a.shape->dims[trans_a ? 1 : 0] : unknown(), k = a.shape ? a.shape->dims[trans_a ? 0 : 1] : unknown();
+    const Dim kb = b.shape ? b.shape->dims[trans_b ? 1 : 0] : unknown(), nn = b.shape ? b.shape->dims[trans_b ? 0 : 1] : unknown();
+    if (k.value && kb.value && *k.value != *kb.value)
+      throw InputError("Gemm shapes " + shape_text(a.shape) + " and " + shape_text(b.shape) + " do not multiply");
+    const std::optional<Shape> mn = Shape{{m, nn}};
+    if (q.has(2)) {
+      const std::optional<Shape> with_c = broadcast_shapes({&mn, &q.in[2]->shape});
+      if (with_c && with_c->rank() != 2) throw InputError("Gemm C " + shape_text(q.in[2]->shape) + " does not broadcast to " + shape_text(mn));
+      for (size_t d = 0; with_c && d < 2; ++d)
+        if (mn->dims[d].value && with_c->dims[d].value && *mn->dims[d].value != *with_c->dims[d].value)
+          throw InputError("Gemm C " + shape_text(q.in[2]->shape) + " does not broadcast to " + shape_text(mn));
+    }
+    put(q, 0, a.dtype, mn);
+  };
+}
+
+// [N, C or M, output extents]: the extents when every input extent (and kernel) is known.
+std::optional<Shape> windowed(const TensorFacts& x, Dim channels, const WindowAttrs& attrs,
+                              const std::optional<std::vector<int64_t>>& kernel) {
+  if (!x.shape) return std::nullopt;
+  if (x.shape->rank() < 3) throw InputError("expected [N, C, spatial...], X is " + shape_text(x.shape));
+  Shape out{{x.shape->dims[0], channels}};
+  std::vector<int64_t> in;
+  for (size_t d = 2; d < x.shape->rank(); ++d)
+    if (x.shape->dims[d].value) in.push_back(*x.shape->dims[d].value);
+  if (in.size() + 2 != x.shape->rank() || !kernel) {
+    out.dims.resize(x.shape->rank());
+    return out;
+  }
+  for (int64_t e : make_window(attrs, in, *kernel).out) out.dims.push_back(known(e));
+  return out;
+}
+
+ShapeFn conv_rule(const Node& n, int64_t) {
+  const WindowAttrs attrs(n);
+  const int64_t groups = n.attr_int("group", 1);
+  return [attrs, groups](ShapeQuery& q) {
+    const TensorFacts &x = q.input(0), &w = q.input(1);
+    require_same_types(q, 3, "Conv inputs");
+    if (x.shape && w.shape && w.shape->rank() != x.shape->rank())
+      throw InputError("Conv W " + shape_text(w.shape) + " does not match X " + shape_text(x.shape));
+    const std::optional<std::vector<int64_t>> wd = w.dims();
+    const std::optional<int64_t> c = x.shape && x.shape->rank() > 1 ? x.shape->dims[1].value : std::nullopt;
+    if (wd && c && (groups <= 0 || *c % groups != 0 || (*wd)[0] % groups != 0 || (*wd)[1] * groups != *c))
+      throw InputError("Conv channels do not match: X " + shape_text(x.shape) + ", W " + shape_text(w.shape) + ", group " +
+                       std::to_string(groups));
+    if (wd && q.has(2) && numel(*q.in[2]) && *numel(*q.in[2]) != (*wd)[0]) throw InputError("Conv bias must have M elements");
+    std::optional<std::vector<int64_t>> kernel;
+    if (wd) {
+      kernel.emplace(wd->begin() + 2, wd->end());
+      if (!attrs.kernel.empty() && attrs.kernel != *kernel)
+        throw InputError("kernel_shape " + dims_text(attrs.kernel) + " does not match W " + shape_text(w.shape));
+    }
+    const Dim m = w.shape && w.shape->rank() > 0 ? w.shape->dims[0] : unknown();
+    put(q, 0, x.dtype, windowed(x, m, attrs, kernel));
+  };
+}
+
+ShapeFn pool_rule(const Node& n, int64_t) {
+  const WindowAttrs attrs(n);
+  return [attrs](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    const std::optional<Shape> out = windowed(x, x.shape && x.shape->rank() > 1 ? x.shape->dims[1] : unknown(), attrs, std::vector<int64_t>{});
+    put(q, 0, x.dtype, out);
+    put(q, 1, DType::kInt64, out);  // MaxPool's Indices
+  };
+}
+
+void global_pool(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (x.shape && x.shape->rank() < 3) throw InputError("GlobalAveragePool needs [N,C,...], X is " + shape_text(x.shape));
+  std::optional<Shape> out = x.shape;
+  if (out) std::fill(out->dims.begin() + 2, out->dims.end(), known(1));
+  put(q, 0, x.dtype, out);
+}
+
+// ---- reductions and losses
+
+ShapeFn reduce_rule(const Node& n, int64_t) {
+  const std::vector<int64_t> axes_attr = n.attr_ints("axes");
+  const bool keepdims = n.attr_int("keepdims", 1) != 0, noop_empty = n.attr_int("noop_with_empty_axes", 0) != 0;
+  return [axes_attr, keepdims, noop_empty](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    const std::optional<std::vector<int64_t>> axes = q.has(1) ? q.ints(1) : std::optional<std::vector<int64_t>>(axes_attr);
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    const int64_t rank = rank_of(x);
+    if (!axes) return put(q, 0, x.dtype, keepdims ? std::optional<Shape>(unknown_dims(static_cast<size_t>(rank))) : std::nullopt);
+    std::vector<bool> reduced(static_cast<size_t>(rank), axes->empty() && !noop_empty);
+    for (int64_t a : *axes) reduced[static_cast<size_t>(normalize_axis(a, rank))] = true;
+    Shape out;
+    for (size_t i = 0; i < reduced.size(); ++i) {
+      if (!reduced[i]) out.dims.push_back(x.shape->dims[i]);
+      else if (keepdims) out.dims.push_back(known(1));
+    }
+    put(q, 0, x.dtype, out);
+  };
+}
+
+ShapeFn loss_rule(const Node& n, int64_t) {
+  const bool per_item = n.attr_string("reduction", "mean") == "none";
+  return [per_item](ShapeQuery& q) {
+    const TensorFacts &x = q.input(0), &labels = q.input(1);
+    if (labels.dtype != DType::kUndefined && labels.dtype != DType::kInt64 && labels.dtype != DType::kInt32)
+      throw InputError("labels must be int32 or int64");
+    if (x.shape && x.shape->rank() < 2) throw InputError("scores must be [N, C, ...], got " + shape_text(x.shape));
+    std::optional<Shape> items;
+    if (x.shape) {
+      items = x.shape;
+      items->dims.erase(items->dims.begin() + 1);
+    }
+    const std::optional<std::vector<int64_t>> want = TensorFacts{DType::kUndefined, items, {}}.dims(), got = labels.dims();
+    if (want && got && *want != *got)
+      throw InputError("labels " + shape_text(labels.shape) + " do not match scores " + shape_text(x.shape));
+    if (q.has(2)) {
+      const std::optional<int64_t> c = x.shape ? x.shape->dims[1].value : std::nullopt;
+      if ((c && numel(*q.in[2]) && *numel(*q.in[2]) != *c) ||
+          (x.dtype != DType::kUndefined && q.in[2]->dtype != DType::kUndefined && q.in[2]->dtype != x.dtype))
+        throw InputError("weights must be C elements of the scores' type");
+    }
+    put(q, 0, x.dtype, per_item ? (items ? items : labels.shape) : std::optional<Shape>(Shape{}));
+    put_like(q, 1, x);  // SoftmaxCrossEntropyLoss's log_prob
+  };
+}
+
+// ---- generators
+
+// Constant's value, from whichever attribute holds it.
+Tensor constant_value(const Node& n) {
+  auto filled = [](DType t, const void* data, std::vector<int64_t> dims) {
+    Tensor out(t, std::move(dims));
+    if (out.nbytes()) std::memcpy(out.mutable_data(), data, out.nbytes());
+    return out;
+  };
+  if (const Attribute* a = n.attr("value")) return a->t;
+  if (const Attribute* f = n.attr("value_float")) return filled(DType::kFloat, &f->f, {});
+  if (const Attribute* fs = n.attr("value_floats")) return filled(DType::kFloat, fs->floats.data(), {static_cast<int64_t>(fs->floats.size())});
+  if (const Attribute* i = n.attr("value_int")) return filled(DType::kInt64, &i->i, {});
+  if (const Attribute* is = n.attr("value_ints")) return filled(DType::kInt64, is->ints.data(), {static_cast<int64_t>(is->ints.size())});
+  throw InputError("Constant has no value attribute this backend reads (value, value_float(s), value_int(s))");
+}
+
+ShapeFn constant_rule(const Node& n, int64_t) {
+  Tensor value = constant_value(n);
+  return [value](ShapeQuery& q) {
+    put(q, 0, value.dtype, Shape::of(value.dims));
+    if (!q.out.empty() && (value.dtype == DType::kInt64 || value.dtype == DType::kInt32)) q.out[0].value = value;
+  };
+}
+
+ShapeFn constant_of_shape_rule(const Node& n, int64_t) {
+  const Attribute* a = n.attr("value");
+  const DType t = a ? a->t.dtype : DType::kFloat;
+  return [t](ShapeQuery& q) {
+    const std::optional<std::vector<int64_t>> dims = q.ints(0);
+    if (!dims) {
+      const TensorFacts& s = q.input(0);
+      const bool count = s.shape && s.shape->rank() == 1 && s.shape->dims[0].value;
+      return put(q, 0, t, count ? std::optional<Shape>(unknown_dims(static_cast<size_t>(*s.shape->dims[0].value))) : std::nullopt);
+    }
+    for (int64_t d : *dims)
+      if (d < 0) throw InputError("ConstantOfShape shape " + dims_text(*dims) + " has a negative dim");
+    put(q, 0, t, Shape::of(*dims));
+  };
+}
+
+void range(ShapeQuery& q) {
+  const DType t = q.input(0).dtype;
+  double v[3];
+  for (size_t i = 0; i < 3; ++i) {
+    const TensorFacts& f = q.input(i);
+    if (f.dtype != DType::kUndefined && f.dtype != t) throw InputError("Range start, limit and delta have different types");
+    if (numel(f) && *numel(f) != 1) throw InputError("Range start, limit and delta must be scalars");
+    if (!f.value) return put(q, 0, t, Shape{{unknown()}});
+    v[i] = f.value->element(0);
+  }
+  if (v[2] == 0) throw InputError("Range delta must not be 0");
+  put(q, 0, t, Shape::of({std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])))}));
+}
+
+// ---- the table of rules
+
+const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
+  static const std::map<std::pair<std::string, std::string>, ShapeRule> table = [] {
+    std::map<std::pair<std::string, std::string>, ShapeRule> t;
+    for (int k = static_cast<int>(ElemOp::kConstant) + 1; k < kNumElemOps; ++k) {
+      const ElemNode& node = elem_op_info(static_cast<ElemOp>(k)).node;
+      t[{node.domain, node.op}] = ShapeRule{elementwise_rule, {}};
+    }
+    const std::pair<const char*, ShapeRule> onnx_rules[] = {
+        {"Dropout", {plain<dropout>, {}}},
+        {"Softmax", {softmax_rule, {}}},
+        {"LogSoftmax", {softmax_rule, {}}},
+        {"LayerNormalization", {layer_norm_rule, {}}},
+        {"BatchNormalization", {plain<batch_norm>, {}}},
+        {"Trilu", {plain<trilu>, {}}},
+        {"Reshape", {reshape_rule, {1}}},
+        {"Flatten", {flatten_rule, {}}},
+        {"Squeeze", {squeeze_rule, {1}}},
+        {"Unsqueeze", {unsqueeze_rule, {1}}},
+        {"Transpose", {transpose_rule, {}}},
+        {"Slice", {slice_rule, {1, 2, 3, 4}}},
+        {"Expand", {plain<expand>, {1}}},
+        {"Concat", {concat_rule, {}}},
+        {"Split", {split_rule, {1}}},
+        {"Gather", {gather_rule, {}}},
+        {"Shape", {shape_of_rule, {}}},
+        {"MatMul", {plain<matmul>, {}}},
+        {"Gemm", {gemm_rule, {}}},
+        {"Conv", {conv_rule, {}}},
+        {"MaxPool", {pool_rule, {}}},
+        {"AveragePool", {pool_rule, {}}},
+        {"GlobalAveragePool", {plain<global_pool>, {}}},
+        {"ReduceMax", {reduce_rule, {1}}},
+        {"ReduceMean", {reduce_rule, {1}}},
+        {"ReduceSum", {reduce_rule, {1}}},
+        {"SoftmaxCrossEntropyLoss", {loss_rule, {}}},
+        {"NegativeLogLikelihoodLoss", {loss_rule, {}}},
+        {"Constant", {constant_rule, {}}},
+        {"ConstantOfShape", {constant_of_shape_rule, {0}}},
+        {"Range", {plain<range>, {0, 1, 2}}},
+    };
+    for (const auto& [op, rule] : onnx_rules) t[{"", op}] = rule;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+std::optional<Shape> broadcast_shapes(const std::vector<const std::optional<Shape>*>& shapes) {
+  size_t rank = 0;
+  for (const std::optional<Shape>* s : shapes) {
+    if (!*s) return std::nullopt;
+    rank = std::max(rank, (*s)->rank());
+  }
+  Shape out = unknown_dims(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> extent;  // the known extent other than 1
+    bool all_one = true;
+    std::string param;              // the name every unknown extent shares, "" when they differ
+    bool unnamed = false;
+    for (const std::optional<Shape>* s : shapes) {
+      const size_t shift = rank - (*s)->rank();
+      if (d < shift) continue;
+      const Dim& v = (*s)->dims[d - shift];
+      if (v.value) {
+        if (*v.value == 1) continue;
+        if (extent && *extent != *v.value) {
+          std::string text;
+          for (const std::optional<Shape>* e : shapes) text += (text.empty() ? "" : " and ") + (*e)->str();
+          throw InputError("shapes " + text + " do not broadcast");
+        }
+        extent = v.value;
+        all_one = false;
+      } else {
+        all_one = false;
+        if (v.param.empty() || (!param.empty() && param != v.param)) unnamed = true;
+        else param = v.param;
+      }
+    }
+    if (extent) out.dims[d] = known(*extent);
+    else if (all_one) out.dims[d] = known(1);
+    else if (!unnamed) out.dims[d] = Dim::symbol(param);
+  }
+  return out;
+}
+
+const ShapeRule* find_shape_rule(std::string_view domain, std::string_view op) {
+  auto it = rules().find({std::string(domain), std::string(op)});
+  return it == rules().end() ? nullptr : &it->second;
+}
+
+std::optional<std::vector<TensorFacts>> infer_output_facts(const Node& n, int64_t opset,
+                                                           const std::vector<const TensorFacts*>& in,
+                                                           std::vector<TensorFacts> out) {
+  const ShapeRule* rule = find_shape_rule(n.domain(), n.op_type());
+  if (!rule) return std::nullopt;
+  ShapeQuery q{in, std::move(out)};
+  rule->bind(n, opset)(q);
+  return std::move(q.out);
+}
+
+}  // namespace amp
