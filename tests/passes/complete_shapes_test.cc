@@ -5,17 +5,10 @@
 // ReduceMean's input rankless) gets its gradients built, and they are PyTorch's.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
-#include "backends/backend.h"
-#include "frontends/lib/npz.h"
 #include "graph/error.h"
-#include "graph/onnx_io.h"
-#include "passes/autodiff/autodiff.h"
 #include "passes/autodiff/complete_shapes.h"
 #include "passes/graph_builder.h"
-#include "passes/training/loss.h"
-#include "tests/support/test_support.h"
+#include "tests/support/torch_exports.h"
 
 namespace amp {
 namespace {
@@ -123,57 +116,19 @@ TEST(CompleteShapes, AContradictionNamesTheNodeAndOp) {
   }
 }
 
-// PyTorch's export of a ShuffleNet-style block (tests/passes/channel_shuffle_reference.py): ONNX's
-// inference leaves the channel shuffle and the head's ReduceMean without ranks, which stopped
-// autodiff ("the output's rank must be known"); with the ranks completed, the gradients of every
-// parameter are PyTorch's for the same weights and batch.
+// PyTorch's export of a ShuffleNet-style block (tests/passes/torch_exports.py channel_shuffle):
+// ONNX's inference leaves the channel shuffle and the head's ReduceMean without ranks, which
+// stopped autodiff ("the output's rank must be known"); with the ranks completed, the gradients of
+// every parameter are PyTorch's for the same weights and batch.
 TEST(CompleteShapes, PyTorchChannelShuffleGetsPyTorchsGradients) {
-  const std::string dir = test::temp_dir("channel_shuffle");
-  std::string out;
-  ASSERT_EQ(test::run_python(test::source_dir() + "/tests/passes/channel_shuffle_reference.py " + dir, &out), 0) << out;
-  Model m = load_model(dir + "/shuffle.onnx");
-  Graph& g = *m.graph;
+  test::TorchExport e = test::torch_export("channel_shuffle");
   const Node* reduce_mean = nullptr;
-  for (const Node* n : g.nodes())
+  for (const Node* n : e.model.graph->nodes())
     if (n->op_type() == "ReduceMean") reduce_mean = n;
   ASSERT_NE(reduce_mean, nullptr);
   ASSERT_FALSE(reduce_mean->input(0)->type().shape) << "ONNX's inference now gives the rank: the test checks nothing";
-
-  const LossInfo loss = add_loss(m, LossSpec{LossKind::kCrossEntropy, "logits", "labels"});
-  const auto reference = read_npz(dir + "/reference.npz");
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  std::vector<Value*> params;
-  std::vector<std::string> fetches{loss.loss->name()};
-  for (const auto& [key, t] : reference) {
-    if (key == "input" || key == "labels") feeds.emplace_back(key, t);
-    if (key.rfind("grad:", 0) != 0) continue;
-    Value* p = g.lookup(key.substr(5));
-    ASSERT_NE(p, nullptr) << key;
-    params.push_back(p);
-  }
-  GraphBuilder b(g);
-  const std::vector<Value*> grads = build_gradients(g, loss.loss, b.scalar(1, DType::kFloat), params);
+  test::expect_pytorch_gradients(e, 2e-5, 1e-4);
   EXPECT_EQ(reduce_mean->input(0)->type().shape->rank(), 4u);
-  for (Value* grad : grads) {
-    ASSERT_NE(grad, nullptr);
-    g.add_output(grad);
-    fetches.push_back(grad->name());
-  }
-  const std::vector<Tensor> got = make_backend("cpu")->compile(m, {})->run(feeds, fetches);
-  auto expected = [&](const std::string& key) -> const Tensor& {
-    for (const auto& [k, t] : reference)
-      if (k == key) return t;
-    throw std::logic_error("no " + key);
-  };
-  EXPECT_NEAR(got[0].as<float>()[0], expected("loss").as<float>()[0], 1e-5);
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor& want = expected("grad:" + params[i]->name());
-    const Tensor& have = got[i + 1];
-    ASSERT_EQ(have.dims, want.dims) << params[i]->name();
-    for (int64_t e = 0; e < want.numel(); ++e)
-      EXPECT_NEAR(have.as<float>()[e], want.as<float>()[e], 2e-5 + 1e-4 * std::fabs(want.as<float>()[e]))
-          << "d loss / d " << params[i]->name() << "[" << e << "]";
-  }
 }
 
 }  // namespace

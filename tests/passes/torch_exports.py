@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""A ShuffleNet-style block as PyTorch exports it, for complete_shapes_test.cc.
+"""Small blocks of real architectures as PyTorch exports them, with PyTorch's gradients.
 
-    channel_shuffle_reference.py DIR
+    torch_exports.py NAME DIR
 
-torchvision's channel_shuffle reads x.size() and reshapes to (b, groups, c // groups, h, w) and back,
-so with a dynamic batch the export computes both targets from Shape/Gather/Div/Concat and ONNX's
-shape inference leaves every value after the first Reshape without a rank, down to the ReduceMean
-of the head (shufflenet_v2's x.mean([2, 3])). Writes DIR/shuffle.onnx (training-mode export,
-opset 17, batch dim N) and DIR/reference.npz: the input "input", the "labels", PyTorch's
-cross-entropy "loss" and the gradient "grad:<parameter>" of every parameter (float32).
+Writes DIR/model.onnx (torch.onnx.export in training mode, opset 17, batch dim N) and
+DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "loss" and the gradient
+"grad:<parameter>" of every parameter (float32), for one batch and the exported weights.
+
+  channel_shuffle     ShuffleNet v2's block: torchvision's channel_shuffle reads x.size() and
+                      reshapes to (b, groups, c // groups, h, w) and back, so the export computes both
+                      targets from Shape/Gather/Div/Concat and ONNX's shape inference leaves every
+                      value after the first Reshape without a rank, down to the head's ReduceMean
+                      (shufflenet_v2's x.mean([2, 3])).
 """
 import sys
 
@@ -26,7 +29,7 @@ def channel_shuffle(x, groups):
     return x.view(b, -1, h, w)
 
 
-class Block(nn.Module):
+class ShuffleBlock(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(8, 8, 3, padding=1)
@@ -38,23 +41,26 @@ class Block(nn.Module):
         return channel_shuffle(torch.cat([a, b], 1), 2)
 
 
-class Net(nn.Module):
+class ChannelShuffle(nn.Module):
     def __init__(self):
         super().__init__()
         self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)
-        self.block = Block()
+        self.block = ShuffleBlock()
         self.fc = nn.Linear(8, 10)
 
     def forward(self, x):
         return self.fc(self.block(self.stem(x)).mean([2, 3]))
 
 
+MODELS = {"channel_shuffle": ChannelShuffle}
+
+
 def main():
-    out = sys.argv[1]
-    net = Net().train()
-    x = torch.randn(2, 3, 16, 16)
+    name, out = sys.argv[1], sys.argv[2]
+    net = MODELS[name]().train()
+    x = torch.randn(2, 3, 16, 16) * 3
     labels = torch.tensor([3, 7])
-    torch.onnx.export(net, x, out + "/shuffle.onnx", opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
+    torch.onnx.export(net, x, out + "/model.onnx", opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
     # The export ran the model once, which moved BatchNorm's running statistics but no parameter;
@@ -63,8 +69,8 @@ def main():
     loss = nn.functional.cross_entropy(net(x), labels)
     loss.backward()
     arrays = {"input": x.numpy(), "labels": labels.numpy(), "loss": loss.detach().numpy()}
-    for name, p in net.named_parameters():
-        arrays["grad:" + name] = p.grad.numpy()
+    for param, p in net.named_parameters():
+        arrays["grad:" + param] = p.grad.numpy()
     np.savez(out + "/reference.npz", **arrays)
 
 
