@@ -1,6 +1,7 @@
 // Gradients of one-input elementwise ops and of the ops that pass values through (Identity, Cast,
 // Dropout). Formulas follow PyTorch's derivatives.yaml, so parity tests compare like with like.
 #include <cmath>
+#include <utility>
 
 #include "graph/amp_ops.h"
 #include "passes/autodiff/gradient_rules.h"
@@ -50,6 +51,31 @@ Grads gelu(GradContext& c) {
   Value* x = c.x(0);
   return {c.b.emit("GeluGrad", {c.dy[0], x}, {x->type()},
                    attrs(Attribute::of_string("approximate", c.node.attr_string("approximate", "none"))), kAmpDomain)[0]};
+}
+
+// HardSigmoid' = alpha where 0 < alpha x + beta < 1, else 0: PyTorch's hardsigmoid_backward, which
+// tests -3 < x < 3 for its alpha 1/6, beta 1/2. The bounds on x are worked out in double, so alpha
+// 1/6 (a float attribute) gives exactly -3 and 3.
+Grads hard_sigmoid(GradContext& c) {
+  Value* x = c.x(0);
+  const double alpha = c.node.attr_float("alpha", 0.2f), beta = c.node.attr_float("beta", 0.5f);
+  Value* zero = constant_like(c, 0, x);
+  if (alpha == 0) return {c.b.mul(c.dy[0], zero)};
+  double lo = -beta / alpha, hi = (1 - beta) / alpha;
+  if (alpha < 0) std::swap(lo, hi);
+  Value* inside = c.b.logical_and(c.b.greater(x, constant_like(c, lo, x)), c.b.less(x, constant_like(c, hi, x)));
+  return {c.b.where(inside, c.b.mul(c.dy[0], constant_like(c, alpha, x)), zero)};
+}
+
+// HardSwish' = 0 below -3, x/3 + 1/2 from -3 to 3, 1 from 3 on, operation for operation as
+// PyTorch's vectorized hardswish_backward computes it (its scalar loop, which handles the few
+// elements left over, puts x = 3 in the middle piece instead); NaN gives NaN.
+Grads hard_swish(GradContext& c) {
+  Value* x = c.x(0);
+  Value* three = constant_like(c, 3, x);
+  Value* slope = c.b.mul(c.dy[0], c.b.add(c.b.div(x, three), constant_like(c, 0.5, x)));
+  Value* from_minus_three = c.b.where(c.b.op("GreaterOrEqual", {x, three}, DType::kBool), c.dy[0], slope);
+  return {c.b.where(c.b.less(x, constant_like(c, -3, x)), constant_like(c, 0, x), from_minus_three)};
 }
 
 Grads exp(GradContext& c) { return {c.b.mul(c.dy[0], c.y(0))}; }
@@ -116,6 +142,8 @@ void add_elementwise_gradients(GradRuleTable& t) {
   t["Sigmoid"] = sigmoid;
   t["Tanh"] = tanh;
   t["Erf"] = erf;
+  t["HardSigmoid"] = hard_sigmoid;
+  t["HardSwish"] = hard_swish;
   t[std::string(kAmpDomain) + ":Gelu"] = gelu;
   t["Exp"] = exp;
   t["Log"] = log;

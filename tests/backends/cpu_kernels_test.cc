@@ -92,6 +92,16 @@ TEST(CpuKernels, ElementwiseMatchNumpyInEveryFloatType) {
       cases.push_back(unary("leakyrelu", "LeakyRelu", t, -2, 2, 0, std::move(a)));
     }
     cases.push_back(unary("sigmoid", "Sigmoid", t, -6, 6, 1));
+    // ONNX's defaults (alpha 0.2, beta 0.5) against numpy, and nn.Hardsigmoid's export (alpha 1/6)
+    // against torch, which computes (x + 3) / 6: an fp32 rounding apart. Not in float64, where the
+    // export's alpha, a float attribute, is 3e-8 away from torch's 1/6.
+    cases.push_back(unary("hardsigmoid", "HardSigmoid", t, -4, 4, 0));
+    if (t != DType::kDouble) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_float("alpha", 1.0f / 6));
+      cases.push_back(unary("hardsigmoid_torch", "HardSigmoid", t, -4, 4, 1, std::move(a)));
+    }
+    cases.push_back(unary("hardswish", "HardSwish", t, -5, 5, 0));
     cases.push_back(unary("tanh", "Tanh", t, -3, 3, 1));
     cases.push_back(unary("erf", "Erf", t, -3, 3, 1));
     cases.push_back(unary("exp", "Exp", t, -5, 5, 1));

@@ -582,6 +582,19 @@ min_rank 0
 return %2 %10
 )";
 
+// MobileNetV3's squeeze-and-excite gate and activation in fp16: a channel bias, HardSigmoid with
+// nn.Hardsigmoid's alpha 1/6 as the gate, HardSwish of the product.
+const char* kBiasHardSwish = R"(inputs float16 float16
+min_rank 0
+%0 = Input 0 : float16
+%1 = Input 1 : float16
+%2 = Add %1 %0 : float16
+%3 = HardSigmoid %2 0x1.555556p-3 0x1p-1 : float16
+%4 = Mul %2 %3 : float16
+%5 = HardSwish %4 : float16
+return %3 %5
+)";
+
 // An inlined [1,1] constant makes the space rank 2 for a rank-1 input.
 const char* kMinRank = R"(inputs bfloat16
 min_rank 2
@@ -662,6 +675,8 @@ TEST(CudaCodegenHost, TargetedIndexingCasesRunAsTheirReferenceComputes) {
   cases.push_back(fused_case("bias + GELU, one element", gelu, {{1}, {1}}, rng));
   cases.push_back(fused_case("bias + GELU, rank 0", gelu, {{}, {}}, rng));
   cases.push_back(fused_case("bias + GELU, no element", gelu, {{125}, {0, 125}}, rng));
+  cases.push_back(fused_case("bias + HardSigmoid gate + HardSwish over [8,125], fp16", parse(kBiasHardSwish),
+                             {{125}, {8, 125}}, rng));
   cases.push_back(fused_case("min_rank 2 over a rank-1 input", min_rank, {{77}}, rng));
   cases.push_back(
       fused_case("a [1,7] row minus a [5,1,1,2,1] column", parse(kRowMinusColumn), {{1, 7}, {5, 1, 1, 2, 1}}, rng));

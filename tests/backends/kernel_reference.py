@@ -63,6 +63,13 @@ def gelu_grad(dy, x, approximate):
     return x.grad.numpy()
 
 
+def autograd(fn, x, dy):
+    """d(fn)/dx times dy, by PyTorch's autograd."""
+    x = t(x).requires_grad_()
+    fn(x).backward(t(dy))
+    return x.grad.numpy()
+
+
 def softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -107,6 +114,11 @@ CASES = {
     "relu": (lambda i: np.maximum(i["x"], 0), None),
     "leakyrelu": (lambda i: np.where(i["x"] >= 0, i["x"], i["x"] * np.float32(0.1)), None),
     "sigmoid": (lambda i: torch.sigmoid(t(i["x"])).numpy(), None),
+    "hardsigmoid": (lambda i: np.clip(np.float32(0.2) * i["x"] + np.float32(0.5), 0, 1), None),
+    "hardsigmoid_torch": (lambda i: F.hardsigmoid(t(i["x"])).numpy(), None),
+    "hardswish": (lambda i: F.hardswish(t(i["x"])).numpy(), None),
+    "hardsigmoid_torch_grad": (lambda i: autograd(F.hardsigmoid, i["x"], i["dy"]), None),
+    "hardswish_grad": (lambda i: autograd(F.hardswish, i["x"], i["dy"]), None),
     "tanh": (lambda i: np.tanh(i["x"]), None),
     "erf": (lambda i: erf(i["x"]), None),
     "exp": (lambda i: np.exp(i["x"]), None),

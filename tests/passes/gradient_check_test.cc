@@ -25,7 +25,7 @@ namespace {
 constexpr double kStep = 1e-5;
 constexpr double kTolerance = 2e-6;  // relative to max(1, |finite difference|)
 
-enum class Fill { kRandom, kPositive, kSpread };
+enum class Fill { kRandom, kPositive, kSpread, kWide };
 
 // One input of the node under test: a differentiable float64 graph input, or a constant.
 struct In {
@@ -73,7 +73,7 @@ Case make(std::string name, std::string op, std::vector<In> inputs, std::vector<
 
 Tensor random_tensor(const std::vector<int64_t>& dims, Fill fill, std::mt19937& rng) {
   Tensor t(DType::kDouble, dims);
-  std::uniform_real_distribution<double> u(-1, 1), pos(0.5, 2.0);
+  std::uniform_real_distribution<double> u(-1, 1), pos(0.5, 2.0), wide(-5, 5);
   // kSpread draws from one grid of 1000 values without repeats, so any two spread values (of any
   // input) differ by at least 0.002 and Max, Min and MaxPool decide by a margin far above h.
   static std::vector<int> grid;
@@ -88,6 +88,16 @@ Tensor random_tensor(const std::vector<int64_t>& dims, Fill fill, std::mt19937& 
       p[i] = pos(rng);
     } else if (fill == Fill::kSpread) {
       p[i] = -1 + 2 * (grid[next++ % grid.size()] + 0.5) / 1000.0;
+    } else if (fill == Fill::kWide) {
+      // Over every piece of the piecewise activations, away from their kinks (HardSwish's and
+      // nn.Hardsigmoid's at -3 and 3, HardSigmoid's with ONNX's defaults at -2.5 and 2.5).
+      auto near_kink = [](double v) {
+        for (double k : {-3.0, -2.5, 2.5, 3.0})
+          if (std::fabs(v - k) < 0.05) return true;
+        return false;
+      };
+      do p[i] = wide(rng);
+      while (near_kink(p[i]));
     } else {
       p[i] = u(rng);
       if (std::fabs(p[i]) < 0.05) p[i] += p[i] < 0 ? -0.05 : 0.05;  // away from Relu/Abs kinks
@@ -238,6 +248,9 @@ std::vector<Case> cases() {
   // one-input elementwise
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Neg", "Abs", "Identity"}) add(make(op, op, {x(m23)}));
   add(make("LeakyRelu", "LeakyRelu", {x(m23)}, {float_attr("alpha", 0.2f)}));
+  add(make("HardSigmoid", "HardSigmoid", {x({4, 6}, Fill::kWide)}));
+  add(make("HardSigmoidTorch", "HardSigmoid", {x({4, 6}, Fill::kWide)}, {float_attr("alpha", 1.0f / 6)}));
+  add(make("HardSwish", "HardSwish", {x({4, 6}, Fill::kWide)}));
   for (const char* approximate : {"none", "tanh"}) {  // ai.onnx_amp Gelu
     Case gelu = make(std::string("Gelu_") + approximate, "Gelu", {x({3, 4})}, {string_attr("approximate", approximate)});
     gelu.domain = kAmpDomain;

@@ -12,6 +12,8 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
                       targets from Shape/Gather/Div/Concat and ONNX's shape inference leaves every
                       value after the first Reshape without a rank, down to the head's ReduceMean
                       (shufflenet_v2's x.mean([2, 3])).
+  mobilenet_v3_block  MobileNetV3's inverted residual with squeeze-and-excite: nn.Hardswish exports
+                      as ONNX HardSwish, nn.Hardsigmoid as HardSigmoid(alpha 1/6).
 """
 import sys
 
@@ -52,12 +54,41 @@ class ChannelShuffle(nn.Module):
         return self.fc(self.block(self.stem(x)).mean([2, 3]))
 
 
-MODELS = {"channel_shuffle": ChannelShuffle}
+class SqueezeExcite(nn.Module):
+    def __init__(self, channels, squeezed):
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, squeezed, 1)
+        self.fc2 = nn.Conv2d(squeezed, channels, 1)
+        self.gate = nn.Hardsigmoid()
+
+    def forward(self, x):
+        s = nn.functional.adaptive_avg_pool2d(x, 1)
+        return x * self.gate(self.fc2(torch.relu(self.fc1(s))))
+
+
+class MobileNetV3Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.Hardswish())
+        self.expand = nn.Sequential(nn.Conv2d(8, 16, 1), nn.BatchNorm2d(16), nn.Hardswish())
+        self.depthwise = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.BatchNorm2d(16), nn.Hardswish())
+        self.se = SqueezeExcite(16, 8)
+        self.project = nn.Sequential(nn.Conv2d(16, 8, 1), nn.BatchNorm2d(8))
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = x + self.project(self.se(self.depthwise(self.expand(x))))
+        return self.head(nn.functional.hardswish(x.mean([2, 3])))
+
+
+MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block}
 
 
 def main():
     name, out = sys.argv[1], sys.argv[2]
     net = MODELS[name]().train()
+    # Inputs spread over [-6, 6), so the activations see every piece of HardSwish and HardSigmoid.
     x = torch.randn(2, 3, 16, 16) * 3
     labels = torch.tensor([3, 7])
     torch.onnx.export(net, x, out + "/model.onnx", opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
