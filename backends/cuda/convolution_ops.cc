@@ -289,14 +289,20 @@ class Conv final : public CudaOp {
     // additions run apart. Forcing it could trade a pass over Y for a slower convolution (Winograd
     // or FFT for 3x3 filters), a trade no measurement here has settled. cuDNN says which
     // configurations its fused call takes only when it is called (it refuses before launching
-    // anything): the first run that is refused runs the unit apart, and so does every later one,
-    // captured replays included (warm-up runs come first).
+    // anything): a run whose fused call is refused runs the unit apart with the same algorithm,
+    // and when that runs, so does every later one, captured replays included (warm-up runs come
+    // first); when that is refused too, the algorithm was, and the next gets the fused call again.
     enum Fused : int { kUntried, kAccepted, kRefused };
     auto fused = std::make_shared<std::atomic<int>>(has_bias ? kUntried : kRefused);
     return std::make_unique<PreparedFunction>(
         [setup, algos, act, has_bias, residual, relu, fused](const OpBuffers& b, DeviceContext& c) {
           const float one = 1.0f, zero = 0.0f;
           run_ranked(algos, setup.conv->get(), c, [&](const RankedAlgorithm<cudnnConvolutionFwdAlgo_t>& a) {
+            auto note = [&](const std::string& result, const std::string& status) {
+              c.report().record("fused_convolution", {{"shape", setup.shape}, {"algorithm", algorithm_name(a.algo)},
+                                                      {"result", result}, {"status", status}});
+            };
+            cudnnStatus_t refusal = CUDNN_STATUS_SUCCESS;
             if (fused->load() != kRefused && (relu || a.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) {
               // Scaling factors are float for float, half and bfloat16 data. Without a residual z is
               // weighted 0 and not read; Y stands in for it.
@@ -305,23 +311,20 @@ class Conv final : public CudaOp {
                   b.workspace, a.memory, residual ? &one : &zero, setup.y->get(), residual ? b.in[3] : b.out[0],
                   setup.bias->get(), b.in[2], act->get(), setup.y->get(), b.out[0]);
               if (!cudnn_refused(status)) {
-                if (status == CUDNN_STATUS_SUCCESS && fused->exchange(kAccepted) == kUntried)
-                  c.report().record("fused_convolution", {{"shape", setup.shape}, {"algorithm", algorithm_name(a.algo)},
-                                                          {"result", "accepted"}});
+                if (status == CUDNN_STATUS_SUCCESS && fused->exchange(kAccepted) == kUntried) note("accepted", "");
                 return status;
               }
-              fused->store(kRefused);
-              c.report().record("fused_convolution", {{"shape", setup.shape}, {"algorithm", algorithm_name(a.algo)},
-                                                      {"result", "refused"}, {"status", cudnnGetErrorString(status)}});
+              refusal = status;
             } else if (fused->exchange(kRefused) == kUntried) {
-              c.report().record("fused_convolution", {{"shape", setup.shape}, {"algorithm", algorithm_name(a.algo)},
-                                                      {"result", "not tried: IDENTITY needs IMPLICIT_PRECOMP_GEMM"}});
+              note("not tried: IDENTITY needs IMPLICIT_PRECOMP_GEMM", "");
             }
             // The convolution and what it absorbed, one call after another.
             const cudnnStatus_t status =
                 cudnnConvolutionForward(c.cudnn(), &one, setup.x->get(), b.in[0], setup.w->get(), b.in[1],
                                         setup.conv->get(), a.algo, b.workspace, a.memory, &zero, setup.y->get(), b.out[0]);
             if (status != CUDNN_STATUS_SUCCESS) return status;
+            if (refusal != CUDNN_STATUS_SUCCESS && fused->exchange(kRefused) != kRefused)
+              note("refused", cudnnGetErrorString(refusal));
             if (has_bias)
               AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.bias->get(), b.in[2], &one, setup.y->get(), b.out[0]));
             if (residual)

@@ -236,7 +236,11 @@ void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, 
     const cublasStatus_t status = cublasLtMatmul(lt, op_, &alpha, b, a_, a, b_, &beta, desc_.beta != 0.0f ? c : d, c_, d,
                                                  c_, &r.algo, workspace, r.workspaceSize, stream);
     if (status == CUBLAS_STATUS_SUCCESS) return;
-    if (status == CUBLAS_STATUS_INVALID_VALUE || i + 1 == algorithms_.size()) AMP_CUBLAS_CHECK(status);
+    if (status == CUBLAS_STATUS_INVALID_VALUE || i + 1 == algorithms_.size()) {
+      const std::string call = "cublasLtMatmul for a " + desc_.str() + " with heuristic result " + std::to_string(i + 1) +
+                               " of " + std::to_string(algorithms_.size());
+      check_cublas(status, call.c_str(), __FILE__, __LINE__);
+    }
     cudaGetLastError();  // a failed launch leaves its error for the next call to report
     if (report_)
       report_->record("gemm_algorithm_refused",

@@ -94,17 +94,24 @@ std::string after_names(unsigned after) {
   return out.empty() ? "nothing" : out;
 }
 
-// The generated kernel of a choice: reads the product (input 0), the bias row (input 1, with
-// kAddBias) and GELU's input (the last, with kGeluGrad); writes the activation (or the biased
-// product), and with z_too the biased product as well.
+// The type the product of a choice stores its result in, when a generated kernel reads it rather
+// than the unit's result: fp32 where the kernel adds the bias or multiplies by gelu', so that the
+// kernel rounds once, as the epilogue it stands in for does (and as Gemm with its C does); its
+// result type where the product adds the bias itself and the kernel applies an activation to
+// that, as the graph's next node does.
+DType product_type(const EpilogueChoice& c, DType t) { return c.has(kAddBias) || c.has(kGeluGrad) ? DType::kFloat : t; }
+
+// The generated kernel of a choice: reads the product (input 0, of product_type), the bias row
+// (input 1, with kAddBias) and GELU's input (the last, with kGeluGrad); writes the activation (or
+// the biased product), and with z_too the biased product as well, all of type t.
 ElementwiseProgram kernel_after(const EpilogueChoice& c, DType t, bool z_too) {
   ElementwiseProgram p;
-  auto input = [&] {
+  auto input = [&](DType type) {
     ElemInstr in;
     in.op = ElemOp::kInput;
     in.input = static_cast<int>(p.input_dtypes.size());
-    in.dtype = t;
-    p.input_dtypes.push_back(t);
+    in.dtype = type;
+    p.input_dtypes.push_back(type);
     return p.add(in);
   };
   auto op = [&](ElemOp o, std::vector<int> args) {
@@ -114,12 +121,12 @@ ElementwiseProgram kernel_after(const EpilogueChoice& c, DType t, bool z_too) {
     in.dtype = t;
     return p.add(in);
   };
-  const int product = input();
-  const int z = c.has(kAddBias) ? op(ElemOp::kAdd, {product, input()}) : product;
+  const int product = input(product_type(c, t));
+  const int z = c.has(kAddBias) ? op(ElemOp::kAdd, {product, input(t)}) : product;
   int y = z;
   if (c.has(kRelu)) y = op(ElemOp::kRelu, {z});
   if (c.has(kGelu)) y = op(ElemOp::kGeluTanh, {z});
-  if (c.has(kGeluGrad)) y = op(ElemOp::kGeluTanhGrad, {product, input()});
+  if (c.has(kGeluGrad)) y = op(ElemOp::kGeluTanhGrad, {product, input(t)});
   p.outputs = {y};
   if (z_too) p.outputs.push_back(z);
   p.check();
@@ -273,6 +280,7 @@ class ProductOp final : public CudaOp {
       if (k == options.size()) throw NoGemmAlgorithm("no way to run a " + g.str() + ": " + refused.back());
       chosen = options[k];
       g.epilogue = chosen.epilogue;
+      g.d_type = product_type(chosen, d.dtype);
       if (const std::string why = ruled_out(chosen.epilogue); !why.empty()) {
         refused.push_back(std::string(gemm_epilogue_name(chosen.epilogue)) + ": " + why);
         continue;
@@ -303,9 +311,10 @@ class ProductOp final : public CudaOp {
     const bool z_by_product = writes_z && chosen.epilogue == GemmEpilogue::kBias;
     const bool z_by_kernel = writes_z && chosen.has(kAddBias);
     size_t scratch_at = 0, workspace = plan->workspace_bytes();
+    const TensorDesc product_desc{g.d_type, d.dims};
     if (chosen.after & kGeneratedKernel) {
       OpShapes shapes;
-      shapes.in.push_back(&d);
+      shapes.in.push_back(&product_desc);
       if (chosen.has(kAddBias)) shapes.in.push_back(s.in[bias_operand]);
       if (chosen.has(kGeluGrad)) shapes.in.push_back(s.in[5]);
       shapes.host.assign(shapes.in.size(), nullptr);
@@ -314,7 +323,7 @@ class ProductOp final : public CudaOp {
       kernel = FusedElementwiseOp(kernel_after(chosen, d.dtype, z_by_kernel)).prepare(shapes, ctx);
       if (!z_by_product) {
         scratch_at = (workspace + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
-        workspace = scratch_at + d.nbytes();
+        workspace = scratch_at + product_desc.nbytes();
       }
     }
     if (separate_sum) workspace = std::max(workspace, separate_sum->workspace_bytes());
