@@ -71,7 +71,7 @@ ReluMaskConvention probe_relu_mask_convention(DType t, cublasLtHandle_t lt, cuda
   try {
     plan = std::make_unique<GemmPlan>(g, lt, cache);
   } catch (const NoGemmAlgorithm& e) {
-    c.detail = std::string("not probed: ") + e.what();
+    c.detail = std::string("not probed: ") + e.what() + "; relu_mask.cu's kernels write and apply the mask, no DRELU";
     return c;
   }
   std::vector<float> x(kRows * kDepth), w(kDepth * kCols), bias(kCols);
@@ -92,17 +92,18 @@ ReluMaskConvention probe_relu_mask_convention(DType t, cublasLtHandle_t lt, cuda
   const std::string type(dtype_name(t));
   if (bits == expected_mask(false)) {
     c.answer = Answer::kGreaterThanZero;
-    c.detail = "RELU_AUX_BIAS (" + type + ") sets the mask bit where x > 0, as the graph's Greater(y, 0): used";
+    c.detail = "cuBLASLt's ReLU mask (" + type +
+               ") has its bit set where x > 0, as the graph's Greater(y, 0): RELU_AUX_BIAS used";
   } else if (bits == expected_mask(true)) {
     c.answer = Answer::kGreaterOrEqualZero;
-    c.detail = "RELU_AUX_BIAS (" + type +
-               ") sets the mask bit where x >= 0, unlike the graph's Greater(y, 0): the mask is written by "
-               "write_relu_mask after RELU_BIAS instead; DRELU still reads it";
+    c.detail = "cuBLASLt's ReLU mask (" + type +
+               ") has its bit set where x >= 0, unlike the graph's Greater(y, 0): write_relu_mask after RELU_BIAS "
+               "writes it instead; DRELU still reads it";
   } else {
     c.answer = Answer::kOtherLayout;
-    c.detail = "RELU_AUX_BIAS (" + type +
-               ") writes its mask in another layout than bit i % 8 of byte i / 8: the mask is written and applied "
-               "by relu_mask.cu's kernels only";
+    c.detail = "cuBLASLt's ReLU mask (" + type +
+               ") is in another layout than bit i % 8 of byte i / 8: relu_mask.cu's kernels write and apply it, "
+               "no RELU_AUX_BIAS or DRELU";
   }
   return c;
 }

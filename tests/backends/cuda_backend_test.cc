@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "backends/backend.h"
@@ -126,16 +127,24 @@ void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::st
 
 using test::OneNode;
 
-// An environment variable set for a scope: the stand-ins' AMP_STANDIN_* knobs, AMP_CUDA_REPORT.
+// An environment variable set for a scope, then restored: the stand-ins' AMP_STANDIN_* knobs,
+// AMP_CUDA_REPORT (which .ci/gpu_run.sh may have set for the whole run).
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
   const char* name_;
+  std::optional<std::string> old_;
 };
 
 // The device report (backends/cuda/device_report.h) of the backends made while this lives.
