@@ -43,8 +43,8 @@ bool reads_gelu_input(GemmEpilogue e) { return e == GemmEpilogue::kDGelu || e ==
 // (relu_mask_probe.h), or the shapes do not fit it: the bias gradient as a separate sum, the ReLU
 // mask written or applied by relu_mask.cu's kernels (the mask stays the bitmask either way, so a
 // forward and a backward product need not agree on which of them gets its epilogue), the bias,
-// ReLU, GELU or GELU's gradient as one generated elementwise kernel (bias added and GELU's input
-// stored as their type, as the graph rounds them).
+// ReLU, GELU or GELU's gradient as one generated elementwise kernel (rounding where the epilogue
+// it stands in for rounds: product_type).
 enum After : unsigned {
   kSum = 1,         // the bias gradient, summed by a ReducePlan
   kWriteMask = 2,   // write_relu_mask from the ReLU's result
@@ -277,7 +277,11 @@ class ProductOp final : public CudaOp {
     std::shared_ptr<GemmPlan> plan;
     EpilogueChoice chosen;
     for (size_t k = 0; !plan; ++k) {
-      if (k == options.size()) throw NoGemmAlgorithm("no way to run a " + g.str() + ": " + refused.back());
+      if (k == options.size()) {
+        std::string why;
+        for (const std::string& r : refused) why += (why.empty() ? "" : "; ") + r;
+        throw NoGemmAlgorithm("no way to run a " + g.str() + ": " + why);
+      }
       chosen = options[k];
       g.epilogue = chosen.epilogue;
       g.d_type = product_type(chosen, d.dtype);
