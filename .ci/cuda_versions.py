@@ -5,11 +5,13 @@ with: run by gpu_run.sh with the executables' LD_LIBRARY_PATH, before any test.
 Each library is opened by the soname the executables link (so the one the loader would pick) and
 asked for its version: cudaDriverGetVersion (the CUDA version the driver supports; 0 without a
 driver) and cudaRuntimeGetVersion from cudart, cublasLtGetVersion, cudnnGetVersion, nvrtcVersion.
-A library older than the build's headers may lack what the build calls or answer differently
-(cuDNN promises compatibility only with the same or a newer minor version; a CUDA 13 runtime needs
-a driver for CUDA 13). Prints one line per library and exits 1 with one line per library that is
-older, naming the file it loaded; a machine without a driver is reported, not failed (the GPU
-tests skip there).
+A library of an older major.minor version than the build's headers may lack what the build calls
+or answer differently: cuDNN's documentation (Compatibility, "cuDNN API Compatibility") promises
+that a minor release runs applications built against the same or an earlier minor release, and
+that patch releases of one minor release are interchangeable; a CUDA 13 runtime needs a driver for
+CUDA 13. So patch levels are not compared. Prints one line per library and exits 1 with one line
+per library that is older, naming the file it loaded; a machine without a driver is reported, not
+failed (the GPU tests skip there).
 
 BUILD_VERSIONS has lines "NAME VERSION" in each library's own encoding: driver and cudart
 1000 * major + 10 * minor (13000), cublasLt 10000 * major + 100 * minor + patch (130100), cudnn
@@ -25,6 +27,11 @@ import sys
 
 SONAMES = {"cudart": "libcudart.so.13", "cublasLt": "libcublasLt.so.13", "cudnn": "libcudnn.so.9",
            "nvrtc": "libnvrtc.so.13"}
+
+
+def major_minor(name, v):
+    """The version without its patch level."""
+    return v // 100 if name in ("cublasLt", "cudnn") else v // 10
 
 
 def readable(name, v):
@@ -86,15 +93,15 @@ def main():
     older = []
     for name in ("driver", "cudart", "cublasLt", "cudnn", "nvrtc"):
         b, f = built.get(name), found.get(name)
-        ok = f is not None and b is not None and (f >= b or (name == "driver" and f == 0))
+        ok = f is not None and b is not None and (major_minor(name, f) >= major_minor(name, b) or (name == "driver" and f == 0))
         print(f"   {name:9} {readable(name, f):>8} (built with {readable(name, b)})  {where.get(name, '?')}"
               f"{'' if ok else '  OLDER'}")
         if not ok:
             older.append(f"{name} {readable(name, f)} at {where.get(name, '?')} is older than the {readable(name, b)} "
-                         "the GPU kit was built with" + (": use a newer one (a folder earlier in the search path above)"
+                         "the GPU kit was built with" + (": put a newer one in a folder searched before it (see the search path above)"
                                                          if name != "driver" else ": this machine's driver is too old"))
     for o in older:
-        print(f"gpu_run: FAIL: {o}")
+        print(f"FAIL: {o}")
     sys.exit(1 if older else 0)
 
 

@@ -174,7 +174,7 @@ VERSIONS=$(env LD_LIBRARY_PATH="$LDP" "$PYTHON" "$ROOT/.ci/cuda_versions.py" "$K
 versions_rc=$?
 echo "$VERSIONS" | tee -a "$TLOG"
 if [ "$versions_rc" -ne 0 ]; then
-  older=$(grep 'gpu_run: FAIL: ' <<<"$VERSIONS" | sed 's/^gpu_run: FAIL: //' | paste -sd';' -)
+  older=$(grep '^FAIL: ' <<<"$VERSIONS" | sed 's/^FAIL: //' | paste -sd';' -)
   die "${older:-cannot read the versions of the CUDA libraries (see above)}"
 fi
 
