@@ -476,7 +476,9 @@ TEST(CudaBackendGpu, ReluMaskProbeFindsTheConventionAtZero) {
       if (!on_standins()) continue;
       EXPECT_EQ(c.answer, std::string(at_zero) == "1" ? Answer::kGreaterOrEqualZero : Answer::kGreaterThanZero) << c.detail;
     }
-    if (on_standins()) EXPECT_EQ(report.lines("relu_mask_probe").size(), 3u);
+    if (on_standins()) {
+      EXPECT_EQ(report.lines("relu_mask_probe").size(), 3u);
+    }
   }
 }
 
