@@ -14,6 +14,8 @@
 #   kit/lib-fallback/  libstdc++, libgcc_s, libz: used there only if its own are missing or too old
 #   kit/MANIFEST       what was built from what; kit/SOURCES.sha256 the compiled sources used;
 #   kit/CUDA_NEEDED    the CUDA libraries the executables link
+#   kit/BUILD_VERSIONS the versions of the CUDA headers built with (driver and NVRTC: the toolkit's),
+#                      which gpu_run.sh holds the GPU machine's libraries to (.ci/cuda_versions.py)
 # KIT_DIR is ignored by git: carry it to the GPU machine and run `bash .ci/gpu_run.sh` there.
 # JOBS=N overrides ninja's -j (default 2: the development machine has two shared cores).
 set -euo pipefail
@@ -94,6 +96,20 @@ rm "$STAGE/ldconfig.txt"
 for b in "$STAGE"/kit/bin/*; do readelf -d "$b"; done | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
   grep -E "$CUDA_LIBS_RE" | sort -u >"$STAGE/kit/CUDA_NEEDED"
 [ -s "$STAGE/kit/CUDA_NEEDED" ] || { echo "gpu_kit: the executables link no CUDA library" >&2; exit 1; }
+
+# The versions of the CUDA headers, in each library's own encoding (.ci/cuda_versions.py).
+INC=/usr/local/cuda/include
+define() { sed -n "s/^#define $1 \{1,\}\([0-9]\{1,\}\).*/\1/p" "$INC/$2" | head -1; }
+dotted() { echo $(( $(define "$1_MAJOR" "$3") * 10000 + $(define "$1_MINOR" "$3") * 100 + $(define "$1_$2" "$3") )); }
+{
+  echo "driver $(define CUDA_VERSION cuda.h)"
+  echo "cudart $(define CUDART_VERSION cuda_runtime_api.h)"
+  echo "cublasLt $(dotted CUBLAS_VER PATCH cublas_api.h)"
+  echo "cudnn $(dotted CUDNN PATCHLEVEL cudnn_version.h)"
+  echo "nvrtc $(define CUDA_VERSION cuda.h)"
+} >"$STAGE/kit/BUILD_VERSIONS"
+awk 'NF != 2 || $2 !~ /^[1-9][0-9]*$/ {exit 1}' "$STAGE/kit/BUILD_VERSIONS" ||
+  { echo "gpu_kit: cannot read the CUDA versions from $INC:" >&2; cat "$STAGE/kit/BUILD_VERSIONS" >&2; exit 1; }
 
 # The newest symbol versions the kit needs from the GPU machine's C runtime.
 need() { objdump -T "$STAGE"/kit/bin/* "$STAGE"/kit/lib/*.so* 2>/dev/null | grep -o "$1_[0-9.]*" | sort -uV | tail -1; }

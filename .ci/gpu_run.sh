@@ -7,15 +7,19 @@
 # 1. unpacks KIT_DIR/kit.tar.xz into a temporary folder; finds the CUDA libraries the executables
 #    need (cudart, cuBLASLt, NVRTC, cuDNN and the parts cuDNN/NVRTC load later) in the CUDA toolkit
 #    (/usr/local/cuda*) and in Python's nvidia-* packages; fails naming any that is missing, or
-#    any library ldd cannot resolve
+#    any library ldd cannot resolve; reports the versions of the driver, cudart, cuBLASLt, cuDNN
+#    and NVRTC the executables load and fails naming any older than the kit was built with
+#    (.ci/cuda_versions.py)
 # 2. tests:  test_backends --gtest_filter='Cuda*:Nvrtc*:*Gpu*:MakeBackend.*-CudaCodegenHost.*' (tests/backends/cuda_*,
 #            make_backend; the host-emulated kernels need a C++ compiler and already ran in CI),
 #            test_frontends --gtest_filter='AmpRun.*' (amp-run --device cuda / auto),
 #            a smoke run: amp-run --device cuda on the models/ demo models (fp32 vs PyTorch's outputs,
 #            fp16 rewrite vs the CPU backend) and amp-train --device cuda vs --device cpu
 # 3. bench:  bench_cuda_train_step (JSON), python3 tests/bench/bench_gpu_train.py (table + JSON)
-# Logs: ${OUT:-/tmp/gpu-out}/gpu_tests.log and gpu_bench.log, gtest XML, the benchmarks' JSON, and
-# summary.txt. Every step has a timeout (GPU_RUN_BUDGET, default 540 s in all). Exit status: 2 when
+# Logs: ${OUT:-/tmp/gpu-out}/gpu_tests.log and gpu_bench.log, gtest XML, the benchmarks' JSON, the
+# device report of each smoke step (device_report/*.jsonl: what cuBLASLt and cuDNN accepted and what
+# fell back, AMP_CUDA_REPORT) and summary.txt, which ends with the versions and the device's
+# capabilities (.ci/device_report.py). Every step has a timeout (GPU_RUN_BUDGET, default 540 s in all). Exit status: 2 when
 # the set-up failed (kit, libraries), 1 when a test or benchmark step failed or timed out (the
 # benchmarks run regardless), 0 when all passed. PYTHON names the Python with torch and numpy
 # (default python3); SMOKE_DEVICE=cpu runs the smoke step without a GPU, to check this script.
@@ -163,6 +167,17 @@ if [ -n "$bad" ]; then
 fi
 say "   every library resolves (LD_LIBRARY_PATH=$LDP)"
 
+# The versions the executables will load, against the kit's build (BUILD_VERSIONS, from the headers).
+[ -f "$K/BUILD_VERSIONS" ] || die "$K has no BUILD_VERSIONS: rebuild the kit with this tree's .ci/gpu_kit.sh"
+say "== CUDA library versions (as the executables load them; built with)"
+VERSIONS=$(env LD_LIBRARY_PATH="$LDP" "$PYTHON" "$ROOT/.ci/cuda_versions.py" "$K/BUILD_VERSIONS" 2>&1)
+versions_rc=$?
+echo "$VERSIONS" | tee -a "$TLOG"
+if [ "$versions_rc" -ne 0 ]; then
+  older=$(grep '^FAIL: ' <<<"$VERSIONS" | sed 's/^FAIL: //' | paste -sd';' -)
+  die "${older:-cannot read the versions of the CUDA libraries (see above)}"
+fi
+
 # The kit's executables see LD_LIBRARY_PATH=$LDP; Python keeps the machine's own environment, and
 # reaches bench_cuda_train_step through a wrapper that sets it.
 mkdir -p "$WORK/wrap"
@@ -246,14 +261,15 @@ gtest_counts "test_frontends" "$OUT/gtest_frontends_amprun.xml"
 # Smoke: the commands themselves with --device cuda.
 cat >"$WORK/smoke.sh" <<'EOF'
 set -u
-B=$AMP_BINARY_DIR; M=$AMP_SOURCE_DIR/models; W=$1; D=$2; PY=$AMP_PYTHON
-mkdir -p "$W"; rc=0
+B=$AMP_BINARY_DIR; M=$AMP_SOURCE_DIR/models; W=$1; D=$2; R=$3; PY=$AMP_PYTHON
+mkdir -p "$W" "$R"; rc=0
 run() { echo "\$ ${*#$B/}"; "$@" >"$W/last.log" 2>&1 || { echo "  exit $?:"; tail -20 "$W/last.log"; rc=1; }; }
+# Every step on the device writes its device report (AMP_CUDA_REPORT) to $R/STEP.jsonl.
 for m in mlp cnn gpt; do
-  run "$B/amp-run" "$M/$m.onnx" --inputs "$M/$m.sample.npz" --outputs "$W/$m.$D.npz" --device $D
+  AMP_CUDA_REPORT=$R/amp-run.$m.fp32.jsonl run "$B/amp-run" "$M/$m.onnx" --inputs "$M/$m.sample.npz" --outputs "$W/$m.$D.npz" --device $D
   run "$B/amp-rewrite" "$M/$m.onnx" -o "$W/$m.fp16.onnx" --dtype fp16
   run "$B/amp-run" "$W/$m.fp16.onnx" --inputs "$M/$m.sample.npz" --outputs "$W/$m.fp16.cpu.npz" --device cpu
-  run "$B/amp-run" "$W/$m.fp16.onnx" --inputs "$M/$m.sample.npz" --outputs "$W/$m.fp16.$D.npz" --device $D
+  AMP_CUDA_REPORT=$R/amp-run.$m.fp16.jsonl run "$B/amp-run" "$W/$m.fp16.onnx" --inputs "$M/$m.sample.npz" --outputs "$W/$m.fp16.$D.npz" --device $D
 done
 LD_LIBRARY_PATH=$GPU_RUN_ORIG_LD "$PY" - "$W" <<'PYEOF' || rc=1
 import numpy as np, os, sys
@@ -266,14 +282,19 @@ np.savez(os.path.join(w, "tok.npz"), tokens=np.random.randint(0, 64, (64, 32)).a
 PYEOF
 for dt in fp32 fp16 bf16; do
   for dev in cpu $D; do
-    run "$B/amp-train" "$M/mlp.train.onnx" --data "$W/img.npz" --loss cross_entropy --steps 16 --batch-size 32 \
-      --optimizer adamw --lr 0.001 --no-shuffle --seed 0 --dtype $dt --device $dev --metrics "$W/mlp.$dt.$dev.jsonl"
+    AMP_CUDA_REPORT=$R/amp-train.mlp.$dt.jsonl run "$B/amp-train" "$M/mlp.train.onnx" --data "$W/img.npz" \
+      --loss cross_entropy --steps 16 --batch-size 32 --optimizer adamw --lr 0.001 --no-shuffle --seed 0 --dtype $dt \
+      --device $dev --metrics "$W/mlp.$dt.$dev.jsonl"
   done
 done
-run "$B/amp-train" "$M/cnn.train.onnx" --data "$W/img.npz" --loss cross_entropy --steps 16 --batch-size 32 \
-  --optimizer adamw --lr 0.001 --seed 0 --dtype fp16 --device $D --metrics "$W/cnn.fp16.$D.jsonl"
-run "$B/amp-train" "$M/gpt.train.onnx" --data "$W/tok.npz" --loss cross_entropy --steps 16 --batch-size 16 \
-  --optimizer adamw --lr 0.001 --seed 0 --dtype bf16 --device $D --metrics "$W/gpt.bf16.$D.jsonl"
+for dt in fp16 bf16; do
+  AMP_CUDA_REPORT=$R/amp-train.cnn.$dt.jsonl run "$B/amp-train" "$M/cnn.train.onnx" --data "$W/img.npz" \
+    --loss cross_entropy --steps 16 --batch-size 32 --optimizer adamw --lr 0.001 --seed 0 --dtype $dt --device $D \
+    --metrics "$W/cnn.$dt.$D.jsonl"
+  AMP_CUDA_REPORT=$R/amp-train.gpt.$dt.jsonl run "$B/amp-train" "$M/gpt.train.onnx" --data "$W/tok.npz" \
+    --loss cross_entropy --steps 16 --batch-size 16 --optimizer adamw --lr 0.001 --seed 0 --dtype $dt --device $D \
+    --metrics "$W/gpt.$dt.$D.jsonl"
+done
 LD_LIBRARY_PATH=$GPU_RUN_ORIG_LD "$PY" - "$W" "$M" "$D" <<'PYEOF' || rc=1
 import json, os, sys
 import numpy as np
@@ -306,7 +327,7 @@ for dt, tol in (("fp32", 1e-4), ("fp16", 2e-2), ("bf16", 5e-2)):
     print(f"  amp-train mlp {dt} losses cpu : {np.array2string(cpu[[0, len(cpu) // 2, -1]], precision=5)}")
     print(f"  amp-train mlp {dt} losses {d:4}: {np.array2string(cuda[[0, len(cuda) // 2, -1]], precision=5)}")
     check(f"amp-train mlp {dt} 16 steps, {d} vs cpu losses", cuda, cpu, tol)
-for run in (f"cnn.fp16.{d}", f"gpt.bf16.{d}"):
+for run in (f"cnn.fp16.{d}", f"cnn.bf16.{d}", f"gpt.fp16.{d}", f"gpt.bf16.{d}"):
     l = losses(f"{w}/{run}.jsonl")
     if l is None: continue
     ok = len(l) == 16 and np.all(np.isfinite(l))
@@ -318,7 +339,8 @@ exit $rc
 EOF
 # SMOKE_DEVICE=cpu runs the smoke steps without a GPU (to check this script).
 if [ "$HAVE_GPU" = 1 ] || [ -n "${SMOKE_DEVICE:-}" ]; then
-  step "smoke amp-run/amp-train --device ${SMOKE_DEVICE:-cuda}" 120 "$TLOG" bash "$WORK/smoke.sh" "$WORK/smoke" "${SMOKE_DEVICE:-cuda}"
+  step "smoke amp-run/amp-train --device ${SMOKE_DEVICE:-cuda}" 150 "$TLOG" bash "$WORK/smoke.sh" "$WORK/smoke" \
+    "${SMOKE_DEVICE:-cuda}" "$OUT/device_report"
 else
   say "== smoke amp-run/amp-train --device cuda: skipped, no GPU"
   RESULTS+=("smoke amp-run/amp-train --device cuda: skipped (no GPU)")
@@ -337,5 +359,9 @@ step "py:bench_gpu_train.py" 420 "$BLOG" "$PYTHON" \
   echo "== summary ($(( $(date +%s) - START )) s; logs in $OUT)"
   printf '   %s\n' "${RESULTS[@]}"
   if [ "$FAILED" = 0 ]; then echo "   ALL OK"; else echo "   SOMETHING FAILED (see above)"; fi
+  echo "== CUDA library versions (as the executables load them; built with)"
+  echo "$VERSIONS"
+  echo "== device capabilities, per smoke step (device_report/*.jsonl)"
+  "$PYTHON" "$ROOT/.ci/device_report.py" "$OUT/device_report" 2>&1 | sed 's/^/   /'
 } | tee "$OUT/summary.txt" | tee -a "$TLOG" | tee -a "$BLOG"
 exit "$FAILED"

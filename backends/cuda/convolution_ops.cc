@@ -1,6 +1,8 @@
 // Convolutions and pooling through cuDNN's legacy API (forward, with its bias, residual and ReLU
 // fused where cuDNN allows; backward data, backward filter, backward bias; pooling forward and
-// backward), algorithms from cuDNN's heuristics once per plan.
+// backward), algorithms from cuDNN's heuristics once per plan. The _v7 heuristics rank algorithms
+// that cuDNN may then refuse when run: each call falls back along the ranking, each algorithm with
+// the math type it was ranked with, and the device remembers per shape the one that ran.
 // 16-bit convolutions accumulate in fp32 on Tensor Cores; fp32 ones use TF32 only when
 // allowed (--tf32, CompileOptions::tf32), as the products do. cuDNN pads symmetrically: asymmetric ONNX pads (odd SAME
 // padding) are refused with the node named rather than computed wrongly.
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
+#include <sstream>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_descriptors.h"
@@ -87,7 +90,17 @@ struct ConvSetup {
   std::shared_ptr<CudnnTensor> x, y, bias;
   std::shared_ptr<CudnnFilter> w;
   std::shared_ptr<CudnnConvolution> conv;
+  std::string shape;      // "float16 x[8,3,32,32] w[16,3,3,3] pads [1,1] strides [1,1] dilations [1,1] group 1"
+  bool fma_only = false;  // fp32 data without TF32: every algorithm runs with CUDNN_FMA_MATH
 };
+
+std::string list(const std::vector<int64_t>& v) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
+  return out.str() + "]";
+}
+std::string list(const std::vector<int>& v) { return list(std::vector<int64_t>(v.begin(), v.end())); }
 
 ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y, bool tf32) {
   if (x.dims.size() < 3) throw InputError("Conv needs [N, C, spatial...] input");
@@ -104,22 +117,139 @@ ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc
   s.bias = std::make_shared<CudnnTensor>(y.dtype, bias_dims);
   s.conv = std::make_shared<CudnnConvolution>(win.pads, win.strides, win.dilations,
                                               static_cast<int>(a.group), x.dtype, tf32);
+  s.shape = std::string(dtype_name(x.dtype)) + " x" + list(x.dims) + " w" + list(w.dims) + " pads " + list(win.pads) +
+            " strides " + list(win.strides) + " dilations " + list(win.dilations) + " group " + std::to_string(a.group) +
+            (x.dtype == DType::kFloat && tf32 ? " tf32" : "");
+  s.fma_only = x.dtype == DType::kFloat && !tf32;
   return s;
 }
 
-// The first algorithm the heuristic ranks usable, with its workspace asked of cuDNN for that
-// algorithm (workspace_of(algo, &bytes)) rather than taken from the heuristic's estimate alone:
-// an algorithm handed less than it needs fails with CUDNN_STATUS_BAD_PARAM at run time.
-template <class Perf, class WorkspaceOf>
-Perf first_usable(const std::vector<Perf>& perfs, int found, const char* what, WorkspaceOf&& workspace_of) {
-  for (int i = 0; i < found; ++i) {
-    Perf p = perfs[static_cast<size_t>(i)];
-    size_t bytes = 0;
-    if (p.status != CUDNN_STATUS_SUCCESS || workspace_of(p.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
-    p.memory = std::max(p.memory, bytes);
-    if (p.memory <= kMaxConvWorkspace) return p;
+const char* algorithm_name(cudnnConvolutionFwdAlgo_t a) {
+  static const char* kNames[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM",     "DIRECT",
+                                 "FFT",           "FFT_TILING",            "WINOGRAD", "WINOGRAD_NONFUSED"};
+  return a >= 0 && a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT ? kNames[a] : "?";
+}
+const char* algorithm_name(cudnnConvolutionBwdDataAlgo_t a) {
+  static const char* kNames[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  return a >= 0 && a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT ? kNames[a] : "?";
+}
+const char* algorithm_name(cudnnConvolutionBwdFilterAlgo_t a) {
+  static const char* kNames[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  return a >= 0 && a < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT ? kNames[a] : "?";
+}
+const char* math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH: return "DEFAULT_MATH";
+    case CUDNN_TENSOR_OP_MATH: return "TENSOR_OP_MATH";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case CUDNN_FMA_MATH: return "FMA_MATH";
   }
-  throw InputError(std::string("cuDNN has no ") + what + " algorithm for these shapes and types");
+  return "?";
+}
+
+// An algorithm the heuristic ranked that may run: with the math type it was ranked with (cuDNN
+// picks kernels by algorithm and math type together) and the workspace it needs.
+template <class Algo>
+struct RankedAlgorithm {
+  Algo algo;
+  cudnnMathType_t math;
+  size_t memory;
+};
+
+// The algorithms one direction of one convolution may run, in the heuristic's order (the one that
+// ran for this shape before, if any, first), and the one that runs now: a call cuDNN refuses moves
+// it on for every later run (run_ranked).
+template <class Algo>
+struct Ranked {
+  std::vector<RankedAlgorithm<Algo>> algos;
+  std::string what, shape;  // "forward convolution", ConvSetup::shape: the key the device remembers it by
+  std::string key() const { return what + " " + shape; }
+  std::shared_ptr<std::atomic<size_t>> current = std::make_shared<std::atomic<size_t>>(0);
+  size_t workspace() const {
+    size_t bytes = 0;
+    for (const RankedAlgorithm<Algo>& a : algos) bytes = std::max(bytes, a.memory);
+    return bytes;
+  }
+};
+
+// Every result of a _v7 heuristic that may run: its status is success, cuDNN answers the workspace
+// query for it (with its math type set: the workspace depends on both) and the workspace is at
+// most kMaxConvWorkspace. Its workspace is the larger of the heuristic's estimate and the query's
+// answer: an algorithm handed less than it needs fails with CUDNN_STATUS_BAD_PARAM at run time.
+// fp32 data without TF32 keeps CUDNN_FMA_MATH whatever the heuristic says, so no fallback can
+// bring TF32 in.
+template <class Algo, class Perf, class WorkspaceOf>
+Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const char* what, const ConvSetup& setup,
+                               DeviceContext& ctx, WorkspaceOf&& workspace_of) {
+  Ranked<Algo> r;
+  r.what = what;
+  r.shape = setup.shape;
+  std::string skipped;
+  auto skip = [&](Algo a, const std::string& why) { skipped += (skipped.empty() ? "" : "; ") + std::string(algorithm_name(a)) + " " + why; };
+  for (int i = 0; i < found; ++i) {
+    const Perf& p = perfs[static_cast<size_t>(i)];
+    if (p.status != CUDNN_STATUS_SUCCESS) {
+      skip(p.algo, std::string("ranked ") + cudnnGetErrorString(p.status));
+      continue;
+    }
+    const cudnnMathType_t math = setup.fma_only ? CUDNN_FMA_MATH : p.mathType;
+    AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(setup.conv->get(), math));
+    size_t bytes = 0;
+    if (const cudnnStatus_t status = workspace_of(p.algo, &bytes); status != CUDNN_STATUS_SUCCESS) {
+      skip(p.algo, std::string("workspace query ") + cudnnGetErrorString(status));
+      continue;
+    }
+    const size_t memory = std::max(p.memory, bytes);
+    if (memory > kMaxConvWorkspace) {
+      skip(p.algo, "needs " + std::to_string(memory >> 20) + " MiB of workspace");
+      continue;
+    }
+    r.algos.push_back({p.algo, math, memory});
+  }
+  if (r.algos.empty())
+    throw InputError(std::string("cuDNN has no ") + what + " algorithm for these shapes and types (" + skipped + ")");
+  if (const std::optional<int> ran = ctx.remembered_algorithm(r.key())) {
+    auto it = std::find_if(r.algos.begin(), r.algos.end(), [&](const RankedAlgorithm<Algo>& a) { return a.algo == *ran; });
+    if (it != r.algos.end()) std::rotate(r.algos.begin(), it, it + 1);
+  }
+  std::string ranked;
+  for (const RankedAlgorithm<Algo>& a : r.algos)
+    ranked += (ranked.empty() ? "" : ", ") + std::string(algorithm_name(a.algo)) + " (" + math_name(a.math) + ", " +
+              std::to_string(a.memory) + " B)";
+  ctx.report().record("convolution_algorithms", {{"direction", what},
+                                                 {"shape", setup.shape},
+                                                 {"chosen", algorithm_name(r.algos[0].algo)},
+                                                 {"runnable", ranked},
+                                                 {"skipped", skipped}});
+  return r;
+}
+
+// Runs call(algorithm) with the current algorithm, its math type set on the descriptor first. A
+// status of cuDNN's BAD_PARAM category is this code's error and throws; any other failure hands
+// the call to the next ranked algorithm, for this and every later run, and the device remembers
+// it for the shape; the last one's failure throws.
+template <class Algo, class Call>
+void run_ranked(const Ranked<Algo>& r, cudnnConvolutionDescriptor_t conv, DeviceContext& c, Call&& call) {
+  for (size_t i = r.current->load();; ++i) {
+    const RankedAlgorithm<Algo>& a = r.algos[i];
+    AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, a.math));
+    const cudnnStatus_t status = call(a);
+    if (status == CUDNN_STATUS_SUCCESS) return;
+    if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_BAD_PARAM || i + 1 == r.algos.size()) {
+      const std::string call_name = "the " + r.what + " with " + algorithm_name(a.algo) + " (" +
+                                    std::to_string(i + 1) + " of " + std::to_string(r.algos.size()) + " ranked algorithms)";
+      check_cudnn(status, call_name.c_str(), __FILE__, __LINE__);
+    }
+    cudaGetLastError();  // a failed launch leaves its error for the next call to report
+    const RankedAlgorithm<Algo>& next = r.algos[i + 1];
+    c.report().record("convolution_algorithm_refused", {{"direction", r.what},
+                                                        {"shape", r.shape},
+                                                        {"algorithm", algorithm_name(a.algo)},
+                                                        {"status", cudnnGetErrorString(status)},
+                                                        {"next", algorithm_name(next.algo)}});
+    r.current->store(i + 1);
+    c.remember_algorithm(r.key(), static_cast<int>(next.algo));
+  }
 }
 
 // What follows the convolution in its unit. A Conv with a bias runs
@@ -150,55 +280,62 @@ class Conv final : public CudaOp {
     AMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
                                                            setup.y->get(), static_cast<int>(perfs.size()), &found,
                                                            perfs.data()));
-    const cudnnConvolutionFwdAlgoPerf_t algo = first_usable(perfs, found, "forward convolution", workspace_of);
-    const bool has_bias = s.has_in(2), residual = epilogue_.residual;
-    // The fused function takes a ReLU with any algorithm, but IDENTITY only with
-    // IMPLICIT_PRECOMP_GEMM (cudnnActivationMode_t): without a ReLU the unit is one call when that
-    // is the algorithm cuDNN's heuristic ranks first, else the convolution and its additions run
-    // apart. Forcing it could trade a pass over Y for a slower convolution (Winograd or FFT for
-    // 3x3 filters), a trade no measurement here has settled.
-    const bool fused = has_bias && (epilogue_.relu || algo.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
-    const bool relu = epilogue_.relu;
+    const auto algos = ranked_algorithms<cudnnConvolutionFwdAlgo_t>(perfs, found, "forward convolution", setup, ctx, workspace_of);
+    const bool has_bias = s.has_in(2), residual = epilogue_.residual, relu = epilogue_.relu;
     auto act = std::make_shared<CudnnActivation>(relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY);
-    // The convolution and what it absorbed, one call after another.
-    auto apart = [setup, algo, act, has_bias, residual, relu](const OpBuffers& b, DeviceContext& c) {
-      const float one = 1.0f, zero = 0.0f;
-      AMP_CUDNN_CHECK(cudnnConvolutionForward(c.cudnn(), &one, setup.x->get(), b.in[0], setup.w->get(), b.in[1],
-                                              setup.conv->get(), algo.algo, b.workspace, algo.memory, &zero,
-                                              setup.y->get(), b.out[0]));
-      if (has_bias)
-        AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.bias->get(), b.in[2], &one, setup.y->get(), b.out[0]));
-      if (residual)
-        AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.y->get(), b.in[3], &one, setup.y->get(), b.out[0]));
-      if (relu)  // in place, which cudnnActivationForward allows; NaN -> 0 as the fused call
-        AMP_CUDNN_CHECK(cudnnActivationForward(c.cudnn(), act->get(), &one, setup.y->get(), b.out[0], &zero,
-                                               setup.y->get(), b.out[0]));
-    };
-    if (!fused) return std::make_unique<PreparedFunction>(apart, algo.memory);
-    // cuDNN says which configurations its fused call takes only when it is called (it returns
-    // CUDNN_STATUS_NOT_SUPPORTED before launching anything): the first run that is refused runs
-    // the unit apart, and so does every later one, captured replays included (warm-up runs come
-    // first).
-    auto refused = std::make_shared<std::atomic<bool>>(false);
+    // A Conv with a bias runs cudnnConvolutionBiasActivationForward, which takes a ReLU with any
+    // algorithm but IDENTITY only with IMPLICIT_PRECOMP_GEMM (cudnnActivationMode_t): without a
+    // ReLU the unit is one call when that is the algorithm that runs, else the convolution and its
+    // additions run apart. Forcing it could trade a pass over Y for a slower convolution (Winograd
+    // or FFT for 3x3 filters), a trade no measurement here has settled. cuDNN says which
+    // configurations its fused call takes only when it is called (it refuses before launching
+    // anything): a run whose fused call is refused runs the unit apart with the same algorithm,
+    // and when that runs, so does every later one, captured replays included (warm-up runs come
+    // first); when that is refused too, the algorithm was, and the next gets the fused call again.
+    enum Fused : int { kUntried, kAccepted, kRefused };
+    auto fused = std::make_shared<std::atomic<int>>(has_bias ? kUntried : kRefused);
     return std::make_unique<PreparedFunction>(
-        [setup, algo, act, residual, refused, apart](const OpBuffers& b, DeviceContext& c) {
-          if (!refused->load()) {
-            // Scaling factors are float for float, half and bfloat16 data. Without a residual z
-            // is weighted 0 and not read; Y stands in for it.
-            const float one = 1.0f, zero = 0.0f;
-            const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
-                c.cudnn(), &one, setup.x->get(), b.in[0], setup.w->get(), b.in[1], setup.conv->get(), algo.algo,
-                b.workspace, algo.memory, residual ? &one : &zero, setup.y->get(), residual ? b.in[3] : b.out[0],
-                setup.bias->get(), b.in[2], act->get(), setup.y->get(), b.out[0]);
-            if (status != CUDNN_STATUS_NOT_SUPPORTED) {
-              AMP_CUDNN_CHECK(status);
-              return;
+        [setup, algos, act, has_bias, residual, relu, fused](const OpBuffers& b, DeviceContext& c) {
+          const float one = 1.0f, zero = 0.0f;
+          run_ranked(algos, setup.conv->get(), c, [&](const RankedAlgorithm<cudnnConvolutionFwdAlgo_t>& a) {
+            auto note = [&](const std::string& result, const std::string& status) {
+              c.report().record("fused_convolution", {{"shape", setup.shape}, {"algorithm", algorithm_name(a.algo)},
+                                                      {"result", result}, {"status", status}});
+            };
+            cudnnStatus_t refusal = CUDNN_STATUS_SUCCESS;
+            if (fused->load() != kRefused && (relu || a.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) {
+              // Scaling factors are float for float, half and bfloat16 data. Without a residual z is
+              // weighted 0 and not read; Y stands in for it.
+              const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
+                  c.cudnn(), &one, setup.x->get(), b.in[0], setup.w->get(), b.in[1], setup.conv->get(), a.algo,
+                  b.workspace, a.memory, residual ? &one : &zero, setup.y->get(), residual ? b.in[3] : b.out[0],
+                  setup.bias->get(), b.in[2], act->get(), setup.y->get(), b.out[0]);
+              if (!cudnn_refused(status)) {
+                if (status == CUDNN_STATUS_SUCCESS && fused->exchange(kAccepted) == kUntried) note("accepted", "");
+                return status;
+              }
+              refusal = status;
+            } else if (fused->exchange(kRefused) == kUntried) {
+              note("not tried: IDENTITY needs IMPLICIT_PRECOMP_GEMM", "");
             }
-            refused->store(true);
-          }
-          apart(b, c);
+            // The convolution and what it absorbed, one call after another.
+            const cudnnStatus_t status =
+                cudnnConvolutionForward(c.cudnn(), &one, setup.x->get(), b.in[0], setup.w->get(), b.in[1],
+                                        setup.conv->get(), a.algo, b.workspace, a.memory, &zero, setup.y->get(), b.out[0]);
+            if (status != CUDNN_STATUS_SUCCESS) return status;
+            if (refusal != CUDNN_STATUS_SUCCESS && fused->exchange(kRefused) != kRefused)
+              note("refused", cudnnGetErrorString(refusal));
+            if (has_bias)
+              AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.bias->get(), b.in[2], &one, setup.y->get(), b.out[0]));
+            if (residual)
+              AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.y->get(), b.in[3], &one, setup.y->get(), b.out[0]));
+            if (relu)  // in place, which cudnnActivationForward allows; NaN -> 0 as the fused call
+              AMP_CUDNN_CHECK(cudnnActivationForward(c.cudnn(), act->get(), &one, setup.y->get(), b.out[0], &zero,
+                                                     setup.y->get(), b.out[0]));
+            return CUDNN_STATUS_SUCCESS;
+          });
         },
-        algo.memory);
+        algos.workspace());
   }
 
  private:
@@ -213,18 +350,19 @@ class ConvGrad final : public CudaOp {
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const ConvSetup setup = conv_setup(attrs_, *s.in[1], *s.in[2], *s.in[0], s.tf32);
     const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
-    cudnnConvolutionBwdDataAlgoPerf_t data{};
-    cudnnConvolutionBwdFilterAlgoPerf_t filter{};
+    Ranked<cudnnConvolutionBwdDataAlgo_t> data;
+    Ranked<cudnnConvolutionBwdFilterAlgo_t> filter;
     if (want_dx) {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
       int found = 0;
       AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                                   setup.conv->get(), setup.x->get(),
                                                                   static_cast<int>(perfs.size()), &found, perfs.data()));
-      data = first_usable(perfs, found, "backward-data convolution", [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
-        return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), setup.w->get(), setup.y->get(), setup.conv->get(),
-                                                            setup.x->get(), a, bytes);
-      });
+      data = ranked_algorithms<cudnnConvolutionBwdDataAlgo_t>(
+          perfs, found, "backward-data convolution", setup, ctx, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), setup.w->get(), setup.y->get(),
+                                                                setup.conv->get(), setup.x->get(), a, bytes);
+          });
     }
     if (want_dw) {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
@@ -232,27 +370,32 @@ class ConvGrad final : public CudaOp {
       AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.y->get(),
                                                                     setup.conv->get(), setup.w->get(),
                                                                     static_cast<int>(perfs.size()), &found, perfs.data()));
-      filter = first_usable(perfs, found, "backward-filter convolution", [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
-        return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.y->get(),
-                                                              setup.conv->get(), setup.w->get(), a, bytes);
-      });
+      filter = ranked_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
+          perfs, found, "backward-filter convolution", setup, ctx, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.y->get(),
+                                                                  setup.conv->get(), setup.w->get(), a, bytes);
+          });
     }
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& c) {
           const float one = 1.0f, zero = 0.0f;
           if (want_dx)
-            AMP_CUDNN_CHECK(cudnnConvolutionBackwardData(c.cudnn(), &one, setup.w->get(), b.in[2], setup.y->get(), b.in[0],
-                                                         setup.conv->get(), data.algo, b.workspace, data.memory, &zero,
-                                                         setup.x->get(), b.out[0]));
+            run_ranked(data, setup.conv->get(), c, [&](const RankedAlgorithm<cudnnConvolutionBwdDataAlgo_t>& a) {
+              return cudnnConvolutionBackwardData(c.cudnn(), &one, setup.w->get(), b.in[2], setup.y->get(), b.in[0],
+                                                  setup.conv->get(), a.algo, b.workspace, a.memory, &zero, setup.x->get(),
+                                                  b.out[0]);
+            });
           if (want_dw)
-            AMP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c.cudnn(), &one, setup.x->get(), b.in[1], setup.y->get(),
-                                                           b.in[0], setup.conv->get(), filter.algo, b.workspace,
-                                                           filter.memory, &zero, setup.w->get(), b.out[1]));
+            run_ranked(filter, setup.conv->get(), c, [&](const RankedAlgorithm<cudnnConvolutionBwdFilterAlgo_t>& a) {
+              return cudnnConvolutionBackwardFilter(c.cudnn(), &one, setup.x->get(), b.in[1], setup.y->get(), b.in[0],
+                                                    setup.conv->get(), a.algo, b.workspace, a.memory, &zero,
+                                                    setup.w->get(), b.out[1]);
+            });
           if (want_db)
             AMP_CUDNN_CHECK(cudnnConvolutionBackwardBias(c.cudnn(), &one, setup.y->get(), b.in[0], &zero,
                                                          setup.bias->get(), b.out[2]));
         },
-        std::max(data.memory, filter.memory));
+        std::max(data.workspace(), filter.workspace()));
   }
 
  private:

@@ -86,10 +86,16 @@ __global__ void forward_rows(const T* __restrict__ scores, const L* __restrict__
   }
 }
 
+// One block of kReduceThreads (1024, CUDA's most): at most 64 registers a thread of the SM's 65536,
+// which __launch_bounds__ makes ptxas keep to (else the launch fails with
+// cudaErrorLaunchOutOfResources).
+constexpr int kReduceThreads = 1024;
+
 // One block: the reduction of the row losses into the scalar loss (or the copy for kNone).
 template <class T>
-__global__ void reduce_loss(const float* __restrict__ row_loss, const float* __restrict__ row_weight, int64_t rows,
-                            int reduction, T* __restrict__ loss) {
+__global__ void __launch_bounds__(kReduceThreads)
+    reduce_loss(const float* __restrict__ row_loss, const float* __restrict__ row_weight, int64_t rows,
+                int reduction, T* __restrict__ loss) {
   __shared__ float scratch[32];
   if (reduction == static_cast<int>(LossReduction::kNone)) {
     for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) loss[r] = from_float<T>(row_loss[r]);
@@ -107,8 +113,9 @@ __global__ void reduce_loss(const float* __restrict__ row_loss, const float* __r
 }
 
 template <class T, class L>
-__global__ void total_weight(const L* __restrict__ labels, const T* __restrict__ weights, int64_t rows, int64_t classes,
-                             bool has_ignore, int64_t ignore, float* __restrict__ out) {
+__global__ void __launch_bounds__(kReduceThreads)
+    total_weight(const L* __restrict__ labels, const T* __restrict__ weights, int64_t rows, int64_t classes,
+                 bool has_ignore, int64_t ignore, float* __restrict__ out) {
   __shared__ float scratch[32];
   float w = 0.0f;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) w += row_weight(labels, weights, r, classes, has_ignore, ignore);
@@ -170,7 +177,8 @@ void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const
           static_cast<T*>(log_prob), row_loss, row_w, s.classes, s.inner, s.ignore_index.has_value(),
           s.ignore_index.value_or(0));
     });
-    reduce_loss<T><<<1, 1024, 0, stream>>>(row_loss, row_w, rows, static_cast<int>(s.reduction), static_cast<T*>(loss));
+    reduce_loss<T><<<1, kReduceThreads, 0, stream>>>(row_loss, row_w, rows, static_cast<int>(s.reduction),
+                                                     static_cast<T*>(loss));
   });
   AMP_CUDA_CHECK(cudaGetLastError());
 }
@@ -187,9 +195,10 @@ void cross_entropy_backward(const CrossEntropyShape& s, const void* dloss, const
     dispatch_labels(s.label_type, [&](auto ltag) {
       using L = decltype(ltag);
       if (s.reduction == LossReduction::kMean)
-        total_weight<T, L><<<1, 1024, 0, stream>>>(static_cast<const L*>(labels), static_cast<const T*>(weights), rows,
-                                                   s.classes, s.ignore_index.has_value(), s.ignore_index.value_or(0),
-                                                   weight_total);
+        total_weight<T, L><<<1, kReduceThreads, 0, stream>>>(static_cast<const L*>(labels),
+                                                             static_cast<const T*>(weights), rows, s.classes,
+                                                             s.ignore_index.has_value(), s.ignore_index.value_or(0),
+                                                             weight_total);
       backward_rows<T, L, TG><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
           static_cast<const T*>(dloss), static_cast<const T*>(scores), static_cast<const L*>(labels),
           static_cast<const T*>(weights), weight_total, static_cast<TG*>(dscores), s.classes, s.inner,

@@ -112,6 +112,7 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   for (const Unit* unit : sp.order) {
     OpShapes shapes = unit_shapes(sp, *unit);
     shapes.tf32 = tf32_;
+    const DeviceReport::UnitScope scope(unit->where, unit->kind);
     Plan::Launch launch{unit, at_node(unit->where, [&] { return unit->op->prepare(shapes, *ctx_); }), {}};
     workspace = std::max(workspace, launch.op->workspace_bytes());
     p.launches.push_back(std::move(launch));
@@ -174,7 +175,10 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
 
 void CudaExecutable::enqueue_step(Plan& p) {
   const cudaStream_t stream = ctx_->stream();
-  for (const Plan::Launch& l : p.launches) at_node(l.unit->where, [&] { l.op->enqueue(l.buffers, *ctx_); });
+  for (const Plan::Launch& l : p.launches) {
+    const DeviceReport::UnitScope scope(l.unit->where, l.unit->kind);
+    at_node(l.unit->where, [&] { l.op->enqueue(l.buffers, *ctx_); });
+  }
   // Fetched state as it was during the step, before the updates overwrite it.
   for (const auto& [v, staging] : p.state_fetches)
     AMP_CUDA_CHECK(cudaMemcpyAsync(staging, p.device[v], p.shapes.desc[v].nbytes(), cudaMemcpyDeviceToDevice, stream));

@@ -1,5 +1,7 @@
 #include "backends/cuda/device_context.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
 
 #include "backends/cuda/cuda_check.h"
@@ -77,6 +79,31 @@ DeviceContext::~DeviceContext() {
   if (dnn_) cudnnDestroy(dnn_);
   if (lt_) cublasLtDestroy(lt_);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::optional<int> DeviceContext::remembered_algorithm(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = conv_algorithms_.find(key);
+  if (it == conv_algorithms_.end()) return std::nullopt;
+  return it->second;
+}
+
+void DeviceContext::remember_algorithm(const std::string& key, int algo) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  conv_algorithms_[key] = algo;
+}
+
+const ReluMaskConvention& DeviceContext::relu_mask_convention(DType t) {
+  std::lock_guard<std::mutex> lock(probe_mutex_);
+  auto it = relu_masks_.find(t);
+  if (it != relu_masks_.end()) return it->second;
+  ReluMaskConvention c = probe_relu_mask_convention(t, lt_, stream_, gemm_algorithms_);
+  spdlog::info("cuda: ReLU mask probe on {}: {}", name_, c.detail);
+  report_.record("relu_mask_probe", {{"dtype", std::string(dtype_name(t))},
+                                     {"writer_matches", c.writer_matches() ? "yes" : "no"},
+                                     {"reader_matches", c.reader_matches() ? "yes" : "no"},
+                                     {"found", c.detail}});
+  return relu_masks_.emplace(t, std::move(c)).first->second;
 }
 
 cudaKernel_t DeviceContext::load_kernel(const GeneratedKernel& k) {

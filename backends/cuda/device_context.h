@@ -1,7 +1,8 @@
 // One CUDA device as the backend uses it: its properties, the single stream every launch goes to
 // (so a step is one ordered sequence that CUDA Graphs can capture), the cuBLASLt and cuDNN
-// handles bound to that stream, the cuBLASLt algorithm cache, and the NVRTC kernels loaded so far.
-// Shared by every executable compiled for the device.
+// handles bound to that stream, the cuBLASLt algorithm cache, the convolution algorithms that ran
+// per shape, the ReLU-mask convention its cuBLASLt was found to have, the NVRTC kernels loaded so
+// far and the device report (device_report.h). Shared by every executable compiled for the device.
 #pragma once
 
 #include <cublasLt.h>
@@ -9,14 +10,18 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "backends/cuda/device_report.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/relu_mask_probe.h"
 
 namespace amp::cuda {
 
@@ -57,6 +62,16 @@ class DeviceContext {
   cublasLtHandle_t cublaslt() const { return lt_; }
   cudnnHandle_t cudnn() const { return dnn_; }
   GemmAlgorithmCache& gemm_algorithms() { return gemm_algorithms_; }
+  DeviceReport& report() { return report_; }
+
+  // The convolution algorithm that ran for a shape (its key) after cuDNN refused the ones its
+  // heuristic ranked higher: later plans of that shape start with it.
+  std::optional<int> remembered_algorithm(const std::string& key);
+  void remember_algorithm(const std::string& key, int algo);
+
+  // How this device's cuBLASLt writes the ReLU mask for products of type t: probed with a tiny
+  // product on first use (relu_mask_probe.h), then remembered.
+  const ReluMaskConvention& relu_mask_convention(DType t);
 
   // The kernel of generated source, ready to launch: NVRTC through the image cache (memory, and
   // the folder in $AMP_KERNEL_CACHE_DIR when set) on first use, then a lookup by name.
@@ -70,9 +85,12 @@ class DeviceContext {
   cublasLtHandle_t lt_ = nullptr;
   cudnnHandle_t dnn_ = nullptr;
   GemmAlgorithmCache gemm_algorithms_;
+  DeviceReport report_;
+  std::map<std::string, int> conv_algorithms_;
+  std::map<DType, ReluMaskConvention> relu_masks_;
   KernelImageCache images_;
   std::string nvrtc_target_;
-  std::mutex mutex_;
+  std::mutex mutex_, probe_mutex_;
   std::unordered_map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> kernels_;
 };
 

@@ -1,5 +1,7 @@
 #include "backends/cuda/gemm.h"
 
+#include <algorithm>
+
 #include "backends/cuda/cuda_check.h"
 #include "graph/error.h"
 
@@ -34,7 +36,9 @@ cublasLtEpilogue_t lt_epilogue(GemmEpilogue e) {
   throw Error("internal: unknown GemmEpilogue");
 }
 
-const char* epilogue_name(GemmEpilogue e) {
+}  // namespace
+
+const char* gemm_epilogue_name(GemmEpilogue e) {
   switch (e) {
     case GemmEpilogue::kNone: return "none";
     case GemmEpilogue::kBias: return "BIAS";
@@ -51,6 +55,8 @@ const char* epilogue_name(GemmEpilogue e) {
   }
   return "?";
 }
+
+namespace {
 
 // Every epilogue but the two that only apply an aux matrix reads or writes the bias vector.
 bool uses_bias(GemmEpilogue e) { return e != GemmEpilogue::kNone && e != GemmEpilogue::kDRelu && e != GemmEpilogue::kDGelu; }
@@ -109,18 +115,31 @@ std::string GemmDesc::key() const {
          std::to_string(static_cast<int>(epilogue)) + "," + std::to_string(tf32);
 }
 
-const cublasLtMatmulHeuristicResult_t* GemmAlgorithmCache::find(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = results_.find(key);
-  return it == results_.end() ? nullptr : &it->second;
+std::string GemmDesc::str() const {
+  return std::string(dtype_name(ab_type)) + " [" + std::to_string(m) + "x" + std::to_string(k) + "]x[" +
+         std::to_string(k) + "x" + std::to_string(n) + "] batch " + std::to_string(batch) + " with " +
+         gemm_epilogue_name(epilogue);
 }
 
-void GemmAlgorithmCache::put(const std::string& key, const cublasLtMatmulHeuristicResult_t& result) {
+std::optional<GemmAlgorithmCache::Entry> GemmAlgorithmCache::find(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  results_.emplace(key, result);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
 }
 
-GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache& cache) : desc_(desc) {
+void GemmAlgorithmCache::put(const std::string& key, Entry entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.emplace(key, std::move(entry));
+}
+
+void GemmAlgorithmCache::set_working(const std::string& key, size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = entries_.find(key); it != entries_.end()) it->second.working = index;
+}
+
+GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache& cache, DeviceReport* report)
+    : desc_(desc), key_(desc.key()), cache_(&cache), report_(report) {
   // cuBLASLt's BGRADA takes only a non-transposed A and BGRADB only a transposed B; anything
   // else finds no algorithm. After the swap that is op(B) = B and op(A) = A^T here.
   if ((desc.epilogue == GemmEpilogue::kBiasGradFromB && desc.trans_b) ||
@@ -155,9 +174,9 @@ GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache
   if (desc.beta != 0.0f && desc.stride_c != m * n)
     throw Error("internal: C must be laid out like D (stride " + std::to_string(m * n) + ")");
 
-  const std::string key = desc.key();
-  if (const auto* hit = cache.find(key)) {
-    algorithm_ = *hit;
+  if (std::optional<GemmAlgorithmCache::Entry> hit = cache.find(key_)) {
+    algorithms_ = std::move(hit->results);
+    current_ = hit->working;
     return;
   }
   cublasLtMatmulPreference_t pref = nullptr;
@@ -165,21 +184,25 @@ GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache
   const uint64_t max_ws = kMaxWorkspace;
   AMP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws));
   int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, op_, a_, b_, c_, c_, pref, 1, &algorithm_, &found);
+  std::vector<cublasLtMatmulHeuristicResult_t> results(kHeuristicResults);
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(lt, op_, a_, b_, c_, c_, pref, kHeuristicResults, results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+  // Only results whose own state is CUBLAS_STATUS_SUCCESS are valid (cublasLt.h).
+  for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < found; ++i)
+    if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS) algorithms_.push_back(results[static_cast<size_t>(i)]);
+  if (algorithms_.empty()) {
     release();  // a throwing constructor runs no destructor
-    const std::string what = " a " + std::string(dtype_name(desc.ab_type)) + " product [" + std::to_string(m) + "x" +
-                             std::to_string(k) + "]x[" + std::to_string(k) + "x" + std::to_string(n) + "] batch " +
-                             std::to_string(desc.batch) + " with epilogue " + epilogue_name(desc.epilogue) + " (" +
-                             cublasLtGetStatusString(status) + ")";
     // INVALID_VALUE too: it is cuBLASLt's answer to a description that breaks its rules (an aux
     // leading dimension, say), which on a device this code has not met may also mean an epilogue
     // it does not take for these types. Callers fall back to plain products; the GemmPlan tests,
     // which ask for each epilogue directly, fail on it.
-    throw NoGemmAlgorithm("cuBLASLt has no algorithm for" + what);
+    throw NoGemmAlgorithm("cuBLASLt has no algorithm for a " + desc.str() + " (" +
+                          (status != CUBLAS_STATUS_SUCCESS ? std::string(cublasLtGetStatusString(status))
+                                                           : std::to_string(found) + " results, none usable") +
+                          ")");
   }
-  cache.put(key, algorithm_);
+  cache.put(key_, GemmAlgorithmCache::Entry{algorithms_, 0});
 }
 
 GemmPlan::~GemmPlan() { release(); }
@@ -193,6 +216,12 @@ void GemmPlan::release() {
   op_ = nullptr;
 }
 
+size_t GemmPlan::workspace_bytes() const {
+  size_t bytes = 0;
+  for (const cublasLtMatmulHeuristicResult_t& r : algorithms_) bytes = std::max(bytes, r.workspaceSize);
+  return bytes;
+}
+
 void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,
                        void* bias, void* aux, void* workspace) const {
   if (uses_bias(desc_.epilogue)) set_desc(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
@@ -202,8 +231,24 @@ void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, 
     set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
   }
   const float alpha = desc_.alpha, beta = desc_.beta;
-  AMP_CUBLAS_CHECK(cublasLtMatmul(lt, op_, &alpha, b, a_, a, b_, &beta, desc_.beta != 0.0f ? c : d, c_, d, c_,
-                                  &algorithm_.algo, workspace, algorithm_.workspaceSize, stream));
+  for (size_t i = current_.load();; ++i) {
+    const cublasLtMatmulHeuristicResult_t& r = algorithms_[i];
+    const cublasStatus_t status = cublasLtMatmul(lt, op_, &alpha, b, a_, a, b_, &beta, desc_.beta != 0.0f ? c : d, c_, d,
+                                                 c_, &r.algo, workspace, r.workspaceSize, stream);
+    if (status == CUBLAS_STATUS_SUCCESS) return;
+    if (status == CUBLAS_STATUS_INVALID_VALUE || i + 1 == algorithms_.size()) {
+      const std::string call = "cublasLtMatmul for a " + desc_.str() + " with heuristic result " + std::to_string(i + 1) +
+                               " of " + std::to_string(algorithms_.size());
+      check_cublas(status, call.c_str(), __FILE__, __LINE__);
+    }
+    cudaGetLastError();  // a failed launch leaves its error for the next call to report
+    if (report_)
+      report_->record("gemm_algorithm_refused",
+                      {{"product", desc_.str()}, {"algorithm", std::to_string(i)}, {"status", cublasLtGetStatusString(status)},
+                       {"next", std::to_string(i + 1) + " of " + std::to_string(algorithms_.size())}});
+    current_ = i + 1;
+    cache_->set_working(key_, i + 1);
+  }
 }
 
 }  // namespace amp::cuda

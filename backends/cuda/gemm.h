@@ -22,11 +22,15 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "backends/cuda/device_report.h"
 #include "graph/dtype.h"
 #include "graph/error.h"
 
@@ -49,6 +53,9 @@ enum class GemmEpilogue : uint8_t {
   kDGeluBiasGrad,  // kDGelu, and bias_grad[n] = column sums of that D
 };
 
+// cuBLASLt's name of the epilogue ("RELU_AUX_BIAS"), "none" for kNone.
+const char* gemm_epilogue_name(GemmEpilogue e);
+
 // Whether the epilogue writes or reads an aux matrix, and its row length for a row-major D of n
 // columns: the ReLU bitmask's in bits, a multiple of 128 (16-byte rows); GELU's input in
 // elements, a multiple of 8 (cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD). 0 without aux.
@@ -70,21 +77,27 @@ struct GemmDesc {
   bool tf32 = false;  // fp32 operands may use TF32 Tensor Cores
 
   std::string key() const;
+  std::string str() const;  // "float16 [64x256]x[256x1024] batch 1 with RELU_AUX_BIAS", for messages
 };
 
-// The heuristic's choice per distinct GemmDesc, asked once: cublasLtMatmulAlgoGetHeuristic costs
-// tens of microseconds, as much as a small product.
+// The heuristic's results per distinct GemmDesc, asked once (cublasLtMatmulAlgoGetHeuristic costs
+// tens of microseconds, as much as a small product), and which of them ran: a later plan of the
+// same description starts with the one that worked.
 class GemmAlgorithmCache {
  public:
-  const cublasLtMatmulHeuristicResult_t* find(const std::string& key);
-  void put(const std::string& key, const cublasLtMatmulHeuristicResult_t& result);
+  struct Entry {
+    std::vector<cublasLtMatmulHeuristicResult_t> results;  // usable ones, best first
+    size_t working = 0;                                    // the one that ran last
+  };
+  std::optional<Entry> find(const std::string& key);
+  void put(const std::string& key, Entry entry);
+  void set_working(const std::string& key, size_t index);
 
  private:
   std::mutex mutex_;
-  std::unordered_map<std::string, cublasLtMatmulHeuristicResult_t> results_;
+  std::unordered_map<std::string, Entry> entries_;
 };
 
-// Descriptors and algorithm of one GemmDesc, made once per plan and enqueued every run.
 // cuBLASLt found no algorithm for a product: its epilogues cover fewer types and shapes than
 // plain products, so a caller may retry without one.
 class NoGemmAlgorithm : public Error {
@@ -92,31 +105,45 @@ class NoGemmAlgorithm : public Error {
   using Error::Error;
 };
 
+// Descriptors and algorithms of one GemmDesc, made once per plan and enqueued every run.
 class GemmPlan {
  public:
-  // Throws NoGemmAlgorithm when cuBLASLt has no algorithm for the description (the message says which).
-  GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache& cache);
+  // Throws NoGemmAlgorithm when cuBLASLt has no algorithm for the description (the message says
+  // which). report, when given, records the products that ran with another algorithm than the
+  // heuristic's first.
+  GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache& cache, DeviceReport* report = nullptr);
   ~GemmPlan();
   GemmPlan(const GemmPlan&) = delete;
   GemmPlan& operator=(const GemmPlan&) = delete;
 
-  size_t workspace_bytes() const { return algorithm_.workspaceSize; }
+  // Enough for any of the algorithms enqueue may fall back to.
+  size_t workspace_bytes() const;
+  size_t algorithm_count() const { return algorithms_.size(); }
   // bias: read for the epilogues that add it, written for the gradient epilogues; aux: written
   // or read by the epilogues that have one (256-byte aligned, as arena buffers are); both unused
-  // otherwise.
+  // otherwise. An algorithm cublasLtMatmul refuses (anything but CUBLAS_STATUS_INVALID_VALUE, the
+  // status of arguments no algorithm would take) hands the product to the next the heuristic
+  // ranked, from then on; the last one's refusal throws.
   void enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,
                void* bias, void* aux, void* workspace) const;
 
   // The workspace the heuristic may use: 32 MiB lets Hopper pick its fastest kernels.
   static constexpr size_t kMaxWorkspace = size_t{32} << 20;
+  // Results asked of the heuristic: cublasLt.h ranks them by estimated time and gives each a
+  // state of its own, so the first may be one that cannot run.
+  static constexpr int kHeuristicResults = 8;
 
  private:
   void release();
 
   GemmDesc desc_;
+  std::string key_;
+  GemmAlgorithmCache* cache_;
+  DeviceReport* report_;
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;  // c_ describes C and D
-  cublasLtMatmulHeuristicResult_t algorithm_{};
+  std::vector<cublasLtMatmulHeuristicResult_t> algorithms_;  // usable, best first
+  mutable std::atomic<size_t> current_{0};                   // the one enqueue runs
 };
 
 }  // namespace amp::cuda

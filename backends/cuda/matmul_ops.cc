@@ -38,33 +38,102 @@ bool writes_bias_gradient(GemmEpilogue e) {
 bool sums_own_result(GemmEpilogue e) { return e == GemmEpilogue::kDReluBiasGrad || e == GemmEpilogue::kDGeluBiasGrad; }
 bool reads_gelu_input(GemmEpilogue e) { return e == GemmEpilogue::kDGelu || e == GemmEpilogue::kDGeluBiasGrad; }
 
-// A product's epilogue, and what the unit runs after the product when cuBLASLt has no algorithm
-// with a better one: the bias gradient as a separate sum, the ReLU mask written or applied by
-// relu_mask.cu's kernels (the mask stays the bitmask either way, so a forward and a backward
-// product need not agree on which of them gets its epilogue), GELU or its gradient as a
-// generated elementwise kernel (GELU's input is stored as its type either way).
+// A product's epilogue, and what the unit runs after the product when it cannot have a better
+// one — cuBLASLt offers no algorithm for it, the ReLU-mask probe found its mask unlike the graph's
+// (relu_mask_probe.h), or the shapes do not fit it: the bias gradient as a separate sum, the ReLU
+// mask written or applied by relu_mask.cu's kernels (the mask stays the bitmask either way, so a
+// forward and a backward product need not agree on which of them gets its epilogue), the bias,
+// ReLU, GELU or GELU's gradient as one generated elementwise kernel (rounding where the epilogue
+// it stands in for rounds: product_type).
+enum After : unsigned {
+  kSum = 1,         // the bias gradient, summed by a ReducePlan
+  kWriteMask = 2,   // write_relu_mask from the ReLU's result
+  kApplyMask = 4,   // apply_relu_mask to the product, in place
+  kAddBias = 8,     // the generated kernel adds the bias row
+  kRelu = 16,       // ... then ReLU
+  kGelu = 32,       // ... then GELU (tanh form)
+  kGeluGrad = 64,   // ... the product times gelu'(GELU's input)
+};
+constexpr unsigned kGeneratedKernel = kAddBias | kRelu | kGelu | kGeluGrad;
+
 struct EpilogueChoice {
   GemmEpilogue epilogue = GemmEpilogue::kNone;
-  bool sum_after = false, write_mask = false, apply_mask = false;
-  bool gelu_after = false, gelu_grad_after = false;
+  unsigned after = 0;
+  bool has(After a) const { return (after & a) != 0; }
 };
 
-// Best first; the last is what the unit runs when none before it has an algorithm.
+// Best first; the last needs nothing of cuBLASLt but a plain product.
 std::vector<EpilogueChoice> choices(GemmEpilogue e) {
   using E = GemmEpilogue;
   switch (e) {
+    case E::kNone: return {{e}};
+    case E::kBias: return {{e}, {E::kNone, kAddBias}};
+    case E::kReluBias: return {{e}, {E::kBias, kRelu}, {E::kNone, kAddBias | kRelu}};
     case E::kBiasGradFromA:
-    case E::kBiasGradFromB: return {{e}, {E::kNone, true}};
-    case E::kReluAuxBias: return {{e}, {E::kReluBias, false, true}};
-    case E::kDRelu: return {{e}, {E::kNone, false, false, true}};
-    case E::kDReluBiasGrad: return {{e}, {E::kDRelu, true}, {E::kNone, true, false, true}};
+    case E::kBiasGradFromB: return {{e}, {E::kNone, kSum}};
+    case E::kReluAuxBias:
+      return {{e}, {E::kReluBias, kWriteMask}, {E::kBias, kRelu | kWriteMask}, {E::kNone, kAddBias | kRelu | kWriteMask}};
+    case E::kDRelu: return {{e}, {E::kNone, kApplyMask}};
+    case E::kDReluBiasGrad: return {{e}, {E::kDRelu, kSum}, {E::kNone, kSum | kApplyMask}};
     case E::kGeluBias:
-    case E::kGeluAuxBias: return {{e}, {E::kBias, false, false, false, true}};
-    case E::kDGelu: return {{e}, {E::kNone, false, false, false, false, true}};
-    case E::kDGeluBiasGrad: return {{e}, {E::kDGelu, true}, {E::kNone, true, false, false, false, true}};
-    default: return {{e}};
+    case E::kGeluAuxBias: return {{e}, {E::kBias, kGelu}, {E::kNone, kAddBias | kGelu}};
+    case E::kDGelu: return {{e}, {E::kNone, kGeluGrad}};
+    case E::kDGeluBiasGrad: return {{e}, {E::kDGelu, kSum}, {E::kNone, kSum | kGeluGrad}};
   }
+  throw Error("internal: unknown GemmEpilogue");
 }
+
+std::string after_names(unsigned after) {
+  static const std::pair<After, const char*> kNames[] = {
+      {kAddBias, "bias kernel"},        {kRelu, "ReLU kernel"},         {kGelu, "GELU kernel"},
+      {kGeluGrad, "GELU-gradient kernel"}, {kWriteMask, "write_relu_mask"}, {kApplyMask, "apply_relu_mask"},
+      {kSum, "separate bias-gradient sum"}};
+  std::string out;
+  for (const auto& [flag, name] : kNames)
+    if (after & flag) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out.empty() ? "nothing" : out;
+}
+
+// The type the product of a choice stores its result in, when a generated kernel reads it rather
+// than the unit's result: fp32 where the kernel adds the bias or multiplies by gelu', so that the
+// kernel rounds once, as the epilogue it stands in for does (and as Gemm with its C does); its
+// result type where the product adds the bias itself and the kernel applies an activation to
+// that, as the graph's next node does.
+DType product_type(const EpilogueChoice& c, DType t) { return c.has(kAddBias) || c.has(kGeluGrad) ? DType::kFloat : t; }
+
+// The generated kernel of a choice: reads the product (input 0, of product_type), the bias row
+// (input 1, with kAddBias) and GELU's input (the last, with kGeluGrad); writes the activation (or
+// the biased product), and with z_too the biased product as well, all of type t.
+ElementwiseProgram kernel_after(const EpilogueChoice& c, DType t, bool z_too) {
+  ElementwiseProgram p;
+  auto input = [&](DType type) {
+    ElemInstr in;
+    in.op = ElemOp::kInput;
+    in.input = static_cast<int>(p.input_dtypes.size());
+    in.dtype = type;
+    p.input_dtypes.push_back(type);
+    return p.add(in);
+  };
+  auto op = [&](ElemOp o, std::vector<int> args) {
+    ElemInstr in;
+    in.op = o;
+    in.args = std::move(args);
+    in.dtype = t;
+    return p.add(in);
+  };
+  const int product = input(product_type(c, t));
+  const int z = c.has(kAddBias) ? op(ElemOp::kAdd, {product, input(t)}) : product;
+  int y = z;
+  if (c.has(kRelu)) y = op(ElemOp::kRelu, {z});
+  if (c.has(kGelu)) y = op(ElemOp::kGeluTanh, {z});
+  if (c.has(kGeluGrad)) y = op(ElemOp::kGeluTanhGrad, {product, input(t)});
+  p.outputs = {y};
+  if (z_too) p.outputs.push_back(z);
+  p.check();
+  return p;
+}
+
+constexpr size_t kScratchAlignment = 256;
 
 // Operands: 0 A, 1 B, 2 C (Gemm, optional), 3 bias (BIAS epilogues), 4 the tensor a bias gradient
 // sums (BGRAD epilogues), 5 the aux matrix a backward epilogue reads: the ReLU mask DRELU applies,
@@ -175,8 +244,7 @@ class ProductOp final : public CudaOp {
     // length. The matcher sees that from the graph for most, not all, shapes; else the product
     // runs without it and the sum on its own. DRELU_BGRAD sums its own D, which is T (one batch:
     // cuBLASLt keeps a bias gradient per batch).
-    const std::vector<EpilogueChoice> options = choices(g.epilogue);
-    size_t first = 0;
+    bool sums_mismatch = false;
     if (writes_bias_gradient(g.epilogue)) {
       if (!s.has_out(1)) throw InputError("a bias-gradient product needs the summed tensor");
       const bool own = sums_own_result(g.epilogue);
@@ -185,29 +253,52 @@ class ProductOp final : public CudaOp {
       const bool from_a = g.epilogue == GemmEpilogue::kBiasGradFromA;
       const int64_t length = from_a ? g.m : g.n;
       const int64_t operand = own ? d.numel() : (from_a ? a : b).numel();
-      if (summed.dims.empty() || summed.numel() != operand || summed.dims.back() != length ||
-          s.out[1]->numel() != length || g.batch != 1)
-        first = 1;
+      sums_mismatch = summed.dims.empty() || summed.numel() != operand || summed.dims.back() != length ||
+                      s.out[1]->numel() != length || g.batch != 1;
     }
-    // GELU's input is a tensor other units read as its type: cuBLASLt may write or read it as the
-    // aux matrix only when its rows need no padding (AUX_LD, a multiple of 8, equal to n).
-    const bool gelu_aux = g.epilogue == GemmEpilogue::kGeluAuxBias || reads_gelu_input(g.epilogue);
-    if (gelu_aux && gemm_aux_ld(g.epilogue, g.n) != g.n) first = options.size() - 1;
+    // What rules out an epilogue before cuBLASLt is asked, and why each was not taken, in words
+    // for the device report.
+    std::vector<std::string> refused;
+    auto ruled_out = [&](GemmEpilogue e) -> std::string {
+      if (sums_mismatch && writes_bias_gradient(e)) return "the summed tensor is not the product's rows";
+      // GELU's input is a tensor other units read as its type: cuBLASLt may write or read it as
+      // the aux matrix only when its rows need no padding (AUX_LD, a multiple of 8, equal to n).
+      if ((e == GemmEpilogue::kGeluAuxBias || reads_gelu_input(e)) && gemm_aux_ld(e, g.n) != g.n)
+        return "GELU's input rows would be padded to " + std::to_string(gemm_aux_ld(e, g.n));
+      if (e == GemmEpilogue::kReluAuxBias && !ctx.relu_mask_convention(d.dtype).writer_matches())
+        return ctx.relu_mask_convention(d.dtype).detail;
+      if ((e == GemmEpilogue::kDRelu || e == GemmEpilogue::kDReluBiasGrad) &&
+          !ctx.relu_mask_convention(d.dtype).reader_matches())
+        return ctx.relu_mask_convention(d.dtype).detail;
+      return "";
+    };
+    const GemmEpilogue wanted = g.epilogue;
+    const std::vector<EpilogueChoice> options = choices(wanted);
     std::shared_ptr<GemmPlan> plan;
     EpilogueChoice chosen;
-    for (size_t k = first; !plan; ++k) {
+    for (size_t k = 0; !plan; ++k) {
+      if (k == options.size()) {
+        std::string why;
+        for (const std::string& r : refused) why += (why.empty() ? "" : "; ") + r;
+        throw NoGemmAlgorithm("no way to run a " + g.str() + ": " + why);
+      }
       chosen = options[k];
       g.epilogue = chosen.epilogue;
+      g.d_type = product_type(chosen, d.dtype);
+      if (const std::string why = ruled_out(chosen.epilogue); !why.empty()) {
+        refused.push_back(std::string(gemm_epilogue_name(chosen.epilogue)) + ": " + why);
+        continue;
+      }
       try {
-        plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms());
-      } catch (const NoGemmAlgorithm&) {
+        plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms(), &ctx.report());
+      } catch (const NoGemmAlgorithm& e) {
         // cuBLASLt offers its epilogues for fewer types and shapes than plain products: the same
         // unit then runs the product with less of its work in the epilogue.
-        if (k + 1 == options.size()) throw;
+        refused.push_back(e.what());
       }
     }
     std::shared_ptr<ReducePlan> separate_sum;
-    if (chosen.sum_after) {
+    if (chosen.has(kSum)) {
       const TensorDesc& summed = s.has_in(4) ? *s.in[4] : d;
       std::vector<bool> reduced(summed.dims.size(), true);
       if (!reduced.empty()) reduced.back() = false;
@@ -216,35 +307,41 @@ class ProductOp final : public CudaOp {
     const GemmEpilogue epilogue = g.epilogue;
     const bool sums_d = !s.has_in(4);
     const DType d_type = d.dtype;
-    // GELU (or its gradient) after a product without it: a one-op generated kernel over D, from
-    // GELU's input (written by the product into the unit's aux result, or into D) or in place.
-    std::shared_ptr<PreparedOp> gelu_kernel;
-    const bool z_apart = c_.epilogue == GemmEpilogue::kGeluAuxBias;  // the product writes GELU's input there
-    if (chosen.gelu_after || chosen.gelu_grad_after) {
-      ElementwiseProgram p;
-      const int arity = chosen.gelu_after ? 1 : 2;
-      p.input_dtypes.assign(static_cast<size_t>(arity), d.dtype);
-      std::vector<int> args;
-      for (int i = 0; i < arity; ++i) {
-        ElemInstr in;
-        in.op = ElemOp::kInput;
-        in.input = i;
-        in.dtype = d.dtype;
-        args.push_back(p.add(in));
-      }
-      ElemInstr op;
-      op.op = chosen.gelu_after ? ElemOp::kGeluTanh : ElemOp::kGeluTanhGrad;
-      op.args = args;
-      op.dtype = d.dtype;
-      p.outputs = {p.add(op)};
-      p.check();
+    // The generated kernel after the product never reads the buffer it writes (its operands are
+    // __restrict__): the product writes into scratch past cuBLASLt's workspace, or — a product
+    // with the bias whose unit also returns GELU's input — into that result, which the kernel reads.
+    std::shared_ptr<PreparedOp> kernel;
+    const bool writes_z = wanted == GemmEpilogue::kGeluAuxBias;  // result 2: GELU's input
+    const bool z_by_product = writes_z && chosen.epilogue == GemmEpilogue::kBias;
+    const bool z_by_kernel = writes_z && chosen.has(kAddBias);
+    size_t scratch_at = 0, workspace = plan->workspace_bytes();
+    const TensorDesc product_desc{g.d_type, d.dims};
+    if (chosen.after & kGeneratedKernel) {
       OpShapes shapes;
-      shapes.in.assign(static_cast<size_t>(arity), &d);
-      shapes.host.assign(static_cast<size_t>(arity), nullptr);
+      shapes.in.push_back(&product_desc);
+      if (chosen.has(kAddBias)) shapes.in.push_back(s.in[bias_operand]);
+      if (chosen.has(kGeluGrad)) shapes.in.push_back(s.in[5]);
+      shapes.host.assign(shapes.in.size(), nullptr);
       shapes.out = {&d};
-      gelu_kernel = FusedElementwiseOp(std::move(p)).prepare(shapes, ctx);
+      if (z_by_kernel) shapes.out.push_back(&d);
+      kernel = FusedElementwiseOp(kernel_after(chosen, d.dtype, z_by_kernel)).prepare(shapes, ctx);
+      if (!z_by_product) {
+        scratch_at = (workspace + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
+        workspace = scratch_at + product_desc.nbytes();
+      }
     }
-    const size_t workspace = std::max(plan->workspace_bytes(), separate_sum ? separate_sum->workspace_bytes() : 0);
+    if (separate_sum) workspace = std::max(workspace, separate_sum->workspace_bytes());
+    const bool scratch = kernel && !z_by_product;
+    ctx.report().record("product", {{"product", g.str()},
+                                    {"wanted", gemm_epilogue_name(wanted)},
+                                    {"chosen", gemm_epilogue_name(chosen.epilogue)},
+                                    {"after", after_names(chosen.after)},
+                                    {"refused", [&] {
+                                       std::string all;
+                                       for (const std::string& r : refused) all += (all.empty() ? "" : "; ") + r;
+                                       return all;
+                                     }()},
+                                    {"algorithms", std::to_string(plan->algorithm_count())}});
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& buf, DeviceContext& c) {
           if (expand_c) strided_copy(c_copy, buf.in[2], buf.out[0], c.sm_count(), c.stream());
@@ -255,13 +352,20 @@ class ProductOp final : public CudaOp {
           // ones read it as operand 5.
           const bool writes_aux = epilogue == GemmEpilogue::kReluAuxBias || epilogue == GemmEpilogue::kGeluAuxBias;
           void* aux = !gemm_aux_ld(epilogue, g.n) ? nullptr : writes_aux ? buf.out[2] : const_cast<void*>(buf.in[5]);
-          void* product_out = chosen.gelu_after && z_apart ? buf.out[2] : buf.out[0];
+          void* product_out = scratch ? static_cast<uint8_t*>(buf.workspace) + scratch_at
+                              : z_by_product ? buf.out[2]
+                                             : buf.out[0];
           plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], product_out, product_out, bias, aux,
                         buf.workspace);
-          if (chosen.write_mask) write_relu_mask(d_type, buf.out[0], buf.out[2], rows, g.n, mask_ld, c.sm_count(), c.stream());
-          if (chosen.apply_mask) apply_relu_mask(d_type, buf.out[0], buf.in[5], rows, g.n, mask_ld, c.sm_count(), c.stream());
-          if (chosen.gelu_after) gelu_kernel->enqueue(OpBuffers{{product_out}, {buf.out[0]}}, c);
-          if (chosen.gelu_grad_after) gelu_kernel->enqueue(OpBuffers{{buf.out[0], buf.in[5]}, {buf.out[0]}}, c);
+          if (kernel) {
+            OpBuffers k{{product_out}, {buf.out[0]}};
+            if (chosen.has(kAddBias)) k.in.push_back(buf.in[bias_operand]);
+            if (chosen.has(kGeluGrad)) k.in.push_back(buf.in[5]);
+            if (z_by_kernel) k.out.push_back(buf.out[2]);
+            kernel->enqueue(k, c);
+          }
+          if (chosen.has(kWriteMask)) write_relu_mask(d_type, buf.out[0], buf.out[2], rows, g.n, mask_ld, c.sm_count(), c.stream());
+          if (chosen.has(kApplyMask)) apply_relu_mask(d_type, buf.out[0], buf.in[5], rows, g.n, mask_ld, c.sm_count(), c.stream());
           if (separate_sum) separate_sum->enqueue(sums_d ? buf.out[0] : buf.in[4], buf.out[1], buf.workspace, c.stream());
         },
         workspace);

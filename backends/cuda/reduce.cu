@@ -38,8 +38,13 @@ __device__ __forceinline__ float block_combine(int kind, float v, float* scratch
   return v;
 }
 
+// One block per row: kRowThreads (512) threads for long rows, 128 for short ones. 512 threads need
+// __launch_bounds__ to be sure to launch (at most 128 registers a thread of the SM's 65536).
+constexpr int kRowThreads = 512;
+
 template <class In, class Out>
-__global__ void reduce_rows(const In* __restrict__ src, Out* __restrict__ dst, int64_t r, int kind, float scale) {
+__global__ void __launch_bounds__(kRowThreads)
+    reduce_rows(const In* __restrict__ src, Out* __restrict__ dst, int64_t r, int kind, float scale) {
   __shared__ float scratch[32];
   const In* row = src + blockIdx.x * r;
   float acc = identity_of(kind);
@@ -66,7 +71,7 @@ template <class In, class Out>
 void launch_pass(const In* src, Out* dst, int64_t outer, int64_t r, int64_t inner, int chunks, int kind, float scale,
                  cudaStream_t stream) {
   if (inner == 1) {
-    reduce_rows<In, Out><<<static_cast<unsigned>(outer), r >= 2048 ? 512 : 128, 0, stream>>>(src, dst, r, kind, scale);
+    reduce_rows<In, Out><<<static_cast<unsigned>(outer), r >= 2048 ? kRowThreads : 128, 0, stream>>>(src, dst, r, kind, scale);
   } else {
     const dim3 grid(static_cast<unsigned>((outer * inner + 255) / 256), static_cast<unsigned>(chunks));
     reduce_columns<In, Out><<<grid, 256, 0, stream>>>(src, dst, outer, r, inner, kind, scale);

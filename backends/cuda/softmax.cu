@@ -46,9 +46,16 @@ __device__ __forceinline__ MaxSum block_max_sum(MaxSum v, MaxSum* scratch) {
 
 // TX, TY: the storage types of x and y (an absorbed Cast makes them differ); copy, when not null,
 // gets y once more as TC (the fp16 copy of an fp32 result that is also read as it is).
+// One block per row, up to kRowThreads threads (1024, CUDA's most): at 1024 threads a block gets
+// at most 64 registers a thread of the SM's 65536, and __launch_bounds__ makes ptxas keep to that,
+// or the launch fails with cudaErrorLaunchOutOfResources (tests/backends/kernel_resources.py
+// checks the compiled kernels against their bounds).
+constexpr int kRowThreads = 1024;
+
 template <class TX, class TY, class TC>
-__global__ void softmax_rows_kernel(const TX* __restrict__ x, TY* __restrict__ y, TC* __restrict__ copy, int64_t cols,
-                                    bool log) {
+__global__ void __launch_bounds__(kRowThreads)
+    softmax_rows_kernel(const TX* __restrict__ x, TY* __restrict__ y, TC* __restrict__ copy, int64_t cols,
+                        bool log) {
   __shared__ MaxSum scratch[32];
   const TX* row = x + blockIdx.x * cols;
   TY* out = y + blockIdx.x * cols;
@@ -87,8 +94,9 @@ __global__ void softmax_strided_kernel(const TX* __restrict__ x, TY* __restrict_
 // dx = y (dy - sum(dy y)) over a row: the row's sum in fp32 over the block (TDY, TDX: the storage
 // types of dy and dx, which absorbed Casts make differ from y's).
 template <class TDY, class TY, class TDX>
-__global__ void softmax_grad_rows_kernel(const TDY* __restrict__ dy, const TY* __restrict__ y, TDX* __restrict__ dx,
-                                         int64_t cols) {
+__global__ void __launch_bounds__(kRowThreads)
+    softmax_grad_rows_kernel(const TDY* __restrict__ dy, const TY* __restrict__ y, TDX* __restrict__ dx,
+                             int64_t cols) {
   __shared__ float scratch[32];
   const int64_t offset = blockIdx.x * cols;
   float dot = 0.0f;
@@ -117,7 +125,7 @@ void launch_softmax(const void* x, void* y, void* copy, int64_t outer, int64_t a
                     cudaStream_t stream) {
   if (inner == 1) {
     // 1024 threads for long rows (a 50k vocabulary), fewer for short ones (attention over T=32).
-    const int threads = axis >= 4096 ? 1024 : axis >= 512 ? 256 : 64;
+    const int threads = axis >= 4096 ? kRowThreads : axis >= 512 ? 256 : 64;
     softmax_rows_kernel<TX, TY, TC><<<static_cast<unsigned>(outer), threads, 0, stream>>>(
         static_cast<const TX*>(x), static_cast<TY*>(y), static_cast<TC*>(copy), axis, log);
   } else {
@@ -158,7 +166,7 @@ void softmax_backward(DType y_type, DType dy_type, DType dx_type, const void* dy
     using TY = decltype(y_tag);
     using TDX = decltype(dx_tag);
     if (inner == 1) {
-      const int threads = axis >= 4096 ? 1024 : axis >= 512 ? 256 : 64;
+      const int threads = axis >= 4096 ? kRowThreads : axis >= 512 ? 256 : 64;
       softmax_grad_rows_kernel<TDY, TY, TDX><<<static_cast<unsigned>(outer), threads, 0, stream>>>(
           static_cast<const TDY*>(dy), static_cast<const TY*>(y), static_cast<TDX*>(dx), axis);
     } else {

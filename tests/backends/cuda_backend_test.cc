@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "backends/backend.h"
@@ -123,6 +126,54 @@ void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::st
 }
 
 using test::OneNode;
+
+// An environment variable set for a scope, then restored: the stand-ins' AMP_STANDIN_* knobs,
+// AMP_CUDA_REPORT (which .ci/gpu_run.sh may have set for the whole run).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The device report (backends/cuda/device_report.h) of the backends made while this lives.
+class DeviceReportFile {
+ public:
+  explicit DeviceReportFile(const std::string& tag)
+      : path_(test::temp_dir(tag) + "/report.jsonl"), env_("AMP_CUDA_REPORT", path_) {}
+  // Its lines of one event, in order.
+  std::vector<nlohmann::json> lines(const std::string& event) const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(path_);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (j["event"] == event) out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+  ScopedEnv env_;
+};
+
+// Whether the device is the host stand-ins', where AMP_STANDIN_* make cuBLASLt and cuDNN answer
+// as a device may; on a GPU those variables change nothing and the tests check parity alone.
+bool on_standins() {
+  cudaDeviceProp prop{};
+  return cudaGetDeviceProperties(&prop, 0) == cudaSuccess && std::string(prop.name).find("host stand-in") != std::string::npos;
+}
 
 Tensor ints(std::vector<int64_t> v) {
   Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
@@ -338,8 +389,12 @@ TEST(CudaBackendGpu, ReluEpiloguesWriteAndApplyTheMaskAsTheFallbackKernelsDo) {
       const double tol = t == DType::kFloat ? 10.0 : 1.0;  // fp32 sums of 40-48 products in another order
       const int64_t k = 48, rows = batch * m, ld = cuda::gemm_aux_ld(E::kReluAuxBias, n);
       EXPECT_EQ(ld, n <= 128 ? 128 : 256);
-      const Tensor x = random_tensor(t, {rows, k}, seed++), w = random_tensor(t, {k, n}, seed++);
-      const Tensor bias = random_tensor(t, {n}, seed++);
+      Tensor x = random_tensor(t, {rows, k}, seed++), w = random_tensor(t, {k, n}, seed++);
+      Tensor bias = random_tensor(t, {n}, seed++);
+      // Exact zeros: the first and last rows of x are 0, and so is every fifth bias.
+      const size_t e = dtype_size(t);
+      for (int64_t r : {int64_t{0}, rows - 1}) std::memset(x.mutable_data() + r * k * e, 0, static_cast<size_t>(k) * e);
+      for (int64_t j = 0; j < n; j += 5) std::memset(bias.mutable_data() + j * e, 0, e);
       const cuda::GemmPlan forward(forward_product(t, batch, m, n, k, E::kReluAuxBias), ctx.cublaslt(), ctx.gemm_algorithms());
       const cuda::DeviceBuffer dx = to_device(x), dw = to_device(w), dbias = to_device(bias);
       const cuda::DeviceBuffer y(rows * n * dtype_size(t)), mask(cuda::gemm_aux_bytes(E::kReluAuxBias, t, rows, n)),
@@ -355,15 +410,27 @@ TEST(CudaBackendGpu, ReluEpiloguesWriteAndApplyTheMaskAsTheFallbackKernelsDo) {
       }
       expect_close(to_host(y, t, {rows, n}), rounded(t, {rows, n}, relu), what + ": relu(x w + b)", tol);
       const std::vector<uint8_t> bits = bytes_of(mask), kernel_bits = bytes_of(kernel_mask);
-      size_t wrong = 0, unlike_kernel = 0;
+      // At exactly 0 the bit is what the backend's probe found (relu_mask_probe.h): a product of
+      // other shapes than the probe's says whether its answer holds.
+      const cuda::ReluMaskConvention& convention = ctx.relu_mask_convention(t);
+      std::printf("%s: %s\n", what.c_str(), convention.detail.c_str());
+      size_t wrong = 0, unlike_kernel = 0, zeros = 0, unlike_probe = 0;
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < n; ++j) {
+          if (pre[r * n + j] == 0.0) {
+            ++zeros;
+            unlike_probe += mask_bit(bits, r * ld + j) !=
+                            (convention.answer == cuda::ReluMaskConvention::Answer::kGreaterOrEqualZero);
+            continue;
+          }
           if (std::fabs(pre[r * n + j]) < 1e-2) continue;  // within the products' rounding of 0
           wrong += mask_bit(bits, r * ld + j) != (pre[r * n + j] > 0);
           unlike_kernel += mask_bit(bits, r * ld + j) != mask_bit(kernel_bits, r * ld + j);
         }
+      EXPECT_EQ(zeros, static_cast<size_t>(2 * ((n + 4) / 5))) << what;
       EXPECT_EQ(wrong, 0u) << what << ": mask bits not set where x w + b > 0";
       EXPECT_EQ(unlike_kernel, 0u) << what << ": mask bits unlike write_relu_mask's";
+      EXPECT_EQ(unlike_probe, 0u) << what << ": mask bits at exactly 0 unlike the probe's answer (" << convention.detail << ")";
 
       const int64_t k2 = 40;
       const Tensor dz = random_tensor(t, {rows, k2}, seed++), v = random_tensor(t, {n, k2}, seed++);
@@ -389,6 +456,30 @@ TEST(CudaBackendGpu, ReluEpiloguesWriteAndApplyTheMaskAsTheFallbackKernelsDo) {
         expect_close(to_host(db, t, {n}), rounded(t, {n}, column_sums(masked, rows, n)), what + ": DRELU_BGRAD's bias gradient",
                      10.0);
     }
+}
+
+// The probe of cuBLASLt's ReLU-mask convention (relu_mask_probe.h) on each type: on the stand-ins,
+// told to set the bit at 0 or not, it finds which; on a GPU it says what it found (the report of
+// .ci/gpu_run.sh has it too), and ReluEpiloguesWriteAndApplyTheMaskAsTheFallbackKernelsDo checks
+// its answer against products of other shapes.
+TEST(CudaBackendGpu, ReluMaskProbeFindsTheConventionAtZero) {
+  REQUIRE_GPU();
+  using Answer = cuda::ReluMaskConvention::Answer;
+  for (const char* at_zero : {"0", "1"}) {
+    const ScopedEnv convention("AMP_STANDIN_CUBLASLT_RELU_MASK_AT_ZERO", at_zero);
+    const DeviceReportFile report("relu_probe");
+    cuda::DeviceContext ctx;
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+      const cuda::ReluMaskConvention& c = ctx.relu_mask_convention(t);
+      std::printf("ReLU mask probe, %s: %s\n", std::string(dtype_name(t)).c_str(), c.detail.c_str());
+      EXPECT_EQ(&c, &ctx.relu_mask_convention(t)) << "probed once per type";
+      if (!on_standins()) continue;
+      EXPECT_EQ(c.answer, std::string(at_zero) == "1" ? Answer::kGreaterOrEqualZero : Answer::kGreaterThanZero) << c.detail;
+    }
+    if (on_standins()) {
+      EXPECT_EQ(report.lines("relu_mask_probe").size(), 3u);
+    }
+  }
 }
 
 double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
@@ -459,42 +550,58 @@ TEST(CudaBackendGpu, GeluEpiloguesComputeTheTanhGeluAndItsGradient) {
 // The ReLU layer of relu_layer_model.h: its forward product writes the mask as bits, the product
 // of its backward applies them and sums the bias gradient. Every fallback computes the same: with
 // cuBLASLt offering no RELU_AUX_BIAS (write_relu_mask after RELU_BIAS), no DRELU_BGRAD (DRELU and
-// a separate sum), neither DRELU (apply_relu_mask after the plain product), or none of them. On
-// the stand-ins AMP_STANDIN_CUBLASLT_REFUSE takes the epilogues away; on a GPU it changes nothing.
-// Each variant has its own batch, so no algorithm chosen for another is reused. DRELU_BGRAD sums
-// dh before it is rounded to its type, the CPU (the graph's ReduceSum) the rounded dh: the bias
-// gradients may also differ by half an ulp of each term. The mask itself exists only as bits:
-// fetching it is refused.
+// a separate sum), neither DRELU (apply_relu_mask after the plain product), none of them, or not
+// even RELU_BIAS and BIAS (kernels after a plain product). On the stand-ins
+// AMP_STANDIN_CUBLASLT_REFUSE takes the epilogues away; on a GPU it changes nothing. Each variant
+// has its own batch, so no algorithm chosen for another is reused. DRELU_BGRAD sums dh before it
+// is rounded to its type, the CPU (the graph's ReduceSum) the rounded dh: the bias gradients may
+// also differ by half an ulp of each term. The mask itself exists only as bits: fetching it is
+// refused.
+// Pre-activations that are exactly 0 (rows of x that are 0, where the bias is 0) have a clear mask
+// bit in the graph (Greater(y, 0)): the backward passes no gradient there. The stand-in's cuBLASLt
+// sets the bit there too when told to (AMP_STANDIN_CUBLASLT_RELU_MASK_AT_ZERO=1, the convention a
+// public probe suggests real cuBLASLt has); the backend's probe must then keep RELU_AUX_BIAS out.
 TEST(CudaBackendGpu, ReluMaskEpiloguesAndTheirFallbacksMatchTheCpu) {
   REQUIRE_GPU();
   const std::vector<std::string> refused = {"", "RELU_AUX_BIAS", "DRELU_BGRAD", "DRELU_BGRAD,DRELU",
-                                            "RELU_AUX_BIAS,DRELU_BGRAD,DRELU"};
+                                            "RELU_AUX_BIAS,DRELU_BGRAD,DRELU", "RELU_AUX_BIAS,RELU_BIAS,BIAS,DRELU_BGRAD,DRELU"};
   auto feeds_for = [](DType t, int64_t batch) {
-    return Feeds{{"x", random_tensor(t, {batch, 16}, 100)}, {"w1", random_tensor(t, {32, 16}, 101)},
-                 {"b1", random_tensor(t, {32}, 102)},        {"w2", random_tensor(t, {8, 32}, 103)},
-                 {"dz", random_tensor(t, {batch, 8}, 104)}};
+    Feeds f{{"x", random_tensor(t, {batch, 16}, 100)}, {"w1", random_tensor(t, {32, 16}, 101)},
+            {"b1", random_tensor(t, {32}, 102)},        {"w2", random_tensor(t, {8, 32}, 103)},
+            {"dz", random_tensor(t, {batch, 8}, 104)}};
+    const size_t e = dtype_size(t);
+    for (int64_t r : {0, 3}) std::memset(f[0].second.mutable_data() + r * 16 * e, 0, 16 * e);
+    for (int64_t j = 0; j < 32; j += 4) std::memset(f[2].second.mutable_data() + j * e, 0, e);
+    return f;
   };
-  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
-    for (size_t k = 0; k < refused.size(); ++k) {
-      SCOPED_TRACE(std::string(dtype_name(t)) + ", cuBLASLt without: " + refused[k]);
-      const int64_t batch = 8 + static_cast<int64_t>(k);
-      const Model m = test::relu_layer_model(t, batch);
-      const std::vector<std::string> fetches = {"y", "z", "dh", "dw", "db"};
-      setenv("AMP_STANDIN_CUBLASLT_REFUSE", refused[k].c_str(), 1);
-      const auto gpu = run_on("cuda", m, feeds_for(t, batch), fetches);
-      unsetenv("AMP_STANDIN_CUBLASLT_REFUSE");
-      const auto cpu = run_on("cpu", m, feeds_for(t, batch), fetches);
-      const double tol = t == DType::kFloat ? 10.0 : 1.0;
-      for (size_t f = 0; f + 1 < fetches.size(); ++f) expect_close(gpu[f], cpu[f], fetches[f], tol);
-      const Tensor &dh = cpu[2], &db = cpu[4];
-      const double half_ulp = t == DType::kFloat ? std::ldexp(1.0, -24) : t == DType::kFloat16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-      const double rtol = t == DType::kFloat ? 1e-3 : t == DType::kFloat16 ? 2e-3 : 1.6e-2;
-      for (int64_t j = 0; j < 32; ++j) {
-        double terms = 0;
-        for (int64_t r = 0; r < batch; ++r) terms += std::fabs(dh.element(r * 32 + j));
-        EXPECT_NEAR(gpu[4].element(j), db.element(j), terms * half_ulp + rtol * (1 + std::fabs(db.element(j)))) << "db[" << j << "]";
+  for (const char* at_zero : {"0", "1"})
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+      for (size_t k = 0; k < refused.size(); ++k) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + ", cuBLASLt without: " + refused[k] + ", mask bit at 0: " + at_zero);
+        const int64_t batch = 8 + static_cast<int64_t>(k);
+        const Model m = test::relu_layer_model(t, batch);
+        const std::vector<std::string> fetches = {"y", "z", "dh", "dw", "db"};
+        std::vector<Tensor> gpu;
+        {
+          const ScopedEnv refuse("AMP_STANDIN_CUBLASLT_REFUSE", refused[k]);
+          const ScopedEnv convention("AMP_STANDIN_CUBLASLT_RELU_MASK_AT_ZERO", at_zero);
+          gpu = run_on("cuda", m, feeds_for(t, batch), fetches);
+        }
+        const auto cpu = run_on("cpu", m, feeds_for(t, batch), fetches);
+        const double tol = t == DType::kFloat ? 10.0 : 1.0;
+        for (size_t f = 0; f + 1 < fetches.size(); ++f) expect_close(gpu[f], cpu[f], fetches[f], tol);
+        for (int64_t r : {0, 3})
+          for (int64_t j = 0; j < 32; j += 4)
+            EXPECT_EQ(gpu[2].element(r * 32 + j), 0.0) << "dh[" << r << "," << j << "]: the pre-activation is exactly 0";
+        const Tensor &dh = cpu[2], &db = cpu[4];
+        const double half_ulp = t == DType::kFloat ? std::ldexp(1.0, -24) : t == DType::kFloat16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+        const double rtol = t == DType::kFloat ? 1e-3 : t == DType::kFloat16 ? 2e-3 : 1.6e-2;
+        for (int64_t j = 0; j < 32; ++j) {
+          double terms = 0;
+          for (int64_t r = 0; r < batch; ++r) terms += std::fabs(dh.element(r * 32 + j));
+          EXPECT_NEAR(gpu[4].element(j), db.element(j), terms * half_ulp + rtol * (1 + std::fabs(db.element(j)))) << "db[" << j << "]";
+        }
       }
-    }
   auto exe = make_backend("cuda")->compile(test::relu_layer_model(DType::kFloat16, 8), {});
   try {
     exe->run(feeds_for(DType::kFloat16, 8), {"mask"});
@@ -551,6 +658,76 @@ TEST(CudaBackendGpu, GeluEpiloguesAndTheirFallbacksMatchTheCpu) {
         expect_sum_close(gpu[5], cpu[5], 1, hidden, batch, [](int64_t, int64_t) { return 1.0; },
                          [&](int64_t r, int64_t j) { return dh.element(r * hidden + j); }, "db");
       }
+}
+
+// Every cuBLASLt epilogue has a fallback: a product whose BIAS or RELU_BIAS cuBLASLt does not
+// take runs with less of it in the epilogue and a generated kernel after it (bias, then ReLU),
+// in the same unit — a Gemm with its C row (BIAS) and a Gemm + Relu (RELU_BIAS), against the CPU.
+// The kernel reads the product from scratch, never the buffer it writes (its operands are
+// __restrict__; the stand-in NVRTC refuses a launch that aliases them). And the heuristic is asked
+// for several results: one whose state is not CUBLAS_STATUS_SUCCESS is never used, and one that
+// cublasLtMatmul refuses when run hands the product to the next.
+TEST(CudaBackendGpu, ProductsFallBackWithoutTheirBiasEpiloguesAndAlongTheHeuristicsResults) {
+  REQUIRE_GPU();
+  auto gemm_relu = [](DType t) {
+    Model m;
+    m.opset_imports = {{"", 17}};
+    Graph& g = *m.graph;
+    Value* x = g.add_input("x", ValueType::tensor(t, Shape::of({8, 16})));
+    Value* w = g.add_input("w", ValueType::tensor(t, Shape::of({32, 16})));
+    Value* b = g.add_input("b", ValueType::tensor(t, Shape::of({32})));
+    Node* h = g.add_node("Gemm", {x, w, b}, {"h"});
+    h->set_attr(Attribute::of_int("transB", 1));
+    h->output(0)->set_type(ValueType::tensor(t, Shape::of({8, 32})));
+    Node* y = g.add_node("Relu", {h->output(0)}, {"y"});
+    y->output(0)->set_type(ValueType::tensor(t, Shape::of({8, 32})));
+    g.add_output(y->output(0));
+    return m;
+  };
+  struct Case {
+    const char* refused;
+    const char* bias_chosen;  // the Gemm with its C row: epilogue, and what runs after it
+    const char* bias_after;
+    const char* relu_chosen;  // the Gemm + Relu
+    const char* relu_after;
+  };
+  const Case cases[] = {{"BIAS", "none", "bias kernel", "RELU_BIAS", "nothing"},
+                        {"RELU_BIAS", "BIAS", "nothing", "BIAS", "ReLU kernel"},
+                        {"RELU_BIAS,BIAS", "none", "bias kernel", "none", "bias kernel, ReLU kernel"}};
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + ", cuBLASLt without " + c.refused);
+      const ScopedEnv refuse("AMP_STANDIN_CUBLASLT_REFUSE", c.refused);
+      const DeviceReportFile report("bias_fallbacks");
+      const double tol = t == DType::kFloat ? 10.0 : 1.0;
+      OneNode gemm("Gemm", {{"a", random_tensor(t, {8, 48}, 120)}, {"b", random_tensor(t, {48, 16}, 121)}, {"c", random_tensor(t, {16}, 122)}},
+                   {t});
+      expect_parity(gemm.m, gemm.feeds, gemm.outputs, tol);
+      expect_parity(gemm_relu(t), {{"x", random_tensor(t, {8, 16}, 123)}, {"w", random_tensor(t, {32, 16}, 124)}, {"b", random_tensor(t, {32}, 125)}},
+                    {"y"}, tol);
+      if (!on_standins()) continue;
+      const std::vector<nlohmann::json> products = report.lines("product");
+      ASSERT_EQ(products.size(), 2u);
+      EXPECT_EQ(products[0]["wanted"], "BIAS");
+      EXPECT_EQ(products[0]["chosen"], c.bias_chosen);
+      EXPECT_EQ(products[0]["after"], c.bias_after);
+      EXPECT_EQ(products[1]["wanted"], "RELU_BIAS");
+      EXPECT_EQ(products[1]["chosen"], c.relu_chosen);
+      EXPECT_EQ(products[1]["after"], c.relu_after);
+    }
+  for (const char* first : {"unusable", "refused"}) {
+    SCOPED_TRACE(std::string("the heuristic's first result ") + first);
+    const ScopedEnv mode("AMP_STANDIN_CUBLASLT_FIRST_RESULT", first);
+    const DeviceReportFile report(std::string("first_result_") + first);
+    OneNode batched("MatMul", {{"a", random_tensor(DType::kFloat16, {2, 3, 5, 48}, 126)}, {"b", random_tensor(DType::kFloat16, {2, 3, 48, 7}, 127)}},
+                    {DType::kFloat16});
+    expect_parity(batched.m, batched.feeds, batched.outputs);
+    if (!on_standins()) continue;
+    const std::vector<nlohmann::json> products = report.lines("product");
+    ASSERT_EQ(products.size(), 1u);
+    EXPECT_EQ(products[0]["algorithms"], std::string(first) == "unusable" ? "2" : "3");
+    EXPECT_EQ(report.lines("gemm_algorithm_refused").size(), std::string(first) == "refused" ? 1u : 0u);
+  }
 }
 
 // Reshapes are views of their input's buffer: read by later units, fetched, and of a fed value,
@@ -767,19 +944,28 @@ TEST(CudaBackendGpu, ConvolutionsWithTheirBiasResidualAndReluMatchTheCpu) {
         const double tol = t == DType::kFloat ? 10.0 : e.residual ? 4.0 : 1.0;
         expect_parity(chain.m, chain.feeds, {chain.output}, tol);
       }
-  // A cuDNN that refuses the fused call when it is made (CUDNN_STATUS_NOT_SUPPORTED; the
-  // stand-ins are told to, a real cuDNN takes these): the unit runs its calls apart, as correct.
-  setenv("AMP_STANDIN_CUDNN_REFUSE_FUSED", "1", 1);
-  for (DType t : {DType::kFloat, DType::kFloat16}) {
-    SCOPED_TRACE(std::string(dtype_name(t)) + " refused");
-    test::ConvChainSpec spec;
-    spec.dtype = t;
-    spec.residual_dims = spec.y_dims();
-    spec.activation = "Relu";
-    const test::ConvChain chain = test::conv_chain(spec);
-    expect_parity(chain.m, chain.feeds, {chain.output}, t == DType::kFloat ? 10.0 : 4.0);
-  }
-  unsetenv("AMP_STANDIN_CUDNN_REFUSE_FUSED");
+  // A cuDNN that refuses the fused call when it is made (the stand-ins are told to, a real cuDNN
+  // takes these): the unit runs its calls apart, as correct. cuDNN 9 refuses with any status of
+  // the NOT_SUPPORTED category (cudnn_graph.h, CUDNN_STATUS_CATEGORY): 3000 itself and the
+  // sub-codes _SHAPE 3002, _LAYOUT 3004, _ARCH_MISMATCH 3007.
+  for (const char* status : {"1", "3002", "3004", "3007"})
+    for (DType t : {DType::kFloat, DType::kFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " refused with " + status);
+      const ScopedEnv refuse("AMP_STANDIN_CUDNN_REFUSE_FUSED", status);
+      const DeviceReportFile report("conv_refused");
+      test::ConvChainSpec spec;
+      spec.dtype = t;
+      spec.residual_dims = spec.y_dims();
+      spec.activation = "Relu";
+      const test::ConvChain chain = test::conv_chain(spec);
+      expect_parity(chain.m, chain.feeds, {chain.output}, t == DType::kFloat ? 10.0 : 4.0);
+      if (!on_standins()) continue;
+      const std::vector<nlohmann::json> fused = report.lines("fused_convolution");
+      ASSERT_EQ(fused.size(), 1u);
+      EXPECT_EQ(fused[0]["result"], "refused");
+      EXPECT_EQ(fused[0]["unit"], "<model>: node Conv #0");
+      EXPECT_EQ(fused[0]["kind"], "Conv+Add+Relu");
+    }
   test::ConvChainSpec broadcast;
   broadcast.dtype = DType::kFloat16;
   broadcast.residual_dims = {1, 6, 1, 1};
@@ -787,6 +973,76 @@ TEST(CudaBackendGpu, ConvolutionsWithTheirBiasResidualAndReluMatchTheCpu) {
   const test::ConvChain chain = test::conv_chain(broadcast);
   EXPECT_EQ(unit_kinds(chain.m), std::vector<std::string>{"Conv"}) << "the broadcast Add is not absorbed";
   expect_parity(chain.m, chain.feeds, {chain.output});
+}
+
+// cuDNN's _v7 heuristics rank algorithms that it may then refuse: a convolution runs the next one
+// ranked, with the math type it was ranked with, and the device remembers per shape the one that
+// ran. The stand-ins are told to refuse the first ones at the workspace query, when run, or to fail
+// them when run (AMP_STANDIN_CUDNN_FAIL); each ranks GEMM (forward) and ALGO_0 (backward data and
+// filter) with DEFAULT_MATH for 16-bit data, where the descriptor starts with TENSOR_OP_MATH, and
+// refuses a call whose math type is not the ranked one. A convolution with its bias and ReLU
+// (one fused call) and its gradient compute what the CPU computes whichever algorithm runs; a
+// second executable of the same shapes on the same device starts with the algorithms that ran.
+TEST(CudaBackendGpu, ConvolutionsFallBackAlongCuDnnsRankingAndRememberWhatRan) {
+  REQUIRE_GPU();
+  struct Case {
+    DType t;
+    const char* fail;
+    const char* forward;   // the algorithms that end up running (on the stand-ins)
+    const char* data;
+    const char* filter;
+  };
+  // Rankings on the stand-ins: forward fp32 IMPLICIT_GEMM (0), IMPLICIT_PRECOMP_GEMM (1), GEMM;
+  // 16-bit IMPLICIT_PRECOMP_GEMM, IMPLICIT_GEMM, GEMM; backward data ALGO_1, ALGO_0; filter ALGO_1,
+  // ALGO_0, ALGO_3.
+  const Case cases[] = {
+      {DType::kFloat, "workspace:fwd:0,run:fwd:1,run:bwd_data:1,exec:bwd_filter:1", "GEMM", "ALGO_0", "ALGO_0"},
+      {DType::kFloat16, "run:fwd:1,exec:fwd:0,workspace:bwd_filter:1,run:bwd_filter:0", "GEMM", "ALGO_1", "ALGO_3"},
+      {DType::kBFloat16, "exec:bwd_data:1", "IMPLICIT_PRECOMP_GEMM", "ALGO_0", "ALGO_1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.t)) + ", cuDNN failing " + c.fail);
+    const ScopedEnv fail("AMP_STANDIN_CUDNN_FAIL", c.fail);
+    const DeviceReportFile report(std::string("conv_ranking_") + std::string(dtype_name(c.t)));
+    test::ConvChainSpec spec;
+    spec.dtype = c.t;
+    spec.activation = "Relu";
+    const test::ConvChain chain = test::conv_chain(spec);
+    OneNode grad("ConvGrad",
+                 {{"dy", random_tensor(c.t, {2, 6, 7, 7}, 110)}, {"x", random_tensor(c.t, {2, 4, 7, 7}, 111, -1, 1)},
+                  {"w", random_tensor(c.t, {6, 4, 3, 3}, 112, -0.25f, 0.25f)}},
+                 {c.t, c.t, c.t}, kAmpDomain);
+    grad.node->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+    const double tol = c.t == DType::kFloat ? 10.0 : 2.0;
+    const auto forward_cpu = run_on("cpu", chain.m, chain.feeds, {chain.output});
+    const auto grad_cpu = run_on("cpu", grad.m, grad.feeds, grad.outputs);
+    auto backend = make_backend("cuda");
+    for (int executable = 0; executable < 2; ++executable) {
+      SCOPED_TRACE("executable " + std::to_string(executable));
+      const auto forward = backend->compile(chain.m, {})->run(chain.feeds, {chain.output});
+      expect_close(forward[0], forward_cpu[0], chain.output, tol);
+      const auto grads = backend->compile(grad.m, {})->run(grad.feeds, grad.outputs);
+      for (size_t k = 0; k < grads.size(); ++k) expect_close(grads[k], grad_cpu[k], grad.outputs[k], tol);
+    }
+    if (!on_standins()) continue;
+    // Per direction: what the heuristic's order gave each executable, then what ran.
+    for (const auto& [direction, ran] : std::vector<std::pair<std::string, std::string>>{
+             {"forward convolution", c.forward}, {"backward-data convolution", c.data}, {"backward-filter convolution", c.filter}}) {
+      SCOPED_TRACE(direction);
+      std::vector<std::string> chosen, refused;
+      for (const nlohmann::json& l : report.lines("convolution_algorithms"))
+        if (l["direction"] == direction) chosen.push_back(l["chosen"]);
+      std::string last;
+      for (const nlohmann::json& l : report.lines("convolution_algorithm_refused"))
+        if (l["direction"] == direction) {
+          refused.push_back(l["algorithm"]);
+          last = l["next"];
+        }
+      ASSERT_EQ(chosen.size(), 2u);
+      EXPECT_EQ(refused.empty() ? chosen[0] : last, ran) << "the first executable's algorithm";
+      EXPECT_EQ(chosen[1], ran) << "the second executable starts with what ran";
+    }
+  }
 }
 
 TEST(CudaBackendGpu, AllFiniteFindsOneNanAmongManyTensors) {

@@ -33,15 +33,22 @@
 // gradient's sums come from the fp32 values before D is rounded; bit i of the mask (i = r +
 // c * ld) is bit i % 8 of byte i / 8, and the bits past m in each column are left as they were.
 //
-// The heuristic returns one algorithm, needing no workspace, for every combination this
-// implements (CUBLAS_STATUS_NOT_SUPPORTED for the others: row-major orders, other types or
+// The heuristic returns three algorithms, best first, each needing no workspace (the second and
+// third differing from the first only in the index they carry, data[7]), for every combination
+// this implements (CUBLAS_STATUS_NOT_SUPPORTED for the others: row-major orders, other types or
 // epilogues, mismatched batch counts), and the matmul runs on the stream (or is captured). The
 // algorithm remembers the pointer alignments its preference let it assume (256 bytes unless set)
 // and those the bias and aux pointers' values told the heuristic (256 when unset), and the matmul
 // refuses less aligned A, B, C, D, bias or aux pointers; operands must lie in device memory as
-// far as their layouts reach. AMP_STANDIN_CUBLASLT_REFUSE, a comma-separated list of epilogue
-// names (RELU_AUX_BIAS,DRELU_BGRAD,...), makes the heuristic find no algorithm for those, as a
-// cuBLASLt without kernels for them would: the tests of the backend's fallbacks set it.
+// far as their layouts reach. What tests set to see the backend cope with what a device may answer:
+//   AMP_STANDIN_CUBLASLT_REFUSE, a comma-separated list of epilogue names (RELU_AUX_BIAS,BIAS,...):
+//     the heuristic finds no algorithm for those, as a cuBLASLt without kernels for them would;
+//   AMP_STANDIN_CUBLASLT_FIRST_RESULT=unusable: the heuristic's first result has a state of
+//     CUBLAS_STATUS_NOT_SUPPORTED (cublasLt.h: its other fields are then not valid, and a matmul
+//     given its algo refuses it); =refused: cublasLtMatmul refuses the first result's algorithm
+//     (CUBLAS_STATUS_NOT_SUPPORTED) when run;
+//   AMP_STANDIN_CUBLASLT_RELU_MASK_AT_ZERO=1: the RELU_AUX epilogues set the mask bit where
+//     x >= 0 rather than x > 0 (cublasLt.h does not say which; the backend probes it).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -64,6 +71,18 @@ struct cublasLtContext {
 namespace {
 
 constexpr uint64_t kAlgoMagic = 0xa1905eed5ull;
+constexpr int kResults = 3;
+
+// AMP_STANDIN_CUBLASLT_FIRST_RESULT, "" when unset.
+std::string first_result_mode() {
+  const char* v = std::getenv("AMP_STANDIN_CUBLASLT_FIRST_RESULT");
+  return v ? v : "";
+}
+
+bool relu_mask_at_zero() {
+  const char* v = std::getenv("AMP_STANDIN_CUBLASLT_RELU_MASK_AT_ZERO");
+  return v && std::string(v) == "1";
+}
 
 struct Layout {
   cudaDataType type;
@@ -377,9 +396,6 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   const cublasStatus_t s = validate(*D(d), *L(a), *L(b), *L(c), *L(dd), &p);
   if (s != CUBLAS_STATUS_SUCCESS) return s;
   if (refused(D(d)->epilogue)) return CUBLAS_STATUS_NOT_SUPPORTED;
-  results[0] = cublasLtMatmulHeuristicResult_t{};
-  results[0].algo.data[0] = kAlgoMagic;
-  for (int i = 0; i < 4; ++i) results[0].algo.data[1 + i] = reinterpret_cast<const Preference*>(pref)->align[i];
   // The bias and aux pointers' alignments as the heuristic sees them (cublasLt.h: the heuristic
   // depends on their values to determine expected pointer alignment); unset (NULL), taken as 256
   // like the rest.
@@ -387,12 +403,24 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
     const uintptr_t v = reinterpret_cast<uintptr_t>(p);
     return v == 0 ? 256 : v & (~v + 1) & 255 ? v & (~v + 1) : 256;
   };
-  results[0].algo.data[5] = alignment(D(d)->bias);
-  results[0].algo.data[6] = alignment(D(d)->aux);
-  results[0].workspaceSize = 0;
-  results[0].state = CUBLAS_STATUS_SUCCESS;
-  results[0].wavesCount = 1.0f;
-  *count = 1;
+  const int n = requested < kResults ? requested : kResults;
+  for (int r = 0; r < n; ++r) {
+    cublasLtMatmulHeuristicResult_t& out = results[r];
+    out = cublasLtMatmulHeuristicResult_t{};
+    if (r == 0 && first_result_mode() == "unusable") {
+      out.state = CUBLAS_STATUS_NOT_SUPPORTED;
+      continue;
+    }
+    out.algo.data[0] = kAlgoMagic;
+    for (int i = 0; i < 4; ++i) out.algo.data[1 + i] = reinterpret_cast<const Preference*>(pref)->align[i];
+    out.algo.data[5] = alignment(D(d)->bias);
+    out.algo.data[6] = alignment(D(d)->aux);
+    out.algo.data[7] = static_cast<uint64_t>(r);
+    out.workspaceSize = 0;
+    out.state = CUBLAS_STATUS_SUCCESS;
+    out.wavesCount = 1.0f;
+  }
+  *count = n;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -406,6 +434,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
   if (!h || !desc || !alpha_p || !beta_p || !a_l || !b_l || !c_l || !d_l || !A || !B || !Dp)
     return CUBLAS_STATUS_INVALID_VALUE;
   if (algo && algo->data[0] != kAlgoMagic) return CUBLAS_STATUS_INVALID_VALUE;
+  if (algo && algo->data[7] == 0 && first_result_mode() == "refused") return CUBLAS_STATUS_NOT_SUPPORTED;
   // Everything is read now (the descriptors may change or go after the call); the data at replay.
   const Desc d = *D(desc);
   const Layout a = *L(a_l), b = *L(b_l), c = *L(c_l), dl = *L(d_l);
@@ -448,6 +477,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
       return CUBLAS_STATUS_INVALID_VALUE;
   }
   const bool tf32 = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  const bool at_zero = relu_mask_at_zero();
   const cudaError_t e = amp_standin::enqueue(stream, [=] {
     const bool ta = d.trans_a != CUBLAS_OP_N, tb = d.trans_b != CUBLAS_OP_N;
     auto in = [&](const void* base, const Layout& l, int64_t batch, int64_t r, int64_t col) {
@@ -472,7 +502,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
             case CUBLASLT_EPILOGUE_RELU_BIAS: v = v > 0.0f ? v : 0.0f; break;  // max(x, 0); NaN -> 0 as fmaxf
             case CUBLASLT_EPILOGUE_RELU_AUX:
             case CUBLASLT_EPILOGUE_RELU_AUX_BIAS: {
-              const bool pass = v > 0.0f;
+              const bool pass = at_zero ? v >= 0.0f : v > 0.0f;
               const auto bit = static_cast<uint8_t>(1u << (at % 8));
               aux[at / 8] = static_cast<uint8_t>(pass ? aux[at / 8] | bit : aux[at / 8] & ~bit);
               v = pass ? v : 0.0f;

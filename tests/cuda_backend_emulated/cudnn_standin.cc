@@ -7,13 +7,33 @@
 //    backward bias, each result = alpha * computed + beta * prior (prior not read when beta is 0);
 //  - the fused forward convolution, cudnnConvolutionBiasActivationForward:
 //    y = act(alpha1 * conv(x) + alpha2 * z + bias), summed in fp32 and rounded once, z not read
-//    when alpha2 is 0. It refuses (CUDNN_STATUS_NOT_SUPPORTED) what its documentation lists: an
-//    activation other than RELU and IDENTITY, a reluNanOpt other than CUDNN_NOT_PROPAGATE_NAN (so
-//    the fused ReLU maps NaN to 0), IDENTITY with an algorithm other than
-//    IMPLICIT_PRECOMP_GEMM (cudnnActivationMode_t), a bias that is not [1, K, 1, ...] (first dim
-//    1, second the filter's K, second stride 1) of y's type, a z whose descriptor is not y's, a
-//    data-type configuration outside its table (FLOAT, PSEUDO_HALF/TRUE_HALF, PSEUDO_BFLOAT16);
-//    and it fails (CUDNN_STATUS_BAD_PARAM) when handed less workspace than its algorithm needs;
+//    when alpha2 is 0. It refuses what its documentation lists, with cuDNN 9's sub-codes of the
+//    NOT_SUPPORTED category (cudnn_graph.h): an activation other than RELU and IDENTITY and a
+//    reluNanOpt other than CUDNN_NOT_PROPAGATE_NAN (so the fused ReLU maps NaN to 0)
+//    (_GRAPH_PATTERN), IDENTITY with an algorithm other than IMPLICIT_PRECOMP_GEMM
+//    (cudnnActivationMode_t; _GRAPH_PATTERN), a bias that is not [1, K, 1, ...] (first dim 1,
+//    second the filter's K, second stride 1) of y's type and a z whose descriptor is not y's
+//    (_LAYOUT), a data-type configuration outside its table (FLOAT, PSEUDO_HALF/TRUE_HALF,
+//    PSEUDO_BFLOAT16; _DATA_TYPE);
+//  - the algorithms: the _v7 heuristics rank several, each with a math type — forward IMPLICIT_GEMM,
+//    IMPLICIT_PRECOMP_GEMM (first for 16-bit data, as the Tensor Core kernels often are, so the
+//    fused IDENTITY form's path runs too), GEMM; backward data ALGO_1, ALGO_0; backward filter
+//    ALGO_1, ALGO_0, ALGO_3; then FFT with a status of CUDNN_STATUS_NOT_SUPPORTED_SHAPE, as results
+//    that cannot run come last — all computed alike (below). The math type is the descriptor's
+//    for fp32 data and TENSOR_OP_MATH for 16-bit data, but DEFAULT_MATH for GEMM and ALGO_0; a call
+//    whose descriptor's math type is not the one its algorithm was ranked with is refused
+//    (CUDNN_STATUS_NOT_SUPPORTED: cuDNN picks kernels by algorithm and math type, and only the
+//    ranked pair is known to run). IMPLICIT_PRECOMP_GEMM precomputes indices, here one 32-bit index
+//    per filter tap and output position (cuDNN documents no figure), GEMM an fp32 im2col matrix
+//    of the same size; every call handed less workspace than its algorithm needs fails
+//    (CUDNN_STATUS_BAD_PARAM);
+//  - AMP_STANDIN_CUDNN_FAIL, a comma-separated list of WHEN:DIRECTION:ALGO (WHEN workspace, run or
+//    exec; DIRECTION fwd, bwd_data or bwd_filter; ALGO the algorithm's number), makes the
+//    workspace query (workspace) or the call (run) refuse that algorithm with
+//    CUDNN_STATUS_NOT_SUPPORTED_SHAPE, or the call fail with CUDNN_STATUS_EXECUTION_FAILED (exec),
+//    as a real cuDNN may for algorithms its heuristic ranked; AMP_STANDIN_CUDNN_REFUSE_FUSED=STATUS
+//    makes the fused call refuse everything with that status number (1 for 3000), as a real cuDNN
+//    may where its documentation says it takes the configuration;
 //  - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dimensions of size 1;
 //  - cudnnActivationForward, ReLU: y = alpha * relu(x) + beta * y, in place allowed;
 //  - pooling: max (NaN propagated under CUDNN_PROPAGATE_NAN; the gradient goes to the first
@@ -24,19 +44,18 @@
 //    mean is passed.
 //
 // Numerics: fp32 accumulation in a fixed order, the result rounded to the tensor's type once.
-// Real cuDNN picks among algorithms (FFT, Winograd, implicit GEMM on Tensor Cores, TF32 under
-// CUDNN_TENSOR_OP_MATH with fp32 data), each with its own rounding; the algorithm queries here
-// return IMPLICIT_GEMM, needing no workspace (for 16-bit data IMPLICIT_PRECOMP_GEMM first, the one
-// the fused IDENTITY form requires). IMPLICIT_PRECOMP_GEMM, offered to the workspace query and the
-// forward calls, precomputes indices, here one 32-bit index per filter tap and output position
-// (cuDNN documents no figure), so a caller that hands it less workspace than asked is caught.
+// Real cuDNN's algorithms (FFT, Winograd, implicit GEMM on Tensor Cores, TF32 under
+// CUDNN_TENSOR_OP_MATH with fp32 data) each round in their own way; here every algorithm computes
+// the same sums.
 #include <cudnn.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tests/cuda_backend_emulated/standin.h"
@@ -160,19 +179,94 @@ cudnnStatus_t conv_geometry(const cudnnTensorStruct& x, const cudnnFilterStruct&
   return CUDNN_STATUS_SUCCESS;
 }
 
-// Workspace of a forward algorithm: IMPLICIT_GEMM needs none; IMPLICIT_PRECOMP_GEMM one 32-bit
-// index per filter tap (C/G channels times the window) and output position of one image.
-cudnnStatus_t forward_workspace(const Conv& g, cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
-  if (algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) {
-    *bytes = 0;
-    return CUDNN_STATUS_SUCCESS;
+enum Direction { kForward, kBackwardData, kBackwardFilter };
+
+// AMP_STANDIN_CUDNN_FAIL names (when, direction, algo): the status to answer instead, else SUCCESS.
+cudnnStatus_t injected_failure(const char* when, Direction dir, int algo) {
+  const char* list = std::getenv("AMP_STANDIN_CUDNN_FAIL");
+  if (!list) return CUDNN_STATUS_SUCCESS;
+  static const char* kDirections[] = {"fwd", "bwd_data", "bwd_filter"};
+  const std::string all = "," + std::string(list) + ",";
+  const std::string when_run = std::string(when) == "workspace" ? "workspace" : "run";
+  for (const char* w : {when_run.c_str(), "exec"}) {
+    if (std::string(w) == "exec" && when_run != "run") continue;
+    const std::string item = "," + std::string(w) + ":" + kDirections[dir] + ":" + std::to_string(algo) + ",";
+    if (all.find(item) != std::string::npos)
+      return std::string(w) == "exec" ? CUDNN_STATUS_EXECUTION_FAILED : CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
   }
-  if (algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) return CUDNN_STATUS_NOT_SUPPORTED;
-  int64_t taps = 1, positions = 1;
-  for (size_t d = 1; d < g.w.size(); ++d) taps *= g.w[d];
-  for (size_t d = 2; d < g.y.size(); ++d) positions *= g.y[d];
-  *bytes = static_cast<size_t>(taps * positions) * sizeof(int32_t);
   return CUDNN_STATUS_SUCCESS;
+}
+
+// The algorithms the heuristics rank, in order, with the math type each is ranked with (for data
+// of the descriptor's type and math type); the last one's status is NOT_SUPPORTED_SHAPE.
+struct RankedAlgo {
+  int algo;
+  bool default_math;  // DEFAULT_MATH for 16-bit data, rather than TENSOR_OP_MATH
+};
+std::vector<RankedAlgo> ranking(Direction dir, bool half) {
+  switch (dir) {
+    case kForward:
+      return half ? std::vector<RankedAlgo>{{CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, false},
+                                            {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, false},
+                                            {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, true},
+                                            {CUDNN_CONVOLUTION_FWD_ALGO_FFT, false}}
+                  : std::vector<RankedAlgo>{{CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, false},
+                                            {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, false},
+                                            {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, true},
+                                            {CUDNN_CONVOLUTION_FWD_ALGO_FFT, false}};
+    case kBackwardData:
+      return {{CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, false}, {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, true},
+              {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, false}};
+    case kBackwardFilter:
+      return {{CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, false}, {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, true},
+              {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, false}, {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, false}};
+  }
+  return {};
+}
+
+bool is_half(cudnnDataType_t t) { return t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16; }
+
+// The math type the heuristic ranks `algo` with for this data and descriptor; -1 when it ranks it
+// as not runnable (or not at all).
+int ranked_math(Direction dir, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c) {
+  const std::vector<RankedAlgo> r = ranking(dir, is_half(data));
+  for (size_t i = 0; i + 1 < r.size(); ++i)
+    if (r[i].algo == algo) {
+      if (!is_half(data)) return c.math;
+      return r[i].default_math ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
+    }
+  return -1;
+}
+
+// Workspace of an algorithm: IMPLICIT_PRECOMP_GEMM one 32-bit index per filter tap (C/G channels
+// times the window) and output position of one image, GEMM one fp32 value per the same; the
+// others none. An algorithm not ranked runnable: NOT_SUPPORTED_SHAPE.
+cudnnStatus_t algo_workspace(Direction dir, const Conv& g, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c,
+                             size_t* bytes) {
+  if (ranked_math(dir, algo, data, c) < 0) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
+  if (cudnnStatus_t s = injected_failure("workspace", dir, algo)) return s;
+  *bytes = 0;
+  if (dir == kForward &&
+      (algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM)) {
+    int64_t taps = 1, positions = 1;
+    for (size_t d = 1; d < g.w.size(); ++d) taps *= g.w[d];
+    for (size_t d = 2; d < g.y.size(); ++d) positions *= g.y[d];
+    *bytes = static_cast<size_t>(taps * positions) * 4;
+  }
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// What a call with `algo` checks before it computes: the algorithm ranked runnable, the
+// descriptor's math type the one it was ranked with, enough workspace, and AMP_STANDIN_CUDNN_FAIL.
+cudnnStatus_t algo_call_check(Direction dir, const Conv& g, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c,
+                              const void* workspace, size_t workspace_bytes) {
+  const int math = ranked_math(dir, algo, data, c);
+  if (math < 0) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
+  if (c.math != math) return CUDNN_STATUS_NOT_SUPPORTED;
+  size_t needed = 0;
+  if (cudnnStatus_t s = algo_workspace(dir, g, algo, data, c, &needed)) return s;
+  if (workspace_bytes < needed || (needed && !amp_standin::is_device_range(workspace, needed))) return CUDNN_STATUS_BAD_PARAM;
+  return injected_failure("run", dir, algo);
 }
 
 // The data-type configurations of the fused convolution's table: x, w, y and z of one type, the
@@ -222,17 +316,23 @@ std::vector<float> forward_sums(const Conv& g, const cudnnTensorStruct& xt, cons
   return acc;
 }
 
-template <class Perf, class Algo>
-cudnnStatus_t one_algorithm(int requested, int* returned, Perf* perf, Algo algo) {
+template <class Perf>
+cudnnStatus_t ranked_algorithms(Direction dir, cudnnDataType_t data, const cudnnConvolutionStruct& c, int requested,
+                                int* returned, Perf* perf) {
   if (requested < 1 || !returned || !perf) return CUDNN_STATUS_BAD_PARAM;
-  perf[0] = Perf{};
-  perf[0].algo = algo;
-  perf[0].status = CUDNN_STATUS_SUCCESS;
-  perf[0].time = 1.0f;
-  perf[0].memory = 0;
-  perf[0].determinism = CUDNN_DETERMINISTIC;
-  perf[0].mathType = CUDNN_DEFAULT_MATH;
-  *returned = 1;
+  const std::vector<RankedAlgo> r = ranking(dir, is_half(data));
+  const int n = std::min<int>(requested, static_cast<int>(r.size()));
+  for (int i = 0; i < n; ++i) {
+    perf[i] = Perf{};
+    perf[i].algo = static_cast<decltype(perf[i].algo)>(r[static_cast<size_t>(i)].algo);
+    const int math = ranked_math(dir, r[static_cast<size_t>(i)].algo, data, c);
+    perf[i].status = math < 0 ? CUDNN_STATUS_NOT_SUPPORTED_SHAPE : CUDNN_STATUS_SUCCESS;
+    perf[i].time = 1.0f + static_cast<float>(i);
+    perf[i].memory = 0;  // an estimate the workspace query may raise
+    perf[i].determinism = CUDNN_DETERMINISTIC;
+    perf[i].mathType = static_cast<cudnnMathType_t>(math < 0 ? CUDNN_DEFAULT_MATH : math);
+  }
+  *returned = n;
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -323,6 +423,11 @@ const char* cudnnGetErrorString(cudnnStatus_t s) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
     case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
     case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED (host stand-in: not implemented)";
+    case CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN: return "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN";
+    case CUDNN_STATUS_NOT_SUPPORTED_SHAPE: return "CUDNN_STATUS_NOT_SUPPORTED_SHAPE";
+    case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE: return "CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE";
+    case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT: return "CUDNN_STATUS_NOT_SUPPORTED_LAYOUT";
+    case CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH: return "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH";
     case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
     default: return "CUDNN_STATUS (stand-in: other)";
   }
@@ -461,17 +566,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle,
                                        cudnnConvolutionFwdAlgoPerf_t *perfResults) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*srcDesc, *filterDesc, *convDesc, *destDesc, &g)) return s;
-  // 16-bit data: IMPLICIT_PRECOMP_GEMM ranked first, as the Tensor Core kernels often are, so the
-  // callers' paths for both algorithms run here (its workspace asked for separately).
-  const bool half = srcDesc->type == CUDNN_DATA_HALF || srcDesc->type == CUDNN_DATA_BFLOAT16;
-  if (!half) return one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
-  if (cudnnStatus_t s = one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults,
-                                      CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM))
-    return s;
-  if (requestedAlgoCount < 2) return CUDNN_STATUS_SUCCESS;
-  one_algorithm(1, returnedAlgoCount, perfResults + 1, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
-  *returnedAlgoCount = 2;
-  return CUDNN_STATUS_SUCCESS;
+  return ranked_algorithms(kForward, srcDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
@@ -483,7 +578,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
                                         size_t *sizeInBytes) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*xDesc, *wDesc, *convDesc, *yDesc, &g)) return s;
-  return forward_workspace(g, algo, sizeInBytes);
+  return algo_workspace(kForward, g, algo, xDesc->type, *convDesc, sizeInBytes);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
@@ -496,7 +591,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
                                             cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*gradDesc, *filterDesc, *convDesc, *diffDesc, &g)) return s;
-  return one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+  return ranked_algorithms(kBackwardData, gradDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle,
@@ -506,8 +601,9 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle,
                                              const cudnnTensorDescriptor_t dxDesc,
                                              cudnnConvolutionBwdDataAlgo_t algo,
                                              size_t *sizeInBytes) {
-  *sizeInBytes = 0;
-  return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*dxDesc, *wDesc, *convDesc, *dyDesc, &g)) return s;
+  return algo_workspace(kBackwardData, g, algo, dxDesc->type, *convDesc, sizeInBytes);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle,
@@ -520,7 +616,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle
                                               cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*srcDesc, *gradDesc, *convDesc, *diffDesc, &g)) return s;
-  return one_algorithm(requestedAlgoCount, returnedAlgoCount, perfResults, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  return ranked_algorithms(kBackwardFilter, srcDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle,
@@ -530,8 +626,9 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handl
                                                const cudnnFilterDescriptor_t gradDesc,
                                                cudnnConvolutionBwdFilterAlgo_t algo,
                                                size_t *sizeInBytes) {
-  *sizeInBytes = 0;
-  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*xDesc, *gradDesc, *convDesc, *dyDesc, &g)) return s;
+  return algo_workspace(kBackwardFilter, g, algo, xDesc->type, *convDesc, sizeInBytes);
 }
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle,
@@ -550,6 +647,8 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle,
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*xDesc, *wDesc, *convDesc, *yDesc, &g)) return s;
   if (!on_device(x, *xDesc) || !on_device(y, *yDesc) || !w) return CUDNN_STATUS_BAD_PARAM;
+  if (cudnnStatus_t s = algo_call_check(kForward, g, algo, xDesc->type, *convDesc, workSpace, workSpaceSizeInBytes))
+    return s;
   const float a = f(alpha), b = f(beta);
   const cudnnTensorStruct xt = *xDesc, yt = *yDesc;
   return run(handle, [=] {
@@ -583,22 +682,20 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(cudnnHandle_t handle,
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*xDesc, *wDesc, *convDesc, *yDesc, &g)) return s;
   // Tests set this to see a caller cope with a refusal that only a real cuDNN's run would give.
-  if (std::getenv("AMP_STANDIN_CUDNN_REFUSE_FUSED")) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (const char* refuse = std::getenv("AMP_STANDIN_CUDNN_REFUSE_FUSED"))
+    return std::string(refuse) == "1" ? CUDNN_STATUS_NOT_SUPPORTED : static_cast<cudnnStatus_t>(std::atoi(refuse));
   const cudnnTensorStruct xt = *xDesc, yt = *yDesc, zt = *zDesc, bt = *biasDesc;
   const cudnnActivationStruct act = *activationDesc;
-  if (!fused_configuration(xt.type, convDesc->compute)) return CUDNN_STATUS_NOT_SUPPORTED;
-  if (act.mode != CUDNN_ACTIVATION_RELU && act.mode != CUDNN_ACTIVATION_IDENTITY) return CUDNN_STATUS_NOT_SUPPORTED;
-  if (act.nan != CUDNN_NOT_PROPAGATE_NAN) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (!fused_configuration(xt.type, convDesc->compute)) return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
+  if (act.mode != CUDNN_ACTIVATION_RELU && act.mode != CUDNN_ACTIVATION_IDENTITY) return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
+  if (act.nan != CUDNN_NOT_PROPAGATE_NAN) return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
   if (act.mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
-    return CUDNN_STATUS_NOT_SUPPORTED;
+    return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
   if (bt.type != yt.type || bt.dims.size() != yt.dims.size() || bt.dims[0] != 1 || bt.dims[1] != g.w[0] ||
       bt.strides[1] != 1 || count(bt.dims) != bt.dims[1])
-    return CUDNN_STATUS_NOT_SUPPORTED;
-  if (zt.type != yt.type || zt.dims != yt.dims || zt.strides != yt.strides) return CUDNN_STATUS_NOT_SUPPORTED;
-  size_t needed = 0;
-  if (cudnnStatus_t s = forward_workspace(g, algo, &needed)) return s;
-  if (workSpaceSizeInBytes < needed || (needed && !amp_standin::is_device_range(workSpace, needed)))
-    return CUDNN_STATUS_BAD_PARAM;
+    return CUDNN_STATUS_NOT_SUPPORTED_LAYOUT;
+  if (zt.type != yt.type || zt.dims != yt.dims || zt.strides != yt.strides) return CUDNN_STATUS_NOT_SUPPORTED_LAYOUT;
+  if (cudnnStatus_t s = algo_call_check(kForward, g, algo, xt.type, *convDesc, workSpace, workSpaceSizeInBytes)) return s;
   const float a1 = f(alpha1), a2 = f(alpha2);
   if (!on_device(x, xt) || !on_device(y, yt) || !on_device(bias, bt) || !w || (a2 != 0.0f && !on_device(z, zt)))
     return CUDNN_STATUS_BAD_PARAM;
@@ -632,6 +729,8 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle,
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*dxDesc, *wDesc, *convDesc, *dyDesc, &g)) return s;
   if (!on_device(dy, *dyDesc) || !on_device(dx, *dxDesc) || !w) return CUDNN_STATUS_BAD_PARAM;
+  if (cudnnStatus_t s = algo_call_check(kBackwardData, g, algo, dxDesc->type, *convDesc, workSpace, workSpaceSizeInBytes))
+    return s;
   const float a = f(alpha), b = f(beta);
   const cudnnTensorStruct xt = *dxDesc, yt = *dyDesc;
   return run(handle, [=] {
@@ -665,6 +764,8 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle,
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*xDesc, *dwDesc, *convDesc, *dyDesc, &g)) return s;
   if (!on_device(x, *xDesc) || !on_device(dy, *dyDesc) || !dw) return CUDNN_STATUS_BAD_PARAM;
+  if (cudnnStatus_t s = algo_call_check(kBackwardFilter, g, algo, xDesc->type, *convDesc, workSpace, workSpaceSizeInBytes))
+    return s;
   const float a = f(alpha), b = f(beta);
   const cudnnTensorStruct xt = *xDesc, yt = *dyDesc;
   const cudnnDataType_t wt = dwDesc->type;

@@ -7,11 +7,16 @@
 // into a shared object, cached on disk by a hash of the source and the options
 // (AMP_EMU_KERNEL_DIR, default in the build folder) so that each distinct kernel is compiled once
 // per build folder. The "CUBIN" (or PTX) is a short text that names the shared object and each
-// kernel's __launch_bounds__ (a launch of more threads is refused, as by the runtime); loading it
-// dlopens that; a kernel handle is the wrapper the shared object exports for each __global__
-// function: it reports the sizes of the kernel's parameters (so a launch copies its arguments, as
-// the runtime does, and a captured launch keeps the copy) and runs the kernel for every thread of
-// every block, one after another (the generated kernels have no barriers).
+// kernel's __launch_bounds__ (a launch of more threads is refused, as by the runtime) and which of
+// its parameters are __restrict__ pointers; loading it dlopens that; a kernel handle is the
+// wrapper the shared object exports for each __global__ function: it reports the sizes of the
+// kernel's parameters (so a launch copies its arguments, as the runtime does, and a captured
+// launch keeps the copy) and runs the kernel for every thread of every block, one after another
+// (the generated kernels have no barriers). A launch that passes one address as two __restrict__
+// pointers, one of them written through, is refused (cudaErrorInvalidValue): on a GPU it is
+// undefined behaviour the compiler may act on (reads through the non-coherent cache, loads moved
+// past stores), which no result shows. Only equal addresses are caught, the way a buffer is
+// passed as both input and output; overlapping ranges would need the extents.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -43,6 +48,7 @@ struct _nvrtcProgram {
 struct CUlib_st {
   void* so = nullptr;
   std::map<std::string, unsigned> max_threads;  // __launch_bounds__ per kernel
+  std::map<std::string, std::string> restrict_params;  // per kernel, per parameter: 'w' written, 'r' read, '-' other
 };
 
 using LaunchFn = void (*)(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz);
@@ -53,6 +59,7 @@ struct CUkern_st {
   LaunchFn launch = nullptr;
   std::vector<size_t> param_sizes;
   unsigned max_threads = 1024;
+  std::string restrict_params;  // as CUlib_st's
 };
 
 namespace {
@@ -154,13 +161,22 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int num_options, const char* 
   }
   // The __global__ functions the source defines, each exported by a wrapper.
   // With their __launch_bounds__ (max threads per block), which a launch must respect.
-  std::vector<std::string> kernels, bounds;
+  // With their __restrict__ pointer parameters: 'w' for one written through, 'r' for a const one.
+  std::vector<std::string> kernels, bounds, restricts;
   static const std::regex global_fn(
-      R"(__global__\s+void\s+(?:__launch_bounds__\s*\(\s*(\d+)[^)]*\)\s*)?(\w+)\s*\()");
+      R"(__global__\s+void\s+(?:__launch_bounds__\s*\(\s*(\d+)[^)]*\)\s*)?(\w+)\s*\(([^)]*)\))");
   for (auto it = std::sregex_iterator(prog->source.begin(), prog->source.end(), global_fn); it != std::sregex_iterator();
        ++it) {
     kernels.push_back((*it)[2]);
     bounds.push_back((*it)[1].matched ? (*it)[1].str() : "1024");
+    std::string flags;
+    std::istringstream params((*it)[3].str());
+    for (std::string param; std::getline(params, param, ',');) {
+      const bool restricted = param.find("__restrict__") != std::string::npos;
+      const bool read_only = std::regex_search(param, std::regex(R"(^\s*const\b)"));
+      flags += !restricted ? '-' : read_only ? 'r' : 'w';
+    }
+    restricts.push_back(flags);
   }
   if (kernels.empty()) {
     prog->log = "stand-in nvrtc: no __global__ function in " + prog->name;
@@ -222,7 +238,7 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int num_options, const char* 
   }
   // The image: the shared object's path, then "name max_threads" per kernel, a line each.
   prog->image = std::string(kImageMagic) + so + "\n";
-  for (size_t i = 0; i < kernels.size(); ++i) prog->image += kernels[i] + " " + bounds[i] + "\n";
+  for (size_t i = 0; i < kernels.size(); ++i) prog->image += kernels[i] + " " + bounds[i] + " " + restricts[i] + "\n";
   prog->image.push_back('\0');
   return NVRTC_SUCCESS;
 }
@@ -267,12 +283,13 @@ cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, cudaJi
     std::fprintf(stderr, "stand-in cudaLibraryLoadData: %s\n", dlerror());
     return cudaErrorInvalidKernelImage;
   }
-  auto* lib = new CUlib_st{so, {}};
+  auto* lib = new CUlib_st{so, {}, {}};
   while (std::getline(lines, line)) {
     std::istringstream kv(line);
-    std::string name;
+    std::string name, restricts;
     unsigned bound = 1024;
     if (kv >> name >> bound) lib->max_threads[name] = bound;
+    if (kv >> restricts) lib->restrict_params[name] = restricts;
   }
   *library = lib;
   return cudaSuccess;
@@ -283,8 +300,9 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t library, co
   auto launch = reinterpret_cast<LaunchFn>(dlsym(library->so, (std::string("amp_launch_") + name).c_str()));
   auto params = reinterpret_cast<ParamsFn>(dlsym(library->so, (std::string("amp_params_") + name).c_str()));
   if (!launch || !params) return cudaErrorSymbolNotFound;
-  auto* k = new CUkern_st{name, launch, {}, 1024};
+  auto* k = new CUkern_st{name, launch, {}, 1024, ""};
   if (auto it = library->max_threads.find(name); it != library->max_threads.end()) k->max_threads = it->second;
+  if (auto it = library->restrict_params.find(name); it != library->restrict_params.end()) k->restrict_params = it->second;
   unsigned long long sizes[256];
   const int n = params(sizes, 256);
   if (n > 256) return cudaErrorInvalidValue;
@@ -323,6 +341,20 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** arg
     amp_standin::set_last_error(cudaErrorInvalidConfiguration);
     return cudaErrorInvalidConfiguration;
   }
+  // One address as two __restrict__ pointers, one written through: undefined behaviour on a GPU.
+  const std::string& r = k->restrict_params;
+  for (size_t i = 0; i < r.size() && i < k->param_sizes.size(); ++i)
+    for (size_t j = i + 1; j < r.size() && j < k->param_sizes.size(); ++j) {
+      if (r[i] == '-' || r[j] == '-' || (r[i] == 'r' && r[j] == 'r')) continue;
+      const void* a = *static_cast<void* const*>(args[i]);
+      const void* b = *static_cast<void* const*>(args[j]);
+      if (a && a == b) {
+        std::fprintf(stderr, "stand-in cudaLaunchKernel: kernel %s gets %p as __restrict__ parameters %zu and %zu\n",
+                     k->name.c_str(), a, i, j);
+        amp_standin::set_last_error(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
+      }
+    }
   // The arguments are copied now, as the runtime copies them into the launch's parameter space:
   // the caller's array (and what it points to) may be gone before a captured launch replays.
   auto storage = std::make_shared<std::vector<std::vector<unsigned char>>>();

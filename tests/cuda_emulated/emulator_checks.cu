@@ -40,7 +40,7 @@ __global__ void count_kernel(const int* in, int* out, unsigned* counter) {
   atomicAdd(counter, 1u);
 }
 
-__global__ void block_sum_kernel(const float* in, float* out) {
+__global__ void __launch_bounds__(1024) block_sum_kernel(const float* in, float* out) {
   __shared__ float scratch[32];
   const float s = amp::cuda::block_sum(in[threadIdx.x], scratch);
   if (threadIdx.x == 0) out[0] = s;

@@ -477,8 +477,8 @@ Stats stats() { return g_stats; }
 
 namespace detail {
 
-void run_grid(const char* kernel, const char* file, int line, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t,
-              void (*body)(const void*), const void* closure) {
+void run_grid(const char* kernel, const char* file, int line, int max_threads, dim3 grid, dim3 block, size_t shared_bytes,
+              cudaStream_t, void (*body)(const void*), const void* closure) {
   if (g_current) throw Error("cuda emulator: a kernel launched another kernel (dynamic parallelism is not emulated)");
   LaunchRecord record;
   record.kernel = kernel;
@@ -487,10 +487,22 @@ void run_grid(const char* kernel, const char* file, int line, dim3 grid, dim3 bl
   record.block = block;
   record.shared_bytes = shared_bytes;
   record.ran = valid_config(grid, block, shared_bytes);
+  // Sure to fit the registers: within the kernel's __launch_bounds__, or 256 threads without them.
+  const bool fits = static_cast<uint64_t>(block.x) * block.y * block.z <= static_cast<unsigned>(max_threads ? max_threads : 256);
+  const bool ran = record.ran;
+  record.ran = ran && fits;
   g_launches.push_back(record);
   const uint64_t launch_index = g_stats.launches++;
-  if (!record.ran) {
+  if (!ran) {
     g_last_error = cudaErrorInvalidConfiguration;
+    return;
+  }
+  if (!fits) {
+    std::fprintf(stderr, "cuda emulator: %s at %s launched with %u threads, %s\n", kernel, record.site.c_str(),
+                 block.x * block.y * block.z,
+                 max_threads ? ("beyond its __launch_bounds__(" + std::to_string(max_threads) + ")").c_str()
+                             : "more than 256 without __launch_bounds__");
+    g_last_error = cudaErrorLaunchOutOfResources;
     return;
   }
   g_launch = LaunchState{kernel, file, line, body, closure};

@@ -79,7 +79,7 @@ extern uint3 g_thread_idx, g_block_idx;
 extern dim3 g_block_dim, g_grid_dim;
 
 // Runs body() as every thread of every block of the grid (see above); throws Error.
-void run_grid(const char* kernel, const char* file, int line, dim3 grid, dim3 block, size_t shared_bytes,
+void run_grid(const char* kernel, const char* file, int line, int max_threads, dim3 grid, dim3 block, size_t shared_bytes,
               cudaStream_t stream, void (*body)(const void*), const void* closure);
 
 // Called from kernel code (through the prelude's macros) in the fiber running now.
@@ -107,16 +107,21 @@ LaunchHook launch_hook();
 }  // namespace detail
 
 // kernel<<<grid, block, shared_bytes, stream>>>(args...) is rewritten (tests/support/
-// cuda_rewrite_launches.py) into launch("kernel", __FILE__, __LINE__, kernel, grid, block,
-// shared_bytes, stream)(args...). The arguments convert to the kernel's parameter types as in a
-// call, and each thread gets its own copy of them, as from a GPU's parameter space.
+// cuda_rewrite_launches.py) into launch("kernel", __FILE__, __LINE__, kernel, max_threads, grid,
+// block, shared_bytes, stream)(args...), max_threads the kernel's __launch_bounds__ (0: none).
+// The arguments convert to the kernel's parameter types as in a call, and each thread gets its own
+// copy of them, as from a GPU's parameter space. A block of more threads than the bounds, or of
+// more than 256 for a kernel without them, is refused with cudaErrorLaunchOutOfResources: without
+// bounds ptxas may give a kernel up to 255 registers a thread, and only 256 such threads fit an
+// SM's 65536 registers (a GPU refuses the launch exactly when they do not; the emulator, which has
+// no register counts, refuses every launch that is not sure to fit).
 template <class... P>
 class Launch {
  public:
-  Launch(const char* kernel_name, const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 block,
-         size_t shared_bytes, cudaStream_t stream)
-      : name_(kernel_name), file_(file), line_(line), kernel_(kernel), grid_(grid), block_(block),
-        shared_bytes_(shared_bytes), stream_(stream) {}
+  Launch(const char* kernel_name, const char* file, int line, void (*kernel)(P...), int max_threads, dim3 grid,
+         dim3 block, size_t shared_bytes, cudaStream_t stream)
+      : name_(kernel_name), file_(file), line_(line), kernel_(kernel), max_threads_(max_threads), grid_(grid),
+        block_(block), shared_bytes_(shared_bytes), stream_(stream) {}
 
   template <class... A>
   void operator()(A&&... args) const {
@@ -138,7 +143,7 @@ class Launch {
   void run(A&... args) const {
     auto call = [&] { kernel_(args...); };
     using Call = decltype(call);
-    detail::run_grid(name_, file_, line_, grid_, block_, shared_bytes_, stream_,
+    detail::run_grid(name_, file_, line_, max_threads_, grid_, block_, shared_bytes_, stream_,
                      [](const void* c) { (*static_cast<const Call*>(c))(); }, &call);
   }
 
@@ -146,15 +151,16 @@ class Launch {
   const char* file_;
   int line_;
   void (*kernel_)(P...);
+  int max_threads_;
   dim3 grid_, block_;
   size_t shared_bytes_;
   cudaStream_t stream_;
 };
 
 template <class... P>
-Launch<P...> launch(const char* kernel_name, const char* file, int line, void (*kernel)(P...), dim3 grid, dim3 block,
-                    size_t shared_bytes = 0, cudaStream_t stream = nullptr) {
-  return Launch<P...>(kernel_name, file, line, kernel, grid, block, shared_bytes, stream);
+Launch<P...> launch(const char* kernel_name, const char* file, int line, void (*kernel)(P...), int max_threads,
+                    dim3 grid, dim3 block, size_t shared_bytes = 0, cudaStream_t stream = nullptr) {
+  return Launch<P...>(kernel_name, file, line, kernel, max_threads, grid, block, shared_bytes, stream);
 }
 
 }  // namespace amp_emu

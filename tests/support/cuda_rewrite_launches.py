@@ -6,7 +6,9 @@ Three rewrites, nothing else changes (every line keeps its number, and a #line d
 the original file, so compiler messages, __FILE__ and __LINE__ point into the .cu file):
 
   KERNEL<<<grid, block[, shared_bytes[, stream]]>>>(args...)
-    -> ::amp_emu::launch("KERNEL", __FILE__, __LINE__, KERNEL, grid, block[, ...])(args...)
+    -> ::amp_emu::launch("KERNEL", __FILE__, __LINE__, KERNEL, BOUND, grid, block[, ...])(args...)
+     BOUND: the max-threads expression of the __launch_bounds__ of KERNEL's definition in the same
+     file, 0 when it has none (a launched kernel defined elsewhere is an error)
   extern __shared__ [__align__(n)] T name[];
     -> T* const name = static_cast<T*>(::amp_emu::detail::dynamic_shared_memory());
   __shared__ T name[N];  (inside a function)
@@ -111,8 +113,18 @@ def config_end(text, start, mask, path):
     fail(path, text, start, "no >>> closes the launch configuration")
 
 
+def launch_bounds(text, mask):
+    """Per __global__ function defined in text: the max-threads expression of its __launch_bounds__, or "0"."""
+    bounds = {}
+    for m in re.finditer(r"__global__\s+void\s+(?:__launch_bounds__\s*\(\s*([^,()]+)[^)]*\)\s*)?(\w+)\s*\(", text):
+        if mask[m.start()]:
+            bounds[m.group(2)] = (m.group(1) or "0").strip()
+    return bounds
+
+
 def rewrite(text, path):
     mask = code_mask(text)
+    bounds = launch_bounds(text, mask)
     out, pos = [], 0
     for m in re.finditer(r"<<<", text):
         if not mask[m.start()] or m.start() < pos:
@@ -127,8 +139,11 @@ def rewrite(text, path):
             fail(path, text, end, "a launch configuration not followed by the kernel's arguments")
         name = " ".join(kernel.split())
         config = " ".join(text[m.end():end].split())
+        base = re.sub(r"<.*", "", name).split("::")[-1].strip()
+        if base not in bounds:
+            fail(path, text, k, f"the launched kernel {base} is not defined in this file")
         out.append(text[pos:k])
-        out.append(f'::amp_emu::launch("{name}", __FILE__, __LINE__, {name}, {config})')
+        out.append(f'::amp_emu::launch("{name}", __FILE__, __LINE__, {name}, {bounds[base]}, {config})')
         # The lines the launch spanned stay lines, so everything after keeps its line number.
         out.append("\n" * text.count("\n", k, end + 3))
         pos = end + 3

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The device capability report of a GPU run, for gpu_run.sh's summary: what this device's cuBLASLt
+and cuDNN accepted and what fell back, and why, per model step.
+
+Reads DIR/*.jsonl, one file per model step, each the device report (AMP_CUDA_REPORT,
+backends/cuda/device_report.h) of one command run with --device cuda. Prints, per step: the
+products by the epilogue they wanted and the one they ran with, with what ran after them and why
+cuBLASLt's better ones were not taken; heuristic results cuBLASLt refused when run; per
+convolution shape and direction the algorithm that ran, the ones cuDNN refused when run and the
+ones skipped before; fused convolutions accepted or refused; and once for the run, the ReLU-mask
+probe's answer per type. Identical lines are counted, not repeated.
+
+Usage: device_report.py DIR
+"""
+import collections
+import glob
+import json
+import os
+import sys
+
+
+def load(path):
+    lines = []
+    with open(path) as f:
+        for n, text in enumerate(f, 1):
+            text = text.strip()
+            if not text:
+                continue
+            try:
+                lines.append(json.loads(text))
+            except json.JSONDecodeError as e:
+                lines.append({"event": "unreadable", "why": f"line {n}: {e}"})
+    return lines
+
+
+def counted(items):
+    """'text' or 'text (x N)' per distinct item, in first-seen order."""
+    counts = collections.Counter(items)
+    return [t if counts[t] == 1 else f"{t} (x {counts[t]})" for t in dict.fromkeys(items)]
+
+
+def step_report(lines):
+    out = []
+    products = [l for l in lines if l.get("event") == "product"]
+    as_wanted = [l for l in products if l.get("wanted") == l.get("chosen")]
+    fell_back = [l for l in products if l.get("wanted") != l.get("chosen")]
+    if products:
+        wanted = counted([l.get("wanted", "?") for l in as_wanted])
+        out.append(f"products: {len(products)}, {len(as_wanted)} with the epilogue they wanted"
+                   + (f" ({', '.join(wanted)})" if wanted else ""))
+        for t in counted([f"{l.get('wanted')} -> {l.get('chosen')} + {l.get('after')} [{l.get('unit')}]: "
+                          f"{l.get('refused') or 'no reason recorded'}" for l in fell_back]):
+            out.append(f"  fell back: {t}")
+    by_status = collections.defaultdict(list)
+    for l in lines:
+        if l.get("event") == "gemm_algorithm_refused":
+            by_status[f"heuristic result {l.get('algorithm')}: {l.get('status')}"].append(l.get("product"))
+    for status, which in by_status.items():
+        out.append(f"cuBLASLt refused when run, {status}: {len(which)} products, then the next result"
+                   f" (first: {which[0]})")
+    refused = collections.defaultdict(list)
+    for l in lines:
+        if l.get("event") == "convolution_algorithm_refused":
+            refused[(l.get("direction"), l.get("shape"))].append(l)
+    shown = set()
+    for l in lines:
+        if l.get("event") != "convolution_algorithms":
+            continue
+        key = (l.get("direction"), l.get("shape"))
+        if key in shown:
+            continue
+        shown.add(key)
+        r = refused.get(key, [])
+        ran = r[-1].get("next") if r else l.get("chosen")
+        line = f"{l.get('direction')} {l.get('shape')}: {ran}"
+        if r:
+            line += " after cuDNN refused " + ", ".join(counted([f"{x.get('algorithm')} ({x.get('status')})" for x in r]))
+        if l.get("skipped"):
+            line += f"; skipped before: {l.get('skipped')}"
+        out.append(f"convolution: {line}")
+    for t in counted([f"{l.get('result')}{' ' + l['status'] if l.get('status') else ''} with {l.get('algorithm')}: "
+                      f"{l.get('shape')} [{l.get('unit')}]" for l in lines if l.get("event") == "fused_convolution"]):
+        out.append(f"fused convolution {t}")
+    for l in lines:
+        if l.get("event") == "unreadable":
+            out.append(f"UNREADABLE {l['why']}")
+    return out or ["nothing recorded (no product or convolution ran on the device)"]
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    files = sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl")))
+    if not files:
+        print("no device report was written")
+        return
+    probes = {}
+    for path in files:
+        lines = load(path)
+        for l in lines:
+            if l.get("event") == "relu_mask_probe":
+                probes.setdefault(l.get("dtype"), l.get("found"))
+        print(f"{os.path.basename(path)[:-len('.jsonl')]}:")
+        for line in step_report(lines):
+            print(f"  {line}")
+    for dtype, found in sorted(probes.items()):
+        print(f"ReLU-mask probe, {dtype}: {found}")
+    if not probes:
+        print("ReLU-mask probe: not run (no ReLU layer's product on the device)")
+
+
+if __name__ == "__main__":
+    main()
