@@ -1,5 +1,5 @@
 // CPU kernels of the project's own ops (domain ai.onnx_amp, graph/amp_ops.h): the gradient ops
-// that standard ONNX lacks, SumToShape, AllFinite and Gelu. Same OpEntry pattern as the default-domain
+// that standard ONNX lacks, SumToShape, AllFinite, Gelu and AllReduce. Same OpEntry pattern as the default-domain
 // families; find_amp_op() is the lookup for nodes of that domain.
 #pragma once
 
@@ -20,5 +20,6 @@ const std::vector<OpEntry>& grad_scatter_ops();
 const std::vector<OpEntry>& grad_all_finite_ops();
 const std::vector<OpEntry>& grad_softmax_ops();
 const std::vector<OpEntry>& gelu_ops();
+const std::vector<OpEntry>& all_reduce_ops();  // all_reduce.cc
 
 }  // namespace amp::cpu

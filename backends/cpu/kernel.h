@@ -13,6 +13,10 @@
 #include "graph/dtype.h"
 #include "graph/node.h"
 
+namespace amp {
+class Communicator;  // backends/communicator.h
+}
+
 namespace amp::cpu {
 
 // A tensor as a kernel sees it: element type, dims and where its bytes are.
@@ -37,6 +41,7 @@ struct View {
 struct RunContext {
   int threads = 1;
   uint64_t seed = 0;  // distinct per run and per node: random kernels draw from it
+  Communicator* communicator = nullptr;  // the data-parallel processes (AllReduce); null: one process
 };
 
 struct KernelIO {
