@@ -56,12 +56,12 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);
 }
 
-DeviceContext::DeviceContext() : images_(cache_dir_from_environment()) {
+DeviceContext::DeviceContext(int device) : device_(device), images_(cache_dir_from_environment()) {
   const std::string why = device_unavailable_reason();
   if (!why.empty()) throw Error("cuda backend: " + why);
-  AMP_CUDA_CHECK(cudaSetDevice(0));
+  AMP_CUDA_CHECK(cudaSetDevice(device));
   cudaDeviceProp prop{};
-  AMP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  AMP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   arch_ = prop.major * 10 + prop.minor;
   sm_count_ = prop.multiProcessorCount;
   name_ = prop.name;
@@ -73,10 +73,16 @@ DeviceContext::DeviceContext() : images_(cache_dir_from_environment()) {
 }
 
 DeviceContext::~DeviceContext() {
+  nccl_.reset();
   for (auto& [name, lib] : kernels_) cudaLibraryUnload(lib.first);
   if (dnn_) cudnnDestroy(dnn_);
   if (lt_) cublasLtDestroy(lt_);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+void DeviceContext::start_collectives(Communicator& run) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!nccl_) nccl_ = std::make_unique<NcclCommunicator>(run);
 }
 
 cudaKernel_t DeviceContext::load_kernel(const GeneratedKernel& k) {

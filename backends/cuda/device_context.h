@@ -1,6 +1,7 @@
 // One CUDA device as the backend uses it: its properties, the single stream every launch goes to
 // (so a step is one ordered sequence that CUDA Graphs can capture), the cuBLASLt and cuDNN
-// handles bound to that stream, the cuBLASLt algorithm cache, and the NVRTC kernels loaded so far.
+// handles bound to that stream, the cuBLASLt algorithm cache, the NVRTC kernels loaded so far,
+// and in a data-parallel run NCCL with its own stream, which forks from and joins the step's.
 // Shared by every executable compiled for the device.
 #pragma once
 
@@ -16,6 +17,7 @@
 
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/nccl_communicator.h"
 #include "backends/cuda/nvrtc_compiler.h"
 
 namespace amp::cuda {
@@ -44,8 +46,9 @@ class DeviceBuffer {
 
 class DeviceContext {
  public:
-  // Device 0. Throws Error with device_unavailable_reason() when there is none.
-  DeviceContext();
+  // The given device (0, or a data-parallel rank's: nccl_communicator.h). Throws Error with
+  // device_unavailable_reason() when there is none.
+  explicit DeviceContext(int device = 0);
   ~DeviceContext();
   DeviceContext(const DeviceContext&) = delete;
   DeviceContext& operator=(const DeviceContext&) = delete;
@@ -57,6 +60,12 @@ class DeviceContext {
   cublasLtHandle_t cublaslt() const { return lt_; }
   cudnnHandle_t cudnn() const { return dnn_; }
   GemmAlgorithmCache& gemm_algorithms() { return gemm_algorithms_; }
+  int device() const { return device_; }
+
+  // NCCL over the processes of a data-parallel run, started once (a collective: every rank calls
+  // it at the same point); null until then.
+  void start_collectives(Communicator& run);
+  NcclCommunicator* collectives() const { return nccl_.get(); }
 
   // The kernel of generated source, ready to launch: NVRTC through the image cache (memory, and
   // the folder in $AMP_KERNEL_CACHE_DIR when set) on first use, then a lookup by name.
@@ -64,7 +73,7 @@ class DeviceContext {
   const KernelImageCache& kernel_images() const { return images_; }
 
  private:
-  int arch_ = 0, sm_count_ = 0;
+  int device_ = 0, arch_ = 0, sm_count_ = 0;
   std::string name_;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
@@ -74,6 +83,7 @@ class DeviceContext {
   std::string nvrtc_target_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> kernels_;
+  std::unique_ptr<NcclCommunicator> nccl_;
 };
 
 }  // namespace amp::cuda

@@ -20,6 +20,27 @@ Node* unscaling_mul(const TrainedParam& p, const Value* inverse) {
   return match ? mul : nullptr;
 }
 
+// The node after n in g's order (null at the end).
+Node* next_node(Graph& g, const Node* n) {
+  bool found = false;
+  for (Node* m : g.nodes()) {
+    if (found) return m;
+    found = m == n;
+  }
+  return nullptr;
+}
+
+// A gradient widened to fp32 by a Cast: autodiff emits the Casts of the master weights' gradients
+// last (their forward Casts come first), after the whole backward pass. Moved right after what
+// they widen, they and the buckets reading them follow each gradient as it is made.
+void hoist_widening(Graph& g, Value* v) {
+  Node* cast = v->producer();
+  if (!cast || cast->op_type() != "Cast" || !cast->domain().empty() || cast->inputs().size() != 1 || !cast->input(0))
+    return;
+  const Node* made = cast->input(0)->producer();
+  if (made) g.move_before(cast, next_node(g, made));
+}
+
 int64_t numel(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
@@ -46,15 +67,7 @@ std::vector<Value*> all_reduce(Graph& g, Value* reduce, const std::vector<Value*
     if (reduce && std::find(n->outputs().begin(), n->outputs().end(), reduce) != n->outputs().end()) after = n;
   }
   if (after) {
-    Node* next = nullptr;
-    bool found = false;
-    for (Node* n : g.nodes()) {
-      if (found) {
-        next = n;
-        break;
-      }
-      found = n == after;
-    }
+    Node* next = next_node(g, after);
     if (next != node) g.move_before(node, next);
   } else {
     g.move_before(node, *g.nodes().begin());
@@ -76,18 +89,18 @@ bool AllReduceGradientsPass::run(Model& m) {
     size_t ready;
     int64_t bytes;
   };
-  std::unordered_map<const Node*, size_t> position;
-  for (Node* n : g.nodes()) position.emplace(n, position.size());
   std::vector<Item> items;
   for (TrainedParam& p : tg_.params) {
     // With accumulation the reduced value is the accumulated gradient (only the last micro-batch
     // of a step reduces); without, the gradient before unscaling, when the loss is scaled.
     Node* unscale = tg_.apply ? nullptr : unscaling_mul(p, tg_.inverse_scale);
     Value* v = unscale ? p.scaled_grad : p.grad;
-    const size_t ready = v->producer() ? position.at(v->producer()) : 0;
-    items.push_back({&p, v, unscale, ready,
-                     numel(p.value->initializer().dims) * static_cast<int64_t>(dtype_size(v->dtype()))});
+    hoist_widening(g, v);
+    items.push_back({&p, v, unscale, 0, numel(p.value->initializer().dims) * static_cast<int64_t>(dtype_size(v->dtype()))});
   }
+  std::unordered_map<const Node*, size_t> position;
+  for (Node* n : g.nodes()) position.emplace(n, position.size());
+  for (Item& it : items) it.ready = it.value->producer() ? position.at(it.value->producer()) : 0;
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.ready < b.ready; });
 
   size_t first = 0;
