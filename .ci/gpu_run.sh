@@ -5,7 +5,7 @@
 #   bash .ci/gpu_run.sh [KIT_DIR]        (default .gpu-kit, made here by .ci/gpu_kit.sh and carried)
 #
 # 1. unpacks KIT_DIR/kit.tar.xz into a temporary folder; finds the CUDA libraries the executables
-#    need (cudart, cuBLASLt, NVRTC, cuDNN and the parts cuDNN/NVRTC load later) in the CUDA toolkit
+#    need (cudart, cuBLASLt, NVRTC, cuDNN, NCCL and the parts cuDNN/NVRTC load later) in the CUDA toolkit
 #    (/usr/local/cuda*) and in Python's nvidia-* packages; fails naming any that is missing, or
 #    any library ldd cannot resolve
 # 2. tests:  test_backends --gtest_filter='Cuda*:Nvrtc*:*Gpu*:MakeBackend.*-CudaCodegenHost.*' (tests/backends/cuda_*,
@@ -103,7 +103,7 @@ for r in roots:
         print(d)
 EOF
   done
-  ldconfig -p 2>/dev/null | awk '/(libcudart|libcublasLt|libnvrtc|libcudnn)[^ ]*\.so/ && /x86-64/ {print $NF}' | xargs -r -n1 dirname
+  ldconfig -p 2>/dev/null | awk '/(libcudart|libcublasLt|libnvrtc|libcudnn|libnccl)[^ ]*\.so/ && /x86-64/ {print $NF}' | xargs -r -n1 dirname
 }
 mapfile -t CANDS < <(candidates | while read -r d; do [ -d "$d" ] && realpath "$d"; done | awk '!seen[$0]++')
 say "== CUDA library search path (in order):"

@@ -24,8 +24,10 @@ TEST(CudaDataParallel, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_executable.h"
 #include "backends/cuda/device_layout.h"
+#include "backends/cuda/nccl_communicator.h"
 #include "backends/cuda/schedule.h"
 #include "graph/amp_ops.h"
+#include "graph/error.h"
 #include "passes/training/training_step.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/parity.h"
@@ -141,6 +143,13 @@ TEST(CudaDataParallel, CollectivesRunBesideTheBackwardAndKeepTheirBuffersUntilJo
 // At world size 1 the average is the gradient itself: the step over NCCL computes, bit for bit,
 // what the same step without AllReduce computes on the device (the widening is exact), and its
 // losses track the CPU's.
+TEST(CudaDataParallel, EachProcessTakesItsLocalRanksGpu) {
+  EXPECT_EQ(cuda::device_for_local_rank(0, 2, 2), 0);
+  EXPECT_EQ(cuda::device_for_local_rank(1, 2, 8), 1);
+  EXPECT_EQ(cuda::device_for_local_rank(1, 2, 1), 0);  // the launcher gave each process its own GPU
+  EXPECT_THROW(cuda::device_for_local_rank(2, 4, 2), InputError);
+}
+
 TEST(CudaDataParallelGpu, OneRankOverNcclComputesWhatTheStepWithoutItComputes) {
   REQUIRE_GPU();
   const TrainingStep step = data_parallel_mlp(), plain_step = data_parallel_mlp(1, false);
