@@ -11,9 +11,10 @@
 //  - a checkpoint written by 2 processes resumed by 2 continues bit for bit (CNN, fp16, dropout);
 //    resumed by 1 inside an epoch, refused;
 //  - failures: a rank killed with SIGKILL ends the job non-zero within 60 s with mpirun's line
-//    naming the rank and the signal; an error on one rank ends the job with one line naming the
-//    rank; ranks started with different options or models are refused at start with one line; a
-//    torchrun launch is refused.
+//    naming the rank and the signal; a stopped rank ends it after the collective timeout with the
+//    waiting rank's line; an error on one rank ends the job with one line naming the rank; ranks
+//    started with different options or models are refused at start with one line; a step saved
+//    by one process is refused under mpirun; a torchrun launch is refused.
 // Rank 1's view comes from AMP_TRAIN_RANK_DIR (frontends/lib/data_parallel.h).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -279,40 +280,63 @@ TEST_F(DataParallel, CheckpointOfTwoProcessesResumedByTwoContinuesBitForBit) {
   expect_same_bits(arrays_of(dir_ + "/ranks/rank0.state.npz"), arrays_of(dir_ + "/ranks/rank1.state.npz"));
 }
 
-TEST_F(DataParallel, KilledRankEndsTheJobWithinAMinute) {
-  write_npz(dir_ + "/train.npz", random_data(64, 1));
-  // Wait for rank 1's first step, kill it (found among mpirun's children, under timeout's, by its
-  // rank), time the end.
-  const std::string script = dir_ + "/kill.sh";
+// Starts a long 2-process run, waits for rank 1's first step, sends rank 1 (found among mpirun's
+// children, under timeout's, by its rank) `signal`, and times how long the job takes to end.
+struct Ending {
+  int rc = -1;
+  long ms = -1;
+  std::string log;
+};
+
+Ending signal_rank_one(const std::string& dir, const std::string& signal, const std::string& env) {
+  const std::string script = dir + "/signal.sh";
   test::write_file(script,
-                   "set -u\n"
-                   "AMP_TRAIN_RANK_DIR=" + dir_ + "/ranks timeout 300 " + kMpirun + "-np 2 " + tool("amp-train") + " " +
-                       model("mlp") + " --data " + dir_ + "/train.npz --loss cross_entropy --batch-size 8 --steps 100000000 "
-                       "--threads 1 > " + dir_ + "/job.log 2>&1 &\n"
+                   "set -u\n" + env + " AMP_TRAIN_RANK_DIR=" + dir + "/ranks timeout 300 " + kMpirun + "-np 2 " +
+                       tool("amp-train") + " " + model("mlp") + " --data " + dir +
+                       "/train.npz --loss cross_entropy --batch-size 8 --steps 100000000 --threads 1 > " + dir +
+                       "/job.log 2>&1 &\n"
                        "job=$!\n"
-                       "for i in $(seq 1200); do [ -s " + dir_ + "/ranks/rank1.jsonl ] && break; sleep 0.05; done\n"
+                       "for i in $(seq 1200); do [ -s " + dir + "/ranks/rank1.jsonl ] && break; sleep 0.05; done\n"
                        "victim=\n"
                        "for m in $(ps -o pid= --ppid $job); do for c in $(ps -o pid= --ppid $m); do\n"
                        "  tr '\\0' '\\n' < /proc/$c/environ | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$c\n"
                        "done; done\n"
                        "[ -n \"$victim\" ] || { echo 'no rank 1 found'; kill $job; exit 9; }\n"
                        "start=$(date +%s%N)\n"
-                       "kill -9 $victim\n"
+                       "kill -" + signal + " $victim\n"
                        "wait $job; rc=$?\n"
                        "echo \"rc=$rc ms=$(( ($(date +%s%N) - start) / 1000000 ))\"\n"
-                       "cat " + dir_ + "/job.log\n");
-  std::string out;
-  ASSERT_EQ(run("bash " + script, &out), 0) << out;
-  const size_t at = out.find("rc=");
-  ASSERT_NE(at, std::string::npos) << out;
-  int rc = -1;
-  long ms = -1;
-  ASSERT_EQ(std::sscanf(out.c_str() + at, "rc=%d ms=%ld", &rc, &ms), 2) << out;
-  EXPECT_NE(rc, 0) << out;
-  EXPECT_NE(rc, 124) << out;  // not ended by the timeout guard
-  EXPECT_LT(ms, 60000) << out;
-  EXPECT_NE(out.find("rank 1"), std::string::npos) << out;
-  EXPECT_NE(out.find("signal 9"), std::string::npos) << out;
+                       "cat " + dir + "/job.log\n");
+  Ending e;
+  EXPECT_EQ(test::run_command("bash " + script, &e.log), 0) << e.log;
+  const size_t at = e.log.find("rc=");
+  EXPECT_NE(at, std::string::npos) << e.log;
+  if (at != std::string::npos) {
+    EXPECT_EQ(std::sscanf(e.log.c_str() + at, "rc=%d ms=%ld", &e.rc, &e.ms), 2) << e.log;
+  }
+  return e;
+}
+
+TEST_F(DataParallel, KilledRankEndsTheJobWithinAMinute) {
+  write_npz(dir_ + "/train.npz", random_data(64, 1));
+  const Ending e = signal_rank_one(dir_, "KILL", "");
+  EXPECT_NE(e.rc, 0) << e.log;
+  EXPECT_NE(e.rc, 124) << e.log;  // not ended by the timeout guard
+  EXPECT_LT(e.ms, 60000) << e.log;
+  EXPECT_NE(e.log.find("rank 1"), std::string::npos) << e.log;
+  EXPECT_NE(e.log.find("signal 9"), std::string::npos) << e.log;
+}
+
+TEST_F(DataParallel, StuckRankEndsTheJobAfterTheCollectiveTimeout) {
+  // Rank 1 stopped (SIGSTOP) is alive to mpirun: rank 0's watchdog ends it after 3 s in its
+  // next all-reduce, and mpirun the rest.
+  write_npz(dir_ + "/train.npz", random_data(64, 1));
+  const Ending e = signal_rank_one(dir_, "STOP", "AMP_COLLECTIVE_TIMEOUT=3");
+  EXPECT_NE(e.rc, 0) << e.log;
+  EXPECT_NE(e.rc, 124) << e.log;
+  EXPECT_LT(e.ms, 60000) << e.log;
+  EXPECT_NE(e.log.find("error: rank 0 of 2 on "), std::string::npos) << e.log;
+  EXPECT_NE(e.log.find("waited 3 s in MPI_Allreduce"), std::string::npos) << e.log;
 }
 
 TEST_F(DataParallel, ErrorOnOneRankEndsTheJobWithOneLineNamingIt) {
@@ -346,6 +370,16 @@ TEST_F(DataParallel, RanksStartedDifferentlyAreRefused) {
             2)
       << out;
   EXPECT_NE(out.find("model (digest of the file) is"), std::string::npos) << out;
+}
+
+TEST_F(DataParallel, StepSavedByOneProcessIsRefusedUnderMpirun) {
+  write_npz(dir_ + "/train.npz", random_data(64, 1));
+  const std::string common = " --data " + dir_ + "/train.npz --loss cross_entropy --steps 2 --threads 1";
+  std::string out;
+  ASSERT_EQ(run(tool("amp-train") + " " + model("mlp") + common + " --save-training-graph " + dir_ + "/step.onnx", &out), 0)
+      << out;
+  EXPECT_EQ(run("timeout 120 " + kMpirun + "-np 2 " + tool("amp-train") + " " + dir_ + "/step.onnx" + common, &out), 2) << out;
+  EXPECT_NE(out.find("this training step was saved by a single process"), std::string::npos) << out;
 }
 
 TEST(DataParallelLaunch, TorchrunIsRefused) {
