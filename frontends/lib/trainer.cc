@@ -240,6 +240,11 @@ void Trainer::resume(const Checkpoint& c) {
                        " processes inside an epoch; resume it with as many (mpirun -np " + std::to_string(saved_world) +
                        "), or from a checkpoint written at the end of an epoch");
     micro_ = micro_ / saved_per_epoch * per_epoch_;
+    // --epochs counts the epochs left at this number of processes, not the steps of the other.
+    if (o_.epochs > 0) {
+      total_ = steps_ + std::max<int64_t>(0, o_.epochs * per_epoch_ - micro_) / o_.spec.accumulate;
+      schedule_.total = total_;
+    }
   }
   if (c.position.value("seed", o_.seed) != o_.seed)
     spdlog::warn("{}: the checkpoint was made with --seed {}, this run uses {}", o_.resume,

@@ -9,7 +9,7 @@
 //    shards trained alone show it: rank 1's skips that step, rank 0's does not): both ranks skip it
 //    and halve the scale, the history equals one process on the global batch;
 //  - a checkpoint written by 2 processes resumed by 2 continues bit for bit (CNN, fp16, dropout);
-//    resumed by 1 inside an epoch, refused;
+//    resumed by 1 inside an epoch, refused; at an epoch's end, continued with the next epoch;
 //  - failures: a rank killed with SIGKILL ends the job non-zero within 60 s with mpirun's line
 //    naming the rank and the signal; a stopped rank ends it after the collective timeout with the
 //    waiting rank's line; an error on one rank ends the job with one line naming the rank; ranks
@@ -278,6 +278,18 @@ TEST_F(DataParallel, CheckpointOfTwoProcessesResumedByTwoContinuesBitForBit) {
   EXPECT_EQ(straight.size(), halves.size());
   expect_same_bits(straight, halves);
   expect_same_bits(arrays_of(dir_ + "/ranks/rank0.state.npz"), arrays_of(dir_ + "/ranks/rank1.state.npz"));
+
+  // Step 12 ends the third epoch: one process takes over there, its 4th epoch 8 steps of 16.
+  ASSERT_EQ(run(tool("amp-train") + " " + common + " --epochs 4 --resume " + dir_ + "/straight --metrics " + dir_ +
+                    "/alone.jsonl",
+                &out),
+            0)
+      << out;
+  const auto alone = records(dir_ + "/alone.jsonl");
+  ASSERT_EQ(alone.size(), 8u);
+  EXPECT_EQ(alone.front()["step"], 13);
+  EXPECT_EQ(alone.front()["epoch"], 3);
+  EXPECT_EQ(alone.back()["epoch"], 4);
 }
 
 // Starts a long 2-process run, waits for rank 1's first step, sends rank 1 (found among mpirun's
