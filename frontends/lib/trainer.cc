@@ -160,10 +160,10 @@ class Trainer {
       resumed = read_checkpoint(o.resume);
       first_run = resumed.position.value("backend_runs", uint64_t{0});
     }
-    // Before the first collective of the run: ranks started differently would not even agree on
-    // which collectives come next.
-    dp_.check_started_alike(settings());
     backend_ = make_backend(o.device);
+    // Before the first collective of the run: ranks started differently would not even agree on
+    // which collectives come next (NCCL's or MPI's).
+    dp_.check_started_alike(settings());
     // Each replica draws its own dropout masks: with one stream, every rank would drop the same
     // units of its different samples.
     const uint64_t dropout_seed = dp_.rank() == 0 ? o.seed : splitmix64(o.seed ^ splitmix64(static_cast<uint64_t>(dp_.rank())));
@@ -319,7 +319,8 @@ nlohmann::json Trainer::settings() const {
       {"--resume (digest of the checkpoint)",
        o_.resume.empty() ? std::string() : std::to_string(file_digest(o_.resume + "/checkpoint.npz"))},
       {"--epochs", o_.epochs}, {"--steps", o_.steps}, {"--batch-size", o_.batch_size}, {"--seed", o_.seed},
-      {"--no-shuffle", !o_.shuffle}, {"--device", o_.device}, {"--tf32", o_.tf32},
+      {"--no-shuffle", !o_.shuffle}, {"--device", o_.device}, {"the backend (--device)", backend_->name()},
+      {"--tf32", o_.tf32},
       {"--loss", s.loss.kind ? loss_kind_name(*s.loss.kind) : ""}, {"--target", s.loss.target},
       {"--labels", s.loss.labels}, {"--optimizer", optimizer_kind_name(s.optimizer.kind)},
       {"--momentum", s.optimizer.momentum}, {"--nesterov", s.optimizer.nesterov},
