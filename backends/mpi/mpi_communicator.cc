@@ -24,8 +24,8 @@ namespace {
 constexpr size_t kMaxCount = INT_MAX / 2;
 
 // AMP_COLLECTIVE_TIMEOUT (seconds, 0: none): how long a rank may wait in one collective before it
-// ends itself. The default is PyTorch's for NCCL process groups, 30 minutes: long enough for rank
-// 0 to write a large checkpoint while the others wait at the next collective.
+// ends itself. The default is torch.distributed's default process-group timeout, 30 minutes: long
+// enough for rank 0 to write a large checkpoint while the others wait at the next collective.
 int collective_timeout_seconds() {
   const char* v = std::getenv("AMP_COLLECTIVE_TIMEOUT");
   if (!v || !*v) return 1800;
