@@ -63,8 +63,7 @@ std::vector<Value*> all_reduce(Graph& g, Value* reduce, const std::vector<Value*
   for (Node* n : g.nodes()) {
     if (n == node) break;
     for (const Value* out : n->outputs())
-      if (out && std::find(values.begin(), values.end(), out) != values.end()) after = n;
-    if (reduce && std::find(n->outputs().begin(), n->outputs().end(), reduce) != n->outputs().end()) after = n;
+      if (out && std::find(inputs.begin(), inputs.end(), out) != inputs.end()) after = n;
   }
   if (after) {
     Node* next = next_node(g, after);
