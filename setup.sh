@@ -15,7 +15,7 @@ DEBS=(
   libonnx-dev libonnx-testdata python3-onnx python3-torch python3-numpy
   libprotobuf-dev protobuf-compiler libspdlog-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libzip-dev zlib1g-dev graphviz
-  dataset-fashion-mnist
+  dataset-fashion-mnist openmpi-bin libopenmpi-dev
 )
 
 deps() {

@@ -9,7 +9,7 @@
 # bench_cuda_train_step into BUILD_DIR, then writes KIT_DIR/kit.tar.xz:
 #   kit/bin/           the executables, stripped, without RUNPATH (-DCMAKE_SKIP_BUILD_RPATH=ON)
 #   kit/lib/           every shared library they load (ldd) except the C runtime and the CUDA
-#                      libraries (cudart, cuBLAS(Lt), NVRTC, cuDNN: the GPU machine's own, so that
+#                      libraries (cudart, cuBLAS(Lt), NVRTC, cuDNN, NCCL: the GPU machine's own, so that
 #                      they fit its driver)
 #   kit/lib-fallback/  libstdc++, libgcc_s, libz: used there only if its own are missing or too old
 #   kit/MANIFEST       what was built from what; kit/SOURCES.sha256 the compiled sources used;
@@ -29,7 +29,7 @@ case $KIT in /*) ;; *) KIT=$ROOT/$KIT ;; esac
 
 TOOLS=(amp-train amp-run amp-rewrite amp-inspect)
 TESTS=(test_backends test_frontends bench_cuda_train_step)
-CUDA_LIBS_RE='^(libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvrtc-builtins|libcudnn[a-z_]*|libnvJitLink)\.so'
+CUDA_LIBS_RE='^(libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvrtc-builtins|libcudnn[a-z_]*|libnvJitLink|libnccl)\.so'
 SYSTEM_RE='^(linux-vdso|linux-gate|ld-linux[-a-z0-9_]*|libc|libm|libdl|libpthread|librt|libutil|libresolv|libmvec|libstdc\+\+|libgcc_s|libz)\.so'
 FALLBACK=(libstdc++.so.6 libgcc_s.so.1 libz.so.1)
 

@@ -5,7 +5,7 @@
 #   bash .ci/gpu_run.sh [KIT_DIR]        (default .gpu-kit, made here by .ci/gpu_kit.sh and carried)
 #
 # 1. unpacks KIT_DIR/kit.tar.xz into a temporary folder; finds the CUDA libraries the executables
-#    need (cudart, cuBLASLt, NVRTC, cuDNN and the parts cuDNN/NVRTC load later) in the CUDA toolkit
+#    need (cudart, cuBLASLt, NVRTC, cuDNN, NCCL and the parts cuDNN/NVRTC load later) in the CUDA toolkit
 #    (/usr/local/cuda*) and in Python's nvidia-* packages; fails naming any that is missing, or
 #    any library ldd cannot resolve; reports the versions of the driver, cudart, cuBLASLt, cuDNN
 #    and NVRTC the executables load and fails naming any older than the kit was built with
@@ -107,7 +107,7 @@ for r in roots:
         print(d)
 EOF
   done
-  ldconfig -p 2>/dev/null | awk '/(libcudart|libcublasLt|libnvrtc|libcudnn)[^ ]*\.so/ && /x86-64/ {print $NF}' | xargs -r -n1 dirname
+  ldconfig -p 2>/dev/null | awk '/(libcudart|libcublasLt|libnvrtc|libcudnn|libnccl)[^ ]*\.so/ && /x86-64/ {print $NF}' | xargs -r -n1 dirname
 }
 mapfile -t CANDS < <(candidates | while read -r d; do [ -d "$d" ] && realpath "$d"; done | awk '!seen[$0]++')
 say "== CUDA library search path (in order):"

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/communicator.h"
 #include "graph/model.h"
 #include "graph/tensor.h"
 
@@ -35,6 +36,10 @@ struct CompileOptions {
   // fp32 products and convolutions may use TF32 Tensor Cores (10-bit mantissa in the products,
   // fp32 sums: PyTorch's allow_tf32). The cuda backend only; the CPU backend computes fp32.
   bool tf32 = false;
+  // The processes of a data-parallel run: the graph's AllReduce nodes average over them (MPI on
+  // the CPU, NCCL bootstrapped through it on the GPU, whose device is then the one of this
+  // process's local rank). Null: one process, where an AllReduce passes its inputs on.
+  std::shared_ptr<Communicator> communicator = nullptr;
 };
 
 struct MemoryStats {

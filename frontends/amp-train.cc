@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "frontends/lib/data_parallel.h"
 #include "frontends/lib/tool_main.h"
 #include "frontends/lib/trainer.h"
 #include "graph/error.h"
@@ -15,7 +16,7 @@ namespace {
 
 struct Flags {
   std::string loss, optimizer = "sgd", schedule = "constant", dtype = "fp32", loss_scale;
-  double lr = 0.01, momentum = 0, weight_decay = 0, clip_norm = 0;
+  double lr = 0.01, momentum = 0, weight_decay = 0, clip_norm = 0, bucket_mb = 25;
   bool nesterov = false, no_shuffle = false, compare_fp32 = false;
 };
 
@@ -30,6 +31,8 @@ TrainOptions options_from(TrainOptions o, const Flags& f) {
   o.spec.optimizer.momentum = static_cast<float>(f.momentum);
   o.spec.optimizer.nesterov = f.nesterov;
   o.spec.optimizer.weight_decay = static_cast<float>(f.weight_decay);
+  if (!(f.bucket_mb > 0)) throw InputError("--bucket-mb must be positive");
+  o.spec.data_parallel.bucket_bytes = static_cast<int64_t>(f.bucket_mb * (1 << 20));
   if (f.nesterov && (f.momentum <= 0 || *kind != OptimizerSpec::Kind::kSgd))
     throw InputError("--nesterov needs --optimizer sgd with --momentum > 0");
   o.spec.clip_norm = static_cast<float>(f.clip_norm);
@@ -74,7 +77,8 @@ void print_summary(const char* label, const TrainResult& r) {
 int run(TrainOptions o, const Flags& f) {
   o = options_from(std::move(o), f);
   if (!f.compare_fp32) {
-    print_summary("train", train(o));
+    const TrainResult r = train(o);
+    if (r.root) print_summary("train", r);
     return kExitOk;
   }
   // The same steps in fp32 first (no side outputs), then as asked.
@@ -85,6 +89,7 @@ int run(TrainOptions o, const Flags& f) {
   fp32.quiet = true;
   const TrainResult a = train(fp32);
   const TrainResult b = train(o);
+  if (!b.root) return kExitOk;
   std::printf("%-14s %14s %14s\n", "", "fp32", f.dtype.c_str());
   std::printf("%-14s %14.3f %14.3f\n", "ms/step", a.seconds_per_step * 1e3, b.seconds_per_step * 1e3);
   std::printf("%-14s %14.0f %14.0f\n", "samples/s", a.samples_per_second, b.samples_per_second);
@@ -141,5 +146,12 @@ int main(int argc, char** argv) {
   app.add_option("--save-training-graph", o.save_training_graph,
                  "write the training step as ONNX (inference graph + training_info)");
   app.add_flag("--compare-fp32", f.compare_fp32, "train the same steps in fp32 too and print both side by side");
-  return amp::tool_main(app, argc, argv, [&] { return amp::run(o, f); });
+  app.add_option("--bucket-mb", f.bucket_mb,
+                 "data-parallel runs (mpirun -np N amp-train ...): MiB of gradients per all-reduce (default 25, as "
+                 "PyTorch DDP's bucket_cap_mb)");
+  return amp::tool_main(app, argc, argv, [&] {
+    // Under mpirun or srun, one of several processes: each trains a replica on its share of the data.
+    o.communicator = amp::join_launched_processes();
+    return amp::run_as_rank("amp-train", o.communicator, [&] { return amp::run(o, f); });
+  });
 }

@@ -252,6 +252,27 @@ std::vector<OpSchema> schemas() {
                                   "are unscaled. The check then needs none of the unscaled values, so a backend can "
                                   "unscale inside the optimizer's kernel.",
                                   true));
+
+  OpSchema all_reduce;
+  all_reduce.SetName("AllReduce")
+      .SetDomain(kAmpDomain)
+      .SinceVersion(kAmpDomainVersion)
+      .SetLocation(__FILE__, __LINE__)
+      .SetDoc("The mean of each input over the processes of a data-parallel run (the replicas, each on its own "
+              "batch): output i = (sum over ranks of input i) / ranks, summed in float32 at least and rounded once "
+              "to the input's type, the same bits on every rank. One node is one bucket: its inputs go in one "
+              "collective. With `reduce` given and false, nothing is exchanged and each output is its input (the "
+              "micro-batches of gradient accumulation before the last); every rank passes the same `reduce`. In "
+              "a single process, each output is its input.")
+      .Input(0, "reduce", "Scalar bool: exchange this run (absent: always).", "tensor(bool)", OpSchema::Optional)
+      .Input(1, "inputs", "This rank's tensors.", "T", OpSchema::Variadic, false)
+      .Output(0, "outputs", "Their means over the ranks, one per input, of its type and shape.", "T",
+              OpSchema::Variadic, false)
+      .TypeConstraint("T", kFloatTypes, "Floating-point tensors.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        for (size_t i = 0; i < ctx.getNumOutputs() && i + 1 < ctx.getNumInputs(); ++i) like_input(ctx, i + 1, i);
+      });
+  out.push_back(std::move(all_reduce));
   return out;
 }
 

@@ -58,6 +58,7 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
   openblas_set_num_threads(1);
   seed_ = options.seed;
   runs_ = options.first_run;
+  communicator_ = options.communicator;
 
   std::vector<std::vector<int>> shape_inputs;
   std::vector<bool> reads_data;
@@ -237,7 +238,7 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, 
 
   const uint64_t run_seed = splitmix64(seed_ ^ splitmix64(runs_));
   for (Plan::Launch& l : plan.launches) {
-    const RunContext ctx{threads_, splitmix64(run_seed + static_cast<uint64_t>(l.step))};
+    const RunContext ctx{threads_, splitmix64(run_seed + static_cast<uint64_t>(l.step)), communicator_.get()};
     at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
   }
   ++runs_;

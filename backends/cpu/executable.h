@@ -42,6 +42,7 @@ class CpuExecutable final : public Executable {
   std::vector<std::pair<int, int>> updates_;      // state index <- value
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   const Plan* last_plan_ = nullptr;
+  std::shared_ptr<Communicator> communicator_;
   uint64_t seed_ = 0;
   uint64_t runs_ = 0;
   int threads_ = 1;

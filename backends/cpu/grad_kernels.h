@@ -1,5 +1,5 @@
 // CPU kernels of the project's own ops (domain ai.onnx_amp, graph/amp_ops.h): the gradient ops
-// that standard ONNX lacks, SumToShape, AllFinite, and Gelu / GeluGrad (rows of the elementwise op
+// that standard ONNX lacks, SumToShape, AllFinite, AllReduce, and Gelu / GeluGrad (rows of the elementwise op
 // table, elementwise.cc). Same OpEntry pattern as the default-domain families; find_amp_op() is
 // the lookup for nodes of that domain.
 #pragma once
@@ -21,5 +21,6 @@ const std::vector<OpEntry>& grad_scatter_ops();
 const std::vector<OpEntry>& grad_all_finite_ops();
 const std::vector<OpEntry>& grad_softmax_ops();
 const std::vector<OpEntry>& amp_elementwise_ops();
+const std::vector<OpEntry>& all_reduce_ops();  // all_reduce.cc
 
 }  // namespace amp::cpu

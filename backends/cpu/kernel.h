@@ -15,6 +15,10 @@
 #include "graph/node.h"
 #include "graph/ops/shape_rules.h"
 
+namespace amp {
+class Communicator;  // backends/communicator.h
+}
+
 namespace amp::cpu {
 
 // A tensor as a kernel sees it: element type, dims and where its bytes are.
@@ -39,6 +43,7 @@ struct View {
 struct RunContext {
   int threads = 1;
   uint64_t seed = 0;  // distinct per run and per node: random kernels draw from it
+  Communicator* communicator = nullptr;  // the data-parallel processes (AllReduce); null: one process
 };
 
 struct KernelIO {

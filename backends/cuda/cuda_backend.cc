@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include "backends/cpu/grad_kernels.h"
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_executable.h"
 #include "graph/error.h"
 #include "graph/ops/elementwise_grouping.h"
@@ -36,10 +37,17 @@ std::unique_ptr<Executable> CudaBackend::compile(const Model& m, const CompileOp
     if (!ctx_) {
       std::string why;
       if (!available(&why)) throw InputError("cuda backend not available: " + why);
-      ctx_ = std::make_shared<DeviceContext>();
+      int device = 0;
+      if (options.communicator) {
+        int devices = 0;
+        AMP_CUDA_CHECK(cudaGetDeviceCount(&devices));
+        device = device_for_local_rank(options.communicator->local_rank(), options.communicator->local_size(), devices);
+      }
+      ctx_ = std::make_shared<DeviceContext>(device);
     }
     ctx = ctx_;
   }
+  if (options.communicator) ctx->start_collectives(*options.communicator);
   return std::make_unique<CudaExecutable>(m, options, std::move(ctx));
 }
 

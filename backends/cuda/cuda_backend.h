@@ -2,7 +2,8 @@
 // a working driver; otherwise available() says what the CUDA runtime reported (on a machine
 // without a GPU: cudaErrorInsufficientDriver or cudaErrorNoDevice), and `--device auto` falls
 // back to the CPU. One DeviceContext (stream, library handles, caches) is shared by everything
-// the backend compiles.
+// the backend compiles; compiled with a data-parallel Communicator, it is on the GPU of the
+// process's local rank and holds NCCL over the run's processes.
 #pragma once
 
 #include <memory>

@@ -36,10 +36,14 @@ struct CudaExecutable::Plan {
     const Unit* unit;
     std::unique_ptr<PreparedOp> op;
     OpBuffers buffers;
+    // Work of earlier units running beside the step's stream that this one reads: the step's
+    // stream waits for their events first (PreparedOp::completion).
+    std::vector<cudaEvent_t> joins;
   };
   ShapePlan shapes;                    // types, dims, host values and units of this signature
   std::vector<void*> device;           // per value: its address in this plan, else null
   std::vector<Launch> launches;
+  std::vector<cudaEvent_t> final_joins;  // beside-work nothing in the step reads: joined at its end
   std::vector<std::pair<int, void*>> feed_copies;                // feed value -> device buffer
   std::vector<std::pair<int, void*>> state_fetches;              // fetched state -> staging copy
   std::vector<int> fetches;
@@ -113,13 +117,23 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
     OpShapes shapes = unit_shapes(sp, *unit);
     shapes.tf32 = tf32_;
     const DeviceReport::UnitScope scope(unit->where, unit->kind);
-    Plan::Launch launch{unit, at_node(unit->where, [&] { return unit->op->prepare(shapes, *ctx_); }), {}};
+    Plan::Launch launch{unit, at_node(unit->where, [&] { return unit->op->prepare(shapes, *ctx_); }), {}, {}};
     workspace = std::max(workspace, launch.op->workspace_bytes());
     p.launches.push_back(std::move(launch));
   }
 
+  std::vector<bool> beside;
+  for (const Plan::Launch& l : p.launches) beside.push_back(l.op->completion() != nullptr);
+  const std::vector<int64_t> join = join_positions(sp, beside);
+  for (size_t pos = 0; pos < join.size(); ++pos) {
+    if (join[pos] < 0) continue;
+    cudaEvent_t done = p.launches[pos].op->completion();
+    (join[pos] < static_cast<int64_t>(p.launches.size()) ? p.launches[static_cast<size_t>(join[pos])].joins : p.final_joins)
+        .push_back(done);
+  }
+
   // One arena (device_layout.h); views take their root's address once every root has one.
-  const DeviceLayout mem = layout_device_memory(s_, sp, fed, fetches, kAlignment);
+  const DeviceLayout mem = layout_device_memory(s_, sp, fed, fetches, kAlignment, beside);
   const std::vector<bool>& on_device = mem.on_device;
   p.layout = mem.arena;
   p.arena = DeviceBuffer(p.layout.arena_bytes);
@@ -176,9 +190,13 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
 void CudaExecutable::enqueue_step(Plan& p) {
   const cudaStream_t stream = ctx_->stream();
   for (const Plan::Launch& l : p.launches) {
+    for (cudaEvent_t done : l.joins) AMP_CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     const DeviceReport::UnitScope scope(l.unit->where, l.unit->kind);
     at_node(l.unit->where, [&] { l.op->enqueue(l.buffers, *ctx_); });
   }
+  // Joined before the fetches and updates read the results, and before a capture ends (a capture
+  // with a forked stream not joined back is invalid).
+  for (cudaEvent_t done : p.final_joins) AMP_CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
   // Fetched state as it was during the step, before the updates overwrite it.
   for (const auto& [v, staging] : p.state_fetches)
     AMP_CUDA_CHECK(cudaMemcpyAsync(staging, p.device[v], p.shapes.desc[v].nbytes(), cudaMemcpyDeviceToDevice, stream));

@@ -9,7 +9,9 @@
 // and a fresh random seed written to device memory, units enqueued on one stream — from the third
 // run of a plan on, as one captured CUDA Graph replay — state updated on the device, fetches
 // copied out, one synchronisation at the end. The loss scale and the skip decision of a
-// mixed-precision step are graph values, so they never leave the device.
+// mixed-precision step are graph values, so they never leave the device. A unit that leaves work
+// running on a stream of its own (a data-parallel AllReduce on NCCL's) is joined by an event where
+// its outputs are first read, or at the end of the step, inside the capture as outside it.
 //
 // Environment: AMP_CUDA_GRAPHS=0 runs without graph capture; AMP_CUDA_TF32=1 lets fp32 products
 // and convolutions use TF32 (as CompileOptions::tf32, amp-train --tf32, does); AMP_KERNEL_CACHE_DIR

@@ -69,6 +69,11 @@ class PreparedOp {
   virtual size_t workspace_bytes() const { return 0; }
   // Enqueues on ctx.stream(); never synchronises with the host.
   virtual void enqueue(const OpBuffers& buffers, DeviceContext& ctx) const = 0;
+  // An event recorded when the op's work is done, for an op that leaves that work running on a
+  // stream of its own after enqueue (the AllReduce on NCCL's stream): the step's stream waits for
+  // it before the first unit that reads an output of the op, and before the step ends, and the
+  // op's inputs and outputs keep their buffers until then. Null for work on ctx.stream().
+  virtual cudaEvent_t completion() const { return nullptr; }
 };
 
 // A PreparedOp that is one function: most ops need nothing but their shapes captured.
@@ -136,6 +141,7 @@ const std::vector<CudaOpEntry>& softmax_loss_ops();
 const std::vector<CudaOpEntry>& reduction_ops();
 const std::vector<CudaOpEntry>& convolution_ops();
 const std::vector<CudaOpEntry>& training_ops();
+const std::vector<CudaOpEntry>& collective_ops();
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {

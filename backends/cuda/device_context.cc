@@ -58,12 +58,12 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);
 }
 
-DeviceContext::DeviceContext() : images_(cache_dir_from_environment()) {
+DeviceContext::DeviceContext(int device) : device_(device), images_(cache_dir_from_environment()) {
   const std::string why = device_unavailable_reason();
   if (!why.empty()) throw Error("cuda backend: " + why);
-  AMP_CUDA_CHECK(cudaSetDevice(0));
+  AMP_CUDA_CHECK(cudaSetDevice(device));
   cudaDeviceProp prop{};
-  AMP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  AMP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   arch_ = prop.major * 10 + prop.minor;
   sm_count_ = prop.multiProcessorCount;
   name_ = prop.name;
@@ -75,6 +75,7 @@ DeviceContext::DeviceContext() : images_(cache_dir_from_environment()) {
 }
 
 DeviceContext::~DeviceContext() {
+  nccl_.reset();
   for (auto& [name, lib] : kernels_) cudaLibraryUnload(lib.first);
   if (dnn_) cudnnDestroy(dnn_);
   if (lt_) cublasLtDestroy(lt_);
@@ -104,6 +105,11 @@ const ReluMaskConvention& DeviceContext::relu_mask_convention(DType t) {
                                      {"reader_matches", c.reader_matches() ? "yes" : "no"},
                                      {"found", c.detail}});
   return relu_masks_.emplace(t, std::move(c)).first->second;
+}
+
+void DeviceContext::start_collectives(Communicator& run) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!nccl_) nccl_ = std::make_unique<NcclCommunicator>(run);
 }
 
 cudaKernel_t DeviceContext::load_kernel(const GeneratedKernel& k) {

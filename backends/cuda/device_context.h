@@ -2,7 +2,8 @@
 // (so a step is one ordered sequence that CUDA Graphs can capture), the cuBLASLt and cuDNN
 // handles bound to that stream, the cuBLASLt algorithm cache, the convolution algorithms that ran
 // per shape, the ReLU-mask convention its cuBLASLt was found to have, the NVRTC kernels loaded so
-// far and the device report (device_report.h). Shared by every executable compiled for the device.
+// far, the device report (device_report.h) and in a data-parallel run NCCL with its own stream,
+// which forks from and joins the step's. Shared by every executable compiled for the device.
 #pragma once
 
 #include <cublasLt.h>
@@ -20,6 +21,7 @@
 #include "backends/cuda/device_report.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/nccl_communicator.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/cuda/relu_mask_probe.h"
 
@@ -49,8 +51,9 @@ class DeviceBuffer {
 
 class DeviceContext {
  public:
-  // Device 0. Throws Error with device_unavailable_reason() when there is none.
-  DeviceContext();
+  // The given device (0, or a data-parallel rank's: nccl_communicator.h). Throws Error with
+  // device_unavailable_reason() when there is none.
+  explicit DeviceContext(int device = 0);
   ~DeviceContext();
   DeviceContext(const DeviceContext&) = delete;
   DeviceContext& operator=(const DeviceContext&) = delete;
@@ -72,6 +75,12 @@ class DeviceContext {
   // How this device's cuBLASLt writes the ReLU mask for products of type t: probed with a tiny
   // product on first use (relu_mask_probe.h), then remembered.
   const ReluMaskConvention& relu_mask_convention(DType t);
+  int device() const { return device_; }
+
+  // NCCL over the processes of a data-parallel run, started once (a collective: every rank calls
+  // it at the same point); null until then.
+  void start_collectives(Communicator& run);
+  NcclCommunicator* collectives() const { return nccl_.get(); }
 
   // The kernel of generated source, ready to launch: NVRTC through the image cache (memory, and
   // the folder in $AMP_KERNEL_CACHE_DIR when set) on first use, then a lookup by name.
@@ -79,7 +88,7 @@ class DeviceContext {
   const KernelImageCache& kernel_images() const { return images_; }
 
  private:
-  int arch_ = 0, sm_count_ = 0;
+  int device_ = 0, arch_ = 0, sm_count_ = 0;
   std::string name_;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
@@ -92,6 +101,7 @@ class DeviceContext {
   std::string nvrtc_target_;
   std::mutex mutex_, probe_mutex_;
   std::unordered_map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> kernels_;
+  std::unique_ptr<NcclCommunicator> nccl_;
 };
 
 }  // namespace amp::cuda

@@ -4,8 +4,23 @@
 
 namespace amp::cuda {
 
+std::vector<int64_t> join_positions(const ShapePlan& p, const std::vector<bool>& beside) {
+  const auto end = static_cast<int64_t>(p.order.size());
+  std::vector<int64_t> join(p.order.size(), -1);
+  for (int64_t pos = 0; pos < end; ++pos) {
+    if (pos >= static_cast<int64_t>(beside.size()) || !beside[static_cast<size_t>(pos)]) continue;
+    const Unit& u = *p.order[static_cast<size_t>(pos)];
+    int64_t at = end;
+    for (int64_t later = pos + 1; later < end && at == end; ++later)
+      for (int v : p.order[static_cast<size_t>(later)]->in)
+        if (v >= 0 && std::find(u.out.begin(), u.out.end(), p.root(v)) != u.out.end()) at = later;
+    join[static_cast<size_t>(pos)] = at;
+  }
+  return join;
+}
+
 DeviceLayout layout_device_memory(const Schedule& s, const ShapePlan& p, const std::vector<const Tensor*>& fed,
-                                  const std::vector<int>& fetches, size_t alignment) {
+                                  const std::vector<int>& fetches, size_t alignment, const std::vector<bool>& beside) {
   DeviceLayout l;
   const size_t num_values = s.program.values.size();
   l.end = static_cast<int64_t>(p.order.size());
@@ -27,6 +42,16 @@ DeviceLayout layout_device_memory(const Schedule& s, const ShapePlan& p, const s
       if (u.in[i] >= 0 && !u.host_only[i]) read(u.in[i], pos);
     for (int v : u.out)
       if (v >= 0 && l.first_write[v] < 0) l.first_write[v] = pos;
+  }
+  // What a unit running beside the step's stream reads and writes stays put until its join.
+  const std::vector<int64_t> join = join_positions(p, beside);
+  for (size_t pos = 0; pos < join.size(); ++pos) {
+    if (join[pos] < 0) continue;
+    const Unit& u = *p.order[pos];
+    for (size_t i = 0; i < u.in.size(); ++i)
+      if (u.in[i] >= 0 && !u.host_only[i]) read(u.in[i], join[pos]);
+    for (int v : u.out)
+      if (v >= 0) read(v, join[pos]);
   }
   for (const auto& [st, v] : s.updates) read(v, l.end);
   for (int v : fetches) {

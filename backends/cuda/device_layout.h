@@ -28,8 +28,17 @@ struct DeviceLayout {
   std::vector<int64_t> first_write, last_read;  // per value, in run positions (-1: never)
 };
 
-// fed: per value, whether it is fed this run; fetches: the values copied out.
+// Per position of p.order, for a unit whose work goes on running on a stream of its own
+// (beside[pos], PreparedOp::completion): the position of the first unit that reads one of its
+// outputs (or a view of one), where the step's stream waits for it; the position after the last
+// unit when none does. -1 for the other units.
+std::vector<int64_t> join_positions(const ShapePlan& p, const std::vector<bool>& beside);
+
+// fed: per value, whether it is fed this run; fetches: the values copied out; beside: per position
+// of p.order, whether the unit runs beside the step's stream (its inputs and outputs then keep
+// their buffers until its join, as no later unit may write them while it reads and writes them).
 DeviceLayout layout_device_memory(const Schedule& s, const ShapePlan& p, const std::vector<const Tensor*>& fed,
-                                  const std::vector<int>& fetches, size_t alignment);
+                                  const std::vector<int>& fetches, size_t alignment,
+                                  const std::vector<bool>& beside = {});
 
 }  // namespace amp::cuda

@@ -8,6 +8,7 @@
 
 #include "backends/backend.h"
 #include "frontends/lib/checkpoint.h"
+#include "frontends/lib/data_parallel.h"
 #include "frontends/lib/metrics_log.h"
 #include "frontends/lib/training_data.h"
 #include "frontends/lib/training_progress.h"
@@ -112,8 +113,17 @@ Models build_models(const TrainOptions& o) {
     out.inference.training_info.clear();
   } else {
     out.inference = clone_model(forward);
-    out.step = build_training_step(std::move(forward), o.spec);
+    TrainingSpec spec = o.spec;
+    spec.data_parallel.enabled = o.communicator != nullptr;
+    out.step = build_training_step(std::move(forward), spec);
   }
+  const Graph& g = *out.step.model.graph;
+  bool averages = false;
+  for (const Node* n : g.nodes()) averages = averages || (n->domain() == kAmpDomain && n->op_type() == "AllReduce");
+  if (o.communicator && !averages)
+    throw InputError(o.model + ": this training step was saved by a single process: it has no AllReduce to average "
+                     "the processes' gradients with; train from the model itself, or save the step from a "
+                     "data-parallel run");
   EvalModePass().run(out.inference);
   out.eval = clone_model(out.inference);
   add_loss(out.eval, out.step.loss_spec);
@@ -124,7 +134,7 @@ Models build_models(const TrainOptions& o) {
 
 class Trainer {
  public:
-  explicit Trainer(const TrainOptions& o) : o_(o), models_(build_models(o)) {
+  explicit Trainer(const TrainOptions& o) : o_(o), dp_(o.communicator), models_(build_models(o)), rank_log_(dp_) {
     const TrainingStep& step = models_.step;
     train_data_ = load_data(o.data, feature_key(step), step.labels.empty() ? "labels" : step.labels);
     conform(train_data_, *step.model.graph, step.data_inputs);
@@ -135,24 +145,32 @@ class Trainer {
         if (!v->has_initializer()) eval_inputs.push_back(v->name());
       conform(val_data_, *models_.eval.graph, eval_inputs);
     }
-    per_epoch_ = train_data_.size / o.batch_size;
+    per_epoch_ = dp_.shard_size(train_data_.size) / o.batch_size;
     if (per_epoch_ == 0)
-      throw InputError(train_data_.source + ": " + std::to_string(train_data_.size) +
-                       " samples do not fill one batch of " + std::to_string(o.batch_size));
+      throw InputError(train_data_.source + ": " + std::to_string(train_data_.size) + " samples do not fill one batch of " +
+                       std::to_string(o.batch_size) +
+                       (dp_.size() > 1 ? " in each of " + std::to_string(dp_.size()) + " processes" : std::string()));
     total_ = o.steps > 0 ? o.steps : std::max<int64_t>(1, o.epochs * per_epoch_ / o.spec.accumulate);
     schedule_ = o.schedule;
     schedule_.total = total_;
 
-    backend_ = make_backend(o.device);
     uint64_t first_run = 0;
     Checkpoint resumed;
     if (!o.resume.empty()) {
       resumed = read_checkpoint(o.resume);
       first_run = resumed.position.value("backend_runs", uint64_t{0});
     }
-    CompileOptions train_options{step.state, step.updates, o.seed, o.threads};
+    backend_ = make_backend(o.device);
+    // Before the first collective of the run: ranks started differently would not even agree on
+    // which collectives come next (NCCL's or MPI's).
+    dp_.check_started_alike(settings());
+    // Each replica draws its own dropout masks: with one stream, every rank would drop the same
+    // units of its different samples.
+    const uint64_t dropout_seed = dp_.rank() == 0 ? o.seed : splitmix64(o.seed ^ splitmix64(static_cast<uint64_t>(dp_.rank())));
+    CompileOptions train_options{step.state, step.updates, dropout_seed, o.threads};
     train_options.first_run = first_run;
     train_options.tf32 = o.tf32;
+    train_options.communicator = o.communicator;
     train_ = backend_->compile(step.model, train_options);
     std::vector<std::string> eval_state;
     for (const Value* v : models_.eval.graph->initializers())
@@ -163,6 +181,7 @@ class Trainer {
     eval_ = backend_->compile(models_.eval, eval_options);
     eval_state_ = eval_state;
     if (!o.resume.empty()) resume(resumed);
+    dp_.check_same_state(state());
   }
 
   TrainResult run();
@@ -173,9 +192,14 @@ class Trainer {
   void checkpoint();
   void save_outputs();
   Feeds batch(int64_t micro);
+  // What every rank must agree on before training (DataParallel::check_started_alike).
+  nlohmann::json settings() const;
+  std::vector<std::pair<std::string, Tensor>> state() const;
 
   const TrainOptions& o_;
+  DataParallel dp_;
   Models models_;
+  RankLog rank_log_;
   DataSet train_data_, val_data_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Executable> train_, eval_;
@@ -205,6 +229,23 @@ void Trainer::resume(const Checkpoint& c) {
   steps_ = c.position.value("optimizer_steps", int64_t{0});
   skipped_ = c.position.value("skipped", int64_t{0});
   runs_ = c.position.value("backend_runs", uint64_t{0});
+  const int64_t saved_world = c.position.value("world_size", int64_t{1});
+  if (saved_world != dp_.size()) {
+    // An epoch's end means the same position at any number of processes; inside an epoch, which
+    // samples are left depends on how they were sharded.
+    const int64_t saved_batch = c.position.value("batch_size", o_.batch_size);
+    const int64_t saved_per_epoch = (train_data_.size + saved_world - 1) / saved_world / std::max<int64_t>(saved_batch, 1);
+    if (saved_per_epoch == 0 || micro_ % saved_per_epoch != 0)
+      throw InputError(o_.resume + ": the checkpoint was written by " + std::to_string(saved_world) +
+                       " processes inside an epoch; resume it with as many (mpirun -np " + std::to_string(saved_world) +
+                       "), or from a checkpoint written at the end of an epoch");
+    micro_ = micro_ / saved_per_epoch * per_epoch_;
+    // --epochs counts the epochs left at this number of processes, not the steps of the other.
+    if (o_.epochs > 0) {
+      total_ = steps_ + std::max<int64_t>(0, o_.epochs * per_epoch_ - micro_) / o_.spec.accumulate;
+      schedule_.total = total_;
+    }
+  }
   if (c.position.value("seed", o_.seed) != o_.seed)
     spdlog::warn("{}: the checkpoint was made with --seed {}, this run uses {}", o_.resume,
                  c.position.value("seed", uint64_t{0}), o_.seed);
@@ -213,7 +254,7 @@ void Trainer::resume(const Checkpoint& c) {
 Feeds Trainer::batch(int64_t micro) {
   const int64_t epoch = micro / per_epoch_, at = micro % per_epoch_;
   if (epoch != order_epoch_) {
-    order_ = epoch_order(train_data_.size, epoch, o_.seed, o_.shuffle);
+    order_ = dp_.shard(epoch_order(train_data_.size, epoch, o_.seed, o_.shuffle));
     order_epoch_ = epoch;
   }
   std::vector<int64_t> rows(order_.begin() + at * o_.batch_size, order_.begin() + (at + 1) * o_.batch_size);
@@ -226,9 +267,11 @@ void Trainer::validate(int64_t epoch) {
   const std::string loss_name = models_.eval.graph->outputs().back()->name();
   double loss_sum = 0;
   int64_t correct = 0, seen = 0;
-  for (int64_t start = 0; start < val_data_.size; start += o_.batch_size) {
-    std::vector<int64_t> rows;
-    for (int64_t i = start; i < std::min(val_data_.size, start + o_.batch_size); ++i) rows.push_back(i);
+  const std::vector<int64_t> mine = dp_.validation_rows(val_data_.size);
+  for (size_t start = 0; start < mine.size(); start += static_cast<size_t>(o_.batch_size)) {
+    const std::vector<int64_t> rows(mine.begin() + static_cast<std::ptrdiff_t>(start),
+                                    mine.begin() + static_cast<std::ptrdiff_t>(
+                                                       std::min(mine.size(), start + static_cast<size_t>(o_.batch_size))));
     Feeds feeds = gather_rows(val_data_, rows);
     std::vector<std::string> fetches{loss_name};
     if (step.classification) fetches.push_back(step.target);
@@ -239,6 +282,11 @@ void Trainer::validate(int64_t epoch) {
         if (key == step.labels) correct += correct_predictions(out[1], t);
     seen += static_cast<int64_t>(rows.size());
   }
+  std::vector<double> totals{loss_sum, static_cast<double>(correct), static_cast<double>(seen)};
+  dp_.sum(totals);
+  loss_sum = totals[0];
+  correct = static_cast<int64_t>(totals[1]);
+  seen = static_cast<int64_t>(totals[2]);
   result_.val_loss = loss_sum / static_cast<double>(seen);
   nlohmann::json record{{"epoch", epoch}, {"step", steps_}, {"val_loss", result_.val_loss}};
   std::string line = fmt::format("epoch {} step {}: val_loss {:.4f}", epoch, steps_, result_.val_loss);
@@ -251,17 +299,53 @@ void Trainer::validate(int64_t epoch) {
   progress_->note(line);
 }
 
+std::vector<std::pair<std::string, Tensor>> Trainer::state() const {
+  std::vector<std::pair<std::string, Tensor>> all;
+  for (const std::string& name : train_->state_names()) all.emplace_back(name, train_->read_state(name));
+  return all;
+}
+
+nlohmann::json Trainer::settings() const {
+  const TrainingSpec& s = o_.spec;
+  auto data_digest = [](const DataSet& d) {
+    uint64_t h = static_cast<uint64_t>(d.size);
+    for (const auto& [key, t] : d.arrays) h = h * 1000003 ^ digest(key.data(), key.size()) ^ digest(t.data(), t.nbytes());
+    return std::to_string(h);
+  };
+  nlohmann::json j = {
+      {"model (digest of the file)", std::to_string(file_digest(o_.model))},
+      {"--data (digest of the arrays)", data_digest(train_data_)},
+      {"--val (digest of the arrays)", o_.val.empty() ? std::string() : data_digest(val_data_)},
+      {"--resume (digest of the checkpoint)",
+       o_.resume.empty() ? std::string() : std::to_string(file_digest(o_.resume + "/checkpoint.npz"))},
+      {"--epochs", o_.epochs}, {"--steps", o_.steps}, {"--batch-size", o_.batch_size}, {"--seed", o_.seed},
+      {"--no-shuffle", !o_.shuffle}, {"--device", o_.device}, {"the backend (--device)", backend_->name()},
+      {"--tf32", o_.tf32},
+      {"--loss", s.loss.kind ? loss_kind_name(*s.loss.kind) : ""}, {"--target", s.loss.target},
+      {"--labels", s.loss.labels}, {"--optimizer", optimizer_kind_name(s.optimizer.kind)},
+      {"--momentum", s.optimizer.momentum}, {"--nesterov", s.optimizer.nesterov},
+      {"--weight-decay", s.optimizer.weight_decay}, {"--clip-norm", s.clip_norm}, {"--accumulate", s.accumulate},
+      {"--dtype", dtype_name(s.precision)}, {"--loss-scale", static_cast<int>(s.loss_scale.mode)},
+      {"--loss-scale (initial)", s.loss_scale.initial}, {"--freeze", s.freeze},
+      {"--bucket-mb", s.data_parallel.bucket_bytes}, {"--lr", o_.schedule.base},
+      {"--schedule", static_cast<int>(o_.schedule.kind)}, {"--warmup", o_.schedule.warmup}};
+  return j;
+}
+
 void Trainer::checkpoint() {
   if (o_.checkpoint.empty()) return;
   Checkpoint c;
-  for (const std::string& name : train_->state_names()) c.state.emplace_back(name, train_->read_state(name));
+  c.state = state();
+  dp_.check_same_state(c.state);
+  if (!dp_.root()) return;
   c.position = {{"micro_batches", micro_},  {"optimizer_steps", steps_}, {"skipped", skipped_},
                 {"backend_runs", runs_},    {"seed", o_.seed},          {"model", o_.model},
-                {"batch_size", o_.batch_size}};
+                {"batch_size", o_.batch_size}, {"world_size", dp_.size()}};
   write_checkpoint(o_.checkpoint, c);
 }
 
 void Trainer::save_outputs() {
+  if (!dp_.root()) return;
   if (!o_.save.empty()) {
     Model out = clone_model(models_.inference);
     for (Value* v : out.graph->initializers()) {
@@ -283,8 +367,8 @@ void Trainer::save_outputs() {
 
 TrainResult Trainer::run() {
   const TrainingStep& step = models_.step;
-  if (!o_.metrics.empty()) metrics_ = MetricsLog(o_.metrics, !o_.resume.empty());
-  progress_ = std::make_unique<TrainingProgress>(total_, o_.quiet);
+  if (!o_.metrics.empty() && dp_.root()) metrics_ = MetricsLog(o_.metrics, !o_.resume.empty());
+  progress_ = std::make_unique<TrainingProgress>(total_, o_.quiet || !dp_.root());
   std::vector<std::string> fetches{step.loss};
   const size_t target_at = step.classification ? fetches.size() : 0;
   if (step.classification) fetches.push_back(step.target);
@@ -293,7 +377,8 @@ TrainResult Trainer::run() {
   const size_t scale_at = step.loss_scale.empty() ? 0 : fetches.size();
   if (!step.loss_scale.empty()) fetches.push_back(step.loss_scale);
 
-  const int64_t samples_per_step = o_.batch_size * o_.spec.accumulate;
+  // Of every process together: the global batch.
+  const int64_t samples_per_step = o_.batch_size * o_.spec.accumulate * dp_.size();
   double timed_seconds = 0, first_seconds = 0;
   int64_t timed_steps = 0, skips_at_minimum = 0;
   const int64_t first_step = steps_;
@@ -326,7 +411,16 @@ TrainResult Trainer::run() {
     } else {
       first_seconds = seconds;
     }
-    const double loss = loss_sum / static_cast<double>(o_.spec.accumulate);
+    const double local_loss = loss_sum / static_cast<double>(o_.spec.accumulate);
+    // The global batch's loss and accuracy; the skip decision is the same everywhere by
+    // construction (the check reads averaged gradients), and summed as a guard.
+    std::vector<double> totals{local_loss, static_cast<double>(correct), skipped ? 1.0 : 0.0};
+    dp_.sum(totals);
+    const double loss = totals[0] / dp_.size();
+    correct = static_cast<int64_t>(totals[1]);
+    if (totals[2] != 0 && totals[2] != dp_.size())
+      throw Error(fmt::format("the processes disagree on skipping step {}: {} of {} skip it", steps_, totals[2], dp_.size()));
+    rank_log_.step({{"step", steps_}, {"loss", local_loss}, {"global_loss", loss}, {"loss_scale", scale}, {"skipped", skipped}});
     skipped_ += skipped;
     result_.final_loss = loss;
     nlohmann::json record{{"step", steps_}, {"epoch", micro_ / per_epoch_}, {"loss", loss}, {"lr", lr},
@@ -341,7 +435,7 @@ TrainResult Trainer::run() {
       skips_at_minimum = at_minimum ? skips_at_minimum + 1 : 0;
       if (skips_at_minimum >= kMaxSkipsAtMinimumScale) {
         progress_->finish();
-        throw InputError(fmt::format(
+        throw CollectiveError(fmt::format(
             "the loss stays non-finite: {} steps in a row skipped with the loss scale at its minimum ({:g}), "
             "the last at step {}; stopping{}",
             skips_at_minimum, scale, steps_,
@@ -351,7 +445,7 @@ TrainResult Trainer::run() {
       skips_at_minimum = 0;
       if (!std::isfinite(loss) && step.all_finite.empty()) {
         progress_->finish();
-        throw InputError(fmt::format("the loss is {} at step {}; stopping (lower --lr, or train with --dtype and "
+        throw CollectiveError(fmt::format("the loss is {} at step {}; stopping (lower --lr, or train with --dtype and "
                                      "loss scaling, which skips such steps){}",
                                      loss, steps_,
                                      o_.checkpoint.empty() ? "" : "; the last good checkpoint in " + o_.checkpoint + " is kept"));
@@ -365,6 +459,9 @@ TrainResult Trainer::run() {
   if (!o_.val.empty() && micro_ % per_epoch_ != 0) validate(micro_ / per_epoch_);
   if (micro_ % per_epoch_ != 0) checkpoint();
   progress_->finish();
+  const auto final_state = state();
+  dp_.check_same_state(final_state);
+  rank_log_.state(final_state);
   save_outputs();
 
   result_.steps = steps_ - first_step;
@@ -375,6 +472,7 @@ TrainResult Trainer::run() {
   const MemoryStats mem = train_->memory();
   result_.backend_peak_bytes = mem.state_bytes + mem.arena_bytes;
   result_.peak_rss_bytes = peak_rss_bytes();
+  result_.root = dp_.root();
   return result_;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/communicator.h"
 #include "frontends/lib/lr_schedule.h"
 #include "passes/training/training_step.h"
 
@@ -26,6 +27,9 @@ struct TrainOptions {
   bool tf32 = false;  // fp32 products and convolutions on TF32 Tensor Cores (cuda)
   std::string save, checkpoint, resume, metrics, save_training_graph;
   bool quiet = false;  // no progress or log lines (the runs of --compare-fp32)
+  // The processes of a data-parallel run (join_launched_processes()); null: this process alone.
+  // --batch-size is then per process, as in PyTorch DDP, and rank 0 alone writes files.
+  std::shared_ptr<Communicator> communicator;
 };
 
 struct TrainResult {
@@ -33,10 +37,11 @@ struct TrainResult {
   int64_t skipped = 0;  // of those, skipped for inf/NaN gradients
   double final_loss = 0;
   double seconds_per_step = 0;  // mean over the steps after the first (which plans the shapes), if any
-  double samples_per_second = 0;
+  double samples_per_second = 0;  // of every process together
   size_t backend_peak_bytes = 0;  // state + the plan's arena, as the backend reports them
   size_t peak_rss_bytes = 0;      // the process's peak resident memory
   double val_loss = -1, val_accuracy = -1;  // the last validation pass; -1 without one
+  bool root = true;  // rank 0 of a data-parallel run, or the only process: the one that reports
 };
 
 // Throws InputError for bad models, data or options (naming the file, node and op).

@@ -18,6 +18,7 @@ bool BatchNormStatisticsPass::run(Model& m) {
       }
       tg_.keep_state(stat);
       tg_.bind_update(stat, next, true);
+      tg_.statistics.push_back(stat);
       count("statistics");
       changed = true;
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "graph/error.h"
 #include "passes/graph_builder.h"
 
 namespace amp {
@@ -25,6 +26,22 @@ void TrainingGraph::bind_update(Value* state, Value* next, bool keep_name) {
     graph().add_output(next);
   }
   updates_.emplace_back(state->name(), next->name());
+}
+
+void TrainingGraph::rebind_update(Value* state, Value* next, const std::string& role) {
+  auto it = std::find_if(updates_.begin(), updates_.end(), [&](const auto& u) { return u.first == state->name(); });
+  if (it == updates_.end()) throw Error("internal: rebinding '" + state->name() + "', which has no update");
+  Graph& g = graph();
+  Value* before = g.value(it->second);
+  const auto& outs = g.outputs();
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i] == before) {
+      g.remove_output(i);
+      break;
+    }
+  g.rename_value(before, g.fresh_name(state->name() + "_" + role));
+  updates_.erase(it);
+  bind_update(state, next);
 }
 
 Value* TrainingGraph::update_allowed() {

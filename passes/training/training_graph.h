@@ -47,6 +47,8 @@ class TrainingGraph {
   Value* apply = nullptr;       // bool input: this micro-batch ends an accumulation (null without)
   Value* lr = nullptr;          // fp32 input
   Value* grad_norm = nullptr;   // fp32 output, with clipping
+  // State the batch updates outside the optimizer (BatchNorm's running statistics).
+  std::vector<Value*> statistics;
 
   // A new fp32 (or other) state value initialised with `init`, named after `base`.
   Value* add_state(const std::string& base, Tensor init);
@@ -55,6 +57,9 @@ class TrainingGraph {
   // After a run, `state` takes the value of `next`, which becomes a graph output; unless `keep_name`,
   // it is renamed "<state>_next" so the saved step reads well.
   void bind_update(Value* state, Value* next, bool keep_name = false);
+  // `state` takes `next` instead of the value bound before, which stops being a graph output and
+  // is renamed "<state>_<role>" (e.g. "_this_rank"), so `next` gets the name "<state>_next".
+  void rebind_update(Value* state, Value* next, const std::string& role);
   // Whether an update may happen this run: all_finite and apply combined (null when always).
   Value* update_allowed();
 

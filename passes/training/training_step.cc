@@ -33,13 +33,14 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
   pipeline.add(std::make_unique<GradientsPass>(tg));
   pipeline.add(std::make_unique<LossScalePass>(tg, spec.loss_scale));
   pipeline.add(std::make_unique<AccumulateGradientsPass>(tg, spec.accumulate));
+  pipeline.add(std::make_unique<BatchNormStatisticsPass>(tg));
+  pipeline.add(std::make_unique<AllReduceGradientsPass>(tg, spec.data_parallel));
   const bool check = spec.check_finite || is_low_precision(spec.precision) ||
                      spec.loss_scale.mode != LossScaleSpec::Mode::kNone;
   if (check) pipeline.add(std::make_unique<InfCheckPass>(tg));
   pipeline.add(std::make_unique<ClipGradNormPass>(tg, spec.clip_norm));
   pipeline.add(std::make_unique<OptimizerPass>(tg, spec.optimizer));
   pipeline.add(std::make_unique<UpdateLossScalePass>(tg, spec.loss_scale));
-  pipeline.add(std::make_unique<BatchNormStatisticsPass>(tg));
   pipeline.run(m);
 
   if (tg.params.empty())

@@ -3,9 +3,12 @@
 // state an initializer bound to its next value. The pipeline is declared here, in order:
 //
 //   recognize-gelu → select-parameters → [master-weights] → gradients → [loss-scale] → [accumulate-gradients]
-//     → [inf-check] → [clip-grad-norm] → optimizer → [update-loss-scale] → batch-norm-statistics
+//     → batch-norm-statistics → [all-reduce-gradients] → [inf-check] → [clip-grad-norm] → optimizer
+//     → [update-loss-scale]
 //
-// (bracketed passes do nothing unless asked for).
+// (bracketed passes do nothing unless asked for). The all-reduce comes before everything that
+// reads the gradients as a whole (the inf/NaN check, clipping, the update), so every rank of a
+// data-parallel run decides and updates alike.
 #pragma once
 
 #include <string>
@@ -14,6 +17,7 @@
 
 #include "passes/pass_manager.h"
 #include "passes/training/loss.h"
+#include "passes/training/all_reduce_gradients.h"
 #include "passes/training/loss_scale.h"
 #include "passes/training/optimizer.h"
 
@@ -28,6 +32,7 @@ struct TrainingSpec {
   LossScaleSpec loss_scale;
   bool check_finite = false;  // the inf/NaN check (on whenever precision is low or the loss scaled)
   std::string freeze;         // regex of parameter names that do not train
+  DataParallelSpec data_parallel;
 };
 
 struct TrainingStep {

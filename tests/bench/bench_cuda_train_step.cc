@@ -3,7 +3,9 @@
 // fp16 with a dynamic loss scale, bf16 without, or fp32), compiled once, fed in-memory batches of
 // the sizes the PyTorch script uses, timed after warm-up — so after CUDA Graph capture, the
 // steady state of a training loop. Counters: samples/s, device memory of the plan (arena and
-// scratch) and of the state (fp32 masters, moments, loss scale).
+// scratch) and of the state (fp32 masters, moments, loss scale). The `_nccl1` variants are the
+// data-parallel step (gradients averaged by AllReduce nodes) over NCCL at world size 1: what the
+// collectives, their stream and their joins cost beside the same step without them.
 //
 //   build/bench_cuda_train_step [--benchmark_filter=gpt] [--benchmark_format=json]
 //
@@ -18,6 +20,7 @@
 #include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "passes/training/training_step.h"
+#include "tests/support/thread_communicator.h"
 
 namespace {
 
@@ -38,7 +41,8 @@ amp::Tensor random_tensor(amp::DType t, std::vector<int64_t> dims, int64_t class
   return x;
 }
 
-void BM_TrainStep(benchmark::State& state, const std::string& name, amp::DType precision, int64_t batch) {
+void BM_TrainStep(benchmark::State& state, const std::string& name, amp::DType precision, int64_t batch,
+                  bool data_parallel) {
   std::unique_ptr<amp::Backend> backend;
   try {
     backend = amp::make_backend("cuda");
@@ -55,10 +59,12 @@ void BM_TrainStep(benchmark::State& state, const std::string& name, amp::DType p
   spec.precision = precision;
   spec.check_finite = precision != amp::DType::kFloat;
   if (precision == amp::DType::kFloat16) spec.loss_scale.mode = amp::LossScaleSpec::Mode::kDynamic;
+  spec.data_parallel.enabled = data_parallel;
   amp::TrainingStep step = amp::build_training_step(amp::load_model(model_path(name)), spec);
   amp::CompileOptions options;
   options.state = step.state;
   options.state_updates = step.updates;
+  if (data_parallel) options.communicator = amp::test::thread_ranks(1)[0];
   auto exe = backend->compile(step.model, options);
 
   // gpt: [batch, 32] tokens over a 64-symbol vocabulary, labels the next tokens; images otherwise.
@@ -87,10 +93,14 @@ void register_all() {
   const std::pair<const char*, int64_t> models[] = {{"mlp", 256}, {"cnn", 128}, {"gpt", 16}};
   for (const auto& [model, batch] : models)
     for (const auto& [tag, precision] : precisions)
-      benchmark::RegisterBenchmark((std::string("BM_TrainStep/") + model + "_" + tag).c_str(), BM_TrainStep, model,
-                                   precision, batch)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
+      for (bool data_parallel : {false, true}) {
+        if (data_parallel && precision != amp::DType::kFloat16) continue;
+        benchmark::RegisterBenchmark(
+            (std::string("BM_TrainStep/") + model + "_" + tag + (data_parallel ? "_nccl1" : "")).c_str(), BM_TrainStep,
+            model, precision, batch, data_parallel)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      }
 }
 
 }  // namespace

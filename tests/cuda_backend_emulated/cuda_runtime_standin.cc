@@ -13,7 +13,9 @@
 // cudaGraphInstantiate copies them and cudaGraphLaunch runs them again at each launch. What a
 // real runtime refuses during a capture in the global or thread-local mode, this one refuses too
 // (synchronous copies and sets, cudaMalloc, synchronising the capturing stream, work on the
-// legacy stream), and the refusal invalidates the capture, as documented.
+// legacy stream), and the refusal invalidates the capture, as documented. Events fork other
+// streams into a capture and join them back; a capture ended with forked work not joined fails
+// (cudaErrorStreamCaptureUnjoined), as on a device.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -21,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +41,18 @@ struct CUstream_st {
   bool invalidated = false;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
   std::vector<std::function<void()>> recorded;
+  // Forked into another stream's capture (by waiting for an event recorded there): its work is
+  // recorded into that stream's graph, in issue order, and must be joined back before the capture
+  // ends (the origin waits for an event recorded on it after its last work).
+  CUstream_st* origin = nullptr;
+  size_t forked_work = 0, joined_work = 0;
+};
+// An event as captures see it: recorded outside a capture it is complete at once (work runs at
+// once); recorded inside one it marks how much of its stream's captured work it follows.
+struct CUevent_st {
+  CUstream_st* capture = nullptr;  // the origin of the capture it was last recorded in, else null
+  CUstream_st* stream = nullptr;   // where it was recorded then
+  size_t work = 0;                 // that stream's forked work at the record
 };
 struct CUgraph_st {
   std::vector<std::function<void()>> work;
@@ -80,7 +95,12 @@ bool launch_hook(cudaStream_t stream, std::function<void()>&& work) {
     return true;  // not run
   }
   if (stream && stream->capturing) {
-    stream->recorded.push_back(std::move(work));
+    if (stream->origin) {
+      ++stream->forked_work;
+      stream->origin->recorded.push_back(std::move(work));
+    } else {
+      stream->recorded.push_back(std::move(work));
+    }
     return true;
   }
   return false;
@@ -268,7 +288,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (stream && stream != cudaStreamLegacy && stream != cudaStreamPerThread && stream->capturing) {
-    stream->invalidated = true;
+    (stream->origin ? stream->origin : stream)->invalidated = true;
     return record(cudaErrorStreamCaptureUnsupported);
   }
   if (refuse_during_capture()) return record(cudaErrorStreamCaptureUnsupported);
@@ -289,16 +309,83 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
 
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   if (!stream || stream == cudaStreamLegacy || stream == cudaStreamPerThread || !graph) return record(cudaErrorInvalidValue);
-  if (!stream->capturing) return record(cudaErrorIllegalState);
+  if (!stream->capturing || stream->origin) return record(cudaErrorIllegalState);
   stream->capturing = false;
   t_capturing.erase(stream);
   std::vector<std::function<void()>> work = std::move(stream->recorded);
   stream->recorded.clear();
-  if (stream->invalidated) {
+  bool unjoined = false;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (CUstream_st* forked : g_streams) {
+      if (forked->origin != stream) continue;
+      unjoined = unjoined || forked->forked_work > forked->joined_work;
+      forked->capturing = false;
+      forked->origin = nullptr;
+      forked->forked_work = forked->joined_work = 0;
+    }
+  }
+  if (stream->invalidated || unjoined) {
     *graph = nullptr;
-    return record(cudaErrorStreamCaptureInvalidated);
+    return record(unjoined ? cudaErrorStreamCaptureUnjoined : cudaErrorStreamCaptureInvalidated);
   }
   *graph = new CUgraph_st{std::move(work)};
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
+  if (!event) return record(cudaErrorInvalidValue);
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, 0); }
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (!event) return record(cudaErrorInvalidResourceHandle);
+  if (stream == cudaStreamLegacy || stream == cudaStreamPerThread) stream = nullptr;
+  if (!stream && refuse_during_capture()) return record(cudaErrorStreamCaptureImplicit);
+  if (stream && stream->capturing) {
+    event->capture = stream->origin ? stream->origin : stream;
+    event->stream = stream;
+    event->work = stream->forked_work;
+  } else {
+    event->capture = event->stream = nullptr;
+  }
+  return cudaSuccess;
+}
+
+// Inside a capture, what CUDA documents: a stream not capturing that waits for an event recorded in
+// a capture joins that capture (fork); the capture's origin waiting for an event recorded on a
+// forked stream joins that stream's work up to the record; an event from another capture, or from
+// outside one, cannot be waited for inside a capture (isolation).
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
+  if (!event) return record(cudaErrorInvalidResourceHandle);
+  if (stream == cudaStreamLegacy || stream == cudaStreamPerThread) stream = nullptr;
+  CUstream_st* capture = stream && stream->capturing ? (stream->origin ? stream->origin : stream) : nullptr;
+  if (!event->capture) {
+    if (!capture) return cudaSuccess;
+    capture->invalidated = true;
+    return record(cudaErrorStreamCaptureIsolation);
+  }
+  if (!stream) return record(cudaErrorStreamCaptureIsolation);
+  if (!capture) {
+    stream->capturing = true;
+    stream->origin = event->capture;
+    stream->forked_work = stream->joined_work = 0;
+    return cudaSuccess;
+  }
+  if (capture != event->capture) {
+    capture->invalidated = true;
+    return record(cudaErrorStreamCaptureIsolation);
+  }
+  if (stream == capture && event->stream->origin)
+    event->stream->joined_work = std::max(event->stream->joined_work, event->work);
   return cudaSuccess;
 }
 
@@ -352,6 +439,8 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
     case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
     case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorStreamCaptureUnjoined: return "cudaErrorStreamCaptureUnjoined";
+    case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
     case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";

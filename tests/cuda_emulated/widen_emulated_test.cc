@@ -1,0 +1,62 @@
+// widen.cu on the fiber emulator (see cuda_kernels_emulated_test.cc for how the kernels run
+// without a GPU): fp16 and bf16 tensors widened to fp32, 40 of them (three launches of up to 16),
+// of sizes 0 to past the grid, with NaN, infinities, -0 and subnormals, each bit for bit what the
+// CPU backend's Cast to float computes (NaN as NaN: the device's canonical NaN is 0x7fffffff).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "graph/half.h"
+#include "tests/support/cuda_emulator.h"
+#include "tests/support/guarded_buffer.h"
+#include "tests/support/one_node.h"
+#include "tests/support/parity.h"
+
+#define cuda cuda_emulated
+#include "backends/cuda/widen.cuh"
+#undef cuda
+
+namespace amp {
+namespace {
+
+TEST(CudaKernelsEmulated, WideningToFloatIsTheCpusCastForEveryTask) {
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    std::vector<Tensor> inputs, wants;
+    std::vector<std::unique_ptr<test::GuardedBuffer>> in, out;
+    std::vector<cuda_emulated::Widening> tasks;
+    for (int k = 0; k < 40; ++k) {
+      const int64_t n = k == 3 ? 0 : (k * 97) % 3000 + 1;
+      Tensor x = test::random_tensor(t, {n}, 500 + static_cast<uint32_t>(k), -70000, 70000);
+      const float specials[] = {NAN, INFINITY, -INFINITY, -0.0f, 1e-7f, -3e-39f};
+      for (int64_t i = 0; i < n; i += 7) {
+        const float v = specials[(i / 7) % 6];
+        x.mutable_as<uint16_t>()[i] = t == DType::kFloat16 ? fp32_to_fp16(v) : fp32_to_bf16(v);
+      }
+      test::OneNode cast("Cast", {{"x", x}}, {DType::kFloat});
+      cast.attr(Attribute::of_int("to", 1));
+      wants.push_back(cast.run_cpu()[0]);
+      in.push_back(std::make_unique<test::GuardedBuffer>(x));
+      out.push_back(std::make_unique<test::GuardedBuffer>(static_cast<size_t>(n) * 4, 0xa5));
+      tasks.push_back({t, in.back()->data(), static_cast<float*>(out.back()->data()), n});
+    }
+    cuda_emulated::widen_to_float(tasks, 2, nullptr);
+    for (size_t k = 0; k < tasks.size(); ++k) {
+      const Tensor got = out[k]->as(DType::kFloat, wants[k].dims);
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        uint32_t a, b;
+        std::memcpy(&a, got.data() + 4 * i, 4);
+        std::memcpy(&b, wants[k].data() + 4 * i, 4);
+        if (a != b && !(std::isnan(got.element(i)) && std::isnan(wants[k].element(i)))) {  // NaN payloads differ
+          ADD_FAILURE() << dtype_name(t) << " task " << k << "[" << i << "]: " << std::hex << a << " want " << b;
+          break;
+        }
+      }
+    }
+  }
+  EXPECT_THROW(cuda_emulated::widen_to_float({{DType::kFloat, nullptr, nullptr, 1}}, 2, nullptr), InputError);
+}
+
+}  // namespace
+}  // namespace amp
