@@ -7,6 +7,7 @@
 #include <string>
 
 #include "frontends/lib/lr_schedule.h"
+#include "frontends/lib/training_history.h"
 #include "passes/training/training_step.h"
 
 namespace amp {
@@ -15,7 +16,7 @@ struct TrainOptions {
   std::string model;
   std::string data, val;
   TrainingSpec spec;
-  int64_t epochs = 0;  // one of epochs and steps is > 0
+  int64_t epochs = 0;  // passes over the data; with neither epochs nor steps, one epoch
   int64_t steps = 0;   // optimizer steps
   int64_t batch_size = 32;
   LrSchedule schedule;  // total is filled in by train()
@@ -25,7 +26,8 @@ struct TrainOptions {
   int threads = 0;
   bool tf32 = false;  // fp32 products and convolutions on TF32 Tensor Cores (cuda)
   std::string save, checkpoint, resume, metrics, save_training_graph;
-  bool quiet = false;  // no progress or log lines (the runs of --compare-fp32)
+  bool quiet = false;  // no progress or log lines
+  std::string label;   // shown before progress and log lines ("fp32" in --compare-fp32's first run)
 };
 
 struct TrainResult {
@@ -37,6 +39,7 @@ struct TrainResult {
   size_t backend_peak_bytes = 0;  // state + the plan's arena, as the backend reports them
   size_t peak_rss_bytes = 0;      // the process's peak resident memory
   double val_loss = -1, val_accuracy = -1;  // the last validation pass; -1 without one
+  TrainingHistory history;                  // this process's steps and validation passes
 };
 
 // Throws InputError for bad models, data or options (naming the file, node and op).
