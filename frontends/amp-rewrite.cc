@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", o.output,
                  "where to write the rewritten model (default: beside MODEL as NAME.amp.onnx, or NAME.amp-bf16.onnx "
                  "for bf16; an existing file there is kept unless --force)");
-  app.add_flag("--force", o.force, "replace an existing NAME.amp.onnx (written atomically: a failed run keeps the old one)");
+  app.add_flag("--force", o.force,
+               "replace an existing NAME.amp.onnx (written atomically: a failed run keeps the old one)");
   app.add_option("--dtype", o.dtype, "low-precision type: fp16 (default) or bf16")->check(CLI::IsMember({"fp16", "bf16"}));
   auto* keep = app.add_flag("--keep-io-types", o.keep_io, "graph inputs and outputs keep their types (default)");
   app.add_flag("--no-keep-io-types", o.no_keep_io, "graph inputs and outputs may become low precision")->excludes(keep);

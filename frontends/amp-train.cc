@@ -77,16 +77,19 @@ void print_summary(const char* label, const TrainResult& r) {
 // checked before training, so a typo does not cost a run.
 std::string plot_path(const TrainOptions& o, const Flags& f) {
   std::filesystem::path path = f.plot;
-  if (path.empty() && f.compare_fp32 && !o.metrics.empty()) path = std::filesystem::path(o.metrics).replace_extension(".svg");
+  if (path.empty() && f.compare_fp32 && !o.metrics.empty())
+    path = std::filesystem::path(o.metrics).replace_extension(".svg");
   if (path.empty()) return "";
   const auto dir = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(dir)) throw InputError(path.string() + ": no such directory '" + dir.string() + "'");
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(path.string() + ": no such directory '" + dir.string() + "'");
   return path.string();
 }
 
 std::string precision_text(const std::string& dtype) { return dtype == "fp32" ? "fp32" : dtype + " mixed precision"; }
 
-void write_plot(const std::string& path, const TrainOptions& o, const std::vector<PlottedRun>& runs, const std::string& what) {
+void write_plot(const std::string& path, const TrainOptions& o, const std::vector<PlottedRun>& runs,
+                const std::string& what) {
   if (path.empty()) return;
   write_chart_svg(training_chart(std::filesystem::path(o.model).filename().string() + ": " + what, runs), path);
   spdlog::info("loss curves drawn in {}", path);

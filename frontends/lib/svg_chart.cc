@@ -33,11 +33,20 @@ std::string escaped(const std::string& text) {
   std::string s;
   for (char c : text) {
     switch (c) {
-      case '&': s += "&amp;"; break;
-      case '<': s += "&lt;"; break;
-      case '>': s += "&gt;"; break;
-      case '"': s += "&quot;"; break;
-      default: s += c;
+      case '&':
+        s += "&amp;";
+        break;
+      case '<':
+        s += "&lt;";
+        break;
+      case '>':
+        s += "&gt;";
+        break;
+      case '"':
+        s += "&quot;";
+        break;
+      default:
+        s += c;
     }
   }
   return s;
@@ -80,7 +89,8 @@ Axis linear_axis(Range r, bool round_ends) {
   Axis a;
   a.lo = round_ends ? std::floor(r.lo / step) * step : r.lo;
   a.hi = round_ends ? std::ceil(r.hi / step) * step : r.hi;
-  for (double t = std::ceil(a.lo / step) * step; t <= a.hi + step * 1e-9; t += step) a.ticks.emplace_back(t, tick_label(t, step));
+  for (double t = std::ceil(a.lo / step) * step; t <= a.hi + step * 1e-9; t += step)
+    a.ticks.emplace_back(t, tick_label(t, step));
   return a;
 }
 
@@ -118,9 +128,10 @@ class Drawing {
   void series(const ChartSeries& s, const ChartPanel& p, const Axis& y, const Frame& f);
   void mark_at(ChartMark mark, const std::string& colour, double width, double opacity, double x, double y);
   void text(double x, double y, const std::string& s, const char* anchor, int size, const char* extra = "") {
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-family=\"{}\" font-size=\"{}\" fill=\"#111111\" "
-                       "text-anchor=\"{}\"{}>{}</text>\n",
-                       x, y, kFont, size, anchor, extra, escaped(s));
+    svg += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-family=\"{}\" font-size=\"{}\" fill=\"#111111\" "
+        "text-anchor=\"{}\"{}>{}</text>\n",
+        x, y, kFont, size, anchor, extra, escaped(s));
   }
 
   const Chart& chart_;
@@ -129,14 +140,16 @@ class Drawing {
 
 void Drawing::mark_at(ChartMark mark, const std::string& colour, double width, double opacity, double x, double y) {
   if (mark == ChartMark::kDots) {
-    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\" fill-opacity=\"{:g}\" stroke=\"#222222\" "
-                       "stroke-width=\"1\"/>\n",
-                       x, y, colour, opacity);
+    svg += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\" fill-opacity=\"{:g}\" stroke=\"#222222\" "
+        "stroke-width=\"1\"/>\n",
+        x, y, colour, opacity);
   } else {
     constexpr double r = 5;
-    svg += fmt::format("<path d=\"M{:.1f} {:.1f}L{:.1f} {:.1f}M{:.1f} {:.1f}L{:.1f} {:.1f}\" stroke=\"{}\" "
-                       "stroke-width=\"{:g}\" stroke-opacity=\"{:g}\"/>\n",
-                       x - r, y - r, x + r, y + r, x - r, y + r, x + r, y - r, colour, width, opacity);
+    svg += fmt::format(
+        "<path d=\"M{:.1f} {:.1f}L{:.1f} {:.1f}M{:.1f} {:.1f}L{:.1f} {:.1f}\" stroke=\"{}\" "
+        "stroke-width=\"{:g}\" stroke-opacity=\"{:g}\"/>\n",
+        x - r, y - r, x + r, y + r, x - r, y + r, x + r, y - r, colour, width, opacity);
   }
 }
 
@@ -166,9 +179,10 @@ void Drawing::series(const ChartSeries& s, const ChartPanel& p, const Axis& y, c
     pen_down = true;
   }
   if (d.empty()) return;
-  svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{:g}\" stroke-opacity=\"{:g}\" "
-                     "stroke-linejoin=\"round\" stroke-linecap=\"round\"/>\n",
-                     d, s.colour, s.width, s.opacity);
+  svg += fmt::format(
+      "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{:g}\" stroke-opacity=\"{:g}\" "
+      "stroke-linejoin=\"round\" stroke-linecap=\"round\"/>\n",
+      d, s.colour, s.width, s.opacity);
 }
 
 void Drawing::panel(const ChartPanel& p, const Frame& f, int index, bool last) {
@@ -181,23 +195,26 @@ void Drawing::panel(const ChartPanel& p, const Frame& f, int index, bool last) {
   // Grid first, under the data; then the data clipped to the frame; then the axes over it.
   for (const auto& [t, label] : y.ticks) {
     const double Y = f.top + (1 - (t - y.lo) / (y.hi - y.lo)) * f.height;
-    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"1\"/>\n",
-                       f.left, Y, f.left + f.width, Y, kGridColour);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"1\"/>\n", f.left, Y,
+        f.left + f.width, Y, kGridColour);
     text(f.left - 8, Y + 5, label, "end", 14);
   }
   for (const auto& [t, label] : x_.ticks) {
     const double X = f.left + (t - x_.lo) / (x_.hi - x_.lo) * f.width;
-    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"1\"/>\n",
-                       X, f.top, X, f.top + f.height, kGridColour);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"1\"/>\n", X, f.top,
+        X, f.top + f.height, kGridColour);
     if (last) text(X, f.top + f.height + 20, label, "middle", 14);
   }
-  svg += fmt::format("<clipPath id=\"panel{}\"><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/></clipPath>\n",
-                     index, f.left - 6, f.top - 6, f.width + 12, f.height + 12);
+  svg += fmt::format(
+      "<clipPath id=\"panel{}\"><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/></clipPath>\n",
+      index, f.left - 6, f.top - 6, f.width + 12, f.height + 12);
   svg += fmt::format("<g clip-path=\"url(#panel{})\">\n", index);
   for (const ChartSeries& s : p.series) series(s, p, y, f);
   svg += "</g>\n";
-  svg += fmt::format("<path d=\"M{:.1f} {:.1f}V{:.1f}H{:.1f}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>\n", f.left,
-                     f.top, f.top + f.height, f.left + f.width, kAxisColour);
+  svg += fmt::format("<path d=\"M{:.1f} {:.1f}V{:.1f}H{:.1f}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>\n",
+                     f.left, f.top, f.top + f.height, f.left + f.width, kAxisColour);
   const double mid = f.top + f.height / 2;
   text(22, mid, p.y_label, "middle", 15, fmt::format(" transform=\"rotate(-90 22 {:.1f})\"", mid).c_str());
   if (last) text(f.left + f.width / 2, f.top + f.height + 44, chart_.x_label, "middle", 15);
@@ -208,8 +225,9 @@ void Drawing::legend(double top) {
     const ChartLegendEntry& e = chart_.legend[i];
     const double y = top + kLegendRow * static_cast<double>(i) + kLegendRow / 2;
     if (e.mark == ChartMark::kLine || e.mark == ChartMark::kStepLine)
-      svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"4\"/>\n",
-                         kLeft, y, kLeft + 30, y, e.colour);
+      svg += fmt::format(
+          "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"4\"/>\n", kLeft,
+          y, kLeft + 30, y, e.colour);
     else
       mark_at(e.mark, e.colour, 2.5, 1, kLeft + 15, y);
     text(kLeft + 42, y + 5, e.text, "start", 15);

@@ -15,7 +15,7 @@ enum class ChartMark { kLine, kStepLine, kDots, kCrosses };
 struct ChartSeries {
   std::string colour;  // "#rrggbb"
   ChartMark mark = ChartMark::kLine;
-  double width = 2;    // stroke width of lines and crosses, in pixels
+  double width = 2;  // stroke width of lines and crosses, in pixels
   double opacity = 1;
   std::vector<double> x, y;  // same length; a point with a non-finite y is left out (a line breaks there)
 };

@@ -35,8 +35,10 @@ std::string figures_text(const PlottedRun& run) {
   const TrainResult& r = run.result;
   std::string text = fmt::format("{}: {:.1f} ms/step, {:.1f} MiB backend memory", run.label, r.seconds_per_step * 1e3,
                                  static_cast<double>(r.backend_peak_bytes) / (1024.0 * 1024.0));
-  if (r.val_accuracy >= 0) text += fmt::format(", val accuracy {:.2f}%", r.val_accuracy * 100);
-  else if (r.val_loss >= 0) text += fmt::format(", val loss {:.4f}", r.val_loss);
+  if (r.val_accuracy >= 0)
+    text += fmt::format(", val accuracy {:.2f}%", r.val_accuracy * 100);
+  else if (r.val_loss >= 0)
+    text += fmt::format(", val loss {:.4f}", r.val_loss);
   return text + fmt::format(", {} skipped", r.skipped);
 }
 
@@ -90,7 +92,9 @@ Chart training_chart(const std::string& title, const std::vector<PlottedRun>& ru
   if (!scale.series.empty()) chart.panels.push_back(std::move(scale));
   chart.legend.push_back({kNeutralColour, ChartMark::kLine,
                           fmt::format("thin: the loss of each step; bold: its mean over {} steps", window)});
-  if (any_validation) chart.legend.push_back({kNeutralColour, ChartMark::kDots, "validation loss, after each epoch"});
+  if (any_validation)
+    chart.legend.push_back(
+        {kNeutralColour, ChartMark::kDots, "validation loss (--val), after each epoch and at the end"});
   if (any_skipped)
     chart.legend.push_back({kSkipColour, ChartMark::kCrosses, "skipped step: inf/NaN gradients, no update applied"});
   return chart;

@@ -38,15 +38,13 @@ TrainingProgress::TrainingProgress(int64_t total, bool quiet, std::string label)
       prefix_(label.empty() ? "" : label + " "),
       every_(std::max<int64_t>(1, std::min<int64_t>(100, total_ / 20))) {}
 
-void TrainingProgress::step(int64_t done, double loss, double samples_per_second, double loss_scale,
-                            int64_t skipped) {
+void TrainingProgress::step(int64_t done, double loss, double samples_per_second, double loss_scale, int64_t skipped) {
   if (quiet_) return;
   const auto now = Clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
-  const std::string scaling = loss_scale > 0 || skipped > 0
-                                  ? fmt::format(" scale {:g} skipped {}", loss_scale, skipped)
-                                  : "";
+  const std::string scaling =
+      loss_scale > 0 || skipped > 0 ? fmt::format(" scale {:g} skipped {}", loss_scale, skipped) : "";
   const std::string figures = fmt::format("{}/{} loss {:.4f} {:.0f} samples/s{} ETA {}", done, total_, loss,
                                           samples_per_second, scaling, clock_text(eta));
   if (!tty_) {
@@ -58,9 +56,8 @@ void TrainingProgress::step(int64_t done, double loss, double samples_per_second
   // The bar gives way first, then the end of the figures: the line stays one row.
   const size_t room = terminal_columns() - 1;
   std::string line = prefix_;
-  const size_t bar = std::min<size_t>(kBarWidth, room > prefix_.size() + figures.size() + 3
-                                                     ? room - prefix_.size() - figures.size() - 3
-                                                     : 0);
+  const size_t bar = std::min<size_t>(
+      kBarWidth, room > prefix_.size() + figures.size() + 3 ? room - prefix_.size() - figures.size() - 3 : 0);
   if (bar >= kNarrowestBar) {
     const size_t filled = bar * static_cast<size_t>(done) / static_cast<size_t>(total_);
     std::string drawn(filled, '=');

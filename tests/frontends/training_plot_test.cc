@@ -2,6 +2,8 @@
 // rsvg-convert (librsvg, as a browser or GitHub draws it), its axes are found as long dark lines,
 // the curves by their colours at positions read against those axes, and the text read back with
 // the tesseract OCR engine. Nothing here compares SVG bytes.
+#include "frontends/lib/training_plot.h"
+
 #include <gtest/gtest.h>
 #include <png.h>
 
@@ -10,7 +12,6 @@
 
 #include "frontends/lib/npz.h"
 #include "frontends/lib/svg_chart.h"
-#include "frontends/lib/training_plot.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
@@ -114,7 +115,8 @@ struct Trace {
 Trace trace(const Picture& p, const Frame& f, const Rgb& c, double from, double to) {
   Trace t;
   double sum = 0;
-  for (int x = f.left + 3 + static_cast<int>(from * (f.width() - 3)); x < f.left + 3 + static_cast<int>(to * (f.width() - 3)); ++x)
+  for (int x = f.left + 3 + static_cast<int>(from * (f.width() - 3));
+       x < f.left + 3 + static_cast<int>(to * (f.width() - 3)); ++x)
     for (int y = f.top; y < f.bottom - 2; ++y)
       if (p.is(x, y, c)) {
         ++t.pixels;
@@ -162,7 +164,8 @@ TEST(SvgChart, AxesCurvesAndLegendAreDrawnWhereAPersonLooks) {
   EXPECT_GT(f.width(), p.width * 3 / 4);
   EXPECT_GT(f.height(), 300);
   // The data spans 2..10 on an axis rounded to whole ticks (2..10): each curve runs corner to corner.
-  const Trace blue_start = trace(p, f, parse_colour(kBlue), 0, 0.05), blue_end = trace(p, f, parse_colour(kBlue), 0.95, 1);
+  const Trace blue_start = trace(p, f, parse_colour(kBlue), 0, 0.05),
+              blue_end = trace(p, f, parse_colour(kBlue), 0.95, 1);
   const Trace orange_start = trace(p, f, parse_colour(kOrange), 0, 0.05),
               orange_end = trace(p, f, parse_colour(kOrange), 0.95, 1);
   ASSERT_GT(blue_start.pixels, 10);
@@ -274,11 +277,11 @@ TEST(TrainingPlot, CompareFp32DrawsBothRunsBesideTheMetrics) {
   write_learnable_data(dir + "/train.npz", 512, 3);
   write_learnable_data(dir + "/val.npz", 128, 4);
   std::string out;
-  ASSERT_EQ(test::run_command(test::binary_dir() + "/amp-train " + test::source_dir() + "/models/mlp.train.onnx --data " +
-                                  dir + "/train.npz --val " + dir + "/val.npz --loss cross_entropy --batch-size 16 " +
-                                  "--epochs 3 --optimizer adamw --lr 0.003 --dtype fp16 --compare-fp32 --metrics " + dir +
-                                  "/m.jsonl",
-                              &out),
+  ASSERT_EQ(test::run_command(
+                test::binary_dir() + "/amp-train " + test::source_dir() + "/models/mlp.train.onnx --data " + dir +
+                    "/train.npz --val " + dir + "/val.npz --loss cross_entropy --batch-size 16 " +
+                    "--epochs 3 --optimizer adamw --lr 0.003 --dtype fp16 --compare-fp32 --metrics " + dir + "/m.jsonl",
+                &out),
             0)
       << out;
   EXPECT_NE(out.find("loss curves drawn in " + dir + "/m.svg"), std::string::npos) << out;
@@ -290,7 +293,8 @@ TEST(TrainingPlot, CompareFp32DrawsBothRunsBesideTheMetrics) {
   // Both curves start near the top-left and fall: the first tenth of the steps sits high in the
   // panel, the last tenth low.
   for (const char* colour : {kBlue, kOrange}) {
-    const Trace start = trace(p, loss, parse_colour(colour), 0, 0.1), end = trace(p, loss, parse_colour(colour), 0.9, 1);
+    const Trace start = trace(p, loss, parse_colour(colour), 0, 0.1),
+                end = trace(p, loss, parse_colour(colour), 0.9, 1);
     ASSERT_GT(start.pixels, 20) << colour;
     ASSERT_GT(end.pixels, 20) << colour;
     EXPECT_LT(start.mean_y, 0.35) << colour;
@@ -300,9 +304,9 @@ TEST(TrainingPlot, CompareFp32DrawsBothRunsBesideTheMetrics) {
 
   const std::string text = read_text(png);
   // (The title's bold "mlp" is read as "mlip" at times: the words after it are enough.)
-  for (const char* words : {"train.onnx: fp32 vs fp16 mixed precision", "fp32:", "fp16:", "ms/step",
-                            "MiB backend memory", "val accuracy", "validation loss", "training loss", "loss scale",
-                            "optimizer step"})
+  for (const char* words :
+       {"train.onnx: fp32 vs fp16 mixed precision", "fp32:", "fp16:", "ms/step", "MiB backend memory", "val accuracy",
+        "validation loss", "training loss", "loss scale", "optimizer step"})
     EXPECT_NE(text.find(words), std::string::npos) << words << " not read in:\n" << text;
 }
 
@@ -310,10 +314,11 @@ TEST(TrainingPlot, PlotFolderIsCheckedBeforeTraining) {
   const std::string dir = test::temp_dir("training_plot_folder");
   write_learnable_data(dir + "/train.npz", 64, 3);
   std::string out;
-  EXPECT_EQ(test::run_command(test::binary_dir() + "/amp-train " + test::source_dir() + "/models/mlp.train.onnx --data " +
-                                  dir + "/train.npz --loss cross_entropy --plot " + dir + "/missing/p.svg",
-                              &out),
-            2)
+  EXPECT_EQ(
+      test::run_command(test::binary_dir() + "/amp-train " + test::source_dir() + "/models/mlp.train.onnx --data " +
+                            dir + "/train.npz --loss cross_entropy --plot " + dir + "/missing/p.svg",
+                        &out),
+      2)
       << out;
   EXPECT_NE(out.find("amp-train: error: " + dir + "/missing/p.svg: no such directory"), std::string::npos) << out;
   EXPECT_EQ(out.find("training "), std::string::npos) << "trained before failing:\n" << out;

@@ -44,10 +44,11 @@ struct Terminal {
 // Runs `command` in a detached tmux session of `columns` columns and waits for it to end.
 Terminal run_in_terminal(const std::string& command, int columns, const std::string& dir) {
   const std::string tmux = "tmux -S " + dir + "/tmux.socket";
-  const std::string inner = "script -qfec '" + command + "' " + dir + "/bytes.log; echo \\$? > " + dir +
-                            "/exit_code; sleep 600";
+  const std::string inner =
+      "script -qfec '" + command + "' " + dir + "/bytes.log; echo \\$? > " + dir + "/exit_code; sleep 600";
   std::string out;
-  EXPECT_EQ(test::run_command(tmux + " new-session -d -x " + std::to_string(columns) + " -y 60 \"" + inner + "\"", &out), 0)
+  EXPECT_EQ(
+      test::run_command(tmux + " new-session -d -x " + std::to_string(columns) + " -y 60 \"" + inner + "\"", &out), 0)
       << out;
   Terminal t;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
@@ -86,8 +87,7 @@ TEST_F(TrainingProgress, OnATerminalOneLineIsRedrawnInPlace) {
   // 512 samples / 16 = 32 steps an epoch; 2 epochs, validated after each.
   const Terminal t = run_in_terminal(train_command(dir_, "--epochs 2"), 120, dir_);
   ASSERT_EQ(t.exit_code, 0) << t.screen;
-  const std::regex finished(
-      R"(^\[=+\] 64/64 loss \d+\.\d{4} \d+ samples/s scale \d+ skipped \d+ ETA 0:00:00$)");
+  const std::regex finished(R"(^\[=+\] 64/64 loss \d+\.\d{4} \d+ samples/s scale \d+ skipped \d+ ETA 0:00:00$)");
   int progress_rows = 0, finished_rows = 0;
   std::vector<std::string> notes;
   for (const std::string& row : rows_of(t.screen)) {
@@ -100,9 +100,11 @@ TEST_F(TrainingProgress, OnATerminalOneLineIsRedrawnInPlace) {
   // The lines that must not be overdrawn are there, whole, in order.
   ASSERT_EQ(notes.size(), 3u) << t.screen;
   EXPECT_EQ(notes[0].rfind("info: training 64 steps of 16 samples: 2 epochs of 512 samples", 0), 0u) << notes[0];
-  EXPECT_TRUE(std::regex_match(notes[1], std::regex(R"(info: epoch 1 step 32: val_loss \d+\.\d{4} val_accuracy \d\.\d{4})")))
+  EXPECT_TRUE(
+      std::regex_match(notes[1], std::regex(R"(info: epoch 1 step 32: val_loss \d+\.\d{4} val_accuracy \d\.\d{4})")))
       << notes[1];
-  EXPECT_TRUE(std::regex_match(notes[2], std::regex(R"(info: epoch 2 step 64: val_loss \d+\.\d{4} val_accuracy \d\.\d{4})")))
+  EXPECT_TRUE(
+      std::regex_match(notes[2], std::regex(R"(info: epoch 2 step 64: val_loss \d+\.\d{4} val_accuracy \d\.\d{4})")))
       << notes[2];
   // The one row was drawn again and again: carriage returns in front of intermediate steps.
   const std::regex redraw(R"(\r\[[=> ]+\] (\d+)/64 )");
