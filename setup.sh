@@ -16,6 +16,7 @@ DEBS=(
   libprotobuf-dev protobuf-compiler libspdlog-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libzip-dev zlib1g-dev graphviz
   dataset-fashion-mnist openmpi-bin libopenmpi-dev
+  librsvg2-bin fonts-dejavu-core tesseract-ocr libpng-dev tmux
 )
 
 deps() {

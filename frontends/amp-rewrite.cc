@@ -1,4 +1,4 @@
-// amp-rewrite MODEL -o OUT: rewrites an ONNX model to mixed precision (fp16 or bf16) with Casts at
+// amp-rewrite MODEL [-o OUT]: rewrites an ONNX model to mixed precision (fp16 or bf16) with Casts at
 // few boundaries, explains every decision, and writes a model that passes ONNX's checker.
 #include <filesystem>
 #include <iostream>
@@ -8,6 +8,7 @@
 #include "frontends/lib/tool_main.h"
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/external_data.h"
 #include "graph/onnx_io.h"
 #include "graph/verify.h"
 #include "passes/pipelines.h"
@@ -18,7 +19,7 @@ namespace {
 
 struct Options {
   std::string model, output, dtype, weights, config, report, explain;
-  bool keep_io = false, no_keep_io = false, verify_each = false;
+  bool keep_io = false, no_keep_io = false, verify_each = false, force = false;
   std::vector<std::string> allow, deny, infer, clear, block;
 };
 
@@ -59,9 +60,36 @@ bool has_node_named(const Graph& g, const std::string& name) {
   return false;
 }
 
+// Without -o the rewrite lands beside the input: model.onnx -> model.amp.onnx, or model.amp-bf16.onnx
+// for bf16, so the fp16 and bf16 rewrites of one model can sit side by side.
+std::string default_output(const std::string& model, DType target) {
+  const std::string suffix = ".onnx";
+  std::string stem = model;
+  if (stem.size() > suffix.size() && stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0)
+    stem.resize(stem.size() - suffix.size());
+  return stem + (target == DType::kBFloat16 ? ".amp-bf16.onnx" : ".amp.onnx");
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec);
+}
+
+// The input is never replaced (the rewrite of it could not be redone with other settings); a
+// file the user did not name is replaced only with --force.
+void check_overwrite(const Options& o, const std::string& output) {
+  if (same_file(o.model, output)) throw InputError(output + ": is the input model; write the rewrite elsewhere (-o)");
+  if (!o.output.empty() || o.force) return;
+  for (const std::string& path : {output, external_data_path(output)})
+    if (std::filesystem::exists(path))
+      throw InputError(path + ": exists; --force replaces it, -o writes elsewhere");
+}
+
 int rewrite(const Options& o) {
   const AmpPolicy policy = make_policy(o);
-  for (const std::string& out : {o.output, o.report}) {
+  const std::string output = o.output.empty() ? default_output(o.model, policy.target()) : o.output;
+  check_overwrite(o, output);
+  for (const std::string& out : {output, o.report}) {
     if (out.empty()) continue;
     const auto dir = std::filesystem::absolute(out).parent_path();
     if (!std::filesystem::is_directory(dir)) throw InputError(out + ": no such directory '" + dir.string() + "'");
@@ -72,14 +100,17 @@ int rewrite(const Options& o) {
                                "training steps)");
   if (!o.explain.empty() && !has_node_named(*m.graph, o.explain))
     throw InputError(o.model + ": --explain: no node named '" + o.explain + "'");
-  RewriteFacts facts{o.model, o.output, count_casts(m), 0, activation_bytes(m), 0};
+  RewriteFacts facts{o.model, output, "", count_casts(m), 0, activation_bytes(m), 0};
   AmpResult result;
   PassManager pm = amp_rewrite_pipeline(policy, result, o.verify_each);
   pm.run(m);
   verify_or_throw(m);
   facts.casts_after = count_casts(m);
   facts.activation_bytes_after = activation_bytes(m);
-  save_model(m, o.output, save_options(m));
+  const SaveOptions saving = save_options(m);
+  save_model(m, output, saving);
+  if (saving.external_threshold > 0 && std::filesystem::exists(external_data_path(output)))
+    facts.external_data_path = external_data_path(output);
 
   const auto report = rewrite_report(facts, policy, result, pm.runs());
   std::cerr << rewrite_summary_text(report);
@@ -106,7 +137,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Rewrite an ONNX model to mixed precision (fp16 or bf16), explaining every decision.", "amp-rewrite"};
   amp::Options o;
   app.add_option("model", o.model, "the .onnx file to rewrite")->required();
-  app.add_option("-o,--output", o.output, "where to write the rewritten model")->required();
+  app.add_option("-o,--output", o.output,
+                 "where to write the rewritten model (default: beside MODEL as NAME.amp.onnx, or NAME.amp-bf16.onnx "
+                 "for bf16; an existing file there is kept unless --force)");
+  app.add_flag("--force", o.force,
+               "replace an existing NAME.amp.onnx (written atomically: a failed run keeps the old one)");
   app.add_option("--dtype", o.dtype, "low-precision type: fp16 (default) or bf16")->check(CLI::IsMember({"fp16", "bf16"}));
   auto* keep = app.add_flag("--keep-io-types", o.keep_io, "graph inputs and outputs keep their types (default)");
   app.add_flag("--no-keep-io-types", o.no_keep_io, "graph inputs and outputs may become low precision")->excludes(keep);

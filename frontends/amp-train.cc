@@ -4,10 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "frontends/lib/data_parallel.h"
 #include "frontends/lib/tool_main.h"
 #include "frontends/lib/trainer.h"
+#include "frontends/lib/training_plot.h"
 #include "graph/error.h"
 
 namespace amp {
@@ -15,7 +17,7 @@ namespace amp {
 namespace {
 
 struct Flags {
-  std::string loss, optimizer = "sgd", schedule = "constant", dtype = "fp32", loss_scale;
+  std::string loss, optimizer = "sgd", schedule = "constant", dtype = "fp32", loss_scale, plot;
   double lr = 0.01, momentum = 0, weight_decay = 0, clip_norm = 0, bucket_mb = 25;
   bool nesterov = false, no_shuffle = false, compare_fp32 = false;
 };
@@ -74,11 +76,36 @@ void print_summary(const char* label, const TrainResult& r) {
                 r.val_accuracy >= 0 ? fmt::format(" val_accuracy {:.4f}", r.val_accuracy).c_str() : "");
 }
 
+// --plot, or with --compare-fp32 beside the metrics (m.jsonl -> m.svg); "" for none. Its folder is
+// checked before training, so a typo does not cost a run.
+std::string plot_path(const TrainOptions& o, const Flags& f) {
+  std::filesystem::path path = f.plot;
+  if (path.empty() && f.compare_fp32 && !o.metrics.empty())
+    path = std::filesystem::path(o.metrics).replace_extension(".svg");
+  if (path.empty()) return "";
+  const auto dir = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(path.string() + ": no such directory '" + dir.string() + "'");
+  return path.string();
+}
+
+std::string precision_text(const std::string& dtype) { return dtype == "fp32" ? "fp32" : dtype + " mixed precision"; }
+
+void write_plot(const std::string& path, const TrainOptions& o, const std::vector<PlottedRun>& runs,
+                const std::string& what) {
+  if (path.empty()) return;
+  write_chart_svg(training_chart(std::filesystem::path(o.model).filename().string() + ": " + what, runs), path);
+  spdlog::info("loss curves drawn in {}", path);
+}
+
 int run(TrainOptions o, const Flags& f) {
   o = options_from(std::move(o), f);
+  const std::string plot = plot_path(o, f);
   if (!f.compare_fp32) {
     const TrainResult r = train(o);
-    if (r.root) print_summary("train", r);
+    if (!r.root) return kExitOk;
+    print_summary("train", r);
+    write_plot(plot, o, {{f.dtype, r}}, precision_text(f.dtype));
     return kExitOk;
   }
   // The same steps in fp32 first (no side outputs), then as asked.
@@ -86,7 +113,8 @@ int run(TrainOptions o, const Flags& f) {
   fp32.spec.precision = DType::kFloat;
   fp32.spec.loss_scale.mode = LossScaleSpec::Mode::kNone;
   fp32.save = fp32.checkpoint = fp32.metrics = fp32.save_training_graph = "";
-  fp32.quiet = true;
+  fp32.label = "fp32";
+  o.label = f.dtype;
   const TrainResult a = train(fp32);
   const TrainResult b = train(o);
   if (!b.root) return kExitOk;
@@ -98,6 +126,7 @@ int run(TrainOptions o, const Flags& f) {
   std::printf("%-14s %14.6f %14.6f\n", "final loss", a.final_loss, b.final_loss);
   std::printf("%-14s %14lld %14lld\n", "skipped steps", static_cast<long long>(a.skipped), static_cast<long long>(b.skipped));
   if (a.val_accuracy >= 0) std::printf("%-14s %14.4f %14.4f\n", "val accuracy", a.val_accuracy, b.val_accuracy);
+  write_plot(plot, o, {{"fp32", a}, {f.dtype, b}}, "fp32 vs " + precision_text(f.dtype));
   return kExitOk;
 }
 
@@ -117,8 +146,11 @@ int main(int argc, char** argv) {
   app.add_option("--loss", f.loss, "append a loss: cross_entropy, mse or bce_with_logits (default: the model's own scalar output)");
   app.add_option("--target", o.spec.loss.target, "the model output the loss reads (default: the only output)");
   app.add_option("--labels", o.spec.loss.labels, "data key of the labels (default: labels)");
-  auto* epochs = app.add_option("--epochs", o.epochs, "passes over the training data");
-  app.add_option("--steps", o.steps, "optimizer steps in total (a resumed run counts the checkpoint's)")->excludes(epochs);
+  auto* epochs = app.add_option("--epochs", o.epochs, "passes over the training data (default: 1 epoch)")
+                     ->check(CLI::PositiveNumber);
+  app.add_option("--steps", o.steps, "optimizer steps in total (a resumed run counts the checkpoint's)")
+      ->excludes(epochs)
+      ->check(CLI::PositiveNumber);
   app.add_option("--batch-size", o.batch_size, "samples per micro-batch (default 32)");
   app.add_option("--optimizer", f.optimizer, "sgd, adam or adamw (default sgd)");
   app.add_option("--lr", f.lr, "learning rate (default 0.01)");
@@ -145,7 +177,9 @@ int main(int argc, char** argv) {
   app.add_option("--metrics", o.metrics, "JSON lines: one per optimizer step and one per validation pass");
   app.add_option("--save-training-graph", o.save_training_graph,
                  "write the training step as ONNX (inference graph + training_info)");
-  app.add_flag("--compare-fp32", f.compare_fp32, "train the same steps in fp32 too and print both side by side");
+  app.add_flag("--compare-fp32", f.compare_fp32,
+               "train the same steps in fp32 too and print both side by side (drawn beside --metrics as .svg)");
+  app.add_option("--plot", f.plot, "draw the loss curves, validation, loss scale and skipped steps here (.svg)");
   app.add_option("--bucket-mb", f.bucket_mb,
                  "data-parallel runs (mpirun -np N amp-train ...): MiB of gradients per all-reduce (default 25, as "
                  "PyTorch DDP's bucket_cap_mb)");

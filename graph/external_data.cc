@@ -20,12 +20,6 @@ std::string file_name_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The folder part with its trailing slash ("" for a bare file name), to prefix a file name.
-std::string folder_prefix_of(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
-}
-
 bool has_parent_component(const std::string& location) {
   size_t start = 0;
   while (start <= location.size()) {
@@ -95,8 +89,12 @@ Tensor ExternalDataReader::view(const std::string& tensor_name, DType dtype, std
   return t;
 }
 
+std::string external_data_path(const std::string& model_path) {
+  return model_path + ".data";
+}
+
 ExternalDataWriter::ExternalDataWriter(const std::string& model_path)
-    : location_(file_name_of(model_path) + ".data"), file_(folder_prefix_of(model_path) + location_) {}
+    : location_(file_name_of(external_data_path(model_path))), file_(external_data_path(model_path)) {}
 
 ExternalLocation ExternalDataWriter::append(const uint8_t* data, size_t size) {
   static const char kZeros[kExternalAlignment] = {};

@@ -31,9 +31,12 @@ class ExternalDataReader {
   std::map<std::string, std::shared_ptr<MappedFile>> mapped_;  // by resolved real path
 };
 
+// Where save_model puts the external data of a model written to model_path: <model_path>.data.
+std::string external_data_path(const std::string& model_path);
+
 class ExternalDataWriter {
  public:
-  // Data goes to <folder of model_path>/<model file name>.data, first into a temporary file.
+  // Data goes to external_data_path(model_path), first into a temporary file.
   explicit ExternalDataWriter(const std::string& model_path);
 
   // Appends the bytes and says where they went (location relative to the model's folder).

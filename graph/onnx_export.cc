@@ -245,8 +245,6 @@ void save_model(const Model& m, const std::string& path, const SaveOptions& opti
   onnx::ModelProto p;
   ProtoExporter(external.get(), options.external_threshold).export_model(m, &p);
   check_size(p, path);
-  // The data file first: a model file never names data that is not there yet.
-  if (external && !external->empty()) external->commit();
   AtomicFile file(path);
   AtomicFileStream sink(file);
   {
@@ -257,6 +255,10 @@ void save_model(const Model& m, const std::string& path, const SaveOptions& opti
     coded.Trim();
     if (coded.HadError() || !out.Flush()) throw Error(path + ": cannot write the model: " + sink.error());
   }
+  // Both files are complete before either replaces an older pair, so a write that fails (a full
+  // disk) leaves the old model and its data as they were; the data goes first, so a model file
+  // never names data that is not there yet.
+  if (external && !external->empty()) external->commit();
   file.commit();
 }
 

@@ -73,6 +73,7 @@ ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, 
   ordered_json j;
   j["model"] = facts.model_path;
   j["output"] = facts.output_path;
+  if (!facts.external_data_path.empty()) j["external_data"] = facts.external_data_path;
   j["dtype"] = precision_name(Precision::kLow, target);
   j["keep_io_types"] = policy.keep_io_types;
   j["weights"] = policy.weights == WeightStorage::kKeep ? "keep" : "lowp";
@@ -144,7 +145,8 @@ ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, 
 std::string rewrite_summary_text(const ordered_json& j) {
   std::string s;
   auto line = [&](const std::string& l) { s += l + "\n"; };
-  line("amp-rewrite: " + j["model"].get<std::string>() + " -> " + j["output"].get<std::string>() + " (" +
+  const std::string data = j.contains("external_data") ? " and " + j["external_data"].get<std::string>() : "";
+  line("amp-rewrite: wrote " + j["output"].get<std::string>() + data + " from " + j["model"].get<std::string>() + " (" +
        j["dtype"].get<std::string>() + (j["keep_io_types"].get<bool>() ? ", keep_io_types" : "") + ", weights " +
        j["weights"].get<std::string>() + ")");
   std::string counts;

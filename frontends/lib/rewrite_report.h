@@ -17,6 +17,7 @@ namespace amp {
 // Measured on the model before and after the pipeline.
 struct RewriteFacts {
   std::string model_path, output_path;
+  std::string external_data_path;  // "" when every tensor is inline
   int64_t casts_before = 0, casts_after = 0;
   int64_t activation_bytes_before = 0, activation_bytes_after = 0;
 };

@@ -150,7 +150,8 @@ class Trainer {
       throw InputError(train_data_.source + ": " + std::to_string(train_data_.size) + " samples do not fill one batch of " +
                        std::to_string(o.batch_size) +
                        (dp_.size() > 1 ? " in each of " + std::to_string(dp_.size()) + " processes" : std::string()));
-    total_ = o.steps > 0 ? o.steps : std::max<int64_t>(1, o.epochs * per_epoch_ / o.spec.accumulate);
+    const int64_t epochs = o.epochs > 0 ? o.epochs : 1;
+    total_ = o.steps > 0 ? o.steps : std::max<int64_t>(1, epochs * per_epoch_ / o.spec.accumulate);
     schedule_ = o.schedule;
     schedule_.total = total_;
 
@@ -188,6 +189,7 @@ class Trainer {
 
  private:
   void resume(const Checkpoint& c);
+  std::string run_length_text() const;
   void validate(int64_t epoch);
   void checkpoint();
   void save_outputs();
@@ -251,6 +253,17 @@ void Trainer::resume(const Checkpoint& c) {
                  c.position.value("seed", uint64_t{0}), o_.seed);
 }
 
+// Said before the first step, so a run without --epochs or --steps is not a surprise.
+std::string Trainer::run_length_text() const {
+  const int64_t samples = o_.batch_size * o_.spec.accumulate * dp_.size(), size = train_data_.size;
+  const std::string length =
+      o_.steps > 0 ? fmt::format("--steps {}, {:.2f} epochs of {} samples", o_.steps,
+                                 static_cast<double>(o_.steps * samples) / static_cast<double>(size), size)
+      : o_.epochs > 0 ? fmt::format("{} epoch{} of {} samples", o_.epochs, o_.epochs == 1 ? "" : "s", size)
+                      : fmt::format("1 epoch of {} samples (neither --epochs nor --steps given)", size);
+  return fmt::format("training {} steps of {} samples: {}", total_ - steps_, samples, length);
+}
+
 Feeds Trainer::batch(int64_t micro) {
   const int64_t epoch = micro / per_epoch_, at = micro % per_epoch_;
   if (epoch != order_epoch_) {
@@ -296,6 +309,7 @@ void Trainer::validate(int64_t epoch) {
     line += fmt::format(" val_accuracy {:.4f}", result_.val_accuracy);
   }
   metrics_.write(record);
+  result_.history.validations.push_back({steps_, result_.val_loss, result_.val_accuracy});
   progress_->note(line);
 }
 
@@ -368,7 +382,8 @@ void Trainer::save_outputs() {
 TrainResult Trainer::run() {
   const TrainingStep& step = models_.step;
   if (!o_.metrics.empty() && dp_.root()) metrics_ = MetricsLog(o_.metrics, !o_.resume.empty());
-  progress_ = std::make_unique<TrainingProgress>(total_, o_.quiet || !dp_.root());
+  progress_ = std::make_unique<TrainingProgress>(total_, o_.quiet || !dp_.root(), o_.label);
+  if (dp_.root()) progress_->note(run_length_text());
   std::vector<std::string> fetches{step.loss};
   const size_t target_at = step.classification ? fetches.size() : 0;
   if (step.classification) fetches.push_back(step.target);
@@ -428,6 +443,7 @@ TrainResult Trainer::run() {
                           {"samples_per_second", static_cast<double>(samples_per_step) / seconds}};
     if (step.classification) record["accuracy"] = static_cast<double>(correct) / static_cast<double>(samples_per_step);
     metrics_.write(record);
+    result_.history.steps.push_back({steps_, loss, scale_at ? scale : 0, skipped});
     progress_->step(steps_, loss, static_cast<double>(samples_per_step) / seconds, scale_at ? scale : 0, skipped_);
 
     if (skipped) {
@@ -480,7 +496,7 @@ TrainResult Trainer::run() {
 
 TrainResult train(const TrainOptions& options) {
   if (options.batch_size <= 0) throw InputError("--batch-size must be positive");
-  if (options.epochs <= 0 && options.steps <= 0) throw InputError("give --epochs N or --steps N");
+  if (options.epochs < 0 || options.steps < 0) throw InputError("--epochs and --steps must be positive");
   if (options.spec.accumulate <= 0) throw InputError("--accumulate must be positive");
   Trainer t(options);
   return t.run();

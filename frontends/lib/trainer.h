@@ -8,6 +8,7 @@
 
 #include "backends/communicator.h"
 #include "frontends/lib/lr_schedule.h"
+#include "frontends/lib/training_history.h"
 #include "passes/training/training_step.h"
 
 namespace amp {
@@ -16,7 +17,7 @@ struct TrainOptions {
   std::string model;
   std::string data, val;
   TrainingSpec spec;
-  int64_t epochs = 0;  // one of epochs and steps is > 0
+  int64_t epochs = 0;  // passes over the data; with neither epochs nor steps, one epoch
   int64_t steps = 0;   // optimizer steps
   int64_t batch_size = 32;
   LrSchedule schedule;  // total is filled in by train()
@@ -26,7 +27,8 @@ struct TrainOptions {
   int threads = 0;
   bool tf32 = false;  // fp32 products and convolutions on TF32 Tensor Cores (cuda)
   std::string save, checkpoint, resume, metrics, save_training_graph;
-  bool quiet = false;  // no progress or log lines (the runs of --compare-fp32)
+  bool quiet = false;  // no progress or log lines
+  std::string label;   // shown before progress and log lines ("fp32" in --compare-fp32's first run)
   // The processes of a data-parallel run (join_launched_processes()); null: this process alone.
   // --batch-size is then per process, as in PyTorch DDP, and rank 0 alone writes files.
   std::shared_ptr<Communicator> communicator;
@@ -42,6 +44,7 @@ struct TrainResult {
   size_t peak_rss_bytes = 0;      // the process's peak resident memory
   double val_loss = -1, val_accuracy = -1;  // the last validation pass; -1 without one
   bool root = true;  // rank 0 of a data-parallel run, or the only process: the one that reports
+  TrainingHistory history;                  // this process's steps and validation passes
 };
 
 // Throws InputError for bad models, data or options (naming the file, node and op).

@@ -1,5 +1,6 @@
-// What a training run shows while it runs: on a terminal, one progress line redrawn in place (bar,
-// step, loss, rate, ETA); otherwise (logs, CI) a plain spdlog line every `every` steps and at the end.
+// What a training run shows while it runs: on a terminal, one line redrawn in place (bar, step/total,
+// loss, samples/s, loss scale, skipped steps, ETA), never wider than the terminal; otherwise (logs,
+// CI) a plain spdlog line every `every` steps and at the end.
 #pragma once
 
 #include <chrono>
@@ -10,20 +11,24 @@ namespace amp {
 
 class TrainingProgress {
  public:
-  // `total`: optimizer steps of the run; `quiet`: nothing at all (amp-train --compare-fp32's runs).
-  TrainingProgress(int64_t total, bool quiet);
-  // After each optimizer step; `samples` counts samples trained so far in this process.
+  // `total`: optimizer steps of the run; `quiet`: nothing at all; `label`: put before every line
+  // ("fp32" for the first run of --compare-fp32).
+  TrainingProgress(int64_t total, bool quiet, std::string label);
+  // After each optimizer step; `loss_scale` is 0 without loss scaling, `skipped` counts the run's
+  // skipped steps so far.
   void step(int64_t done, double loss, double samples_per_second, double loss_scale, int64_t skipped);
-  // A line that must not be overdrawn (validation results), printed above the bar.
+  // A line that must not be overdrawn (validation results), printed above the progress line.
   void note(const std::string& line);
   void finish();
 
  private:
+  using Clock = std::chrono::steady_clock;
   int64_t total_;
   bool quiet_, tty_;
+  std::string prefix_;
   int64_t every_;
   bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  Clock::time_point start_ = Clock::now(), last_draw_;
 };
 
 }  // namespace amp

@@ -1,8 +1,10 @@
 // amp-rewrite as a user runs it: exit codes and one-line errors, the --report JSON checked against
 // python3-onnx's reading of the written model, --explain, config files and list edits, blocked
-// nodes, --no-keep-io-types, --weights lowp, and idempotence through the command line.
+// nodes, --no-keep-io-types, --weights lowp, idempotence through the command line, the default
+// output beside the input (never replacing a file unasked) and --force's atomic replacement.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -154,7 +156,7 @@ TEST(AmpRewrite, BadInputIsOneErrorLineAndExitCode2) {
       {m + " --explain nowhere", "no node named 'nowhere'"},
       {m + " --dtype fp8", "--dtype"},
       {m + " --keep-io-types --no-keep-io-types", "excludes"},
-      {model("mlp.onnx"), "--output is required"},
+      {model("mlp.onnx") + " -o " + model("mlp.onnx") + " --force", "is the input model"},
       {model("mlp.onnx") + " -o " + dir + "/missing/out.onnx", "no such directory"},
   };
   for (const auto& [args, message] : cases) {
@@ -164,6 +166,78 @@ TEST(AmpRewrite, BadInputIsOneErrorLineAndExitCode2) {
     EXPECT_NE(out.find(message), std::string::npos) << out;
     EXPECT_EQ(out.rfind("amp-rewrite: error: ", 0), 0u) << out;
   }
+}
+
+TEST(AmpRewrite, WithoutOutputWritesBesideTheInputAndReplacesNothingUnasked) {
+  const std::string dir = test::temp_dir("amp_rewrite_default_output");
+  std::filesystem::copy_file(model("mlp.onnx"), dir + "/model.onnx");
+  const std::string input = test::read_file(dir + "/model.onnx");
+  auto in_dir = [&](const std::string& args, std::string* out) {
+    return test::run_command("cd " + dir + " && " + tool() + " " + args, out);
+  };
+  std::string out;
+  ASSERT_EQ(in_dir("model.onnx", &out), 0) << out;
+  EXPECT_EQ(out.rfind("amp-rewrite: wrote model.amp.onnx from model.onnx (fp16, ", 0), 0u) << out;
+  EXPECT_EQ(reference(dir + "/model.amp.onnx")["check"], "");
+  EXPECT_EQ(reference(dir + "/model.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=keep");
+  const std::string first = test::read_file(dir + "/model.amp.onnx");
+
+  // Again: refused in one line, nothing touched.
+  EXPECT_EQ(in_dir("model.onnx --weights lowp", &out), 2) << out;
+  EXPECT_EQ(out, "amp-rewrite: error: model.amp.onnx: exists; --force replaces it, -o writes elsewhere\n");
+  EXPECT_EQ(test::read_file(dir + "/model.amp.onnx"), first);
+  // bf16 has a name of its own, so both rewrites of a model sit side by side.
+  ASSERT_EQ(in_dir("model.onnx --dtype bf16", &out), 0) << out;
+  EXPECT_EQ(out.rfind("amp-rewrite: wrote model.amp-bf16.onnx from model.onnx (bf16, ", 0), 0u) << out;
+  EXPECT_EQ(reference(dir + "/model.amp-bf16.onnx")["metadata"]["onnx-amp.rewrite"],
+            "dtype=bf16 keep_io_types=true weights=keep");
+  // --force replaces it with what was asked for.
+  ASSERT_EQ(in_dir("model.onnx --weights lowp --force", &out), 0) << out;
+  EXPECT_EQ(reference(dir + "/model.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=lowp");
+  // The input is never replaced, --force or not; a model not named .onnx gets the suffix added.
+  EXPECT_EQ(in_dir("model.onnx -o ./model.onnx --force", &out), 2) << out;
+  EXPECT_EQ(out, "amp-rewrite: error: ./model.onnx: is the input model; write the rewrite elsewhere (-o)\n");
+  EXPECT_EQ(test::read_file(dir + "/model.onnx"), input);
+  std::filesystem::copy_file(model("mlp.onnx"), dir + "/plain");
+  ASSERT_EQ(in_dir("plain", &out), 0) << out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/plain.amp.onnx"));
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"model.amp-bf16.onnx", "model.amp.onnx", "model.onnx", "plain", "plain.amp.onnx"}));
+}
+
+TEST(AmpRewrite, ForcedRewriteThatFailsToWriteKeepsTheOldModelAndItsData) {
+  // The model file (1.7 MB of small inline constants) is larger than its data file (one weight:
+  // 1 MB in fp32, 0.5 MB in fp16). With files limited to 1.2 MB, a --force --weights lowp rewrite
+  // writes its data file and fails on the model file: the old pair must stay as it was (were the
+  // new data renamed into place first, the old model would name bytes past its end).
+  const std::string dir = test::temp_dir("amp_rewrite_force_atomic");
+  std::string out;
+  ASSERT_EQ(test::run_python(test::source_dir() + "/tests/frontends/external_heavy_model.py " + dir + "/big.onnx", &out), 0)
+      << out;
+  ASSERT_EQ(rewrite(dir + "/big.onnx", &out), 0) << out;
+  EXPECT_EQ(out.rfind("amp-rewrite: wrote " + dir + "/big.amp.onnx and " + dir + "/big.amp.onnx.data from ", 0), 0u) << out;
+  const std::string model_bytes = test::read_file(dir + "/big.amp.onnx"), data_bytes = test::read_file(dir + "/big.amp.onnx.data");
+  ASSERT_GT(model_bytes.size(), size_t{1200} << 10);
+  ASSERT_EQ(data_bytes.size(), 1000000u);
+  // SIGXFSZ ignored: a write past the limit fails with EFBIG instead of killing the process.
+  EXPECT_EQ(test::run_command("bash -c \"ulimit -f 1200; trap '' XFSZ; exec " + tool() + " " + dir +
+                                  "/big.onnx --force --weights lowp\"",
+                              &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("File too large"), std::string::npos) << out;
+  EXPECT_EQ(count_lines(out), 1) << out;
+  EXPECT_EQ(test::read_file(dir + "/big.amp.onnx"), model_bytes);
+  EXPECT_EQ(test::read_file(dir + "/big.amp.onnx.data"), data_bytes);
+  EXPECT_EQ(reference(dir + "/big.amp.onnx")["check"], "");
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
+  // Without the limit the same command replaces both.
+  ASSERT_EQ(rewrite(dir + "/big.onnx --force --weights lowp", &out), 0) << out;
+  EXPECT_EQ(std::filesystem::file_size(dir + "/big.amp.onnx.data"), 500000u);
+  EXPECT_EQ(reference(dir + "/big.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=lowp");
 }
 
 TEST(AmpRewrite, VerifyEachRunsEveryPassChecked) {

@@ -3,7 +3,7 @@
 // input missing from the data, labels of the wrong type or shape, a loss that stays non-finite with
 // the scale at its minimum — the last good checkpoint kept), --save run by ONNX Runtime against
 // PyTorch's eval-mode model with the saved weights, --save-training-graph read by amp-inspect and
-// trained on again, IDX and CSV data, and --compare-fp32.
+// trained on again, IDX and CSV data, one epoch when no length is given, and --compare-fp32.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -228,6 +228,23 @@ TEST_F(AmpTrain, ReadsIdxAndCsv) {
   }
   csv.close();
   ASSERT_EQ(train(model("mlp") + " --data " + dir_ + "/data.csv --loss cross_entropy --batch-size 8 --steps 2", &out), 0) << out;
+}
+
+TEST_F(AmpTrain, WithoutEpochsOrStepsTrainsOneEpochAndSaysSo) {
+  // As people type it first: 128 samples in batches of 32 (the default) make 4 steps.
+  std::string out;
+  ASSERT_EQ(test::run_command("cd " + dir_ + " && " + tool("amp-train") + " " + model("mlp") +
+                                  " --data train.npz --loss cross_entropy --metrics m.jsonl",
+                              &out),
+            0)
+      << out;
+  EXPECT_EQ(out.rfind("info: training 4 steps of 32 samples: 1 epoch of 128 samples (neither --epochs nor --steps given)", 0),
+            0u)
+      << out;
+  EXPECT_NE(out.find("train: 4 steps (0 skipped)"), std::string::npos) << out;
+  EXPECT_EQ(records(dir_ + "/m.jsonl").size(), 4u);
+  EXPECT_EQ(train(model("mlp") + " --data " + dir_ + "/train.npz --loss cross_entropy --epochs 0", &out), 2);
+  EXPECT_NE(out.find("--epochs"), std::string::npos) << out;
 }
 
 TEST_F(AmpTrain, CompareFp32PrintsBothRuns) {
