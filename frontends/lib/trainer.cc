@@ -318,7 +318,7 @@ void Trainer::validate(int64_t epoch) {
   result_.val_loss = loss_sum / static_cast<double>(seen);
   result_.val_non_finite = non_finite;
   nlohmann::json record{{"epoch", epoch}, {"step", steps_}, {"val_loss", result_.val_loss}, {"val_non_finite", non_finite}};
-  std::string line = fmt::format("epoch {} step {}: val_loss {:.4f}", epoch, steps_, result_.val_loss);
+  std::string line = fmt::format("epoch {} step {}: val_loss {:.4f}", epoch, steps_, shown(result_.val_loss));
   if (step.classification) {
     result_.val_accuracy = static_cast<double>(correct) / static_cast<double>(seen);
     record["val_accuracy"] = result_.val_accuracy;

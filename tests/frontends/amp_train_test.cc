@@ -313,6 +313,32 @@ TEST_F(AmpTrain, NaNInTheDataIsReportedAndNeverReachesAWeight) {
       << out;
 }
 
+// Validation counts the samples whose outputs hold NaN or inf beside a loss that is NaN.
+TEST_F(AmpTrain, ValidationCountsSamplesWithNonFiniteOutputs) {
+  auto arrays = read_npz(dir_ + "/val.npz");
+  arrays[0].second.mutable_as<float>()[11 * 784 + 5] = std::numeric_limits<float>::infinity();
+  write_npz(dir_ + "/val_inf.npz", arrays);
+  std::string out;
+  ASSERT_EQ(train(model("mlp") + " --data " + dir_ + "/train.npz --val " + dir_ + "/val_inf.npz --loss cross_entropy " +
+                      "--batch-size 16 --steps 8 --metrics " + dir_ + "/m.jsonl",
+                  &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("val_inf.npz: array 'input' has 0 NaN and 1 inf in 1 of 40 samples, the first sample 11"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("val_loss nan val_accuracy"), std::string::npos) << out;
+  EXPECT_NE(out.find("(1 of 40 samples with NaN or inf outputs)"), std::string::npos) << out;
+  int validations = 0;
+  for (const auto& r : records(dir_ + "/m.jsonl")) {
+    if (!r.contains("val_loss")) continue;
+    ++validations;
+    EXPECT_TRUE(r["val_loss"].is_null()) << r.dump();
+    EXPECT_EQ(r["val_non_finite"], 1) << r.dump();
+  }
+  EXPECT_EQ(validations, 1);
+}
+
 // Without a loss scale to lower (fp32, bf16), steps skipped in a row stop the run at
 // --max-skipped-steps, with the last good checkpoint kept.
 TEST_F(AmpTrain, TooManySkippedStepsInARowStopTheRun) {
