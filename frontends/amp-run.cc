@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backends/backend.h"
+#include "frontends/lib/non_finite.h"
 #include "frontends/lib/npz.h"
 #include "frontends/lib/tool_main.h"
 #include "graph/error.h"
@@ -49,7 +50,14 @@ static int run(const std::string& model_path, const std::string& inputs_path, co
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   std::vector<std::pair<std::string, Tensor>> arrays;
-  for (size_t i = 0; i < fetches.size(); ++i) arrays.emplace_back(fetches[i], std::move(outputs[i]));
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    // Said, not averaged away: which outputs hold NaN or inf, and from which sample on.
+    const NonFiniteCount c = count_non_finite(outputs[i]);
+    if (c.any())
+      spdlog::warn("{}: output '{}' has {}", model_path, fetches[i],
+                   c.text(outputs[i].dims.empty() ? 1 : outputs[i].dims[0]));
+    arrays.emplace_back(fetches[i], std::move(outputs[i]));
+  }
   write_npz(outputs_path, arrays);
   const MemoryStats mem = exe->memory();
   spdlog::info("{} on {}: {} outputs to {} in {:.1f} ms (compile + first run); arena {} KiB, state {} KiB",

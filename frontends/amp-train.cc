@@ -163,6 +163,10 @@ int main(int argc, char** argv) {
   app.add_option("--accumulate", o.spec.accumulate, "micro-batches per optimizer step (default 1)");
   app.add_option("--dtype", f.dtype, "fp32, fp16 or bf16 (forward and backward; weights stay fp32)");
   app.add_option("--loss-scale", f.loss_scale, "'dynamic' or a static scale (default: dynamic for fp16, none otherwise)");
+  app.add_flag("--strict-data", o.strict_data, "refuse data holding NaN or inf (default: a warning naming the first sample)");
+  app.add_option("--max-skipped-steps", o.max_skipped_steps,
+                 "stop when this many steps in a row are skipped for non-finite gradients (default 50; 0: never)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--freeze", o.spec.freeze, "regular expression of parameter names not to train");
   app.add_option("--device", o.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--threads", o.threads, "CPU threads (0: all cores)");

@@ -10,6 +10,7 @@
 #include "frontends/lib/checkpoint.h"
 #include "frontends/lib/data_parallel.h"
 #include "frontends/lib/metrics_log.h"
+#include "frontends/lib/non_finite.h"
 #include "frontends/lib/training_data.h"
 #include "frontends/lib/training_progress.h"
 #include "graph/amp_ops.h"
@@ -29,6 +30,8 @@ using Feeds = std::vector<std::pair<std::string, Tensor>>;
 
 // A run stops when a step is still skipped with the loss scale at its minimum this many times in a row.
 constexpr int64_t kMaxSkipsAtMinimumScale = 3;
+// Skipped steps noted by a line of their own (the progress line counts all of them).
+constexpr int64_t kNotedSkips = 5;
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -64,6 +67,9 @@ Tensor bool_tensor(bool v) {
 }
 
 double as_scalar(const Tensor& t) { return t.element(0); }
+
+// A loss for a message: NaN without the sign bit the arithmetic happened to leave ("nan", not "-nan").
+double shown(double loss) { return std::isnan(loss) ? std::fabs(loss) : loss; }
 
 // Correct predictions: argmax over the last axis of `scores` against the labels.
 int64_t correct_predictions(const Tensor& scores, const Tensor& labels) {
@@ -115,6 +121,9 @@ Models build_models(const TrainOptions& o) {
     out.inference = clone_model(forward);
     TrainingSpec spec = o.spec;
     spec.data_parallel.enabled = o.communicator != nullptr;
+    // In every dtype: a NaN from the data or an fp32 overflow skips its step as an fp16 overflow
+    // does, instead of writing NaN into every weight.
+    spec.check_finite = true;
     out.step = build_training_step(std::move(forward), spec);
   }
   const Graph& g = *out.step.model.graph;
@@ -138,12 +147,14 @@ class Trainer {
     const TrainingStep& step = models_.step;
     train_data_ = load_data(o.data, feature_key(step), step.labels.empty() ? "labels" : step.labels);
     conform(train_data_, *step.model.graph, step.data_inputs);
+    check_finite(train_data_, o.strict_data, dp_.root());
     if (!o.val.empty()) {
       val_data_ = load_data(o.val, feature_key(step), step.labels.empty() ? "labels" : step.labels);
       std::vector<std::string> eval_inputs;
       for (const Value* v : models_.eval.graph->inputs())
         if (!v->has_initializer()) eval_inputs.push_back(v->name());
       conform(val_data_, *models_.eval.graph, eval_inputs);
+      check_finite(val_data_, o.strict_data, dp_.root());
     }
     per_epoch_ = dp_.shard_size(train_data_.size) / o.batch_size;
     if (per_epoch_ == 0)
@@ -279,7 +290,7 @@ void Trainer::validate(int64_t epoch) {
   const TrainingStep& step = models_.step;
   const std::string loss_name = models_.eval.graph->outputs().back()->name();
   double loss_sum = 0;
-  int64_t correct = 0, seen = 0;
+  int64_t correct = 0, seen = 0, non_finite = 0;
   const std::vector<int64_t> mine = dp_.validation_rows(val_data_.size);
   for (size_t start = 0; start < mine.size(); start += static_cast<size_t>(o_.batch_size)) {
     const std::vector<int64_t> rows(mine.begin() + static_cast<std::ptrdiff_t>(start),
@@ -287,27 +298,33 @@ void Trainer::validate(int64_t epoch) {
                                                        std::min(mine.size(), start + static_cast<size_t>(o_.batch_size))));
     Feeds feeds = gather_rows(val_data_, rows);
     std::vector<std::string> fetches{loss_name};
-    if (step.classification) fetches.push_back(step.target);
+    if (!step.target.empty()) fetches.push_back(step.target);
     std::vector<Tensor> out = eval_->run(feeds, fetches);
     loss_sum += as_scalar(out[0]) * static_cast<double>(rows.size());
     if (step.classification)
       for (const auto& [key, t] : feeds)
         if (key == step.labels) correct += correct_predictions(out[1], t);
+    // Samples whose outputs hold a NaN or inf: counted, since the mean loss alone would only be NaN.
+    if (!step.target.empty()) non_finite += count_non_finite(out[1]).samples;
     seen += static_cast<int64_t>(rows.size());
   }
-  std::vector<double> totals{loss_sum, static_cast<double>(correct), static_cast<double>(seen)};
+  std::vector<double> totals{loss_sum, static_cast<double>(correct), static_cast<double>(seen),
+                             static_cast<double>(non_finite)};
   dp_.sum(totals);
   loss_sum = totals[0];
   correct = static_cast<int64_t>(totals[1]);
   seen = static_cast<int64_t>(totals[2]);
+  non_finite = static_cast<int64_t>(totals[3]);
   result_.val_loss = loss_sum / static_cast<double>(seen);
-  nlohmann::json record{{"epoch", epoch}, {"step", steps_}, {"val_loss", result_.val_loss}};
-  std::string line = fmt::format("epoch {} step {}: val_loss {:.4f}", epoch, steps_, result_.val_loss);
+  result_.val_non_finite = non_finite;
+  nlohmann::json record{{"epoch", epoch}, {"step", steps_}, {"val_loss", result_.val_loss}, {"val_non_finite", non_finite}};
+  std::string line = fmt::format("epoch {} step {}: val_loss {:.4f}", epoch, steps_, shown(result_.val_loss));
   if (step.classification) {
     result_.val_accuracy = static_cast<double>(correct) / static_cast<double>(seen);
     record["val_accuracy"] = result_.val_accuracy;
     line += fmt::format(" val_accuracy {:.4f}", result_.val_accuracy);
   }
+  if (non_finite) line += fmt::format(" ({} of {} samples with NaN or inf outputs)", non_finite, seen);
   metrics_.write(record);
   result_.history.validations.push_back({steps_, result_.val_loss, result_.val_accuracy});
   progress_->note(line);
@@ -395,7 +412,7 @@ TrainResult Trainer::run() {
   // Of every process together: the global batch.
   const int64_t samples_per_step = o_.batch_size * o_.spec.accumulate * dp_.size();
   double timed_seconds = 0, first_seconds = 0;
-  int64_t timed_steps = 0, skips_at_minimum = 0;
+  int64_t timed_steps = 0, skips_at_minimum = 0, skips_in_a_row = 0, notes_of_skips = 0;
   const int64_t first_step = steps_;
   while (steps_ < total_) {
     const float lr = static_cast<float>(schedule_.at(steps_));
@@ -444,10 +461,24 @@ TrainResult Trainer::run() {
     if (step.classification) record["accuracy"] = static_cast<double>(correct) / static_cast<double>(samples_per_step);
     metrics_.write(record);
     result_.history.steps.push_back({steps_, loss, scale_at ? scale : 0, skipped});
-    progress_->step(steps_, loss, static_cast<double>(samples_per_step) / seconds, scale_at ? scale : 0, skipped_);
+    progress_->step(steps_, shown(loss), static_cast<double>(samples_per_step) / seconds, scale_at ? scale : 0, skipped_);
 
     if (skipped) {
-      const bool at_minimum = step.loss_scale.empty() || scale <= o_.spec.loss_scale.min_scale;
+      ++skips_in_a_row;
+      // Without a loss scale to lower, or with a NaN loss, a skip is the data's or the model's
+      // doing, not the scale finding its level: say so (the first few times).
+      if ((step.loss_scale.empty() || !std::isfinite(loss)) && notes_of_skips++ < kNotedSkips)
+        progress_->note(fmt::format("step {} skipped: {} (loss {}); nothing was applied", steps_,
+                                    std::isfinite(loss) ? "non-finite gradients" : "non-finite loss", shown(loss)));
+      if (o_.max_skipped_steps > 0 && skips_in_a_row >= o_.max_skipped_steps) {
+        progress_->finish();
+        throw CollectiveError(fmt::format(
+            "{} steps in a row skipped for non-finite gradients (--max-skipped-steps {}), the last at step {} with "
+            "loss {}; stopping{}",
+            skips_in_a_row, o_.max_skipped_steps, steps_, shown(loss),
+            o_.checkpoint.empty() ? "" : " (the last good checkpoint in " + o_.checkpoint + " is kept)"));
+      }
+      const bool at_minimum = !step.loss_scale.empty() && scale <= o_.spec.loss_scale.min_scale;
       skips_at_minimum = at_minimum ? skips_at_minimum + 1 : 0;
       if (skips_at_minimum >= kMaxSkipsAtMinimumScale) {
         progress_->finish();
@@ -458,7 +489,7 @@ TrainResult Trainer::run() {
             o_.checkpoint.empty() ? "" : " (the last good checkpoint in " + o_.checkpoint + " is kept)"));
       }
     } else {
-      skips_at_minimum = 0;
+      skips_at_minimum = skips_in_a_row = 0;
       if (!std::isfinite(loss) && step.all_finite.empty()) {
         progress_->finish();
         throw CollectiveError(fmt::format("the loss is {} at step {}; stopping (lower --lr, or train with --dtype and "

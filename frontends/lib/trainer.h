@@ -28,6 +28,8 @@ struct TrainOptions {
   bool tf32 = false;  // fp32 products and convolutions on TF32 Tensor Cores (cuda)
   std::string save, checkpoint, resume, metrics, save_training_graph;
   bool quiet = false;  // no progress or log lines
+  bool strict_data = false;        // NaN or inf in the data is an error, not a warning
+  int64_t max_skipped_steps = 50;  // this many skipped steps in a row stop the run
   std::string label;   // shown before progress and log lines ("fp32" in --compare-fp32's first run)
   // The processes of a data-parallel run (join_launched_processes()); null: this process alone.
   // --batch-size is then per process, as in PyTorch DDP, and rank 0 alone writes files.
@@ -43,6 +45,7 @@ struct TrainResult {
   size_t backend_peak_bytes = 0;  // state + the plan's arena, as the backend reports them
   size_t peak_rss_bytes = 0;      // the process's peak resident memory
   double val_loss = -1, val_accuracy = -1;  // the last validation pass; -1 without one
+  int64_t val_non_finite = 0;               // its samples whose outputs hold a NaN or inf
   bool root = true;  // rank 0 of a data-parallel run, or the only process: the one that reports
   TrainingHistory history;                  // this process's steps and validation passes
 };

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "frontends/lib/non_finite.h"
 #include "frontends/lib/npz.h"
 #include "graph/error.h"
 
@@ -255,6 +256,18 @@ void conform(DataSet& d, const Graph& g, const std::vector<std::string>& inputs)
     }
     throw InputError(what + " has samples of shape " + dims_text(sample) + " (array " + dims_text(t.dims) +
                      "); graph input " + name + " takes " + expect);
+  }
+}
+
+void check_finite(const DataSet& d, bool strict, bool report) {
+  for (const auto& [key, t] : d.arrays) {
+    const NonFiniteCount c = count_non_finite(t);
+    if (!c.any()) continue;
+    const std::string what = d.source + ": array '" + key + "' has " + c.text(d.size);
+    if (strict) throw InputError(what + " (--strict-data)");
+    if (report)
+      spdlog::warn("{}; a batch holding one has a non-finite loss and its step is skipped (--strict-data refuses such data)",
+                   what);
   }
 }
 

@@ -38,6 +38,10 @@ DataSet load_data(const std::string& spec, const std::string& input_key, const s
 // input's static dims, or for float inputs hold as many elements (then they are reshaped).
 void conform(DataSet& d, const Graph& g, const std::vector<std::string>& inputs);
 
+// Counts NaN and inf in every float array of `d`, once: one warning line (when `report`) per array
+// holding any, naming the file, the array and the first such sample; with `strict` an InputError.
+void check_finite(const DataSet& d, bool strict, bool report);
+
 // The given rows of every array, in that order: one batch.
 std::vector<std::pair<std::string, Tensor>> gather_rows(const DataSet& d, const std::vector<int64_t>& rows);
 

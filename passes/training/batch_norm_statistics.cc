@@ -1,5 +1,7 @@
 #include "passes/training/batch_norm_statistics.h"
 
+#include "passes/graph_builder.h"
+
 namespace amp {
 
 bool BatchNormStatisticsPass::run(Model& m) {
@@ -16,8 +18,12 @@ bool BatchNormStatisticsPass::run(Model& m) {
         next = g.add_node_output(n, g.fresh_name(stat->name() + "_next"));
         next->set_type(stat->type());
       }
+      // A statistic that would become NaN or inf (a NaN in the batch) keeps its value, so the
+      // saved model does not turn every sample's output into NaN: where (next - next) == 0.
+      GraphBuilder b(g);
+      Value* finite = b.equal(b.sub(next, next), b.scalar(0, next->dtype()));
       tg_.keep_state(stat);
-      tg_.bind_update(stat, next, true);
+      tg_.bind_update(stat, b.where(finite, next, stat), true);
       tg_.statistics.push_back(stat);
       count("statistics");
       changed = true;

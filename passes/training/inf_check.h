@@ -1,7 +1,8 @@
 // One all-finite reduction (ai.onnx_amp AllFinite) over every gradient the optimizer is about to
 // read. The optimizer and the loss scale update take its flag: a step with an inf or NaN anywhere
 // leaves weights and moments bit-identical and counts as skipped. Runs for fp16 and bf16 training
-// (bf16 overflows too, only later), not for plain fp32.
+// (bf16 overflows too, only later), with loss scaling, and where TrainingSpec::check_finite asks:
+// amp-train asks in every dtype, fp32 included (a NaN from the data must not reach a weight).
 #pragma once
 
 #include "passes/pass.h"

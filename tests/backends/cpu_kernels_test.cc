@@ -172,6 +172,51 @@ TEST(CpuKernels, SpecialValuesMatchTorch) {
   check(cases, "special");
 }
 
+// The other op families a NaN must get through as it does in PyTorch (issue 13): the other
+// activations, pooling, reductions, softmax, and a comparison feeding Where (NaN compares false
+// and picks the second branch; a NaN in a branch is passed on).
+TEST(CpuKernels, NaNAndInfGetThroughEveryOpFamilyAsInTorch) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    std::vector<Attribute> leaky;
+    leaky.push_back(Attribute::of_float("alpha", 0.1f));
+    cases.push_back(Case{"leakyrelu_special" + suffix(t), "LeakyRelu", {{"x", special_tensor(t, {4, 25}, 51)}},
+                         std::move(leaky), 1, tolerance(t, 0)});
+    if (t != DType::kDouble) {  // the export's alpha, a float attribute, is not torch's 1/6 in float64
+      std::vector<Attribute> hs;
+      hs.push_back(Attribute::of_float("alpha", 1.0f / 6));
+      cases.push_back(Case{"hardsigmoid_special" + suffix(t), "HardSigmoid", {{"x", special_tensor(t, {4, 25}, 52)}},
+                           std::move(hs), 1, tolerance(t, 1)});
+    }
+    cases.push_back(Case{"hardswish_special" + suffix(t), "HardSwish", {{"x", special_tensor(t, {4, 25}, 53)}}, {}, 1,
+                         tolerance(t, 0)});
+    std::vector<Attribute> pool;
+    pool.push_back(Attribute::of_ints("kernel_shape", {3, 3}));
+    pool.push_back(Attribute::of_ints("strides", {2, 2}));
+    pool.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
+    cases.push_back(Case{"maxpool_special" + suffix(t), "MaxPool", {{"x", special_tensor(t, {2, 3, 9, 9}, 54)}},
+                         std::move(pool), 1, tolerance(t, 0)});
+    std::vector<Attribute> axes;  // (the CPU backend has no ReduceMin)
+    axes.push_back(Attribute::of_ints("axes", {1}));
+    cases.push_back(Case{"reduce_max_special" + suffix(t), "ReduceMax", {{"x", special_tensor(t, {4, 5, 6}, 55)}},
+                         std::move(axes), 1, tolerance(t, 0)});
+    cases.push_back(Case{"reduce_sum_special" + suffix(t), "ReduceSum",
+                         {{"x", special_tensor(t, {4, 5, 6}, 56)}, {"axes", int64_tensor({1})}}, {}, 1,
+                         tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"softmax_special" + suffix(t), "Softmax", {{"x", special_tensor(t, {6, 7}, 57)}}, {}, 1,
+                         tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"greater_special" + suffix(t), "Greater",
+                         {{"a", special_tensor(t, {4, 25}, 58)}, {"b", special_tensor(t, {25}, 59)}}, {}, 1,
+                         tolerance(t, 0)});
+    cases.push_back(Case{"where_special" + suffix(t), "Where",
+                         {{"c", random_tensor(DType::kBool, {4, 25}, 0, 1, 60)},
+                          {"a", special_tensor(t, {4, 25}, 61)},
+                          {"b", special_tensor(t, {25}, 62)}},
+                         {}, 1, tolerance(t, 0)});
+  }
+  check(cases, "nonfinite");
+}
+
 // ai.onnx_amp Gelu and GeluGrad against torch.nn.functional.gelu and its autograd, both forms.
 TEST(CpuKernels, GeluAndItsGradientMatchTorch) {
   std::vector<Case> cases;

@@ -611,6 +611,38 @@ TEST(CudaBackendGpu, ReluMaskEpiloguesAndTheirFallbacksMatchTheCpu) {
   }
 }
 
+// Issue 13: cuBLASLt's RELU epilogues compute max(x, 0), which maps NaN to 0 (so does the stand-in)
+// where the CPU's Relu passes it on, as torch.relu does. The step's inf/NaN check still sees it: a
+// NaN in row 2 of the layer's input x is in every row of the weight gradient dw = dh^T x (0 * NaN),
+// on either backend, whatever the epilogues. A NaN born inside the product (an fp32 overflow,
+// inf - inf) would not be; README, known limits.
+TEST(CudaBackendGpu, ANaNAFusedReluHidesStillReachesTheWeightGradient) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    constexpr int64_t kBatch = 8, kRow = 2, kColumn = 5;
+    Feeds f{{"x", random_tensor(t, {kBatch, 16}, 110)}, {"w1", random_tensor(t, {32, 16}, 111)},
+            {"b1", random_tensor(t, {32}, 112)},        {"w2", random_tensor(t, {8, 32}, 113)},
+            {"dz", random_tensor(t, {kBatch, 8}, 114)}};
+    Tensor& x = f[0].second;
+    if (t == DType::kFloat) x.mutable_as<float>()[kRow * 16 + kColumn] = std::numeric_limits<float>::quiet_NaN();
+    else x.mutable_as<uint16_t>()[kRow * 16 + kColumn] = t == DType::kFloat16 ? 0x7e00 : 0x7fc0;
+    const Model m = test::relu_layer_model(t, kBatch);
+    const std::vector<std::string> fetches = {"y", "dw"};
+    const auto cpu = run_on("cpu", m, f, fetches), gpu = run_on("cuda", m, f, fetches);
+    for (int64_t j = 0; j < 32; ++j) {
+      EXPECT_TRUE(std::isnan(cpu[0].element(kRow * 32 + j))) << "cpu y[" << kRow << "," << j << "]";
+      const double g = gpu[0].element(kRow * 32 + j);
+      EXPECT_TRUE(std::isnan(g) || g == 0.0) << "cuda y[" << kRow << "," << j << "] " << g;
+    }
+    for (const auto* r : {&cpu, &gpu})
+      for (int64_t i = 0; i < 32; ++i)
+        for (int64_t j = 0; j < 16; ++j)
+          EXPECT_EQ(std::isnan((*r)[1].element(i * 16 + j)), j == kColumn)
+              << (r == &cpu ? "cpu" : "cuda") << " dw[" << i << "," << j << "]";
+  }
+}
+
 // The tanh-GELU layer of gelu_layer_model.h: GELU_AUX_BIAS writes y and h, DGELU_BGRAD reads h and
 // writes dh and db; without those epilogues (or with 30 hidden units, whose rows cuBLASLt's aux
 // matrix would pad) the products run with BIAS or none, GELU and its gradient as generated kernels.
