@@ -259,11 +259,6 @@ TEST_F(DataParallel, Fp16OverflowOnOneRankSkipsTheStepOnEveryRank) {
       continue;
     }
     // fp16 logits and gradients of batches of 16 and of 32 round differently: within 2 ulps of fp16.
-    // The overflowing step's loss is NaN (JSON null) in both.
-    if (injected) {
-      EXPECT_TRUE(rank0[i]["global_loss"].is_null() && one[i]["loss"].is_null()) << "step " << i + 1;
-      continue;
-    }
     EXPECT_LT(relative(rank0[i]["global_loss"], one[i]["loss"]), 2e-3) << "step " << i + 1;
   }
   // The scale is halved after the skipped step, on both ranks.
