@@ -18,8 +18,8 @@ shift
 here=$(dirname "$0")
 ZOO="resnet18 resnet34 resnet50 resnext50_32x4d wide_resnet50_2 mobilenet_v2 mobilenet_v3_small mobilenet_v3_large
 mnasnet0_5 mnasnet1_0 shufflenet_v2_x0_5 shufflenet_v2_x1_0 squeezenet1_0 squeezenet1_1 googlenet densenet121
-efficientnet_b0 efficientnet_b1 efficientnet_v2_s regnet_y_400mf regnet_x_400mf convnext_tiny alexnet vgg11_bn
-vit_b_16 swin_t maxvit_t tiny_transformer"
+efficientnet_b0 efficientnet_b1 efficientnet_v2_s regnet_y_400mf regnet_x_400mf convnext_tiny alexnet
+inception_v3 vit_b_16 swin_t maxvit_t tiny_transformer"
 if [ $# -eq 0 ]; then
   # shellcheck disable=SC2086
   set -- $ZOO

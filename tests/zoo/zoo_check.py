@@ -46,6 +46,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# Models whose architecture needs a larger input than --size (a fixed position embedding, or too
+# many stride-2 stages for 64x64).
+MIN_SIZE = {"vit_b_16": 224, "maxvit_t": 224, "inception_v3": 96, "alexnet": 64}
+
 SGD_THRESHOLD = 2e-4
 LOSS_THRESHOLD = 5e-4
 
@@ -93,10 +97,10 @@ def replay_decisions(d, ref, o, name, weights, momentum, at=False):
     r = os.path.join(d, name)
     os.makedirs(r, exist_ok=True)
     m = onnx.load(os.path.join(d, "model.onnx"))
-    names = [n.input[0] for n in m.graph.node if n.op_type in ("Relu", "Clip")]
+    names = [n.input[0] for n in m.graph.node if n.op_type in ("Relu", "Clip", "MaxPool")]
     shapes = ref["kink_shapes"]
     if len(shapes) != len(names):
-        raise RuntimeError("%d ReLU/Clip calls in torch, %d Relu/Clip nodes in the export" % (len(shapes), len(names)))
+        raise RuntimeError("%d ReLU/Clip/MaxPool calls in torch, %d such nodes in the export" % (len(shapes), len(names)))
     for n, dims in dict(zip(names, shapes)).items():
         m.graph.output.append(onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, dims))
     with open(os.path.join(r, "kinks.json"), "w") as f:
@@ -144,7 +148,7 @@ def check_sgd(d, ref, o):
         return False, str(e)
     off = sorted((e, k) for k, e in errors.items() if not e <= SGD_THRESHOLD)
     worst_e, worst_k = max((e, k) for k, e in errors.items())
-    context = "%d ReLU decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
+    context = "%d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
         flips, plain, ref["torch_fp32"]["sgd_error"])
     if off:
         names = ", ".join(k for _, k in sorted(off, reverse=True)[:3])
@@ -209,7 +213,7 @@ def check_momentum(d, ref, o):
     rel = [abs(a - b) / abs(b) for a, b in zip(ours, info["losses"])]
     plain = max(abs(a - b) / abs(b) for a, b in zip(ours, ref["losses"]))
     torch32 = ref["torch_fp32"]["loss_error"]
-    text = "worst %.1e (step %d); %d ReLU decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
+    text = "worst %.1e (step %d); %d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
         max(rel), rel.index(max(rel)) + 1, info["flips"], plain, torch32)
     if max(rel) > LOSS_THRESHOLD and torch32 > LOSS_THRESHOLD:
         # torch's own fp32 run misses float64 by more than the threshold: the trajectory amplifies
@@ -224,6 +228,7 @@ CHECKS = [("sgd", check_sgd), ("steps", check_steps), ("momentum", check_momentu
 def check_model(name, o):
     d = os.path.join(o.work, name)
     o.name = name
+    o.size = max(o.base_size, MIN_SIZE.get(name, 0))
     start = time.time()
     rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), name, d, "--size", str(o.size), "--batch",
                    str(o.batch)])
@@ -248,6 +253,7 @@ def main():
     p.add_argument("--table", action="store_true")
     o = p.parse_args()
     o.build = os.path.abspath(o.build)
+    o.base_size = o.size
     o.work = os.path.abspath(o.work or os.path.join(o.build, "zoo"))
     if o.table:
         print("| model | parameters | " + " | ".join(n for n, _ in CHECKS) + " | seconds |")

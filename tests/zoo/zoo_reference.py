@@ -22,7 +22,7 @@ Writes to OUT_DIR:
                   "losses": the loss of each of STEPS steps of SGD with --momentum from the same
                   initial weights (each computed before its step's update), in float64,
                   "sgd_loss": the loss of the one-step run,
-                  "kink_shapes": the input shape of each ReLU / ReLU6 / Hardtanh call, in order,
+                  "kink_shapes": the input shape of each ReLU / ReLU6 / Hardtanh / MaxPool call, in order,
                   "torch_fp32": torch's own fp32 run measured the same way: "sgd_error" (its
                   largest update error relative to the model's largest update), "losses" and
                   "loss_error" (the largest relative loss error)}
@@ -95,10 +95,11 @@ EXTRA = {"tiny_transformer": TinyTransformer}
 
 
 class Decisions(torch.overrides.TorchFunctionMode):
-    """Runs every ReLU / ReLU6 / Hardtanh of the model on the piece that `acts` (another
-    implementation's inputs to the same calls, in call order) chose: where that input was inside
-    (lo, hi) the output is x, elsewhere the bound, a constant. Counts the elements whose piece
-    differs from the one x itself would choose."""
+    """Runs every ReLU / ReLU6 / Hardtanh / MaxPool2d of the model on the piece that `acts`
+    (another implementation's inputs to the same calls, in call order) chose: where that input was
+    inside (lo, hi) the output is x, elsewhere the bound, a constant; a max pool takes x at the
+    positions that input's maxima were. Counts the elements whose piece differs from the one x
+    itself would choose. With acts=None it records the input shapes instead."""
 
     KINKS = {F.relu: (0.0, math.inf), torch.relu: (0.0, math.inf), torch.relu_: (0.0, math.inf),
              torch.Tensor.relu: (0.0, math.inf), torch.Tensor.relu_: (0.0, math.inf), F.relu6: (0.0, 6.0)}
@@ -107,8 +108,30 @@ class Decisions(torch.overrides.TorchFunctionMode):
         super().__init__()
         self.acts, self.calls, self.flips, self.shapes = acts, 0, 0, []
 
+    def next_theirs(self, x):
+        if self.calls >= len(self.acts):
+            raise RuntimeError("more ReLU/Clip/MaxPool calls than the ONNX graph has Relu/Clip/MaxPool nodes")
+        theirs = torch.from_numpy(self.acts[self.calls]).to(x.dtype)
+        if tuple(theirs.shape) != tuple(x.shape):
+            raise RuntimeError("ReLU/Clip/MaxPool call %d: shape %s, the ONNX node's input %s" %
+                               (self.calls, tuple(x.shape), tuple(theirs.shape)))
+        self.calls += 1
+        return theirs
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is F.max_pool2d:
+            # The window maxima that theirs picked (the first of equals, as torch and amp-train do).
+            x = args[0]
+            kw = dict(kwargs, return_indices=True)
+            if self.acts is None:
+                self.shapes.append(list(x.shape))
+                return func(*args, **kwargs)
+            theirs = self.next_theirs(x)
+            _, at = func(theirs, *args[1:], **kw)
+            _, own = func(x.detach(), *args[1:], **kw)
+            self.flips += int((at != own).sum())
+            return x.flatten(2).gather(2, at.flatten(2)).view(at.shape)
         if func in self.KINKS or func is F.hardtanh:
             x = args[0]
             if func is F.hardtanh:
@@ -120,13 +143,7 @@ class Decisions(torch.overrides.TorchFunctionMode):
             if self.acts is None:  # recording: the shape of each call's input
                 self.shapes.append(list(x.shape))
                 return func(*args, **kwargs)
-            if self.calls >= len(self.acts):
-                raise RuntimeError("more ReLU/Clip calls than the ONNX graph has Relu/Clip nodes")
-            theirs = torch.from_numpy(self.acts[self.calls]).to(x.dtype)
-            if tuple(theirs.shape) != tuple(x.shape):
-                raise RuntimeError("ReLU/Clip call %d: shape %s, the ONNX node's input %s" %
-                                   (self.calls, tuple(x.shape), tuple(theirs.shape)))
-            self.calls += 1
+            theirs = self.next_theirs(x)
             inside = (theirs > lo) & (theirs < hi)
             self.flips += int((inside != ((x > lo) & (x < hi))).sum())
             const = torch.where(theirs <= lo, torch.full_like(x, lo), torch.full_like(x, hi if hi < math.inf else 0.0))
@@ -168,7 +185,7 @@ def replay(a, model, init_state):
         with mode:
             loss = F.cross_entropy(model(x), y)
         if mode.calls != len(acts):
-            sys.exit("%d ReLU/Clip calls, the ONNX graph has %d Relu/Clip nodes" % (mode.calls, len(acts)))
+            sys.exit("%d ReLU/Clip/MaxPool calls, the ONNX graph has %d Relu/Clip/MaxPool nodes" % (mode.calls, len(acts)))
         flips += mode.flips
         losses.append(loss.item())
         opt.zero_grad()
