@@ -144,12 +144,16 @@ def check_sgd(d, ref, o):
         replayed, info = replay_decisions(d, ref, o, "replay_sgd", [initial], 0.0)
         flips = info["flips"]
         errors = update_errors(state, initial, replayed)
+        r = os.path.join(d, "replay_sgd")
+        u32 = np.load(os.path.join(r, "update32.npz"))
+        largest = max(float(np.abs(replayed[k]).max()) for k in replayed.files)
+        torch32_same = max(float(np.abs(u32[k] - replayed[k]).max()) for k in replayed.files) / largest
     except (KeyError, RuntimeError) as e:
         return False, str(e)
     off = sorted((e, k) for k, e in errors.items() if not e <= SGD_THRESHOLD)
     worst_e, worst_k = max((e, k) for k, e in errors.items())
-    context = "%d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
-        flips, plain, ref["torch_fp32"]["sgd_error"])
+    context = "torch fp32 on the same pieces %.1e; %d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
+        torch32_same, flips, plain, ref["torch_fp32"]["sgd_error"])
     if off:
         names = ", ".join(k for _, k in sorted(off, reverse=True)[:3])
         return False, "%d/%d off, worst %.1e `%s` (%s%s); %s" % (len(off), len(errors), worst_e, worst_k, names,
@@ -187,18 +191,21 @@ def check_steps(d, ref, o):
     except RuntimeError as e:
         return False, str(e)
     r = os.path.join(d, "replay_steps")
-    worst = (0.0, "", 0)
+    worst, worst32 = (0.0, "", 0), 0.0
     for s in range(steps):
         theirs = np.load(os.path.join(r, "grad_%d.npz" % s))
+        torch32 = np.load(os.path.join(r, "grad32_%d.npz" % s))
         largest = max(float(np.abs(theirs[k]).max()) for k in theirs.files)
         for k in theirs.files:
             buf = cks[s][k + ".momentum_buffer"].astype(np.float64)
             prev = cks[s - 1][k + ".momentum_buffer"].astype(np.float64) if s else 0.0
             e = float(np.abs(buf - 0.9 * prev - theirs[k]).max()) / largest
             worst = max(worst, (e, k, s + 1))
+            worst32 = max(worst32, float(np.abs(torch32[k] - theirs[k]).max()) / largest)
     loss_err = max(abs(a - b) / abs(b) for a, b in zip(ours, info["losses"]))
     ok = worst[0] <= SGD_THRESHOLD and loss_err <= LOSS_THRESHOLD
-    return ok, "gradient worst %.1e `%s` (step %d); loss worst %.1e" % (worst[0], worst[1], worst[2], loss_err)
+    return ok, "gradient worst %.1e `%s` (step %d), torch fp32 on the same pieces %.1e; loss worst %.1e" % (
+        worst[0], worst[1], worst[2], worst32, loss_err)
 
 
 def check_momentum(d, ref, o):

@@ -159,45 +159,54 @@ def replay(a, model, init_state):
     change over those steps) and REPLAY/replay.json {"flips": elements whose decision differs from
     float64's own, summed over the steps; "losses": the loss of each step}. With --replay-at, step s
     starts from REPLAY/weights_S.npz (that implementation's weights before step s) and writes its
-    gradient to REPLAY/grad_S.npz instead: each step checked on its own, free of the trajectory. This is the true
-    gradient of the piecewise-linear function that implementation's forward evaluated: the
-    reference for its backward, free of which side of a kink fp32 rounding put an activation that
-    sits on it."""
+    gradient to REPLAY/grad_S.npz instead: each step checked on its own, free of the trajectory.
+    This is the true gradient of the piecewise-linear function that implementation's forward
+    evaluated: the reference for its backward, free of which side of a kink fp32 rounding put an
+    activation that sits on it. The same run in torch fp32 on the same pieces writes update32.npz,
+    grad32_S.npz and "losses32": how close fp32 arithmetic itself gets."""
     with open(os.path.join(a.replay, "kinks.json")) as f:
         names = json.load(f)
     data = np.load(os.path.join(a.out, "data.npz"))
-    model.load_state_dict(init_state)
-    model.double()
-    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.replay_momentum)
-    flips, losses = 0, []
-    params = dict(model.named_parameters())
-    for s in range(a.replay_steps):
-        if a.replay_at:
-            w = np.load(os.path.join(a.replay, "weights_%d.npz" % s))
-            with torch.no_grad():
-                for k, p in params.items():
-                    p.copy_(torch.from_numpy(np.asarray(w[k], np.float64)))
-        acts_file = np.load(os.path.join(a.replay, "acts_%d.npz" % s))
-        acts = [np.asarray(acts_file[n], np.float64) for n in names]
-        x = torch.from_numpy(data["input"][s * a.batch:(s + 1) * a.batch]).double()
-        y = torch.from_numpy(data["labels"][s * a.batch:(s + 1) * a.batch])
-        mode = Decisions(acts)
-        with mode:
-            loss = F.cross_entropy(model(x), y)
-        if mode.calls != len(acts):
-            sys.exit("%d ReLU/Clip/MaxPool calls, the ONNX graph has %d Relu/Clip/MaxPool nodes" % (mode.calls, len(acts)))
-        flips += mode.flips
-        losses.append(loss.item())
-        opt.zero_grad()
-        loss.backward()
-        if a.replay_at:
-            np.savez(os.path.join(a.replay, "grad_%d.npz" % s), **{k: p.grad.numpy() for k, p in params.items()})
-            continue
-        opt.step()
-    update = {k: v.detach().numpy() - init_state[k].double().numpy() for k, v in model.named_parameters()}
-    np.savez(os.path.join(a.replay, "update.npz"), **update)
+    info = {}
+    for dtype, suffix in ((torch.float64, ""), (torch.float32, "32")):
+        model.load_state_dict(init_state)
+        model.to(dtype)
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.replay_momentum)
+        flips, losses = 0, []
+        params = dict(model.named_parameters())
+        for s in range(a.replay_steps):
+            if a.replay_at:
+                w = np.load(os.path.join(a.replay, "weights_%d.npz" % s))
+                with torch.no_grad():
+                    for k, p in params.items():
+                        p.copy_(torch.from_numpy(np.asarray(w[k])).to(dtype))
+            acts_file = np.load(os.path.join(a.replay, "acts_%d.npz" % s))
+            acts = [np.asarray(acts_file[n], np.float64) for n in names]
+            x = torch.from_numpy(data["input"][s * a.batch:(s + 1) * a.batch]).to(dtype)
+            y = torch.from_numpy(data["labels"][s * a.batch:(s + 1) * a.batch])
+            mode = Decisions(acts)
+            with mode:
+                loss = F.cross_entropy(model(x), y)
+            if mode.calls != len(acts):
+                sys.exit("%d ReLU/Clip/MaxPool calls, the ONNX graph has %d Relu/Clip/MaxPool nodes" %
+                         (mode.calls, len(acts)))
+            flips += mode.flips
+            losses.append(loss.item())
+            opt.zero_grad()
+            loss.backward()
+            if a.replay_at:
+                np.savez(os.path.join(a.replay, "grad%s_%d.npz" % (suffix, s)),
+                         **{k: p.grad.double().numpy() for k, p in params.items()})
+                continue
+            opt.step()
+        update = {k: v.detach().double().numpy() - init_state[k].double().numpy() for k, v in params.items()}
+        np.savez(os.path.join(a.replay, "update%s.npz" % suffix), **update)
+        if dtype == torch.float64:
+            info = {"flips": flips, "losses": losses}
+        else:
+            info["losses32"] = losses
     with open(os.path.join(a.replay, "replay.json"), "w") as f:
-        json.dump({"flips": flips, "losses": losses}, f)
+        json.dump(info, f)
 
 
 def main():
