@@ -48,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Models whose architecture needs a larger input than --size (a fixed position embedding, or too
 # many stride-2 stages for 64x64).
-MIN_SIZE = {"vit_b_16": 224, "maxvit_t": 224, "inception_v3": 96, "alexnet": 64}
+MIN_SIZE = {"vit_b_16": 224, "maxvit_t": 224, "inception_v3": 96, "alexnet": 224}
 
 SGD_THRESHOLD = 2e-4
 LOSS_THRESHOLD = 5e-4
