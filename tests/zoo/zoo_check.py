@@ -38,6 +38,7 @@ options) -> (True / False / None for "cannot judge", text); add one to CHECKS to
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -274,6 +275,7 @@ def check_model(name, o):
     d = os.path.join(o.work, name)
     o.name = name
     o.size = max(o.base_size, MIN_SIZE.get(name, 0))
+    shutil.rmtree(d, ignore_errors=True)  # the checks reuse amp-train's runs within one model only
     start = time.time()
     rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), name, d, "--size", str(o.size), "--batch",
                    str(o.batch)])
