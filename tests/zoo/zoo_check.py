@@ -11,7 +11,7 @@ piecewise linear: at batch 4 some ReLU / ReLU6 input sits within fp32 rounding o
 side an fp32 forward puts it on moves the gradient by up to 1e-2 of the largest update
 (mobilenet_v2 at 64x64: one element of features.17's ReLU6; torch fp32 misses float64 by 9.5e-3
 there, amp-train by 2.7e-3, and each matches float64 on its own pieces to 3e-5). So the driver
-asks amp-run for our forward's input to every Relu and Clip, and zoo_reference.py --replay runs
+asks amp-run for our forward's input to every Relu, Clip and MaxPool, and zoo_reference.py --replay runs
 torch float64 with those decisions (Decisions in zoo_reference.py): the true gradient of the
 function our forward evaluated. Each check also reports the plain float64 comparison and torch's
 own fp32 error, so the conditioning of the model is in the table.

@@ -153,7 +153,7 @@ class Decisions(torch.overrides.TorchFunctionMode):
 
 def replay(a, model, init_state):
     """--replay-steps steps of SGD (--lr, --replay-momentum) in float64 with every ReLU-like
-    decision of step s taken from REPLAY/acts_s.npz: the inputs of the ONNX graph's Relu and Clip
+    decision of step s taken from REPLAY/acts_s.npz: the inputs of the ONNX graph's Relu, Clip and MaxPool
     nodes (keyed as listed in REPLAY/kinks.json, in node order) in another implementation's
     forward of batch s with its weights before step s. Writes REPLAY/update.npz (every parameter's
     change over those steps) and REPLAY/replay.json {"flips": elements whose decision differs from
