@@ -40,19 +40,29 @@ Grads pool(GradContext& c) {
   return {c.b.emit(op, {c.dy[0], c.x(0)}, {c.x(0)->type()}, copy_attributes(c.node), kAmpDomain)[0]};
 }
 
-// Every element of an H x W window receives dY / (H W).
+// Every element of an H x W window receives dY / (H W). The count is a constant where the spatial
+// dims are static and is read from Shape(X) at run time where they are not (Swin's pooled
+// activations come out of computed Reshapes and Transposes with only their rank known).
 Grads global_average_pool(GradContext& c) {
   Value* x = c.x(0);
   const int64_t r = rank_of(x);
   if (r < 3) c.fail("the input's rank must be known and at least 3");
   int64_t count = 1;
+  std::vector<int64_t> dynamic;
   for (int64_t i = 2; i < r; ++i) {
     const Dim& d = x->type().shape->dims[static_cast<size_t>(i)];
-    if (!d.is_static()) c.fail("the spatial dims of '" + x->name() + "' must be static, not " + x->type().str());
-    count *= *d.value;
+    if (d.is_static())
+      count *= *d.value;
+    else
+      dynamic.push_back(i);
   }
-  Value* share = c.b.div(c.dy[0], c.b.scalar(static_cast<double>(count), x->dtype()));
-  return {c.b.expand(share, c.b.shape_of(x))};
+  Value* n = c.b.scalar(static_cast<double>(count), x->dtype());
+  if (!dynamic.empty()) {
+    Value* dims = c.b.cast(c.b.same("Gather", {c.b.shape_of(x), c.b.int64s(dynamic)}), x->dtype());
+    for (size_t i = 0; i < dynamic.size(); ++i)
+      n = c.b.mul(n, c.b.same("Gather", {dims, c.b.scalar(static_cast<double>(i), DType::kInt64)}));
+  }
+  return {c.b.expand(c.b.div(c.dy[0], n), c.b.shape_of(x))};
 }
 
 }  // namespace

@@ -33,9 +33,13 @@ struct In {
   Fill fill = Fill::kRandom;
   std::optional<Tensor> constant;  // set: an initializer (indices, shapes, masks), not differentiated
   bool absent = false;
+  bool symbolic = false;  // the graph input's dims after the first two are symbols, not numbers
 };
 
 In x(std::vector<int64_t> dims, Fill f = Fill::kRandom) { return In{std::move(dims), f, std::nullopt, false}; }
+// A differentiable input whose spatial dims the graph does not know (the rules must read them at
+// run time), as in a model whose activations come out of computed Reshapes.
+In x_symbolic(std::vector<int64_t> dims) { return In{std::move(dims), Fill::kRandom, std::nullopt, false, true}; }
 template <class T>
 In constant(DType t, std::vector<int64_t> dims, std::vector<T> values) {
   Tensor c(t, dims);
@@ -198,7 +202,10 @@ void check_case(const Case& k) {
       t.name = "c" + std::to_string(i);
       ins.push_back(g.add_initializer(std::move(t)));
     } else {
-      Value* v = g.add_input("x" + std::to_string(i), ValueType::tensor(DType::kDouble, Shape::of(in.dims)));
+      Shape shape = Shape::of(in.dims);
+      if (in.symbolic)
+        for (size_t d = 2; d < shape.dims.size(); ++d) shape.dims[d] = Dim::symbol("s" + std::to_string(d));
+      Value* v = g.add_input("x" + std::to_string(i), ValueType::tensor(DType::kDouble, shape));
       ins.push_back(v);
       c.wrt.push_back(v);
       c.values.push_back(random_tensor(in.dims, in.fill, rng));
@@ -306,6 +313,7 @@ std::vector<Case> cases() {
   add(make("AveragePoolCountPad", "AveragePool", {x({1, 2, 4, 4})},
            {ints_attr("kernel_shape", {3, 3}), ints_attr("pads", {1, 1, 1, 1}), int_attr("count_include_pad", 1)}));
   add(make("GlobalAveragePool", "GlobalAveragePool", {x({2, 3, 3, 4})}));
+  add(make("GlobalAveragePoolSymbolicDims", "GlobalAveragePool", {x_symbolic({2, 3, 3, 4})}));
   // normalization
   add(make("BatchNormTraining", "BatchNormalization",
            {x({3, 2, 2, 2}), x({2}), x({2}), constant<double>(DType::kDouble, {2}, {0.1, -0.2}),

@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""The model zoo against PyTorch: amp-train on a torchvision model, checked against torch.
+
+    /usr/bin/python3 tests/zoo/zoo_check.py --build BUILD [--work DIR] [--table] MODEL...
+
+For each MODEL, zoo_reference.py exports it and records what torch does (see there); then each
+check in CHECKS runs amp-train (BUILD/amp-train, fp32, --no-shuffle, one thread) and compares.
+
+The reference is torch in float64 on the pieces amp-train's forward chose. These networks are
+piecewise linear: at batch 4 some ReLU / ReLU6 input sits within fp32 rounding of 0, and which
+side an fp32 forward puts it on moves the gradient by up to 1e-2 of the largest update
+(mobilenet_v2 at 64x64: one element of features.17's ReLU6; torch fp32 misses float64 by 9.5e-3
+there, amp-train by 2.7e-3, and each matches float64 on its own pieces to 3e-5). So the driver
+asks amp-run for our forward's input to every Relu, Clip and MaxPool, and zoo_reference.py --replay runs
+torch float64 with those decisions (Decisions in zoo_reference.py): the true gradient of the
+function our forward evaluated. Each check also reports the plain float64 comparison and torch's
+own fp32 error, so the conditioning of the model is in the table.
+
+  sgd       one step of plain SGD (lr 0.01): every parameter's update (the weights in amp-train's
+            final --checkpoint minus the initial ones) against the reference's. The error of a
+            parameter is its largest element difference divided by the largest update of any
+            parameter in the model (an error relative to the parameter's own update would flag
+            parameters whose true gradient is ~0, such as a BatchNorm bias whose shift the next
+            BatchNorm removes). Fails above 2e-4 and names the parameters that do.
+  steps     each of the first three steps of SGD with momentum 0.9 on its own: the gradient
+            amp-train took (from its checkpointed momentum buffers) against the reference's
+            gradient at amp-train's own weights before that step (2e-4 of the largest), and the
+            loss there (5e-4 relative). Checks every step without the trajectory's chaos.
+  momentum  the first three losses of that run, each within 5e-4 relative of the reference's
+            trajectory. Where torch's own fp32 trajectory misses float64 by more than that, the
+            model amplifies rounding past what any fp32 run can hold (3 steps at lr 0.01 with
+            momentum already diverge on some of these at batch 4) and the check says "n/a".
+
+Prints one line per model (or, with --table, a Markdown table: model, parameters, one column per
+check, seconds), and exits non-zero when a check fails. A check is a function (model dir, reference,
+options) -> (True / False / None for "cannot judge", text); add one to CHECKS to extend the harness.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Models whose architecture needs a larger input than --size (a fixed position embedding, or too
+# many stride-2 stages for 64x64).
+MIN_SIZE = {"vit_b_16": 224, "maxvit_t": 224, "inception_v3": 96, "alexnet": 224}
+
+SGD_THRESHOLD = 2e-4
+LOSS_THRESHOLD = 5e-4
+
+
+def run(cmd):
+    """(exit status, output); the output's last line names the error when amp-train refuses."""
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return r.returncode, r.stdout
+
+
+def last_error(out):
+    lines = [l for l in out.strip().splitlines() if l.strip()]
+    for l in reversed(lines):
+        if "error" in l.lower():
+            return l.strip()[-200:]
+    return lines[-1].strip()[-200:] if lines else "no output"
+
+
+def amp_train(o, d, extra):
+    return run([os.path.join(o.build, "amp-train"), os.path.join(d, "model.onnx"), "--data",
+                os.path.join(d, "data.npz"), "--loss", "cross_entropy", "--no-shuffle", "--batch-size", str(o.batch),
+                "--threads", str(o.threads), "--lr", "0.01"] + extra)
+
+
+def update_errors(state, initial, theirs):
+    """Per parameter: the largest difference between our update and `theirs`, over the largest
+    update in `theirs`."""
+    largest = max(float(np.abs(theirs[k]).max()) for k in theirs.files)
+    errors = {}
+    for k in theirs.files:
+        if k not in state.files:
+            raise KeyError("no %s in the checkpoint" % k)
+        ours = state[k].astype(np.float64) - initial[k].astype(np.float64)
+        errors[k] = float(np.abs(ours - theirs[k]).max()) / largest
+    return errors
+
+
+def replay_decisions(d, ref, o, name, weights, momentum, at=False):
+    """The reference on our forward's pieces: for each step s, our forward's inputs to every Relu
+    and Clip (amp-run on the model with those as extra outputs, weights[s] as its initializers,
+    batch s), then zoo_reference.py --replay: torch's float64 steps on the pieces our forward
+    chose. Returns (update npz over the steps, replay.json) or raises RuntimeError."""
+    import onnx  # only here: the rest of the driver needs numpy alone
+    from onnx import numpy_helper
+    r = os.path.join(d, name)
+    os.makedirs(r, exist_ok=True)
+    m = onnx.load(os.path.join(d, "model.onnx"))
+    names = [n.input[0] for n in m.graph.node if n.op_type in ("Relu", "Clip", "MaxPool")]
+    shapes = ref["kink_shapes"]
+    if len(shapes) != len(names):
+        raise RuntimeError("%d ReLU/Clip/MaxPool calls in torch, %d such nodes in the export" % (len(shapes), len(names)))
+    for n, dims in dict(zip(names, shapes)).items():
+        m.graph.output.append(onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, dims))
+    with open(os.path.join(r, "kinks.json"), "w") as f:
+        json.dump(names, f)
+    data = np.load(os.path.join(d, "data.npz"))["input"]
+    for s, w in enumerate(weights):
+        if at:
+            np.savez(os.path.join(r, "weights_%d.npz" % s), **{k: w[k] for k in w.files if k in ref_params(d)})
+        for t in m.graph.initializer:
+            if t.name in w:
+                t.CopyFrom(numpy_helper.from_array(np.asarray(w[t.name], np.float32), t.name))
+        onnx.save(m, os.path.join(r, "probe.onnx"))
+        np.savez(os.path.join(r, "input.npz"), input=data[s * o.batch:(s + 1) * o.batch])
+        rc, out = run([os.path.join(o.build, "amp-run"), os.path.join(r, "probe.onnx"), "--inputs",
+                       os.path.join(r, "input.npz"), "--outputs", os.path.join(r, "acts_%d.npz" % s), "--threads",
+                       str(o.threads)])
+        if rc != 0:
+            raise RuntimeError("amp-run: " + last_error(out))
+    rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), o.name, d, "--size", str(o.size),
+                   "--batch", str(o.batch), "--replay", r, "--replay-steps", str(len(weights)), "--replay-momentum",
+                   str(momentum)] + (["--replay-at"] if at else []))
+    if rc != 0:
+        raise RuntimeError("replay: " + last_error(out))
+    with open(os.path.join(r, "replay.json")) as f:
+        return np.load(os.path.join(r, "update.npz")), json.load(f)
+
+
+def ref_params(d):
+    return set(np.load(os.path.join(d, "initial.npz")).files)
+
+
+def check_sgd(d, ref, o):
+    ck = os.path.join(d, "sgd")
+    rc, out = amp_train(o, d, ["--steps", "1", "--checkpoint", ck])
+    if rc != 0:
+        return False, "amp-train: " + last_error(out)
+    state = np.load(os.path.join(ck, "checkpoint.npz"))
+    initial = np.load(os.path.join(d, "initial.npz"))
+    try:
+        plain = max(update_errors(state, initial, np.load(os.path.join(d, "sgd_update.npz"))).values())
+        replayed, info = replay_decisions(d, ref, o, "replay_sgd", [initial], 0.0)
+        flips = info["flips"]
+        errors = update_errors(state, initial, replayed)
+        r = os.path.join(d, "replay_sgd")
+        u32 = np.load(os.path.join(r, "update32.npz"))
+        largest = max(float(np.abs(replayed[k]).max()) for k in replayed.files)
+        torch32_same = max(float(np.abs(u32[k] - replayed[k]).max()) for k in replayed.files) / largest
+    except (KeyError, RuntimeError) as e:
+        return False, str(e)
+    off = sorted((e, k) for k, e in errors.items() if not e <= SGD_THRESHOLD)
+    worst_e, worst_k = max((e, k) for k, e in errors.items())
+    context = "torch fp32 on the same pieces %.1e; %d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
+        torch32_same, flips, plain, ref["torch_fp32"]["sgd_error"])
+    if off:
+        names = ", ".join(k for _, k in sorted(off, reverse=True)[:3])
+        return False, "%d/%d off, worst %.1e `%s` (%s%s); %s" % (len(off), len(errors), worst_e, worst_k, names,
+                                                             ", ..." if len(off) > 3 else "", context)
+    return True, "worst %.1e; %s" % (worst_e, context)
+
+
+def momentum_run(d, o, steps):
+    """amp-train with momentum 0.9 for 1..steps steps: (losses of the longest run, the checkpoint
+    after each k steps), or raises RuntimeError."""
+    cks = []
+    for k in range(1, steps + 1):
+        m = os.path.join(d, "metrics_%d.jsonl" % k)
+        ck = os.path.join(d, "momentum_%d" % k)
+        if not os.path.exists(os.path.join(ck, "checkpoint.npz")) or not os.path.exists(m):
+            rc, out = amp_train(o, d, ["--steps", str(k), "--momentum", "0.9", "--metrics", m, "--checkpoint", ck])
+            if rc != 0:
+                raise RuntimeError("amp-train: " + last_error(out))
+        cks.append(np.load(os.path.join(ck, "checkpoint.npz")))
+    ours = [json.loads(l)["loss"] for l in open(m) if '"loss"' in l]
+    if len(ours) != steps:
+        raise RuntimeError("%d losses, not %d" % (len(ours), steps))
+    return ours, cks
+
+
+def check_steps(d, ref, o):
+    """Each of the momentum run's steps on its own: the gradient amp-train took at step s (from its
+    momentum buffers: g_s = buf_s - 0.9 buf_s-1) against torch's float64 gradient at amp-train's
+    own weights before step s, on the pieces amp-train's forward chose; and the loss there."""
+    steps = len(ref["losses"])
+    try:
+        ours, cks = momentum_run(d, o, steps)
+        weights = [np.load(os.path.join(d, "initial.npz"))] + cks[:-1]
+        _, info = replay_decisions(d, ref, o, "replay_steps", weights, 0.0, at=True)
+    except RuntimeError as e:
+        return False, str(e)
+    r = os.path.join(d, "replay_steps")
+    worst, worst32 = (0.0, "", 0), 0.0
+    for s in range(steps):
+        theirs = np.load(os.path.join(r, "grad_%d.npz" % s))
+        torch32 = np.load(os.path.join(r, "grad32_%d.npz" % s))
+        largest = max(float(np.abs(theirs[k]).max()) for k in theirs.files)
+        for k in theirs.files:
+            buf = cks[s][k + ".momentum_buffer"].astype(np.float64)
+            prev = cks[s - 1][k + ".momentum_buffer"].astype(np.float64) if s else 0.0
+            e = float(np.abs(buf - 0.9 * prev - theirs[k]).max()) / largest
+            worst = max(worst, (e, k, s + 1))
+            worst32 = max(worst32, float(np.abs(torch32[k] - theirs[k]).max()) / largest)
+    loss_err = max(abs(a - b) / abs(b) for a, b in zip(ours, info["losses"]))
+    ok = worst[0] <= SGD_THRESHOLD and loss_err <= LOSS_THRESHOLD
+    return ok, "gradient worst %.1e `%s` (step %d), torch fp32 on the same pieces %.1e; loss worst %.1e" % (
+        worst[0], worst[1], worst[2], worst32, loss_err)
+
+
+def check_momentum(d, ref, o):
+    """The first losses of the momentum run against torch's float64 run on amp-train's pieces."""
+    steps = len(ref["losses"])
+    try:
+        ours, cks = momentum_run(d, o, steps)
+        weights = [np.load(os.path.join(d, "initial.npz"))] + cks[:-1]
+        _, info = replay_decisions(d, ref, o, "replay_momentum", weights, 0.9)
+    except RuntimeError as e:
+        return False, str(e)
+    rel = [abs(a - b) / abs(b) for a, b in zip(ours, info["losses"])]
+    plain = max(abs(a - b) / abs(b) for a, b in zip(ours, ref["losses"]))
+    torch32 = ref["torch_fp32"]["loss_error"]
+    text = "worst %.1e (step %d); %d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
+        max(rel), rel.index(max(rel)) + 1, info["flips"], plain, torch32)
+    if max(rel) > LOSS_THRESHOLD and torch32 > LOSS_THRESHOLD:
+        # torch's own fp32 run misses float64 by more than the threshold: the trajectory amplifies
+        # rounding past it, so no fp32 implementation can be judged by it (the steps check can).
+        return None, "chaotic, " + text
+    return max(rel) <= LOSS_THRESHOLD, text
+
+
+def check_dtype(dtype):
+    """One SGD step in `dtype` (amp-train --dtype, fp32 master weights, dynamic loss scaling for
+    fp16): the first step that is not skipped (a skipped step leaves the weights as they were, so
+    step k's update is the gradient at the initial weights on batch k) against the float64
+    gradient there, relative to the largest. Reported, not judged: what a 16-bit forward and
+    backward may miss by has no bound here yet."""
+
+    def check(d, ref, o):
+        initial = np.load(os.path.join(d, "initial.npz"))
+        steps = len(ref["losses"])
+        for k in range(1, steps + 1):
+            ck = os.path.join(d, "%s_%d" % (dtype, k))
+            m = os.path.join(d, "%s_%d.jsonl" % (dtype, k))
+            rc, out = amp_train(o, d, ["--steps", str(k), "--dtype", dtype, "--checkpoint", ck, "--metrics", m])
+            if rc != 0:
+                return False, "amp-train: " + last_error(out)
+            records = [json.loads(l) for l in open(m) if '"loss"' in l]
+            if not records[-1]["skipped"]:
+                break
+        else:
+            return None, "all %d steps skipped" % steps
+        skipped = sum(1 for r in records if r["skipped"])
+        try:
+            _, _ = replay_decisions(d, ref, o, "replay_" + dtype, [initial] * k, 0.0, at=True)
+        except RuntimeError as e:
+            return False, str(e)
+        theirs = np.load(os.path.join(d, "replay_" + dtype, "grad_%d.npz" % (k - 1)))
+        state = np.load(os.path.join(ck, "checkpoint.npz"))
+        largest = max(float(np.abs(theirs[n]).max()) for n in theirs.files)
+        worst = max((float(np.abs((state[n].astype(np.float64) - initial[n]) / -0.01 - theirs[n]).max()) / largest, n)
+                    for n in theirs.files)
+        return None, "worst %.1e `%s` at step %d (%d skipped before, loss scale %g)" % (
+            worst[0], worst[1], k, skipped, records[-1]["loss_scale"])
+
+    return check
+
+
+CHECKS = [("sgd", check_sgd), ("steps", check_steps), ("momentum", check_momentum)]
+DTYPE_CHECKS = [("bf16", check_dtype("bf16")), ("fp16", check_dtype("fp16"))]
+
+
+def check_model(name, o):
+    d = os.path.join(o.work, name)
+    o.name = name
+    o.size = max(o.base_size, MIN_SIZE.get(name, 0))
+    shutil.rmtree(d, ignore_errors=True)  # the checks reuse amp-train's runs within one model only
+    start = time.time()
+    rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), name, d, "--size", str(o.size), "--batch",
+                   str(o.batch)])
+    if rc != 0:
+        return {"model": name, "params": "-", "results": [(False, "export: " + last_error(out))] * len(o.checks),
+                "seconds": time.time() - start}
+    with open(os.path.join(d, "reference.json")) as f:
+        ref = json.load(f)
+    results = [fn(d, ref, o) for _, fn in o.checks]
+    return {"model": name, "params": "%d (%.1fM)" % (ref["params"], ref["numel"] / 1e6), "results": results,
+            "seconds": time.time() - start}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("models", nargs="+")
+    p.add_argument("--build", required=True)
+    p.add_argument("--work", default=None, help="where the exports go (default: BUILD/zoo)")
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--table", action="store_true")
+    p.add_argument("--dtypes", action="store_true", help="also the bf16 and fp16 one-step checks (reported, not judged)")
+    o = p.parse_args()
+    o.build = os.path.abspath(o.build)
+    o.base_size = o.size
+    o.checks = CHECKS + (DTYPE_CHECKS if o.dtypes else [])
+    o.work = os.path.abspath(o.work or os.path.join(o.build, "zoo"))
+    if o.table:
+        print("| model | parameters | " + " | ".join(n for n, _ in o.checks) + " | seconds |")
+        print("|---|---|" + "---|" * len(o.checks) + "---|")
+    failed = 0
+    for name in o.models:
+        r = check_model(name, o)
+        cells = [{True: "ok, ", False: "FAIL: ", None: "n/a: "}[ok] + text for ok, text in r["results"]]
+        failed += any(ok is False for ok, _ in r["results"])
+        if o.table:
+            print("| %s | %s | %s | %.0f |" % (r["model"], r["params"], " | ".join(cells), r["seconds"]), flush=True)
+        else:
+            print("%s: %s  %s  (%.0f s)" % (r["model"], r["params"],
+                                            "  ".join("%s %s" % (n, c) for (n, _), c in zip(o.checks, cells)),
+                                            r["seconds"]), flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

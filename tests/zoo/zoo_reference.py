@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""PyTorch reference for the model zoo: a torchvision model exported for training, and what torch
+does with it.
+
+    /usr/bin/python3 tests/zoo/zoo_reference.py MODEL OUT_DIR [--size 64] [--batch 4] [--steps 3]
+        [--lr 0.01] [--momentum 0.9] [--seed 0]
+
+MODEL is a torchvision 0.14 classification model (resnet18, mobilenet_v2, ...) or one of the
+models in EXTRA below. It is built with random weights from --seed, num_classes=10, every dropout
+and stochastic depth at 0, in training mode, and exported by torch.onnx.export with
+TrainingMode.TRAINING (BatchNorm in training mode, its statistics as outputs).
+
+Writes to OUT_DIR:
+  model.onnx     the training-mode export; its initializers are torch's initial weights
+  data.npz       "input" float32 [STEPS*BATCH,3,SIZE,SIZE] and "labels" int64 [STEPS*BATCH]:
+                 random images (N(0,1)) and labels from --seed, in order (amp-train --no-shuffle
+                 reads them batch by batch)
+  initial.npz    every parameter before training, by its ONNX initializer name
+  sgd_update.npz every parameter's change after one step of plain SGD (--lr, no momentum, no
+                 weight decay) on the first batch, computed by torch in float64
+  reference.json {"params": number of parameter tensors, "numel": number of parameters,
+                  "losses": the loss of each of STEPS steps of SGD with --momentum from the same
+                  initial weights (each computed before its step's update), in float64,
+                  "sgd_loss": the loss of the one-step run,
+                  "kink_shapes": the input shape of each ReLU / ReLU6 / Hardtanh / MaxPool call, in order,
+                  "torch_fp32": torch's own fp32 run measured the same way: "sgd_error" (its
+                  largest update error relative to the model's largest update), "losses" and
+                  "loss_error" (the largest relative loss error)}
+
+Why float64: at batch 4 a BatchNorm whose channel barely varies over the batch (a 2x2 map gives
+it 16 samples) amplifies the rounding of fp32 forward values into its input gradient. On such a
+model torch's fp32 gradients miss the true ones by far more than 2e-4 (mobilenet_v2 at 64x64:
+9.5e-3, the jump at one BatchNorm of features.17), so torch fp32 is no reference there; float64
+is, and torch fp32's own error says how far any fp32 implementation can be expected to get.
+
+The loss is cross-entropy (mean over the batch) of the model's only output against the labels,
+as amp-train --loss cross_entropy appends it.
+"""
+import argparse
+import collections
+import json
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+import torch.nn.functional as F
+import torchvision
+
+
+def build(name):
+    """The model by name: num_classes=10, dropout 0 (every nn.Dropout and StochasticDepth is set to
+    p=0 after construction, so architectures whose constructor has no dropout argument are covered)."""
+    kw = {"num_classes": 10}
+    if name == "googlenet":
+        kw.update(aux_logits=False, transform_input=False, init_weights=True)
+    if name == "inception_v3":
+        kw.update(aux_logits=False, transform_input=False, init_weights=True)
+    if name in EXTRA:
+        m = EXTRA[name]()
+    else:
+        m = torchvision.models.get_model(name, weights=None, **kw)
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.Dropout):
+            mod.p = 0.0
+        if isinstance(mod, torchvision.ops.StochasticDepth):
+            mod.p = 0.0
+    return m
+
+
+class TinyTransformer(torch.nn.Module):
+    """A transformer classifier from torch modules: patch embedding (a strided convolution),
+    nn.TransformerEncoder (pre-LN, GELU), mean pooling, a linear head."""
+
+    def __init__(self, dim=64, heads=4, layers=2, patch=8):
+        super().__init__()
+        self.embed = torch.nn.Conv2d(3, dim, patch, stride=patch)
+        layer = torch.nn.TransformerEncoderLayer(dim, heads, dim * 2, dropout=0.0, activation="gelu",
+                                                 batch_first=True, norm_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(dim)
+        self.head = torch.nn.Linear(dim, 10)
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2)
+        x = self.encoder(x)
+        return self.head(self.norm(x).mean(dim=1))
+
+
+EXTRA = {"tiny_transformer": TinyTransformer}
+
+
+class Decisions(torch.overrides.TorchFunctionMode):
+    """Runs every ReLU / ReLU6 / Hardtanh / MaxPool2d of the model on the piece that `acts`
+    (another implementation's inputs to the same calls, in call order) chose: where that input was
+    inside (lo, hi) the output is x, elsewhere the bound, a constant; a max pool takes x at the
+    positions that input's maxima were. Counts the elements whose piece differs from the one x
+    itself would choose. With acts=None it records the input shapes instead."""
+
+    KINKS = {F.relu: (0.0, math.inf), torch.relu: (0.0, math.inf), torch.relu_: (0.0, math.inf),
+             torch.Tensor.relu: (0.0, math.inf), torch.Tensor.relu_: (0.0, math.inf), F.relu6: (0.0, 6.0)}
+
+    def __init__(self, acts=None):
+        super().__init__()
+        self.acts, self.calls, self.flips, self.shapes = acts, 0, 0, []
+
+    def next_theirs(self, x):
+        if self.calls >= len(self.acts):
+            raise RuntimeError("more ReLU/Clip/MaxPool calls than the ONNX graph has Relu/Clip/MaxPool nodes")
+        theirs = torch.from_numpy(self.acts[self.calls]).to(x.dtype)
+        if tuple(theirs.shape) != tuple(x.shape):
+            raise RuntimeError("ReLU/Clip/MaxPool call %d: shape %s, the ONNX node's input %s" %
+                               (self.calls, tuple(x.shape), tuple(theirs.shape)))
+        self.calls += 1
+        return theirs
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.max_pool2d:
+            # The window maxima that theirs picked (the first of equals, as torch and amp-train do).
+            x = args[0]
+            kw = dict(kwargs, return_indices=True)
+            if self.acts is None:
+                self.shapes.append(list(x.shape))
+                return func(*args, **kwargs)
+            theirs = self.next_theirs(x)
+            _, at = func(theirs, *args[1:], **kw)
+            _, own = func(x.detach(), *args[1:], **kw)
+            self.flips += int((at != own).sum())
+            return x.flatten(2).gather(2, at.flatten(2)).view(at.shape)
+        if func in self.KINKS or func is F.hardtanh:
+            x = args[0]
+            if func is F.hardtanh:
+                rest = list(args[1:3]) + [None, None]
+                lo = kwargs.get("min_val", rest[0] if rest[0] is not None else -1.0)
+                hi = kwargs.get("max_val", rest[1] if rest[1] is not None else 1.0)
+            else:
+                lo, hi = self.KINKS[func]
+            if self.acts is None:  # recording: the shape of each call's input
+                self.shapes.append(list(x.shape))
+                return func(*args, **kwargs)
+            theirs = self.next_theirs(x)
+            inside = (theirs > lo) & (theirs < hi)
+            self.flips += int((inside != ((x > lo) & (x < hi))).sum())
+            const = torch.where(theirs <= lo, torch.full_like(x, lo), torch.full_like(x, hi if hi < math.inf else 0.0))
+            return torch.where(inside, x, const.detach())
+        return func(*args, **kwargs)
+
+
+def replay(a, model, init_state):
+    """--replay-steps steps of SGD (--lr, --replay-momentum) in float64 with every ReLU-like
+    decision of step s taken from REPLAY/acts_s.npz: the inputs of the ONNX graph's Relu, Clip and MaxPool
+    nodes (keyed as listed in REPLAY/kinks.json, in node order) in another implementation's
+    forward of batch s with its weights before step s. Writes REPLAY/update.npz (every parameter's
+    change over those steps) and REPLAY/replay.json {"flips": elements whose decision differs from
+    float64's own, summed over the steps; "losses": the loss of each step}. With --replay-at, step s
+    starts from REPLAY/weights_S.npz (that implementation's weights before step s) and writes its
+    gradient to REPLAY/grad_S.npz instead: each step checked on its own, free of the trajectory.
+    This is the true gradient of the piecewise-linear function that implementation's forward
+    evaluated: the reference for its backward, free of which side of a kink fp32 rounding put an
+    activation that sits on it. The same run in torch fp32 on the same pieces writes update32.npz,
+    grad32_S.npz and "losses32": how close fp32 arithmetic itself gets."""
+    with open(os.path.join(a.replay, "kinks.json")) as f:
+        names = json.load(f)
+    data = np.load(os.path.join(a.out, "data.npz"))
+    info = {}
+    for dtype, suffix in ((torch.float64, ""), (torch.float32, "32")):
+        model.load_state_dict(init_state)
+        model.to(dtype)
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.replay_momentum)
+        flips, losses = 0, []
+        params = dict(model.named_parameters())
+        for s in range(a.replay_steps):
+            if a.replay_at:
+                w = np.load(os.path.join(a.replay, "weights_%d.npz" % s))
+                with torch.no_grad():
+                    for k, p in params.items():
+                        p.copy_(torch.from_numpy(np.asarray(w[k])).to(dtype))
+            acts_file = np.load(os.path.join(a.replay, "acts_%d.npz" % s))
+            acts = [np.asarray(acts_file[n], np.float64) for n in names]
+            x = torch.from_numpy(data["input"][s * a.batch:(s + 1) * a.batch]).to(dtype)
+            y = torch.from_numpy(data["labels"][s * a.batch:(s + 1) * a.batch])
+            mode = Decisions(acts)
+            with mode:
+                loss = F.cross_entropy(model(x), y)
+            if mode.calls != len(acts):
+                sys.exit("%d ReLU/Clip/MaxPool calls, the ONNX graph has %d Relu/Clip/MaxPool nodes" %
+                         (mode.calls, len(acts)))
+            flips += mode.flips
+            losses.append(loss.item())
+            opt.zero_grad()
+            loss.backward()
+            if a.replay_at:
+                np.savez(os.path.join(a.replay, "grad%s_%d.npz" % (suffix, s)),
+                         **{k: p.grad.double().numpy() for k, p in params.items()})
+                continue
+            opt.step()
+        update = {k: v.detach().double().numpy() - init_state[k].double().numpy() for k, v in params.items()}
+        np.savez(os.path.join(a.replay, "update%s.npz" % suffix), **update)
+        if dtype == torch.float64:
+            info = {"flips": flips, "losses": losses}
+        else:
+            info["losses32"] = losses
+    with open(os.path.join(a.replay, "replay.json"), "w") as f:
+        json.dump(info, f)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("name")
+    p.add_argument("out")
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--replay", help="a folder with kinks.json and acts_S.npz: see replay()")
+    p.add_argument("--replay-steps", type=int, default=1)
+    p.add_argument("--replay-momentum", type=float, default=0.0)
+    p.add_argument("--replay-at", action="store_true",
+                   help="the gradient of each replayed step at REPLAY/weights_S.npz, not along torch's trajectory")
+    a = p.parse_args()
+    warnings.filterwarnings("ignore")  # the exporter's notes on in-place ops and training mode
+    os.makedirs(a.out, exist_ok=True)
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+
+    model = build(a.name)
+    model.train()
+    state = model.state_dict()
+    init_state = collections.OrderedDict((k, v.detach().clone()) for k, v in state.items())
+    init_state._metadata = getattr(state, "_metadata", None)  # some models' loaders read versions there
+    if a.replay:
+        return replay(a, model, init_state)
+
+    g = torch.Generator().manual_seed(a.seed + 1)
+    n = a.steps * a.batch
+    x_all = torch.randn(n, 3, a.size, a.size, generator=g)
+    y_all = torch.randint(0, 10, (n,), generator=g)
+    np.savez(os.path.join(a.out, "data.npz"), input=x_all.numpy(), labels=y_all.numpy())
+
+    path = os.path.join(a.out, "model.onnx")
+    torch.onnx.export(model, x_all[:a.batch], path, input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=14)
+    # The export ran the model once in training mode (BatchNorm statistics moved): start again
+    # from the initial state, which is also what the ONNX file holds.
+    model.load_state_dict(init_state)
+    onnx_model = onnx.load(path)
+    inits = {t.name for t in onnx_model.graph.initializer}
+    params = dict(model.named_parameters())
+    missing = [k for k in params if k not in inits]
+    if missing:
+        sys.exit("%s: parameters without an ONNX initializer of the same name: %s" % (a.name, missing[:5]))
+    for t in onnx_model.graph.initializer:
+        if t.name in params and not np.array_equal(numpy_helper.to_array(t), params[t.name].detach().numpy()):
+            sys.exit("%s: initializer %s differs from the torch parameter" % (a.name, t.name))
+    np.savez(os.path.join(a.out, "initial.npz"), **{k: v.detach().numpy() for k, v in params.items()})
+    recorder = Decisions()
+    with torch.no_grad(), recorder:
+        model(x_all[:a.batch])
+
+    def run(steps, momentum, dtype):
+        model.load_state_dict(init_state)
+        model.to(dtype)
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=momentum)
+        losses = []
+        for s in range(steps):
+            x = x_all[s * a.batch:(s + 1) * a.batch].to(dtype)
+            y = y_all[s * a.batch:(s + 1) * a.batch]
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        update = {k: v.detach().double().numpy() - init_state[k].double().numpy() for k, v in model.named_parameters()}
+        return losses, update
+
+    # The reference is torch in float64 (the initial weights and the batch are the fp32 ones,
+    # widened): what an fp32 implementation should approach. torch's own fp32 run is measured
+    # against it too, to show how well conditioned the model is at this size.
+    sgd_loss, update = run(1, 0.0, torch.float64)
+    np.savez(os.path.join(a.out, "sgd_update.npz"), **update)
+    losses, _ = run(a.steps, a.momentum, torch.float64)
+    sgd_loss32, update32 = run(1, 0.0, torch.float32)
+    losses32, _ = run(a.steps, a.momentum, torch.float32)
+    largest = max(np.abs(v).max() for v in update.values())
+    torch32_sgd = max(np.abs(update32[k] - update[k]).max() for k in update) / largest
+    torch32_losses = max(abs(p - q) / abs(q) for p, q in zip(losses32, losses))
+    with open(os.path.join(a.out, "reference.json"), "w") as f:
+        json.dump({"params": len(params), "numel": sum(v.numel() for v in params.values()), "losses": losses,
+                   "sgd_loss": sgd_loss[0], "kink_shapes": recorder.shapes, "torch_fp32": {"losses": losses32, "sgd_error": float(torch32_sgd),
+                                                          "loss_error": float(torch32_losses)}}, f)
+
+
+if __name__ == "__main__":
+    main()
