@@ -115,7 +115,14 @@ Models build_models(const TrainOptions& o) {
     out.inference = clone_model(forward);
     TrainingSpec spec = o.spec;
     spec.data_parallel.enabled = o.communicator != nullptr;
-    out.step = build_training_step(std::move(forward), spec);
+    // Errors about one node (an op without a gradient rule) name the file too, as amp-run's do.
+    try {
+      out.step = build_training_step(std::move(forward), spec);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      if (what.rfind(o.model, 0) == 0) throw;
+      throw InputError(o.model + ": " + what);
+    }
   }
   const Graph& g = *out.step.model.graph;
   bool averages = false;
