@@ -836,6 +836,44 @@ TEST(CudaBackendGpu, DataMovementAndEmbeddingsMatchTheCpu) {
   expect_parity(gg.m, gg.feeds, gg.outputs, 10.0);
 }
 
+// Pad's copies (backends/cuda/pad_ops.cc: the fill, the window, each axis's borders from the
+// output) in every mode and a crop, and the zoo's elementwise rows as generated kernels, bit for
+// bit the CPU's (issue 16).
+TEST(CudaBackendGpu, PadAndTheZoosElementwiseOpsMatchTheCpu) {
+  REQUIRE_GPU();
+  struct PadCase {
+    const char* mode;
+    DType t;
+    std::vector<int64_t> pads;
+    bool value;
+  };
+  const PadCase pads[] = {{"constant", DType::kFloat16, {0, 0, 1, 2, 0, 1, 2, 1}, true},
+                          {"constant", DType::kFloat, {0, 0, 1, 2, 0, 1, 2, 1}, false},
+                          {"constant", DType::kBFloat16, {0, -1, 2, -2, 1, 0, -1, 3}, false},
+                          {"reflect", DType::kFloat, {0, 0, 2, 3, 0, 0, 4, 1}, false},
+                          {"edge", DType::kBFloat16, {1, 0, 3, 2, 0, 2, 1, 4}, false},
+                          {"wrap", DType::kFloat, {0, 1, 2, 3, 0, 2, 4, 1}, false}};
+  for (const PadCase& c : pads) {
+    SCOPED_TRACE(std::string(c.mode) + " " + std::string(dtype_name(c.t)));
+    std::vector<std::pair<std::string, Tensor>> in = {{"x", random_tensor(c.t, {2, 3, 5, 6}, 40)}, {"p", ints(c.pads)}};
+    if (c.value) in.push_back({"v", random_tensor(c.t, {}, 41)});
+    OneNode pad("Pad", in, {c.t});
+    pad.node->set_attr(Attribute::of_string("mode", c.mode));
+    expect_parity(pad.m, pad.feeds, pad.outputs, 0.0);
+  }
+  for (const char* op : {"Sign", "Softplus", "Elu", "Selu"}) {
+    SCOPED_TRACE(op);
+    OneNode one(op, {{"x", random_tensor(DType::kFloat16, {4, 33}, 42)}}, {DType::kFloat16});
+    expect_parity(one.m, one.feeds, one.outputs);
+  }
+  for (int fmod = 0; fmod < 2; ++fmod) {
+    OneNode mod("Mod", {{"a", random_tensor(DType::kFloat, {4, 33}, 43)}, {"b", random_tensor(DType::kFloat, {33}, 44)}},
+                {DType::kFloat});
+    mod.node->set_attr(Attribute::of_int("fmod", fmod));
+    expect_parity(mod.m, mod.feeds, mod.outputs);
+  }
+}
+
 // Chains of copies the plan composes and batches (copy_fusion.h; the plans are in
 // CudaSchedule.CopyChainsComposeUnlessAValueIsNeededElsewhere), bit for bit the CPU's, over
 // captured-graph replays: Split then head transposes, transposes then Concat, a Split output
