@@ -223,6 +223,15 @@ void trilu(ShapeQuery& q) {
   put_like(q, 0, x);
 }
 
+// ScatterND: data's type and shape; updates of that type.
+void scatter_nd(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (q.has(2) && q.input(2).dtype != DType::kUndefined && x.dtype != DType::kUndefined && q.input(2).dtype != x.dtype)
+    throw InputError("ScatterND updates are " + std::string(dtype_name(q.input(2).dtype)) + " but the data is " +
+                     std::string(dtype_name(x.dtype)));
+  put_like(q, 0, x);
+}
+
 // ---- data movement
 
 ShapeFn reshape_rule(const Node& n, int64_t) {
@@ -836,6 +845,7 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"Slice", {slice_rule, {1, 2, 3, 4}}},
         {"Pad", {pad_rule, {1, 3}}},
         {"Resize", {resize_rule, {1, 2, 3}}},
+        {"ScatterND", {plain<scatter_nd>, {}}},
         {"Expand", {plain<expand>, {1}}},
         {"Concat", {concat_rule, {}}},
         {"Split", {split_rule, {1}}},

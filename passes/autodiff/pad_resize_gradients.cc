@@ -1,5 +1,5 @@
-// Gradients of Pad and Resize (issue 16: DenseNet's, Inception v3's and MaxViT's Pad; the Resize of
-// upsampling heads). Graphs reach autodiff at the canonical opset, so Pad's amounts are its input 1.
+// Gradients of Pad, Resize and ScatterND (issue 16: DenseNet's, Inception v3's and MaxViT's Pad; the
+// Resize of upsampling heads; Swin's ScatterND). Graphs reach autodiff at the canonical opset, so Pad's amounts are its input 1.
 #include "graph/amp_ops.h"
 #include "graph/onnx_io.h"
 #include "graph/ops/pad.h"
@@ -49,11 +49,24 @@ Grads resize(GradContext& c) {
   return g;
 }
 
+// ScatterND (reduction none): the data's gradient is dY with the written elements zeroed (a
+// ScatterND of zeros); the updates' would be GatherND(dY, indices), which no backend runs yet.
+// Swin's attention mask, its one use in the zoo, is built from constants and needs neither.
+Grads scatter_nd(GradContext& c) {
+  if (c.node.attr_string("reduction", "none") != "none")
+    c.fail("no gradient for ScatterND with reduction '" + c.node.attr_string("reduction", "none") + "'");
+  if (c.wants(2)) c.fail("no gradient for ScatterND's updates (it needs GatherND, which no backend runs yet)");
+  Grads g(3, nullptr);
+  if (c.wants(0)) g[0] = c.b.emit("ScatterND", {c.dy[0], c.x(1), c.b.zeros_like(c.x(2))}, {c.x(0)->type()})[0];
+  return g;
+}
+
 }  // namespace
 
 void add_pad_resize_gradients(GradRuleTable& t) {
   t["Pad"] = pad;
   t["Resize"] = resize;
+  t["ScatterND"] = scatter_nd;
 }
 
 }  // namespace amp

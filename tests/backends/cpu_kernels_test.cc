@@ -448,5 +448,26 @@ TEST(CpuKernels, ResizeMatchesPyTorchsInterpolateInEveryFloatType) {
   check(cases, "resize");
 }
 
+// ScatterND as Swin's shifted-window mask uses it (slices of a zero tensor set to a region's
+// number), rows and single elements, against numpy's indexed assignment in the four float types.
+TEST(CpuKernels, ScatterNDMatchesNumpy) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    cases.push_back(Case{"scatternd_rows" + suffix(t), "ScatterND",
+                         {{"x", random_tensor(t, {5, 4, 3}, -2, 2, 51)},
+                          {"i", int64_tensor({3, 0})},
+                          {"u", random_tensor(t, {2, 4, 3}, -2, 2, 52)}},
+                         {}, 1, tolerance(t, 0)});
+    cases.back().inputs[1].second.dims = {2, 1};
+    cases.push_back(Case{"scatternd_elements" + suffix(t), "ScatterND",
+                         {{"x", random_tensor(t, {5, 4, 3}, -2, 2, 53)},
+                          {"i", int64_tensor({1, 2, 0, 4, -1, 2})},
+                          {"u", random_tensor(t, {2}, -2, 2, 54)}},
+                         {}, 1, tolerance(t, 0)});
+    cases.back().inputs[1].second.dims = {2, 3};
+  }
+  check(cases, "scatternd");
+}
+
 }  // namespace
 }  // namespace amp::test

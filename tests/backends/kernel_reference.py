@@ -49,6 +49,14 @@ def t(a):
     return torch.from_numpy(np.ascontiguousarray(f32(a)))
 
 
+def scatter_nd(x, indices, updates):
+    """ONNX's ScatterND (reduction none) as numpy indexed assignment, one index tuple at a time."""
+    y = x.copy()
+    for idx in np.ndindex(indices.shape[:-1]):
+        y[tuple(indices[idx])] = updates[idx]
+    return y
+
+
 def tk(a):
     """a as a torch tensor of its own dtype (integers stay integers)."""
     return torch.from_numpy(np.ascontiguousarray(a))
@@ -143,6 +151,8 @@ CASES = {
                              None),
     "resize_bilinear_corners": (lambda i: F.interpolate(t(i["x"]), size=(9, 11), mode="bilinear",
                                                         align_corners=True).numpy(), None),
+    "scatternd_rows": (lambda i: scatter_nd(i["x"], i["i"], i["u"]), None),
+    "scatternd_elements": (lambda i: scatter_nd(i["x"], i["i"], i["u"]), None),
     "remainder": (lambda i: torch.remainder(tk(i["a"]), tk(i["b"])).numpy(), None),
     "fmod": (lambda i: torch.fmod(tk(i["a"]), tk(i["b"])).numpy(), None),
     "erf": (lambda i: erf(i["x"]), None),

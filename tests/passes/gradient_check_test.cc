@@ -280,6 +280,9 @@ std::vector<Case> cases() {
     resize("ResizeBilinearSizes", "linear", "pytorch_half_pixel", {x({1, 2, 4, 3}), none, none, ints({1, 2, 3, 5})});
     resize("ResizeBilinearCorners", "linear", "align_corners", {x({1, 1, 3, 4}), none, none, ints({1, 1, 5, 7})});
   }
+  // ScatterND's data (Swin's mask): dY with the written rows zeroed.
+  add(make("ScatterNDData", "ScatterND",
+           {x({4, 3}), constant<int64_t>(DType::kInt64, {2, 1}, {2, 0}), constant<double>(DType::kDouble, {2, 3}, {1, 2, 3, 4, 5, 6})}));
   for (const char* approximate : {"none", "tanh"}) {  // ai.onnx_amp Gelu
     Case gelu = make(std::string("Gelu_") + approximate, "Gelu", {x({3, 4})}, {string_attr("approximate", approximate)});
     gelu.domain = kAmpDomain;
