@@ -9,6 +9,7 @@
 
 #include "graph/amp_ops.h"
 #include "graph/error.h"
+#include "graph/ops/einsum.h"
 #include "graph/ops/elementwise_ops.h"
 #include "graph/ops/pad.h"
 #include "graph/ops/resize.h"
@@ -230,6 +231,23 @@ void scatter_nd(ShapeQuery& q) {
     throw InputError("ScatterND updates are " + std::string(dtype_name(q.input(2).dtype)) + " but the data is " +
                      std::string(dtype_name(x.dtype)));
   put_like(q, 0, x);
+}
+
+// Einsum: the output letters' extents; the first input's type.
+ShapeFn einsum_rule(const Node& n, int64_t) {
+  const std::string equation = n.attr_string("equation", "");
+  const size_t operands = n.inputs().size();
+  const EinsumEquation e = parse_einsum(equation, operands);
+  return [e](ShapeQuery& q) {
+    const TensorFacts& first = q.input(0);
+    std::vector<std::vector<int64_t>> dims;
+    for (size_t k = 0; k < q.in.size(); ++k) {
+      const std::optional<std::vector<int64_t>> d = q.input(k).dims();
+      if (!d) return put(q, 0, first.dtype, unknown_dims(e.output.size()));
+      dims.push_back(*d);
+    }
+    put(q, 0, first.dtype, Shape::of(einsum_output_dims(e, einsum_extents(e, dims))));
+  };
 }
 
 // ---- data movement
@@ -846,6 +864,7 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"Pad", {pad_rule, {1, 3}}},
         {"Resize", {resize_rule, {1, 2, 3}}},
         {"ScatterND", {plain<scatter_nd>, {}}},
+        {"Einsum", {einsum_rule, {}}},
         {"Expand", {plain<expand>, {1}}},
         {"Concat", {concat_rule, {}}},
         {"Split", {split_rule, {1}}},

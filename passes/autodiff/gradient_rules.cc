@@ -18,6 +18,7 @@ const GradRuleTable& gradient_rules() {
     add_reduce_gradients(t);
     add_zoo_activation_gradients(t);
     add_pad_resize_gradients(t);
+    add_einsum_gradients(t);
     return t;
   }();
   return table;

@@ -469,5 +469,31 @@ TEST(CpuKernels, ScatterNDMatchesNumpy) {
   check(cases, "scatternd");
 }
 
+// Einsum as MaxViT's attention writes it (with spaces, capital letters), a three-operand one and
+// a transpose, against torch.einsum in the four float types (fp32 accumulation: a rounding or so).
+TEST(CpuKernels, EinsumMatchesTorch) {
+  std::vector<Case> cases;
+  struct Eq {
+    const char* ref;
+    const char* equation;
+    std::vector<std::vector<int64_t>> dims;
+  };
+  const Eq eqs[] = {{"einsum_scores", "B G H I D, B G H J D -> B G H I J", {{1, 3, 2, 5, 8}, {1, 3, 2, 6, 8}}},
+                    {"einsum_weighted", "BGHIJ,BGHJD->BGHID", {{1, 3, 2, 5, 6}, {1, 3, 2, 6, 8}}},
+                    {"einsum_three", "ij,jk,k->i", {{4, 5}, {5, 6}, {6}}},
+                    {"einsum_transpose", "abc->cab", {{2, 3, 4}}}};
+  for (DType t : kFloatTypes)
+    for (const Eq& q : eqs) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_string("equation", q.equation));
+      Case c{q.ref + suffix(t), "Einsum", {}, std::move(a), 1, tolerance(t, 1, 1e-5)};
+      const char* names[] = {"a", "b", "c"};
+      for (size_t k = 0; k < q.dims.size(); ++k)
+        c.inputs.push_back({names[k], random_tensor(t, q.dims[k], -2, 2, 60 + static_cast<uint32_t>(k))});
+      cases.push_back(std::move(c));
+    }
+  check(cases, "einsum");
+}
+
 }  // namespace
 }  // namespace amp::test

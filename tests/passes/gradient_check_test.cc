@@ -283,6 +283,10 @@ std::vector<Case> cases() {
   // ScatterND's data (Swin's mask): dY with the written rows zeroed.
   add(make("ScatterNDData", "ScatterND",
            {x({4, 3}), constant<int64_t>(DType::kInt64, {2, 1}, {2, 0}), constant<double>(DType::kDouble, {2, 3}, {1, 2, 3, 4, 5, 6})}));
+  // Einsum as MaxViT's attention writes it (scores, then the weighted sum), and a three-operand one.
+  add(make("EinsumScores", "Einsum", {x({1, 2, 2, 3, 4}), x({1, 2, 2, 5, 4})}, {string_attr("equation", "B G H I D, B G H J D -> B G H I J")}));
+  add(make("EinsumWeighted", "Einsum", {x({1, 2, 2, 3, 5}), x({1, 2, 2, 5, 4})}, {string_attr("equation", "BGHIJ,BGHJD->BGHID")}));
+  add(make("EinsumThree", "Einsum", {x({2, 3}), x({3, 4}), x({4})}, {string_attr("equation", "ij,jk,k->i")}));
   for (const char* approximate : {"none", "tanh"}) {  // ai.onnx_amp Gelu
     Case gelu = make(std::string("Gelu_") + approximate, "Gelu", {x({3, 4})}, {string_attr("approximate", approximate)});
     gelu.domain = kAmpDomain;
