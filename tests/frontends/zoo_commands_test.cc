@@ -6,7 +6,10 @@
 //   so plainly: how many, which op types, why, what the user can do;
 // - a model with an op we lack (ONNX's Shrink) fails in amp-run and amp-train with one line
 //   naming the file, the node and the op, exit 2; amp-rewrite writes its (valid) rewrite and says
-//   in one line, with the file, node and op, that amp-run cannot run it.
+//   in one line, with the file, node and op, that amp-run cannot run it;
+// - an upsampling head as PyTorch exports F.interpolate (Resize bilinear both ways and nearest) runs
+//   in amp-run as torch computes it, and its fp16 rewrite keeps Resize and its scales in fp32,
+//   passes ONNX's full check and runs in ONNX Runtime and amp-run within fp16's error of torch.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -120,6 +123,40 @@ TEST(ZooCommands, AnOpWeLackIsNamedWithFileAndNodeInEveryCommand) {
   EXPECT_NE(warnings[0].find(where), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("the_gap"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("amp-run"), std::string::npos) << warnings[0];
+}
+
+TEST(ZooCommands, UpsamplingHeadRunsAndItsRewriteKeepsResizeScalesFp32) {
+  const std::string dir = test::temp_dir("zoo_upsample");
+  std::string out;
+  ASSERT_EQ(test::run_python(script() + " upsample " + dir, &out), 0) << out;
+  // fp32 in amp-run: torch's output to 1e-5 of its largest value.
+  ASSERT_EQ(test::run_command(tool("amp-run") + " " + dir + "/model.onnx --inputs " + dir + "/input.npz --outputs " + dir +
+                                  "/fp32.npz 2>&1",
+                              &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_command("/usr/bin/python3 -c \"import numpy as np; a=np.load('" + dir + "/fp32.npz')['output']; "
+                              "b=np.load('" + dir + "/reference.npz')['output']; e=abs(a-b).max()/abs(b).max(); "
+                              "print(e); assert e <= 1e-5\"",
+                              &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_command(tool("amp-rewrite") + " " + dir + "/model.onnx -o " + dir + "/model.amp.onnx 2>&1", &out), 0)
+      << out;
+  ASSERT_EQ(test::run_command("node " + test::source_dir() + "/tests/ort/run_model.js " + dir + "/model.amp.onnx " + dir +
+                                  "/in " + dir + "/ort",
+                              &out),
+            0)
+      << out;
+  // fp16 convolutions (3 Conv of up to 72 terms): within 1e-2 of torch's fp32 output.
+  ASSERT_EQ(test::run_python(script() + " resize " + dir + "/model.amp.onnx " + dir + "/ort/output_0.pb 1e-2", &out), 0)
+      << out;
+  ASSERT_EQ(test::run_command(tool("amp-run") + " " + dir + "/model.amp.onnx --inputs " + dir + "/input.npz --outputs " +
+                                  dir + "/fp16.npz 2>&1",
+                              &out),
+            0)
+      << out;
+  ASSERT_EQ(test::run_python(script() + " resize " + dir + "/model.amp.onnx " + dir + "/fp16.npz 1e-2", &out), 0) << out;
 }
 
 }  // namespace
