@@ -1271,6 +1271,34 @@ TEST(CudaBackendGpu, ConvolutionsFusedInATrainingStepTrackTheCpu) {
 // A captured training step replayed computes what the same launches compute uncaptured
 // (AMP_CUDA_GRAPHS=0), to the bit: the capture recorded every launch, copy and library call of the
 // step with its arguments, and nothing ran at capture time.
+// bf16 training (issue 16): the step's convolutions run in bf16 though opset 17's Conv schema leaves
+// bf16 out (cuDNN's CUDNN_DATA_BFLOAT16; the CPU emulates), and the device tracks the CPU.
+TEST(CudaBackendGpu, Bf16ConvolutionsInATrainingStepTrackTheCpu) {
+  REQUIRE_GPU();
+  TrainingStep step = test::mixed_precision_step(residual_block_model(), DType::kBFloat16);
+  int convs = 0;
+  for (const Node* n : step.model.graph->nodes())
+    if (n->op_type() == "Conv" || n->op_type() == "ConvGrad") {
+      ++convs;
+      EXPECT_EQ(n->input(0)->dtype(), DType::kBFloat16) << n->label();
+    }
+  EXPECT_GE(convs, 2);
+  const CompileOptions options = test::step_options(step);
+  Feeds feeds = {{"input", random_tensor(DType::kFloat, {4, 4, 6, 6}, 82)},
+                 {step.labels, random_tensor(DType::kInt64, {4}, 83, 0, 10)}};
+  Tensor lr(DType::kFloat, {});
+  lr.mutable_as<float>()[0] = 1e-3f;
+  feeds.push_back({step.lr, lr});
+  auto cpu = make_backend("cpu")->compile(step.model, options);
+  auto gpu = make_backend("cuda")->compile(step.model, options);
+  for (int s = 0; s < 5; ++s) {
+    const Tensor lc = cpu->run(feeds, {step.loss})[0];
+    const Tensor lg = gpu->run(feeds, {step.loss})[0];
+    expect_close(lg, lc, "loss at step " + std::to_string(s), 10.0);
+  }
+  for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
+}
+
 TEST(CudaBackendGpu, CapturedTrainingStepsReplayWhatUncapturedRunsCompute) {
   REQUIRE_GPU();
   for (const std::string model : {"mlp", "gpt"}) {
