@@ -837,8 +837,8 @@ TEST(CudaBackendGpu, DataMovementAndEmbeddingsMatchTheCpu) {
 }
 
 // Pad's copies (backends/cuda/pad_ops.cc: the fill, the window, each axis's borders from the
-// output) in every mode and a crop, and the zoo's elementwise rows as generated kernels, bit for
-// bit the CPU's (issue 16).
+// output) in every mode and a crop, bit for bit the CPU's; Resize (resize.cu) and the zoo's
+// elementwise rows as generated kernels, to the CPU's within parity tolerance (issue 16).
 TEST(CudaBackendGpu, PadAndTheZoosElementwiseOpsMatchTheCpu) {
   REQUIRE_GPU();
   struct PadCase {
@@ -860,6 +860,36 @@ TEST(CudaBackendGpu, PadAndTheZoosElementwiseOpsMatchTheCpu) {
     OneNode pad("Pad", in, {c.t});
     pad.node->set_attr(Attribute::of_string("mode", c.mode));
     expect_parity(pad.m, pad.feeds, pad.outputs, 0.0);
+  }
+  // Resize as torch exports F.interpolate, through backends/cuda/resize.cu.
+  struct ResizeCase {
+    const char* mode;
+    const char* coord;
+    DType t;
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+  };
+  const ResizeCase resizes[] = {{"nearest", "asymmetric", DType::kFloat16, {1, 1, 2, 2}, {}},
+                                {"nearest", "asymmetric", DType::kFloat, {}, {2, 3, 7, 9}},
+                                {"linear", "half_pixel", DType::kFloat, {1, 1, 2, 2}, {}},
+                                {"linear", "pytorch_half_pixel", DType::kBFloat16, {}, {2, 3, 3, 4}},
+                                {"linear", "align_corners", DType::kFloat, {}, {2, 3, 9, 11}}};
+  for (const ResizeCase& c : resizes) {
+    SCOPED_TRACE(std::string("Resize ") + c.mode + " " + c.coord + " " + std::string(dtype_name(c.t)));
+    std::vector<std::pair<std::string, Tensor>> in = {{"x", random_tensor(c.t, {2, 3, 5, 6}, 45)}, {"", Tensor()}};
+    if (c.sizes.empty()) {
+      Tensor scales(DType::kFloat, {4});
+      for (int i = 0; i < 4; ++i) scales.mutable_as<float>()[i] = c.scales[static_cast<size_t>(i)];
+      in.push_back({"scales", scales});
+    } else {
+      in.push_back({"", Tensor()});
+      in.push_back({"sizes", ints(c.sizes)});
+    }
+    OneNode resize("Resize", in, {c.t});
+    resize.node->set_attr(Attribute::of_string("mode", c.mode));
+    resize.node->set_attr(Attribute::of_string("coordinate_transformation_mode", c.coord));
+    resize.node->set_attr(Attribute::of_string("nearest_mode", "floor"));
+    expect_parity(resize.m, resize.feeds, resize.outputs);
   }
   for (const char* op : {"Sign", "Softplus", "Elu", "Selu"}) {
     SCOPED_TRACE(op);
