@@ -2,10 +2,13 @@
 // few boundaries, explains every decision, and writes a model that passes ONNX's checker.
 #include <filesystem>
 #include <iostream>
+#include <set>
 
+#include "backends/backend.h"
 #include "frontends/lib/amp_config.h"
 #include "frontends/lib/rewrite_report.h"
 #include "frontends/lib/tool_main.h"
+#include "graph/amp_ops.h"
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/external_data.h"
@@ -114,6 +117,20 @@ int rewrite(const Options& o) {
 
   const auto report = rewrite_report(facts, policy, result, pm.runs());
   std::cerr << rewrite_summary_text(report);
+  // An op amp-run cannot run does not stop a rewrite (its output is valid ONNX for other runtimes),
+  // but it is never silent: one line per op type, naming the file and the first such node.
+  {
+    const std::unique_ptr<Backend> cpu = make_backend("cpu");
+    std::set<std::string> seen;
+    for (const Node* n : m.graph->nodes()) {
+      if (n->domain() == kAmpDomain || seen.count(n->qualified_op_type())) continue;
+      const std::string why = cpu->unsupported_reason(*n);
+      if (why.empty()) continue;
+      seen.insert(n->qualified_op_type());
+      std::cerr << "  warning: " << o.model << ": node " << n->label() << ": " << why
+                << " (amp-run and amp-train cannot run this model; the rewrite is valid ONNX for other runtimes)\n";
+    }
+  }
   if (!o.report.empty()) {
     const std::string text = report.dump(2) + "\n";
     AtomicFile out(o.report);

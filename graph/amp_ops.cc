@@ -232,6 +232,32 @@ std::vector<OpSchema> schemas() {
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
   out.push_back(std::move(slice));
 
+  OpSchema pad_grad = grad_schema("PadGrad",
+                                  "Gradient of a reflect, edge or wrap Pad: each element of dY added into the "
+                                  "element of the data it was read from.");
+  pad_grad.Input(0, "dY", "Gradient of Pad's output.", "T")
+      .Input(1, "pads", "As Pad's.", "tensor(int64)")
+      .Input(2, "shape", "Shape of Pad's data.", "tensor(int64)")
+      .Input(3, "axes", "As Pad's.", "Tind", OpSchema::Optional)
+      .Output(0, "dData", "Gradient of data.", "T")
+      .Attr("mode", "As Pad's: reflect, edge or wrap.", AttributeProto::STRING, std::string("reflect"))
+      .TypeConstraint("Tind", kIndexTypes, "Index types.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 2); });
+  out.push_back(std::move(pad_grad));
+
+  OpSchema resize_grad = grad_schema("ResizeGrad",
+                                     "Gradient of Resize's X (nearest or linear): each element of dY, times the "
+                                     "weights it was interpolated with, added into the elements it read.");
+  resize_grad.Input(0, "dY", "Gradient of Resize's output.", "T")
+      .Input(1, "shape", "Shape of Resize's X.", "tensor(int64)")
+      .Input(2, "scales", "Resize's scales (empty when it had sizes).", "tensor(float)", OpSchema::Optional)
+      .Output(0, "dX", "Gradient of X.", "T")
+      .Attr("mode", "As Resize's.", AttributeProto::STRING, std::string("nearest"))
+      .Attr("coordinate_transformation_mode", "As Resize's.", AttributeProto::STRING, std::string("half_pixel"))
+      .Attr("nearest_mode", "As Resize's.", AttributeProto::STRING, std::string("round_prefer_floor"))
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
+  out.push_back(std::move(resize_grad));
+
   OpSchema sum_to = grad_schema("SumToShape",
                                 "Sums X over the axes along which a tensor of the given shape was broadcast to "
                                 "X's shape (numpy rules): the gradient of a broadcast input when shapes are only "

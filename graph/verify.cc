@@ -37,11 +37,15 @@ int64_t opset_for(const std::vector<OpsetImport>& opsets, const std::string& dom
 }
 
 // Known element types bound to each type variable of the node's schema must agree and be allowed.
-void check_types(const Node* n, const onnx::OpSchema& schema, const std::string& where, std::vector<std::string>& out) {
+void check_types(const Node* n, const onnx::OpSchema& schema, const std::string& where, std::vector<std::string>& out,
+                 bool bfloat16_where_float16) {
   std::map<std::string, std::pair<std::string, std::string>> bound;  // type var -> (type string, value name)
   std::map<std::string, std::unordered_set<std::string>> allowed;
-  for (const auto& c : schema.typeConstraintParams())
-    allowed[c.type_param_str].insert(c.allowed_type_strs.begin(), c.allowed_type_strs.end());
+  for (const auto& c : schema.typeConstraintParams()) {
+    auto& a = allowed[c.type_param_str];
+    a.insert(c.allowed_type_strs.begin(), c.allowed_type_strs.end());
+    if (bfloat16_where_float16 && a.count("tensor(float16)")) a.insert("tensor(bfloat16)");
+  }
   auto bind = [&](const std::vector<onnx::OpSchema::FormalParameter>& formals, const std::vector<Value*>& actual,
                   const char* side) {
     for (size_t i = 0; i < actual.size(); ++i) {
@@ -73,7 +77,8 @@ void check_types(const Node* n, const onnx::OpSchema& schema, const std::string&
   bind(schema.outputs(), n->outputs(), "output");
 }
 
-void verify_graph(const Graph& g, const std::vector<OpsetImport>& opsets, std::vector<std::string>& out) {
+void verify_graph(const Graph& g, const std::vector<OpsetImport>& opsets, std::vector<std::string>& out,
+                  bool bfloat16_where_float16) {
   const std::string gname = "graph '" + g.name + "'";
   std::unordered_set<const Node*> seen;
   auto check_read = [&](const Value* v, const std::string& who) {
@@ -117,10 +122,10 @@ void verify_graph(const Graph& g, const std::vector<OpsetImport>& opsets, std::v
     const int64_t version = opset_for(opsets, n->domain());
     if (version > 0)
       if (const auto* schema = onnx::OpSchemaRegistry::Schema(n->op_type(), static_cast<int>(version), n->domain()))
-        check_types(n, *schema, who, out);
+        check_types(n, *schema, who, out, bfloat16_where_float16);
     for (Graph* sub : n->subgraphs()) {
       if (sub->parent() != &g) out.push_back(who + ": subgraph '" + sub->name + "' has the wrong parent");
-      verify_graph(*sub, opsets, out);
+      verify_graph(*sub, opsets, out, bfloat16_where_float16);
     }
     seen.insert(n);
   }
@@ -129,17 +134,19 @@ void verify_graph(const Graph& g, const std::vector<OpsetImport>& opsets, std::v
 
 }  // namespace
 
-std::vector<std::string> verify(const Graph& g, const std::vector<OpsetImport>& opsets) {
+std::vector<std::string> verify(const Graph& g, const std::vector<OpsetImport>& opsets, bool bfloat16_where_float16) {
   std::vector<std::string> out;
-  verify_graph(g, opsets, out);
+  verify_graph(g, opsets, out, bfloat16_where_float16);
   return out;
 }
 
 std::vector<std::string> verify(const Model& m) {
-  std::vector<std::string> out = verify(*m.graph, m.opset_imports);
+  const std::string* key = m.metadata(kBfloat16WhereFloat16Key);
+  const bool beyond = key && *key == "1";
+  std::vector<std::string> out = verify(*m.graph, m.opset_imports, beyond);
   for (const auto& t : m.training_info) {
-    if (t.initialization) verify_graph(*t.initialization, m.opset_imports, out);
-    if (t.algorithm) verify_graph(*t.algorithm, m.opset_imports, out);
+    if (t.initialization) verify_graph(*t.initialization, m.opset_imports, out, beyond);
+    if (t.algorithm) verify_graph(*t.algorithm, m.opset_imports, out, beyond);
   }
   return out;
 }

@@ -11,8 +11,15 @@
 
 namespace amp {
 
+// Metadata key of a model whose graph runs only on this project's backends (a training step in
+// bf16): its value "1" lets every type variable that allows float16 take bfloat16 too, though
+// opset 17's schemas leave bfloat16 out of Conv, MaxPool... (passes/amp: beyond_opset_schemas).
+inline constexpr const char* kBfloat16WhereFloat16Key = "ai.onnx_amp.bfloat16_where_float16";
+
 // Problems found, one line each naming the graph, node and op; empty when the graph is sound.
-std::vector<std::string> verify(const Graph& g, const std::vector<OpsetImport>& opsets);
+// bfloat16_where_float16: as kBfloat16WhereFloat16Key says (verify(Model) reads the key).
+std::vector<std::string> verify(const Graph& g, const std::vector<OpsetImport>& opsets,
+                                bool bfloat16_where_float16 = false);
 std::vector<std::string> verify(const Model& m);
 // Throws Error with the first problems found.
 void verify_or_throw(const Model& m);

@@ -114,6 +114,10 @@ const std::vector<OpEntry>& shape_ops();
 const std::vector<OpEntry>& generator_ops();
 const std::vector<OpEntry>& dropout_ops();
 const std::vector<OpEntry>& loss_ops();
+const std::vector<OpEntry>& pad_ops();
+const std::vector<OpEntry>& resize_ops();
+const std::vector<OpEntry>& scatter_nd_ops();
+const std::vector<OpEntry>& einsum_ops();
 
 // Factory helper: a kernel class constructed from (node, opset), with the op's shape rule.
 template <class K>

@@ -38,6 +38,9 @@ __device__ __forceinline__ float amp_round_f16(float f) { return amp_f16_to_f32(
 __device__ __forceinline__ float amp_round_bf16(float f) { return amp_bf16_to_f32(amp_f32_to_bf16(f)); }
 __device__ __forceinline__ float amp_round_bool(float f) { return f != 0.0f ? 1.0f : 0.0f; }
 __device__ __forceinline__ float amp_clamp(float v, float lo, float hi) { return v < lo ? lo : (hi < v ? hi : v); }
+__device__ __forceinline__ float amp_remainder(float a, float b) {
+  const float r = fmodf(a, b); return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+}
 )";
 
 // The exact bits of an fp32 value as a CUDA expression (inf and NaN included).

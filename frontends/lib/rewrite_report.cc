@@ -123,6 +123,22 @@ ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, 
                       {"flushed_to_zero", r.flushed_to_zero}});
   j["clamps"] = clamps;
   j["warnings"] = c.warnings;
+  // Allow-listed ops whose schema at the model's opset does not take the target type (Conv and
+  // ConvTranspose in bf16 at opset 17): they stay fp32 so the output stays valid ONNX, and the
+  // summary says so.
+  std::map<std::string, int64_t> forbidden;
+  std::string forbidden_reason;
+  for (const NodeDecision& nd : result.decisions.nodes) {
+    if (nd.decision.rule != Rule::kSchemaForbids) continue;
+    const std::string domain = nd.node ? nd.node->domain() : "";
+    const OpListEntry* e = policy.entry(domain, nd.op);
+    if (!e || e->category != OpCategory::kAllow) continue;
+    ++forbidden[nd.op];
+    if (forbidden_reason.empty()) forbidden_reason = nd.decision.reason;
+  }
+  ordered_json kept = ordered_json::object();
+  for (const auto& [op, n] : forbidden) kept[op] = n;
+  j["allow_listed_kept_fp32_by_schema"] = {{"ops", kept}, {"example_reason", forbidden_reason}};
   j["activation_bytes"] = {{"before", facts.activation_bytes_before},
                            {"after", facts.activation_bytes_after},
                            {"saved", facts.activation_bytes_before - facts.activation_bytes_after},
@@ -174,6 +190,22 @@ std::string rewrite_summary_text(const ordered_json& j) {
   }
   line("  constants: " + std::to_string(j["constants_converted"].get<int64_t>()) + " converted, " + clamps);
   for (const auto& w : j["warnings"]) line("  warning: " + w.get<std::string>());
+  if (j.contains("allow_listed_kept_fp32_by_schema") && !j["allow_listed_kept_fp32_by_schema"]["ops"].empty()) {
+    const auto& k = j["allow_listed_kept_fp32_by_schema"];
+    int64_t total = 0;
+    std::string ops;
+    for (const auto& [op, n] : k["ops"].items()) {
+      total += n.get<int64_t>();
+      ops += (ops.empty() ? "" : ", ") + std::to_string(n.get<int64_t>()) + " " + op;
+    }
+    const std::string dtype = j["dtype"].get<std::string>();
+    line("  warning: " + std::to_string(total) + " allow-listed op" + (total == 1 ? "" : "s") + " (" + ops +
+         ") stay fp32: the model's opset does not allow " + dtype + " for them (" +
+         k["example_reason"].get<std::string>() +
+         "), and the output must stay valid ONNX. No opset of the ONNX library here allows it either (ONNX added bfloat16 to Conv in opset 22). "
+         "To run them in low precision: --dtype fp16, or train with amp-train --dtype " + dtype +
+         ", whose step runs them in " + dtype + ".");
+  }
   const auto& a = j["activation_bytes"];
   line("  activations (estimate, symbolic dims as 1): " + bytes_text(a["before"].get<int64_t>()) + " -> " +
        bytes_text(a["after"].get<int64_t>()) + ", " + bytes_text(a["saved"].get<int64_t>()) + " saved");

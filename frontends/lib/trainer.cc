@@ -124,7 +124,14 @@ Models build_models(const TrainOptions& o) {
     // In every dtype: a NaN from the data or an fp32 overflow skips its step as an fp16 overflow
     // does, instead of writing NaN into every weight.
     spec.check_finite = true;
-    out.step = build_training_step(std::move(forward), spec);
+    // Errors about one node (an op without a gradient rule) name the file too, as amp-run's do.
+    try {
+      out.step = build_training_step(std::move(forward), spec);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      if (what.rfind(o.model, 0) == 0) throw;
+      throw InputError(o.model + ": " + what);
+    }
   }
   const Graph& g = *out.step.model.graph;
   bool averages = false;

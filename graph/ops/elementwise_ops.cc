@@ -10,6 +10,9 @@ constexpr ElemNode onnx(const char* op) { return ElemNode{op, "", nullptr, nullp
 constexpr ElemNode amp_variant(const char* op, const char* attr, const char* value, bool is_default) {
   return ElemNode{op, kAmpDomain, attr, value, is_default};
 }
+constexpr ElemNode onnx_variant(const char* op, const char* attr, const char* value, bool is_default) {
+  return ElemNode{op, "", attr, value, is_default, true};
+}
 constexpr ElemParams no_params() { return {}; }
 constexpr ElemParams params(const char* alpha, float alpha_default) { return {{alpha, alpha_default}, {}}; }
 constexpr ElemParams params(const char* alpha, float alpha_default, const char* beta, float beta_default) {
@@ -90,7 +93,13 @@ std::optional<ElemOp> elem_op_of(const Node& n) {
     const ElemNode& node = elem_op_info(op).node;
     if (!node.variant) return op;
     const Attribute* a = n.attr(node.variant);
-    if (a ? a->kind == AttrKind::kString && a->s == node.variant_value : node.variant_is_default) return op;
+    if (!a) {
+      if (node.variant_is_default) return op;
+      continue;
+    }
+    if (node.variant_is_int ? a->kind == AttrKind::kInt && std::to_string(a->i) == node.variant_value
+                            : a->kind == AttrKind::kString && a->s == node.variant_value)
+      return op;
   }
   return std::nullopt;
 }

@@ -104,6 +104,7 @@ struct ElemNode {
   const char* variant = nullptr;
   const char* variant_value = nullptr;
   bool variant_is_default = false;
+  bool variant_is_int = false;  // the attribute is an int, variant_value its decimal digits
 };
 
 struct ElemOpInfo {
@@ -161,6 +162,49 @@ A power(A a, B b) {
 template <class V, class L>
 V clamp_range(V v, L lo, L hi) {
   return v < lo ? static_cast<V>(lo) : (hi < v ? static_cast<V>(hi) : v);
+}
+
+// -1, 0 or 1 in a's type; NaN passes through; unsigned values are 0 or 1.
+template <class A>
+A sign_of(A a) {
+  if constexpr (std::is_floating_point_v<A>) return a != a ? a : (a > 0 ? A(1) : (a < 0 ? A(-1) : A(0)));
+  else if constexpr (std::is_unsigned_v<A>) return a > 0 ? A(1) : A(0);
+  else return a > 0 ? A(1) : (a < 0 ? A(-1) : A(0));
+}
+
+// a mod b with b's sign (Python's %, torch.remainder): C's remainder, moved by b when the signs
+// differ. Integer division by 0 gives 0 (numpy's answer), and a signed b of -1 gives 0 (no overflow).
+template <class A, class B>
+A floor_remainder(A a, B b) {
+  if constexpr (std::is_integral_v<A>) {
+    const A d = static_cast<A>(b);
+    if (d == 0) return A(0);
+    if constexpr (std::is_signed_v<A>) {
+      if (d == A(-1)) return A(0);
+      A r = static_cast<A>(a % d);
+      return (r != 0 && ((r < 0) != (d < 0))) ? static_cast<A>(r + d) : r;
+    } else {
+      return static_cast<A>(a % d);
+    }
+  } else {
+    const A d = static_cast<A>(b);
+    const A r = std::fmod(a, d);
+    return (r != 0 && ((r < 0) != (d < 0))) ? r + d : r;
+  }
+}
+
+// a mod b with a's sign (C's fmod, torch.fmod); integer division by 0 gives 0.
+template <class A, class B>
+A truncated_remainder(A a, B b) {
+  if constexpr (std::is_integral_v<A>) {
+    const A d = static_cast<A>(b);
+    if (d == 0) return A(0);
+    if constexpr (std::is_signed_v<A>)
+      if (d == A(-1)) return A(0);
+    return static_cast<A>(a % d);
+  } else {
+    return std::fmod(a, static_cast<A>(b));
+  }
 }
 
 // One struct per row: its op, form and types as constants (for templates), and math(a, b, c, p),

@@ -9,7 +9,10 @@
 
 #include "graph/amp_ops.h"
 #include "graph/error.h"
+#include "graph/ops/einsum.h"
 #include "graph/ops/elementwise_ops.h"
+#include "graph/ops/pad.h"
+#include "graph/ops/resize.h"
 #include "graph/ops/window.h"
 
 namespace amp {
@@ -219,6 +222,32 @@ void trilu(ShapeQuery& q) {
   const TensorFacts& x = q.input(0);
   if (x.shape && rank_of(x) < 2) throw InputError("Trilu needs rank >= 2");
   put_like(q, 0, x);
+}
+
+// ScatterND: data's type and shape; updates of that type.
+void scatter_nd(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (q.has(2) && q.input(2).dtype != DType::kUndefined && x.dtype != DType::kUndefined && q.input(2).dtype != x.dtype)
+    throw InputError("ScatterND updates are " + std::string(dtype_name(q.input(2).dtype)) + " but the data is " +
+                     std::string(dtype_name(x.dtype)));
+  put_like(q, 0, x);
+}
+
+// Einsum: the output letters' extents; the first input's type.
+ShapeFn einsum_rule(const Node& n, int64_t) {
+  const std::string equation = n.attr_string("equation", "");
+  const size_t operands = n.inputs().size();
+  const EinsumEquation e = parse_einsum(equation, operands);
+  return [e](ShapeQuery& q) {
+    const TensorFacts& first = q.input(0);
+    std::vector<std::vector<int64_t>> dims;
+    for (size_t k = 0; k < q.in.size(); ++k) {
+      const std::optional<std::vector<int64_t>> d = q.input(k).dims();
+      if (!d) return put(q, 0, first.dtype, unknown_dims(e.output.size()));
+      dims.push_back(*d);
+    }
+    put(q, 0, first.dtype, Shape::of(einsum_output_dims(e, einsum_extents(e, dims))));
+  };
 }
 
 // ---- data movement
@@ -747,6 +776,69 @@ void range(ShapeQuery& q) {
   put(q, 0, t, Shape::of({std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])))}));
 }
 
+// Pad: pads from the attribute before opset 11, from input 1 (and axes from input 3) after.
+ShapeFn pad_rule(const Node& n, int64_t opset) {
+  const bool attrs = opset < 11;
+  const std::vector<int64_t> pads_attr = n.attr_ints("pads");
+  const PadMode mode = pad_mode(n);
+  return [=](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!attrs && q.has(2) && q.input(2).dtype != DType::kUndefined && x.dtype != DType::kUndefined &&
+        q.input(2).dtype != x.dtype)
+      throw InputError("Pad constant_value is " + std::string(dtype_name(q.input(2).dtype)) + " but the data is " +
+                       std::string(dtype_name(x.dtype)));
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    std::optional<std::vector<int64_t>> pads = pads_attr, axes = std::vector<int64_t>{};
+    if (!attrs) {
+      pads = q.ints(1);
+      if (q.has(3)) axes = q.ints(3);
+    }
+    if (!pads || !axes) return put(q, 0, x.dtype, unknown_dims(x.shape->rank()));
+    const PadAmounts p = pad_amounts(*pads, *axes, x.shape->rank());
+    Shape out = *x.shape;
+    for (size_t a = 0; a < out.dims.size(); ++a) {
+      if (p.begin[a] == 0 && p.end[a] == 0) continue;
+      const std::optional<int64_t> d = x.shape->dims[a].value;
+      if (!d) {
+        out.dims[a] = unknown();
+        continue;
+      }
+      std::vector<int64_t> one{*d};
+      PadAmounts pa{{p.begin[a]}, {p.end[a]}};
+      out.dims[a] = known(padded_dims(one, pa, mode)[0]);
+    }
+    put(q, 0, x.dtype, out);
+  };
+}
+
+// Resize: scales (input 1 at opset 10, input 2 after) or sizes (input 3).
+ShapeFn resize_rule(const Node& n, int64_t opset) {
+  resize_attrs(n, opset);  // refuses the modes the kernels do not run
+  return [opset](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    const size_t scales_at = opset < 11 ? 1 : 2;
+    std::vector<int64_t> sizes;
+    std::vector<float> scales;
+    if (opset >= 11 && q.has(3)) {
+      const std::optional<std::vector<int64_t>> v = q.ints(3);
+      if (!v) return put(q, 0, x.dtype, unknown_dims(x.shape->rank()));
+      sizes = *v;
+    }
+    if (sizes.empty()) {
+      if (!q.has(scales_at) || !q.input(scales_at).value) return put(q, 0, x.dtype, unknown_dims(x.shape->rank()));
+      const Tensor& t = *q.input(scales_at).value;
+      for (int64_t i = 0; i < t.numel(); ++i) scales.push_back(static_cast<float>(t.element(i)));
+    }
+    const std::optional<std::vector<int64_t>> in = x.dims();
+    if (!in) {
+      if (sizes.empty()) return put(q, 0, x.dtype, unknown_dims(x.shape->rank()));
+      return put(q, 0, x.dtype, Shape::of(resize_output_dims(std::vector<int64_t>(sizes.size(), 1), {}, sizes)));
+    }
+    put(q, 0, x.dtype, Shape::of(resize_output_dims(*in, scales, sizes)));
+  };
+}
+
 // ---- the table of rules
 
 const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
@@ -769,6 +861,10 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"Unsqueeze", {unsqueeze_rule, {1}}},
         {"Transpose", {transpose_rule, {}}},
         {"Slice", {slice_rule, {1, 2, 3, 4}}},
+        {"Pad", {pad_rule, {1, 3}}},
+        {"Resize", {resize_rule, {1, 2, 3}}},
+        {"ScatterND", {plain<scatter_nd>, {}}},
+        {"Einsum", {einsum_rule, {}}},
         {"Expand", {plain<expand>, {1}}},
         {"Concat", {concat_rule, {}}},
         {"Split", {split_rule, {1}}},

@@ -45,6 +45,11 @@ class AmpPolicy {
   // Graph inputs and outputs keep their types (Casts at the boundary). On by default.
   bool keep_io_types = true;
   WeightStorage weights = WeightStorage::kKeep;
+  // The graph runs on this project's backends (a training step), not in a runtime bound by the
+  // model's opset: an op whose type constraint allows float16 runs in bfloat16 too, though opset
+  // 17 leaves bfloat16 out of Conv, ConvTranspose, MaxPool, AveragePool... (both backends run
+  // every such op in both 16-bit types). Off for amp-rewrite, whose output must stay valid ONNX.
+  bool beyond_opset_schemas = false;
 
   // The list entry of an op: keyed by op type in the default domain, "domain:Op" in others (the
   // defaults list default-domain ops only). nullptr when not listed.

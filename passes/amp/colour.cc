@@ -75,7 +75,7 @@ void collect(const Graph& g, std::vector<const Node*>& out) {
 class Colouring {
  public:
   Colouring(const Model& m, const AmpPolicy& policy, AmpDecisions& d)
-      : m_(m), policy_(policy), d_(d), typer_(policy.target()) {}
+      : m_(m), policy_(policy), d_(d), typer_(policy.target(), policy.beyond_opset_schemas) {}
 
   void run() {
     std::vector<const Node*> order;

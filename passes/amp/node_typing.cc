@@ -38,7 +38,9 @@ const NodeTyper::SchemaTypes& NodeTyper::types_of(const onnx::OpSchema& schema) 
   for (const auto& c : schema.typeConstraintParams()) {
     index[c.type_param_str] = static_cast<int>(st.vars.size());
     const auto& allowed = c.allowed_type_strs;
-    st.vars.push_back({c.type_param_str, std::find(allowed.begin(), allowed.end(), target) != allowed.end(), 0});
+    auto allows = [&](const std::string& t) { return std::find(allowed.begin(), allowed.end(), t) != allowed.end(); };
+    const bool beyond = beyond_opset_schemas_ && target_ == DType::kBFloat16 && allows("tensor(float16)");
+    st.vars.push_back({c.type_param_str, allows(target) || beyond, 0});
   }
   auto formals = [&](const std::vector<onnx::OpSchema::FormalParameter>& params, std::vector<Formal>& out) {
     for (const auto& f : params) {

@@ -41,7 +41,10 @@ const onnx::OpSchema* node_schema(const Node& n, const std::vector<OpsetImport>&
 // Reads each schema's type constraints once: a model has thousands of nodes of a few dozen ops.
 class NodeTyper {
  public:
-  explicit NodeTyper(DType target) : target_(target) {}
+  // beyond_opset_schemas: a variable that allows float16 is taken to allow bfloat16 too
+  // (AmpPolicy::beyond_opset_schemas).
+  explicit NodeTyper(DType target, bool beyond_opset_schemas = false)
+      : target_(target), beyond_opset_schemas_(beyond_opset_schemas) {}
   NodeTyping operator()(const Node& n, const onnx::OpSchema* schema);
 
  private:
@@ -63,6 +66,7 @@ class NodeTyper {
   const SchemaTypes& types_of(const onnx::OpSchema& schema);
 
   DType target_;
+  bool beyond_opset_schemas_;
   std::unordered_map<const onnx::OpSchema*, SchemaTypes> cache_;
 };
 

@@ -16,6 +16,9 @@ const GradRuleTable& gradient_rules() {
     add_softmax_loss_gradients(t);
     add_shape_gradients(t);
     add_reduce_gradients(t);
+    add_zoo_activation_gradients(t);
+    add_pad_resize_gradients(t);
+    add_einsum_gradients(t);
     return t;
   }();
   return table;
@@ -24,7 +27,7 @@ const GradRuleTable& gradient_rules() {
 const std::unordered_set<std::string>& non_differentiable_ops() {
   static const std::unordered_set<std::string> ops = {
       "Shape", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil"};
+      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Sign"};
   return ops;
 }
 

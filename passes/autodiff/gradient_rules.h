@@ -38,7 +38,7 @@ using GradRuleTable = std::unordered_map<std::string, GradRule>;
 
 // Rules by Node::qualified_op_type: the op type in the default ONNX domain, "<domain>:<op type>" in others.
 const GradRuleTable& gradient_rules();
-// Ops whose outputs carry no gradient (shape arithmetic, masks, comparisons, and Floor / Ceil,
+// Ops whose outputs carry no gradient (shape arithmetic, masks, comparisons, and Floor / Ceil / Sign,
 // whose derivative is 0 wherever it exists, PyTorch's answer): gradients stop there.
 const std::unordered_set<std::string>& non_differentiable_ops();
 
@@ -51,5 +51,8 @@ void add_normalization_gradients(GradRuleTable& t);
 void add_softmax_loss_gradients(GradRuleTable& t);
 void add_shape_gradients(GradRuleTable& t);
 void add_reduce_gradients(GradRuleTable& t);
+void add_zoo_activation_gradients(GradRuleTable& t);
+void add_pad_resize_gradients(GradRuleTable& t);
+void add_einsum_gradients(GradRuleTable& t);
 
 }  // namespace amp

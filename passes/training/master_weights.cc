@@ -1,5 +1,7 @@
 #include "passes/training/master_weights.h"
 
+#include "graph/verify.h"
+
 namespace amp {
 
 bool MasterWeightsPass::run(Model& m) {
@@ -7,6 +9,9 @@ bool MasterWeightsPass::run(Model& m) {
   AmpPolicy policy(low_);
   policy.weights = WeightStorage::kKeep;
   policy.keep_io_types = true;
+  // The step runs on our backends: bf16 Conv, MaxPool... though opset 17's schemas leave bf16 out.
+  policy.beyond_opset_schemas = true;
+  if (low_ == DType::kBFloat16) m.set_metadata(kBfloat16WhereFloat16Key, "1");
   AmpColourPass(policy, result_).run(m);
   AmpInsertCastsPass(policy, result_).run(m);
   count("casts added", result_.casts.casts_added);

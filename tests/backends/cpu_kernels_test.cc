@@ -6,6 +6,8 @@
 // land one 16-bit step away.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "frontends/lib/npz.h"
 #include "tests/backends/kernel_case.h"
 #include "tests/support/test_support.h"
@@ -383,6 +385,159 @@ TEST(CpuKernels, NormalizationSoftmaxReductionsAndLossMatchReferences) {
                          std::move(perm), 1, tolerance(t, 0)});
   }
   check(cases, "norm");
+}
+
+// The activations and arithmetic the torchvision zoo and its single-op probes need (issue 16):
+// Sign, Softplus, Elu, Selu (ONNX's defaults and other constants) and Mod in both fmod modes,
+// against PyTorch (torch.sign, F.softplus, F.elu, F.selu, torch.remainder, torch.fmod) in the
+// four float types. Divisors are kept away from 0 and both signs occur.
+TEST(CpuKernels, ZooElementwiseOpsMatchPyTorchInEveryFloatType) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    cases.push_back(unary("sign", "Sign", t, -3, 3, 0));
+    cases.push_back(unary("softplus", "Softplus", t, -30, 30, 1));
+    cases.push_back(unary("elu", "Elu", t, -4, 3, 1));
+    {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_float("alpha", 0.5f));
+      cases.push_back(unary("elu_half", "Elu", t, -4, 3, 1, std::move(a)));
+    }
+    // Not in float64, where ONNX's alpha and gamma, float attributes, are 3e-8 from torch's.
+    if (t != DType::kDouble) cases.push_back(unary("selu", "Selu", t, -4, 3, 1));
+    for (int fmod = 0; fmod < 2; ++fmod) {
+      Tensor b = random_tensor(t, {3, 1}, 0.5, 2.5, 2);
+      // A negative divisor in the middle row.
+      Tensor neg = random_tensor(t, {1}, -1.75, -1.75, 0);
+      std::memcpy(b.mutable_data() + neg.nbytes(), neg.data(), neg.nbytes());
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_int("fmod", fmod));
+      cases.push_back(Case{(fmod ? "fmod" : "remainder") + suffix(t), "Mod",
+                           {{"a", random_tensor(t, {2, 3, 4}, -6, 6, 1)}, {"b", b}}, std::move(a), 1, tolerance(t, 0)});
+    }
+  }
+  // Integer Mod (Swin's window padding arithmetic is int64): Python's % and C's %.
+  for (int fmod = 0; fmod < 2; ++fmod) {
+    std::vector<Attribute> a;
+    a.push_back(Attribute::of_int("fmod", fmod));
+    cases.push_back(Case{std::string(fmod ? "fmod" : "remainder") + "@int64", "Mod",
+                         {{"a", int64_tensor({7, -7, 7, -7, 0, 13, -1, 224})}, {"b", int64_tensor({3, 3, -3, -3, 5, 7, 7, 7})}},
+                         std::move(a), 1, tolerance(DType::kInt64, 0)});
+  }
+  check(cases, "zoo_elementwise");
+}
+
+// Pad in its three modes torch exports (constant with a value, reflect, edge; the zoo's DenseNet,
+// Inception v3 and MaxViT pad with constants), and negative amounts that crop, against
+// torch.nn.functional.pad in the four float types: moved elements, so bit for bit.
+TEST(CpuKernels, PadMatchesPyTorchInEveryFloatType) {
+  std::vector<Case> cases;
+  struct Mode {
+    const char* ref;
+    const char* mode;
+    std::vector<int64_t> pads;  // ONNX order: begins of every axis, then ends
+    bool value;
+  };
+  const Mode modes[] = {{"pad_constant", "constant", {0, 0, 1, 2, 0, 0, 2, 1}, true},
+                        {"pad_reflect", "reflect", {0, 0, 1, 2, 0, 0, 2, 4}, false},
+                        {"pad_edge", "edge", {0, 0, 3, 2, 0, 0, 2, 1}, false},
+                        {"pad_crop", "constant", {0, 0, -1, 2, 0, 0, 1, -2}, false}};
+  for (DType t : kFloatTypes)
+    for (const Mode& m : modes) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_string("mode", m.mode));
+      Case c{m.ref + suffix(t), "Pad", {{"x", random_tensor(t, {2, 3, 5, 6}, -3, 3, 21)}, {"pads", int64_tensor(m.pads)}},
+             std::move(a), 1, tolerance(t, 0)};
+      if (m.value) c.inputs.push_back({"value", random_tensor(t, {}, 0.75, 0.75, 0)});
+      cases.push_back(std::move(c));
+    }
+  check(cases, "pad");
+}
+
+// Resize as PyTorch 1.13 exports F.interpolate (issue 16's upsampling heads): nearest (asymmetric,
+// floor) by a scale and to a size, bilinear with align_corners False (pytorch_half_pixel) up and
+// down and True (align_corners), against F.interpolate in the four float types. Nearest moves
+// elements (bit for bit); bilinear may differ by an fp32 rounding of its weights.
+TEST(CpuKernels, ResizeMatchesPyTorchsInterpolateInEveryFloatType) {
+  std::vector<Case> cases;
+  struct Mode {
+    const char* ref;
+    const char* mode;
+    const char* coord;
+    std::vector<float> scales;  // empty: sizes
+    std::vector<int64_t> sizes;
+    int ulps;
+  };
+  const Mode modes[] = {{"resize_nearest_x2", "nearest", "asymmetric", {1, 1, 2, 2}, {}, 0},
+                        {"resize_nearest_size", "nearest", "asymmetric", {}, {2, 3, 7, 9}, 0},
+                        {"resize_bilinear_x2", "linear", "pytorch_half_pixel", {1, 1, 2, 2}, {}, 1},
+                        {"resize_bilinear_down", "linear", "pytorch_half_pixel", {}, {2, 3, 3, 4}, 1},
+                        {"resize_bilinear_corners", "linear", "align_corners", {}, {2, 3, 9, 11}, 1}};
+  for (DType t : kFloatTypes)
+    for (const Mode& m : modes) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_string("mode", m.mode));
+      a.push_back(Attribute::of_string("coordinate_transformation_mode", m.coord));
+      a.push_back(Attribute::of_string("nearest_mode", "floor"));
+      Case c{m.ref + suffix(t), "Resize", {{"x", random_tensor(t, {2, 3, 5, 6}, -3, 3, 31)}, {"", Tensor()}}, std::move(a), 1,
+             tolerance(t, m.ulps, 1e-5)};
+      if (m.sizes.empty()) {
+        Tensor scales(DType::kFloat, {4});
+        for (int i = 0; i < 4; ++i) scales.mutable_as<float>()[i] = m.scales[static_cast<size_t>(i)];
+        c.inputs.push_back({"scales", scales});
+      } else {
+        c.inputs.push_back({"", Tensor()});
+        c.inputs.push_back({"sizes", int64_tensor(m.sizes)});
+      }
+      cases.push_back(std::move(c));
+    }
+  check(cases, "resize");
+}
+
+// ScatterND as Swin's shifted-window mask uses it (slices of a zero tensor set to a region's
+// number), rows and single elements, against numpy's indexed assignment in the four float types.
+TEST(CpuKernels, ScatterNDMatchesNumpy) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    cases.push_back(Case{"scatternd_rows" + suffix(t), "ScatterND",
+                         {{"x", random_tensor(t, {5, 4, 3}, -2, 2, 51)},
+                          {"i", int64_tensor({3, 0})},
+                          {"u", random_tensor(t, {2, 4, 3}, -2, 2, 52)}},
+                         {}, 1, tolerance(t, 0)});
+    cases.back().inputs[1].second.dims = {2, 1};
+    cases.push_back(Case{"scatternd_elements" + suffix(t), "ScatterND",
+                         {{"x", random_tensor(t, {5, 4, 3}, -2, 2, 53)},
+                          {"i", int64_tensor({1, 2, 0, 4, -1, 2})},
+                          {"u", random_tensor(t, {2}, -2, 2, 54)}},
+                         {}, 1, tolerance(t, 0)});
+    cases.back().inputs[1].second.dims = {2, 3};
+  }
+  check(cases, "scatternd");
+}
+
+// Einsum as MaxViT's attention writes it (with spaces, capital letters), a three-operand one and
+// a transpose, against torch.einsum in the four float types (fp32 accumulation: a rounding or so).
+TEST(CpuKernels, EinsumMatchesTorch) {
+  std::vector<Case> cases;
+  struct Eq {
+    const char* ref;
+    const char* equation;
+    std::vector<std::vector<int64_t>> dims;
+  };
+  const Eq eqs[] = {{"einsum_scores", "B G H I D, B G H J D -> B G H I J", {{1, 3, 2, 5, 8}, {1, 3, 2, 6, 8}}},
+                    {"einsum_weighted", "BGHIJ,BGHJD->BGHID", {{1, 3, 2, 5, 6}, {1, 3, 2, 6, 8}}},
+                    {"einsum_three", "ij,jk,k->i", {{4, 5}, {5, 6}, {6}}},
+                    {"einsum_transpose", "abc->cab", {{2, 3, 4}}}};
+  for (DType t : kFloatTypes)
+    for (const Eq& q : eqs) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_string("equation", q.equation));
+      Case c{q.ref + suffix(t), "Einsum", {}, std::move(a), 1, tolerance(t, 1, 1e-5)};
+      const char* names[] = {"a", "b", "c"};
+      for (size_t k = 0; k < q.dims.size(); ++k)
+        c.inputs.push_back({names[k], random_tensor(t, q.dims[k], -2, 2, 60 + static_cast<uint32_t>(k))});
+      cases.push_back(std::move(c));
+    }
+  check(cases, "einsum");
 }
 
 }  // namespace

@@ -868,6 +868,74 @@ TEST(CudaBackendGpu, DataMovementAndEmbeddingsMatchTheCpu) {
   expect_parity(gg.m, gg.feeds, gg.outputs, 10.0);
 }
 
+// Pad's copies (backends/cuda/pad_ops.cc: the fill, the window, each axis's borders from the
+// output) in every mode and a crop, bit for bit the CPU's; Resize (resize.cu) and the zoo's
+// elementwise rows as generated kernels, to the CPU's within parity tolerance (issue 16).
+TEST(CudaBackendGpu, PadAndTheZoosElementwiseOpsMatchTheCpu) {
+  REQUIRE_GPU();
+  struct PadCase {
+    const char* mode;
+    DType t;
+    std::vector<int64_t> pads;
+    bool value;
+  };
+  const PadCase pads[] = {{"constant", DType::kFloat16, {0, 0, 1, 2, 0, 1, 2, 1}, true},
+                          {"constant", DType::kFloat, {0, 0, 1, 2, 0, 1, 2, 1}, false},
+                          {"constant", DType::kBFloat16, {0, -1, 2, -2, 1, 0, -1, 3}, false},
+                          {"reflect", DType::kFloat, {0, 0, 2, 3, 0, 0, 4, 1}, false},
+                          {"edge", DType::kBFloat16, {1, 0, 3, 2, 0, 2, 1, 4}, false},
+                          {"wrap", DType::kFloat, {0, 1, 2, 3, 0, 2, 4, 1}, false}};
+  for (const PadCase& c : pads) {
+    SCOPED_TRACE(std::string(c.mode) + " " + std::string(dtype_name(c.t)));
+    std::vector<std::pair<std::string, Tensor>> in = {{"x", random_tensor(c.t, {2, 3, 5, 6}, 40)}, {"p", ints(c.pads)}};
+    if (c.value) in.push_back({"v", random_tensor(c.t, {}, 41)});
+    OneNode pad("Pad", in, {c.t});
+    pad.node->set_attr(Attribute::of_string("mode", c.mode));
+    expect_parity(pad.m, pad.feeds, pad.outputs, 0.0);
+  }
+  // Resize as torch exports F.interpolate, through backends/cuda/resize.cu.
+  struct ResizeCase {
+    const char* mode;
+    const char* coord;
+    DType t;
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+  };
+  const ResizeCase resizes[] = {{"nearest", "asymmetric", DType::kFloat16, {1, 1, 2, 2}, {}},
+                                {"nearest", "asymmetric", DType::kFloat, {}, {2, 3, 7, 9}},
+                                {"linear", "half_pixel", DType::kFloat, {1, 1, 2, 2}, {}},
+                                {"linear", "pytorch_half_pixel", DType::kBFloat16, {}, {2, 3, 3, 4}},
+                                {"linear", "align_corners", DType::kFloat, {}, {2, 3, 9, 11}}};
+  for (const ResizeCase& c : resizes) {
+    SCOPED_TRACE(std::string("Resize ") + c.mode + " " + c.coord + " " + std::string(dtype_name(c.t)));
+    std::vector<std::pair<std::string, Tensor>> in = {{"x", random_tensor(c.t, {2, 3, 5, 6}, 45)}, {"", Tensor()}};
+    if (c.sizes.empty()) {
+      Tensor scales(DType::kFloat, {4});
+      for (int i = 0; i < 4; ++i) scales.mutable_as<float>()[i] = c.scales[static_cast<size_t>(i)];
+      in.push_back({"scales", scales});
+    } else {
+      in.push_back({"", Tensor()});
+      in.push_back({"sizes", ints(c.sizes)});
+    }
+    OneNode resize("Resize", in, {c.t});
+    resize.node->set_attr(Attribute::of_string("mode", c.mode));
+    resize.node->set_attr(Attribute::of_string("coordinate_transformation_mode", c.coord));
+    resize.node->set_attr(Attribute::of_string("nearest_mode", "floor"));
+    expect_parity(resize.m, resize.feeds, resize.outputs);
+  }
+  for (const char* op : {"Sign", "Softplus", "Elu", "Selu"}) {
+    SCOPED_TRACE(op);
+    OneNode one(op, {{"x", random_tensor(DType::kFloat16, {4, 33}, 42)}}, {DType::kFloat16});
+    expect_parity(one.m, one.feeds, one.outputs);
+  }
+  for (int fmod = 0; fmod < 2; ++fmod) {
+    OneNode mod("Mod", {{"a", random_tensor(DType::kFloat, {4, 33}, 43)}, {"b", random_tensor(DType::kFloat, {33}, 44)}},
+                {DType::kFloat});
+    mod.node->set_attr(Attribute::of_int("fmod", fmod));
+    expect_parity(mod.m, mod.feeds, mod.outputs);
+  }
+}
+
 // Chains of copies the plan composes and batches (copy_fusion.h; the plans are in
 // CudaSchedule.CopyChainsComposeUnlessAValueIsNeededElsewhere), bit for bit the CPU's, over
 // captured-graph replays: Split then head transposes, transposes then Concat, a Split output
@@ -1265,6 +1333,34 @@ TEST(CudaBackendGpu, ConvolutionsFusedInATrainingStepTrackTheCpu) {
 // A captured training step replayed computes what the same launches compute uncaptured
 // (AMP_CUDA_GRAPHS=0), to the bit: the capture recorded every launch, copy and library call of the
 // step with its arguments, and nothing ran at capture time.
+// bf16 training (issue 16): the step's convolutions run in bf16 though opset 17's Conv schema leaves
+// bf16 out (cuDNN's CUDNN_DATA_BFLOAT16; the CPU emulates), and the device tracks the CPU.
+TEST(CudaBackendGpu, Bf16ConvolutionsInATrainingStepTrackTheCpu) {
+  REQUIRE_GPU();
+  TrainingStep step = test::mixed_precision_step(residual_block_model(), DType::kBFloat16);
+  int convs = 0;
+  for (const Node* n : step.model.graph->nodes())
+    if (n->op_type() == "Conv" || n->op_type() == "ConvGrad") {
+      ++convs;
+      EXPECT_EQ(n->input(0)->dtype(), DType::kBFloat16) << n->label();
+    }
+  EXPECT_GE(convs, 2);
+  const CompileOptions options = test::step_options(step);
+  Feeds feeds = {{"input", random_tensor(DType::kFloat, {4, 4, 6, 6}, 82)},
+                 {step.labels, random_tensor(DType::kInt64, {4}, 83, 0, 10)}};
+  Tensor lr(DType::kFloat, {});
+  lr.mutable_as<float>()[0] = 1e-3f;
+  feeds.push_back({step.lr, lr});
+  auto cpu = make_backend("cpu")->compile(step.model, options);
+  auto gpu = make_backend("cuda")->compile(step.model, options);
+  for (int s = 0; s < 5; ++s) {
+    const Tensor lc = cpu->run(feeds, {step.loss})[0];
+    const Tensor lg = gpu->run(feeds, {step.loss})[0];
+    expect_close(lg, lc, "loss at step " + std::to_string(s), 10.0);
+  }
+  for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
+}
+
 TEST(CudaBackendGpu, CapturedTrainingStepsReplayWhatUncapturedRunsCompute) {
   REQUIRE_GPU();
   for (const std::string model : {"mlp", "gpt"}) {

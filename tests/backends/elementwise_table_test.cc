@@ -114,7 +114,9 @@ std::vector<RowCase> row_cases(const ElemOpInfo& info, DType t) {
   for (RowCase& c : s) {
     if (info.params.alpha.attr) c.attrs.push_back(Attribute::of_float(info.params.alpha.attr, 0.3f));
     if (info.params.beta.attr) c.attrs.push_back(Attribute::of_float(info.params.beta.attr, 0.45f));
-    if (info.node.variant) c.attrs.push_back(Attribute::of_string(info.node.variant, info.node.variant_value));
+    if (info.node.variant)
+      c.attrs.push_back(info.node.variant_is_int ? Attribute::of_int(info.node.variant, std::stoll(info.node.variant_value))
+                                                 : Attribute::of_string(info.node.variant, info.node.variant_value));
   }
   return s;
 }

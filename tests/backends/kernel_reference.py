@@ -49,6 +49,19 @@ def t(a):
     return torch.from_numpy(np.ascontiguousarray(f32(a)))
 
 
+def scatter_nd(x, indices, updates):
+    """ONNX's ScatterND (reduction none) as numpy indexed assignment, one index tuple at a time."""
+    y = x.copy()
+    for idx in np.ndindex(indices.shape[:-1]):
+        y[tuple(indices[idx])] = updates[idx]
+    return y
+
+
+def tk(a):
+    """a as a torch tensor of its own dtype (integers stay integers)."""
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
 def erf(x):
     return torch.erf(t(x)).numpy()
 
@@ -120,6 +133,32 @@ CASES = {
     "hardsigmoid_torch_grad": (lambda i: autograd(F.hardsigmoid, i["x"], i["dy"]), None),
     "hardswish_grad": (lambda i: autograd(F.hardswish, i["x"], i["dy"]), None),
     "tanh": (lambda i: np.tanh(i["x"]), None),
+    "sign": (lambda i: torch.sign(t(i["x"])).numpy(), None),
+    "softplus": (lambda i: F.softplus(t(i["x"])).numpy(), None),
+    "elu": (lambda i: F.elu(t(i["x"])).numpy(), None),
+    "elu_half": (lambda i: F.elu(t(i["x"]), alpha=0.5).numpy(), None),
+    "selu": (lambda i: F.selu(t(i["x"])).numpy(), None),
+    # ONNX pads [b0, b1, b2, b3, e0, e1, e2, e3] over [N, C, H, W]; F.pad takes (W, H) pairs, last axis first.
+    "pad_constant": (lambda i: F.pad(t(i["x"]), (2, 1, 1, 2), mode="constant", value=float(i["value"])).numpy(), None),
+    "pad_reflect": (lambda i: F.pad(t(i["x"]), (2, 4, 1, 2), mode="reflect").numpy(), None),
+    "pad_edge": (lambda i: F.pad(t(i["x"]), (2, 1, 3, 2), mode="replicate").numpy(), None),
+    "pad_crop": (lambda i: F.pad(t(i["x"]), (2, -2, -1, 1)).numpy(), None),
+    "resize_nearest_x2": (lambda i: F.interpolate(t(i["x"]), scale_factor=2, mode="nearest").numpy(), None),
+    "resize_nearest_size": (lambda i: F.interpolate(t(i["x"]), size=(7, 9), mode="nearest").numpy(), None),
+    "resize_bilinear_x2": (lambda i: F.interpolate(t(i["x"]), scale_factor=2, mode="bilinear", align_corners=False).numpy(),
+                           None),
+    "resize_bilinear_down": (lambda i: F.interpolate(t(i["x"]), size=(3, 4), mode="bilinear", align_corners=False).numpy(),
+                             None),
+    "resize_bilinear_corners": (lambda i: F.interpolate(t(i["x"]), size=(9, 11), mode="bilinear",
+                                                        align_corners=True).numpy(), None),
+    "scatternd_rows": (lambda i: scatter_nd(i["x"], i["i"], i["u"]), None),
+    "scatternd_elements": (lambda i: scatter_nd(i["x"], i["i"], i["u"]), None),
+    "einsum_scores": (lambda i: torch.einsum("B G H I D, B G H J D -> B G H I J", t(i["a"]), t(i["b"])).numpy(), None),
+    "einsum_weighted": (lambda i: torch.einsum("BGHIJ,BGHJD->BGHID", t(i["a"]), t(i["b"])).numpy(), None),
+    "einsum_three": (lambda i: torch.einsum("ij,jk,k->i", t(i["a"]), t(i["b"]), t(i["c"])).numpy(), None),
+    "einsum_transpose": (lambda i: torch.einsum("abc->cab", t(i["a"])).numpy(), None),
+    "remainder": (lambda i: torch.remainder(tk(i["a"]), tk(i["b"])).numpy(), None),
+    "fmod": (lambda i: torch.fmod(tk(i["a"]), tk(i["b"])).numpy(), None),
     "erf": (lambda i: erf(i["x"]), None),
     "exp": (lambda i: np.exp(i["x"]), None),
     "gelu_none": (lambda i: gelu(i["x"], "none"), None),

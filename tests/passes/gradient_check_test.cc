@@ -258,6 +258,42 @@ std::vector<Case> cases() {
   add(make("HardSigmoid", "HardSigmoid", {x({4, 6}, Fill::kWide)}));
   add(make("HardSigmoidTorch", "HardSigmoid", {x({4, 6}, Fill::kWide)}, {float_attr("alpha", 1.0f / 6)}));
   add(make("HardSwish", "HardSwish", {x({4, 6}, Fill::kWide)}));
+  // The zoo's activations and Mod in both fmod modes (issue 16; zoo_activation_gradients.cc).
+  add(make("Softplus", "Softplus", {x({4, 6}, Fill::kWide)}));
+  add(make("Elu", "Elu", {x({4, 6}, Fill::kWide)}));
+  add(make("EluAlpha", "Elu", {x({4, 6}, Fill::kWide)}, {float_attr("alpha", 0.3f)}));
+  add(make("Selu", "Selu", {x({4, 6}, Fill::kWide)}));
+  add(make("SeluConstants", "Selu", {x({4, 6}, Fill::kWide)}, {float_attr("alpha", 1.5f), float_attr("gamma", 2.0f)}));
+  add(make("Mod", "Mod", {x({2, 3}, Fill::kWide), x({3}, Fill::kPositive)}));
+  add(make("ModFmod", "Mod", {x({2, 3}, Fill::kWide), x({2, 1}, Fill::kPositive)}, {int_attr("fmod", 1)}));
+  // Pad (issue 16; pad_resize_gradients.cc): constant (a crop too), and reflect, edge and wrap,
+  // whose gradients sum the elements read more than once (ai.onnx_amp PadGrad).
+  add(make("PadConstant", "Pad", {x({2, 3, 4}), ints({0, 1, 2, 1, 0, 1}), scalar(0.5)}));
+  add(make("PadConstantCrop", "Pad", {x({2, 3, 4}), ints({0, -1, 2, 0, 1, -1})}));
+  for (const char* mode : {"reflect", "edge", "wrap"})
+    add(make(std::string("Pad_") + mode, "Pad", {x({2, 3, 4}), ints({0, 2, 1, 1, 1, 3})}, {string_attr("mode", mode)}));
+  // Resize (ai.onnx_amp ResizeGrad) as PyTorch exports F.interpolate: nearest by 2, bilinear with
+  // align_corners False (by 2, and to sizes that shrink one axis) and True.
+  {
+    const In none{{}, Fill::kRandom, std::nullopt, true};
+    const In by2 = constant<float>(DType::kFloat, {4}, {1, 1, 2, 2});
+    auto resize = [&](const std::string& name, const char* mode, const char* coord, std::vector<In> in) {
+      add(make(name, "Resize", std::move(in),
+               {string_attr("mode", mode), string_attr("coordinate_transformation_mode", coord),
+                string_attr("nearest_mode", "floor")}));
+    };
+    resize("ResizeNearest", "nearest", "asymmetric", {x({1, 2, 3, 3}), none, by2});
+    resize("ResizeBilinear", "linear", "pytorch_half_pixel", {x({1, 2, 3, 3}), none, by2});
+    resize("ResizeBilinearSizes", "linear", "pytorch_half_pixel", {x({1, 2, 4, 3}), none, none, ints({1, 2, 3, 5})});
+    resize("ResizeBilinearCorners", "linear", "align_corners", {x({1, 1, 3, 4}), none, none, ints({1, 1, 5, 7})});
+  }
+  // ScatterND's data (Swin's mask): dY with the written rows zeroed.
+  add(make("ScatterNDData", "ScatterND",
+           {x({4, 3}), constant<int64_t>(DType::kInt64, {2, 1}, {2, 0}), constant<double>(DType::kDouble, {2, 3}, {1, 2, 3, 4, 5, 6})}));
+  // Einsum as MaxViT's attention writes it (scores, then the weighted sum), and a three-operand one.
+  add(make("EinsumScores", "Einsum", {x({1, 2, 2, 3, 4}), x({1, 2, 2, 5, 4})}, {string_attr("equation", "B G H I D, B G H J D -> B G H I J")}));
+  add(make("EinsumWeighted", "Einsum", {x({1, 2, 2, 3, 5}), x({1, 2, 2, 5, 4})}, {string_attr("equation", "BGHIJ,BGHJD->BGHID")}));
+  add(make("EinsumThree", "Einsum", {x({2, 3}), x({3, 4}), x({4})}, {string_attr("equation", "ij,jk,k->i")}));
   for (const char* approximate : {"none", "tanh"}) {  // ai.onnx_amp Gelu
     Case gelu = make(std::string("Gelu_") + approximate, "Gelu", {x({3, 4})}, {string_attr("approximate", approximate)});
     gelu.domain = kAmpDomain;

@@ -14,6 +14,8 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
                       (shufflenet_v2's x.mean([2, 3])).
   mobilenet_v3_block  MobileNetV3's inverted residual with squeeze-and-excite: nn.Hardswish exports
                       as ONNX HardSwish, nn.Hardsigmoid as HardSigmoid(alpha 1/6).
+  zoo_ops_block       Pad (reflect, constant, edge), Elu, Selu, Softplus and Resize (bilinear both
+                      ways, nearest) between convolutions: issue 16's ops.
 """
 import sys
 
@@ -82,7 +84,31 @@ class MobileNetV3Block(nn.Module):
         return self.head(nn.functional.hardswish(x.mean([2, 3])))
 
 
-MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block}
+class ZooOpsBlock(nn.Module):
+    """The ops issue 16 added, as PyTorch exports them: F.pad reflect / constant / replicate (Pad
+    reflect, constant, edge), ELU, SELU, Softplus, F.interpolate bilinear (align_corners False and
+    True) and nearest (Resize)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv1 = nn.Conv2d(8, 8, 3)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2)
+        self.conv3 = nn.Conv2d(8, 8, 3)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        F = nn.functional
+        x = self.stem(x)
+        x = F.elu(self.conv1(F.pad(x, (1, 2, 2, 1), mode="reflect")))
+        x = F.selu(self.conv2(F.pad(x, (1, 1, 1, 1), value=0.5)))
+        x = F.softplus(F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False))
+        x = F.interpolate(x, size=(13, 11), mode="bilinear", align_corners=True)
+        x = self.conv3(F.pad(F.interpolate(x, scale_factor=2, mode="nearest"), (2, 0, 1, 3), mode="replicate"))
+        return self.head(x.mean([2, 3]))
+
+
+MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock}
 
 
 def main():

@@ -1,0 +1,65 @@
+// Resize on the device (resize.cuh): the scales are read on the host while planning, as the CPU
+// kernel reads them; the per-axis geometry is graph/ops/resize.h's.
+#include "backends/cuda/cuda_op.h"
+#include "backends/cuda/resize.cuh"
+#include "graph/error.h"
+#include "graph/ops/resize.h"
+
+namespace amp::cuda {
+namespace {
+
+class Resize final : public CudaOp {
+ public:
+  Resize(const Node& n, int64_t opset) : attrs_(resize_attrs(n, opset)), opset_(opset) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& x = *s.in[0];
+    const TensorDesc& y = *s.out[0];
+    if (x.dims.size() > static_cast<size_t>(kMaxResizeRank))
+      throw InputError("Resize of rank " + std::to_string(x.dims.size()) + " is not supported on the GPU (at most " +
+                       std::to_string(kMaxResizeRank) + ")");
+    const size_t scales_at = opset_ < 11 ? 1 : 2;
+    std::vector<float> scales;
+    if (s.has_in(scales_at)) {
+      const Tensor* t = scales_at < s.host.size() ? s.host[scales_at] : nullptr;
+      if (!t) throw InputError("Resize scales must be known before the run (a constant or computed from shapes)");
+      for (int64_t k = 0; k < t->numel(); ++k) scales.push_back(static_cast<float>(t->element(k)));
+    }
+    const std::vector<double> inverse = resize_inverse_scales(x.dims, y.dims, scales);
+    ResizeShape r;
+    r.rank = static_cast<int>(x.dims.size());
+    r.mode = static_cast<int>(attrs_.mode);
+    r.coord = static_cast<int>(attrs_.coord);
+    r.nearest = static_cast<int>(attrs_.nearest);
+    r.type = x.dtype;
+    int interpolating = 0;
+    for (size_t a = 0; a < x.dims.size(); ++a) {
+      r.in[a] = x.dims[a];
+      r.out[a] = y.dims[a];
+      r.inverse[a] = inverse[a];
+      r.resized[a] = scales.size() == x.dims.size() ? static_cast<double>(x.dims[a]) * static_cast<double>(scales[a])
+                                                    : static_cast<double>(y.dims[a]);
+      bool any = false;
+      for (const ResizeTap& t : resize_taps(attrs_, x.dims[a], y.dims[a], r.inverse[a], r.resized[a])) any = any || t.w != 0;
+      interpolating += any;
+    }
+    if (interpolating > 3)
+      throw InputError("Resize interpolating along " + std::to_string(interpolating) +
+                       " axes is not supported on the GPU (at most 3)");
+    return std::make_unique<PreparedFunction>([r](const OpBuffers& b, DeviceContext& ctx) {
+      resize(r, b.in[0], b.out[0], ctx.sm_count(), ctx.stream());
+    });
+  }
+
+ private:
+  ResizeAttrs attrs_;
+  int64_t opset_;
+};
+
+}  // namespace
+
+const std::vector<CudaOpEntry>& resize_ops() {
+  static const std::vector<CudaOpEntry> ops = {{"", "Resize", make_op<Resize>}};
+  return ops;
+}
+
+}  // namespace amp::cuda
