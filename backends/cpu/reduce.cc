@@ -1,4 +1,4 @@
-// ReduceSum, ReduceMean, ReduceMax over any set of axes, given as an attribute (older opsets) or
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin over any set of axes, given as an attribute (older opsets) or
 // as input 1 (ReduceSum from opset 13, the others from 18). Accumulators are fp32 for 16-bit
 // types — an fp16 running sum stops growing at 2048 when it adds ones. A single contiguous run of
 // reduced axes (the common case: last axis, or the spatial dims) reduces as [outer, R, inner];
@@ -10,7 +10,7 @@
 namespace amp::cpu {
 namespace {
 
-enum class Reduction { kSum, kMean, kMax };
+enum class Reduction { kSum, kMean, kMax, kMin };
 
 template <Reduction kOp>
 class Reduce final : public Kernel {
@@ -34,16 +34,20 @@ class Reduce final : public Kernel {
       T* out = io.output(0).as<T>();
       const int64_t count_out = io.output(0).numel();
       C* acc = static_cast<C*>(io.workspace);
-      // ONNX: the max of an empty set is -inf where the type has it, else the type's lowest.
+      // ONNX: the max of an empty set is -inf where the type has it, else the type's lowest (the
+      // min's +inf, else the type's largest).
       C init = C(0);
       if constexpr (kOp == Reduction::kMax)
         init = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
+      if constexpr (kOp == Reduction::kMin)
+        init = std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
       std::fill(acc, acc + count_out, init);
       auto fold = [](C a, C v) -> C {
-        if constexpr (kOp == Reduction::kMax) {
+        if constexpr (kOp == Reduction::kMax || kOp == Reduction::kMin) {
           if constexpr (std::is_floating_point_v<C>)
-            if (v != v) return v;
-          return v > a ? v : a;
+            if (v != v) return v;  // NaN wins, as in torch.amax/amin
+          if constexpr (kOp == Reduction::kMax) return v > a ? v : a;
+          return v < a ? v : a;
         } else {
           return a + v;
         }
@@ -128,6 +132,7 @@ const std::vector<OpEntry>& reduce_ops() {
       {"ReduceSum", make_kernel<Reduce<Reduction::kSum>>, NumericTypes::mask(), {}},
       {"ReduceMean", make_kernel<Reduce<Reduction::kMean>>, NumericTypes::mask(), {}},
       {"ReduceMax", make_kernel<Reduce<Reduction::kMax>>, NumericTypes::mask(), {}},
+      {"ReduceMin", make_kernel<Reduce<Reduction::kMin>>, NumericTypes::mask(), {}},
   };
   return ops;
 }

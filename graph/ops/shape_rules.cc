@@ -877,6 +877,7 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"AveragePool", {pool_rule, {}}},
         {"GlobalAveragePool", {plain<global_pool>, {}}},
         {"ReduceMax", {reduce_rule, {1}}},
+        {"ReduceMin", {reduce_rule, {1}}},
         {"ReduceMean", {reduce_rule, {1}}},
         {"ReduceSum", {reduce_rule, {1}}},
         {"SoftmaxCrossEntropyLoss", {loss_rule, {}}},

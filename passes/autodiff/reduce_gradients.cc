@@ -1,6 +1,6 @@
-// Gradients of ReduceSum, ReduceMean and ReduceMax: dY is broadcast back over the reduced axes
-// (ReduceMean divides by the count, ReduceMax routes to the maxima and splits ties evenly, like
-// PyTorch's amax backward).
+// Gradients of ReduceSum, ReduceMean, ReduceMax and ReduceMin: dY is broadcast back over the
+// reduced axes (ReduceMean divides by the count, ReduceMax/ReduceMin route to the extrema and split
+// ties evenly, like PyTorch's amax/amin backward).
 #include "passes/autodiff/gradient_rules.h"
 
 namespace amp {
@@ -10,7 +10,7 @@ namespace {
 using Grads = std::vector<Value*>;
 
 // The reduced axes, normalized; every axis when none are given. Axes come from the attribute
-// (ReduceMean/ReduceMax up to opset 17) or the constant second input (ReduceSum since 13).
+// (ReduceMean/ReduceMax/ReduceMin up to opset 17) or the constant second input (ReduceSum since 13).
 std::vector<int64_t> reduced_axes(GradContext& c) {
   const int64_t r = rank_of(c.x(0));
   if (r < 0) c.fail("the input's rank must be known");
@@ -84,7 +84,8 @@ Grads reduce_mean(GradContext& c) {
   return g;
 }
 
-Grads reduce_max(GradContext& c) {
+// ReduceMax and ReduceMin: the elements equal to the output share its gradient.
+Grads reduce_extremum(GradContext& c) {
   Grads g(c.node.inputs().size());
   if (reduces_nothing(c)) {
     g[0] = c.dy[0];
@@ -105,7 +106,8 @@ Grads reduce_max(GradContext& c) {
 void add_reduce_gradients(GradRuleTable& t) {
   t["ReduceSum"] = reduce_sum;
   t["ReduceMean"] = reduce_mean;
-  t["ReduceMax"] = reduce_max;
+  t["ReduceMax"] = reduce_extremum;
+  t["ReduceMin"] = reduce_extremum;
 }
 
 }  // namespace amp

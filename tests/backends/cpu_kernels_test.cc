@@ -198,10 +198,12 @@ TEST(CpuKernels, NaNAndInfGetThroughEveryOpFamilyAsInTorch) {
     pool.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
     cases.push_back(Case{"maxpool_special" + suffix(t), "MaxPool", {{"x", special_tensor(t, {2, 3, 9, 9}, 54)}},
                          std::move(pool), 1, tolerance(t, 0)});
-    std::vector<Attribute> axes;  // (the CPU backend has no ReduceMin)
-    axes.push_back(Attribute::of_ints("axes", {1}));
-    cases.push_back(Case{"reduce_max_special" + suffix(t), "ReduceMax", {{"x", special_tensor(t, {4, 5, 6}, 55)}},
-                         std::move(axes), 1, tolerance(t, 0)});
+    for (const char* op : {"ReduceMax", "ReduceMin"}) {
+      std::vector<Attribute> axes;
+      axes.push_back(Attribute::of_ints("axes", {1}));
+      cases.push_back(Case{std::string(op) == "ReduceMax" ? "reduce_max_special" + suffix(t) : "reduce_min_special" + suffix(t),
+                           op, {{"x", special_tensor(t, {4, 5, 6}, 55)}}, std::move(axes), 1, tolerance(t, 0)});
+    }
     cases.push_back(Case{"reduce_sum_special" + suffix(t), "ReduceSum",
                          {{"x", special_tensor(t, {4, 5, 6}, 56)}, {"axes", int64_tensor({1})}}, {}, 1,
                          tolerance(t, 1, 1e-5)});

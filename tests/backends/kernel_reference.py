@@ -187,6 +187,7 @@ CASES = {
     "hardswish_special": (lambda i: F.hardswish(t(i["x"])).numpy(), None),
     "maxpool_special": (lambda i: F.max_pool2d(t(i["x"]), 3, stride=2, padding=1).numpy(), None),
     "reduce_max_special": (lambda i: torch.amax(t(i["x"]), dim=1, keepdim=True).numpy(), None),
+    "reduce_min_special": (lambda i: torch.amin(t(i["x"]), dim=1, keepdim=True).numpy(), None),
     "reduce_sum_special": (lambda i: torch.sum(t(i["x"]), dim=1, keepdim=True).numpy(), None),
     "softmax_special": (lambda i: torch.softmax(t(i["x"]), dim=-1).numpy(), None),
     "greater_special": (lambda i: torch.gt(t(i["a"]), t(i["b"])).numpy(), "bool"),

@@ -391,6 +391,7 @@ std::vector<Case> cases() {
   add(make("ReduceMean", "ReduceMean", {x({2, 3, 4})}, {ints_attr("axes", {0, 2}), int_attr("keepdims", 0)}));
   add(make("ReduceMeanAll", "ReduceMean", {x({2, 3})}));
   add(make("ReduceMax", "ReduceMax", {x({2, 3, 4}, Fill::kSpread)}, {ints_attr("axes", {1})}));
+  add(make("ReduceMin", "ReduceMin", {x({2, 3, 4}, Fill::kSpread)}, {ints_attr("axes", {1})}));
   return c;
 }
 
