@@ -468,14 +468,33 @@ def train16_losses(o, d, dtype):
     return [r["loss"] for r in records], sum(1 for r in records if r.get("skipped"))
 
 
+def torch_autocast(d, ref, o):
+    """The largest relative difference of torch's CPU bf16 autocast losses from torch fp32's, or
+    "n/a" and why."""
+    path = os.path.join(d, "autocast.json")
+    if not os.path.exists(path):
+        rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), o.name, d, "--size", str(o.size),
+                       "--batch", str(o.batch), "--autocast"])
+        if rc != 0:
+            return "n/a: " + last_error(out)
+    with open(path) as f:
+        info = json.load(f)
+    if "error" in info:
+        return "n/a: " + info["error"]
+    fp32 = ref["torch_fp32"]["losses"]
+    return "%.1e" % max(abs(a - b) / abs(b) for a, b in zip(info["bf16"], fp32))
+
+
 def check_train16(d, ref, o):
     """fp16 and bf16 training (amp-train --dtype, fp32 master weights; fp16 with the static loss
     scale FP16_LOSS_SCALE; 3 steps of SGD with momentum 0.9 on the same batches as the other
     checks): every loss is finite. Reported: the largest relative difference of the 3 losses from
-    amp-train fp32's on the same run, the steps skipped for overflow, and for scale how far fp32's
-    losses and torch fp32's are from torch's float64 trajectory (several of these models amplify
-    rounding within 3 steps: the momentum check). Judged on finiteness only: what 3 steps of
-    16-bit training may drift by has no bound here."""
+    amp-train fp32's on the same run, the steps skipped for overflow; beside bf16's, the same
+    distance of torch's own CPU bf16 autocast run from torch fp32 (zoo_reference.py --autocast;
+    torch 1.13 has no CPU fp16 autocast); and for scale how far fp32's losses and torch fp32's are
+    from torch's float64 trajectory (several of these models amplify rounding within 3 steps: the
+    momentum check). Judged on finiteness only: 3 steps are too few, and these models at batch 4
+    too chaotic (torch's own autocast drifts by percents), for a bound."""
     try:
         fp32, _ = train16_losses(o, d, "fp32")
     except RuntimeError as e:
@@ -493,6 +512,8 @@ def check_train16(d, ref, o):
             continue
         diff = max(abs(a - b) / abs(b) for a, b in zip(losses, fp32))
         cells.append("%s %.1e%s" % (dtype, diff, " (%d skipped)" % skipped if skipped else ""))
+        if dtype == "bf16":
+            cells[-1] += " (torch autocast %s)" % torch_autocast(d, ref, o)
     f64 = max(abs(a - b) / abs(b) for a, b in zip(fp32, ref["losses"]))
     return ok, "loss vs fp32: %s; fp32 vs torch fp64 %.1e, torch fp32 %.1e" % (", ".join(cells), f64,
                                                                               ref["torch_fp32"]["loss_error"])

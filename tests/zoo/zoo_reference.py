@@ -3,7 +3,7 @@
 does with it.
 
     /usr/bin/python3 tests/zoo/zoo_reference.py MODEL OUT_DIR [--size 64] [--batch 4] [--steps 3]
-        [--lr 0.01] [--momentum 0.9] [--seed 0] [--eval | --export-only]
+        [--lr 0.01] [--momentum 0.9] [--seed 0] [--eval | --export-only | --autocast]
 
 MODEL is a torchvision 0.14 classification model (resnet18, mobilenet_v2, ...) or one of the
 models in EXTRA below. It is built with random weights from --seed, num_classes=10, every dropout
@@ -40,6 +40,11 @@ inference), and what torch computes on the first batch of the same data (see exp
   eval_input.npz "input": the first batch of data.npz's images (the same random draw)
   eval_ref.npz   "fp32": torch's fp32 eval output; "fp64": the same in float64; "fp16" and "bf16":
                  an emulated all-16-bit conversion (LowPrecision below)
+
+With --autocast, instead: autocast.json {"bf16": the losses of --steps steps of SGD with
+--momentum under torch.autocast("cpu", torch.bfloat16) (fp32 weights, bf16 where torch's CPU
+autocast puts it) on OUT_DIR/data.npz's batches} or {"error": why torch cannot}: torch's own
+bf16 mixed-precision trajectory, the reference for how far a bf16 run may drift from fp32.
 
 With --export-only: model.onnx and data.npz alone (the training export at another --batch).
 
@@ -212,6 +217,28 @@ def export_eval(a, model):
     np.savez(os.path.join(a.out, "eval_ref.npz"), **ref)
 
 
+def autocast_bf16(a, model):
+    """--autocast: torch's CPU bf16 autocast trajectory (see the docstring)."""
+    data = np.load(os.path.join(a.out, "data.npz"))
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
+    losses = []
+    try:
+        for s in range(a.steps):
+            x = torch.from_numpy(data["input"][s * a.batch:(s + 1) * a.batch])
+            y = torch.from_numpy(data["labels"][s * a.batch:(s + 1) * a.batch])
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(x).float(), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        info = {"bf16": losses}
+    except RuntimeError as e:  # torch 1.13's CPU autocast lacks some mixed-type kernels (LayerNorm)
+        info = {"error": str(e).strip().splitlines()[-1][:200]}
+    with open(os.path.join(a.out, "autocast.json"), "w") as f:
+        json.dump(info, f)
+
+
 def replay(a, model, init_state):
     """--replay-steps steps of SGD (--lr, --replay-momentum) in float64 with every ReLU-like
     decision of step s taken from REPLAY/acts_s.npz: the inputs of the ONNX graph's Relu, Clip and MaxPool
@@ -288,6 +315,7 @@ def main():
                    help="the gradient of each replayed step at REPLAY/weights_S.npz, not along torch's trajectory")
     p.add_argument("--eval", action="store_true", help="the eval export and torch's eval outputs instead (export_eval)")
     p.add_argument("--export-only", action="store_true", help="model.onnx and data.npz, no reference")
+    p.add_argument("--autocast", action="store_true", help="torch's bf16 autocast trajectory instead (autocast_bf16)")
     a = p.parse_args()
     warnings.filterwarnings("ignore")  # the exporter's notes on in-place ops and training mode
     os.makedirs(a.out, exist_ok=True)
@@ -303,6 +331,8 @@ def main():
         return replay(a, model, init_state)
     if a.eval:
         return export_eval(a, model)
+    if a.autocast:
+        return autocast_bf16(a, model)
 
     g = torch.Generator().manual_seed(a.seed + 1)
     n = a.steps * a.batch
