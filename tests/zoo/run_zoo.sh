@@ -2,9 +2,10 @@
 # The model zoo against PyTorch (tests/zoo/zoo_check.py): one Markdown table of every model,
 # its parameters, each check's result and the seconds it took.
 #
-#   tests/zoo/run_zoo.sh BUILD [--dtypes] [MODEL...]
+#   tests/zoo/run_zoo.sh BUILD [--dtypes] [--amp] [MODEL...]
 #
-# --dtypes adds the bf16 and fp16 one-step columns (reported, not judged).
+# --dtypes adds the bf16 and fp16 one-step columns (reported, not judged); --amp the eval export's
+# forward, the fp16 and bf16 rewrites, memory and fp16/bf16 training (zoo_check.py's AMP_CHECKS).
 # Without MODELs: every torchvision 0.14 classification model this harness covers (ZOO below) and
 # the transformer built from torch modules. Needs /usr/bin/python3 with torch, torchvision, onnx
 # (Debian python3-torch, python3-torchvision, python3-onnx) and BUILD/amp-train, BUILD/amp-run.
@@ -18,10 +19,10 @@ build=$1
 shift
 here=$(dirname "$0")
 opts=""
-if [ "${1:-}" = "--dtypes" ]; then
-  opts=--dtypes
+while [ "${1:-}" = "--dtypes" ] || [ "${1:-}" = "--amp" ]; do
+  opts="$opts $1"
   shift
-fi
+done
 ZOO="resnet18 resnet34 resnet50 resnext50_32x4d wide_resnet50_2 mobilenet_v2 mobilenet_v3_small mobilenet_v3_large
 mnasnet0_5 mnasnet1_0 shufflenet_v2_x0_5 shufflenet_v2_x1_0 squeezenet1_0 squeezenet1_1 googlenet densenet121
 efficientnet_b0 efficientnet_b1 efficientnet_v2_s regnet_y_400mf regnet_x_400mf convnext_tiny alexnet

@@ -31,6 +31,21 @@ own fp32 error, so the conditioning of the model is in the table.
             model amplifies rounding past what any fp32 run can hold (3 steps at lr 0.01 with
             momentum already diverge on some of these at batch 4) and the check says "n/a".
 
+With --amp, also (AMP_CHECKS; these need zoo_reference.py --eval's eval-mode export, made once):
+
+  forward       the eval export's fp32 forward in amp-run against torch's fp32 eval output on the
+                first batch: max|diff| <= 1e-4 of max|output|.
+  fp16 rewrite  amp-rewrite --dtype fp16 of the eval export: passes onnx.checker's full check,
+  bf16 rewrite  rewriting it again changes no byte, runs in amp-run (fp16: and in ONNX Runtime);
+                its error against torch fp32 is reported beside an emulated all-16-bit
+                conversion's (see check_rewrite).
+  memory        backend bytes (state + arena) of a training step at batch MEMORY_BATCH, fp16 and
+                bf16 over fp32: must be below 1.
+  train16       3 steps of fp16 and bf16 training stay finite; their losses' distance from fp32's
+                is reported.
+
+--dtypes adds the older one-step bf16 / fp16 gradient columns; --only NAMES picks checks by name.
+
 Prints one line per model (or, with --table, a Markdown table: model, parameters, one column per
 check, seconds), and exits non-zero when a check fails. A check is a function (model dir, reference,
 options) -> (True / False / None for "cannot judge", text); add one to CHECKS to extend the harness.
@@ -267,8 +282,249 @@ def check_dtype(dtype):
     return check
 
 
+FORWARD_THRESHOLD = 1e-4
+
+
+def eval_export(d, o):
+    """zoo_reference.py --eval once per model (see there): raises RuntimeError when torch cannot
+    export the model in eval mode."""
+    if not os.path.exists(os.path.join(d, "eval_ref.npz")):
+        rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), o.name, d, "--size", str(o.size),
+                       "--batch", str(o.batch), "--eval"])
+        if rc != 0:
+            raise RuntimeError("eval export: " + last_error(out))
+    return np.load(os.path.join(d, "eval_ref.npz"))
+
+
+def amp_run(o, model, inputs, outputs):
+    rc, out = run([os.path.join(o.build, "amp-run"), model, "--inputs", inputs, "--outputs", outputs, "--threads",
+                   str(o.threads)])
+    if rc != 0:
+        raise RuntimeError("amp-run: " + last_error(out))
+    got = np.load(outputs)
+    return np.asarray(got[got.files[0]], np.float64)
+
+
+def relative(got, ref):
+    """max|got - ref| over max|ref|."""
+    return float(np.abs(np.asarray(got, np.float64) - ref).max()) / float(np.abs(ref).max())
+
+
+def check_forward(d, ref, o):
+    """fp32 forward of the eval export in amp-run against torch's fp32 eval output on the same
+    batch: max|diff| <= 1e-4 of max|output|. torch fp32's own distance from float64 is shown."""
+    try:
+        r = eval_export(d, o)
+        ours = amp_run(o, os.path.join(d, "eval.onnx"), os.path.join(d, "eval_input.npz"), os.path.join(d, "eval_fp32.npz"))
+    except RuntimeError as e:
+        return False, str(e)
+    if ours.shape != r["fp32"].shape:
+        return False, "output shape %s, torch's %s" % (ours.shape, r["fp32"].shape)
+    e = relative(ours, r["fp32"])
+    return e <= FORWARD_THRESHOLD, "%.1e (torch fp32 vs fp64 %.1e)" % (e, relative(r["fp32"], r["fp64"]))
+
+
+def ort_run(model, x, work, optimization=None):
+    """The model in ONNX Runtime (tests/ort/run_model.js, onnxruntime-node) at its default graph
+    optimization level, or `optimization`: its first output, or None and why when ONNX Runtime is
+    not installed here; raises RuntimeError when it refuses."""
+    from onnx import numpy_helper
+    ort = os.path.join(os.path.dirname(HERE), "ort")
+    if not os.path.isdir(os.path.join(ort, "node_modules", "onnxruntime-node")):
+        return None, "ONNX Runtime not installed (tests/ort/node_modules)"
+    if shutil.which("node") is None:
+        return None, "node is not on PATH"
+    ins, outs = os.path.join(work, "ort_in"), os.path.join(work, "ort_out")
+    shutil.rmtree(outs, ignore_errors=True)
+    os.makedirs(ins, exist_ok=True)
+    os.makedirs(outs, exist_ok=True)
+    with open(os.path.join(ins, "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(x, "input").SerializeToString())
+    env = dict(os.environ, ORT_GRAPH_OPTIMIZATION=optimization) if optimization else None
+    r = subprocess.run(["node", os.path.join(ort, "run_model.js"), model, ins, outs], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError("ONNX Runtime: " + last_error(r.stdout.replace(model, os.path.basename(model))))
+    from onnx import TensorProto
+    t = TensorProto()
+    with open(os.path.join(outs, "output_0.pb"), "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t).astype(np.float64), ""
+
+
+def check_rewrite(dtype):
+    """amp-rewrite --dtype DTYPE of the eval export: the output passes onnx.checker (full check,
+    python3-onnx), rewriting it again gives the same bytes and inserts no cast (idempotent), it
+    runs in amp-run (and, for fp16, in ONNX Runtime). Judged on those; the error against torch's
+    fp32 eval output (max|diff| over max|output|) is reported beside the error of an emulated
+    all-16-bit conversion of the same model on the same batch (zoo_reference.py LowPrecision:
+    weights, input and every op's result rounded to DTYPE, fp32 arithmetic inside each op) - the
+    error a naive whole-model conversion makes. Also reported: ops the target opset's schema keeps
+    out of DTYPE, as the rewrite's summary says."""
+
+    def check(d, ref, o):
+        import onnx
+        try:
+            r = eval_export(d, o)
+        except RuntimeError as e:
+            return False, str(e)
+        once, twice = os.path.join(d, "eval.%s.onnx" % dtype), os.path.join(d, "eval.%s.again.onnx" % dtype)
+        tool = os.path.join(o.build, "amp-rewrite")
+        rc, out = run([tool, os.path.join(d, "eval.onnx"), "--dtype", dtype, "-o", once, "--force"])
+        if rc != 0:
+            return False, "amp-rewrite: " + last_error(out)
+        summary = out
+        try:
+            onnx.checker.check_model(once, full_check=True)
+        except Exception as e:  # onnx.checker.ValidationError, shape inference errors
+            return False, "onnx.checker: " + str(e).strip().splitlines()[0][:200]
+        rc, out = run([tool, once, "--dtype", dtype, "-o", twice, "--force"])
+        if rc != 0:
+            return False, "amp-rewrite of the rewrite: " + last_error(out)
+        with open(once, "rb") as f1, open(twice, "rb") as f2:
+            same = f1.read() == f2.read()
+        if not same or "casts: 0 inserted, 0 retargeted, 0 removed" not in out:
+            return False, "not idempotent: rewriting the rewrite changes it (%s)" % last_error(out)
+        try:
+            ours = relative(amp_run(o, once, os.path.join(d, "eval_input.npz"), os.path.join(d, "eval_%s.npz" % dtype)),
+                            r["fp32"])
+            text = "amp-run %.1e" % ours
+        except RuntimeError as e:
+            return False, str(e)
+        if dtype == "fp16":
+            x = np.load(os.path.join(d, "eval_input.npz"))["input"]
+            try:
+                got, why = ort_run(once, x, d)
+            except RuntimeError as e:
+                # Whether the model or one of ONNX Runtime's graph fusions is what it refuses.
+                try:
+                    ort_run(once, x, d, "disabled")
+                    plain = "runs with its graph optimizations disabled"
+                except RuntimeError:
+                    plain = "also with its graph optimizations disabled"
+                return False, "%s; %s (%s)" % (str(e)[:300], plain, text)
+            text += ", ORT %.1e" % relative(got, r["fp32"]) if got is not None else ", ORT n/a (%s)" % why
+        text += "; all-%s reference %.1e" % (dtype, relative(r[dtype], r["fp32"]))
+        kept = [l.strip() for l in summary.splitlines() if "stay fp32" in l]
+        if kept:  # "warning: 56 allow-listed ops (56 Conv) stay fp32: the model's opset does not allow ..."
+            text += "; " + kept[0].split(": the model's opset")[0].replace("warning: ", "") + " (opset)"
+        return True, text
+
+    return check
+
+
+# The memory check's batch: at the harness's batch of 4 a model's backend bytes are mostly its
+# state (fp32 weights, gradients, momentum: the same in every precision), so the activations that
+# mixed precision halves barely show (mobilenet_v3_small at batch 4: 1.00); at 32 they are the
+# larger part on the small models (resnet18, 11M parameters, still shows 0.96).
+MEMORY_BATCH = 32
+
+
+def check_memory(d, ref, o):
+    """Backend bytes (the backend's state plus the plan's arena, as amp-train --compare-fp32 prints
+    them, in MiB to 0.1) of one training step (SGD with momentum) in fp16 and in bf16 against fp32,
+    on the training export at batch MEMORY_BATCH (zoo_reference.py --export-only, in memory/):
+    mixed precision must use less. Shows DTYPE/fp32 for each, and fp32's bytes."""
+    m = os.path.join(d, "memory")
+    if not os.path.exists(os.path.join(m, "data.npz")):
+        rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), o.name, m, "--size", str(o.size),
+                       "--batch", str(MEMORY_BATCH), "--steps", "1", "--export-only"])
+        if rc != 0:
+            return False, "export at batch %d: %s" % (MEMORY_BATCH, last_error(out))
+    cells, ok = [], True
+    for dtype in ("fp16", "bf16"):
+        rc, out = run([os.path.join(o.build, "amp-train"), os.path.join(m, "model.onnx"), "--data",
+                       os.path.join(m, "data.npz"), "--loss", "cross_entropy", "--batch-size", str(MEMORY_BATCH),
+                       "--steps", "1", "--momentum", "0.9", "--threads", str(o.threads), "--dtype", dtype,
+                       "--compare-fp32"])
+        if rc != 0:
+            return False, "amp-train --dtype %s --compare-fp32: %s" % (dtype, last_error(out))
+        row = [l[14:].split() for l in out.splitlines() if l.startswith("backend bytes")]
+        if not row:
+            return False, "amp-train --compare-fp32 printed no backend bytes"
+        fp32, low = float(row[0][0]), float(row[0][2])  # "12.3 MiB 8.1 MiB"
+        ok = ok and low < fp32
+        cells.append("%s %.2f" % (dtype, low / fp32))
+    return ok, "%s of fp32's %.1f MiB (batch %d)" % (", ".join(cells), fp32, MEMORY_BATCH)
+
+
+# fp16 training's loss scale in the train16 check. The default dynamic scale starts at 2^16 and
+# halves after each overflow, so the first steps of a fresh model are skipped while it searches
+# (shufflenet_v2_x0_5 at batch 4: 65536, 32768 and 16384 all overflow) and 3 steps would test
+# nothing. 1024 leaves 2^6 of headroom under fp16's 65504 for gradients up to 64 and still lifts
+# them 2^10 above the subnormal floor; a step that overflows anyway is counted as skipped.
+FP16_LOSS_SCALE = "1024"
+
+
+def train16_losses(o, d, dtype):
+    """(losses, skipped steps) of 3 steps of SGD with momentum 0.9 in DTYPE (fp16 with the static
+    FP16_LOSS_SCALE) on the harness's batches. Raises RuntimeError."""
+    m = os.path.join(d, "train16_%s.jsonl" % dtype)
+    if not os.path.exists(m):
+        extra = ["--loss-scale", FP16_LOSS_SCALE] if dtype == "fp16" else []
+        rc, out = amp_train(o, d, ["--steps", "3", "--momentum", "0.9", "--dtype", dtype, "--metrics", m] + extra)
+        if rc != 0:
+            raise RuntimeError("amp-train --dtype %s: %s" % (dtype, last_error(out)))
+    records = [json.loads(l) for l in open(m) if '"loss"' in l]
+    return [r["loss"] for r in records], sum(1 for r in records if r.get("skipped"))
+
+
+def torch_autocast(d, ref, o):
+    """The largest relative difference of torch's CPU bf16 autocast losses from torch fp32's, or
+    "n/a" and why."""
+    path = os.path.join(d, "autocast.json")
+    if not os.path.exists(path):
+        rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), o.name, d, "--size", str(o.size),
+                       "--batch", str(o.batch), "--autocast"])
+        if rc != 0:
+            return "n/a: " + last_error(out)
+    with open(path) as f:
+        info = json.load(f)
+    if "error" in info:
+        return "n/a: " + info["error"]
+    fp32 = ref["torch_fp32"]["losses"]
+    return "%.1e" % max(abs(a - b) / abs(b) for a, b in zip(info["bf16"], fp32))
+
+
+def check_train16(d, ref, o):
+    """fp16 and bf16 training (amp-train --dtype, fp32 master weights; fp16 with the static loss
+    scale FP16_LOSS_SCALE; 3 steps of SGD with momentum 0.9 on the same batches as the other
+    checks): every loss is finite. Reported: the largest relative difference of the 3 losses from
+    amp-train fp32's on the same run, the steps skipped for overflow; beside bf16's, the same
+    distance of torch's own CPU bf16 autocast run from torch fp32 (zoo_reference.py --autocast;
+    torch 1.13 has no CPU fp16 autocast); and for scale how far fp32's losses and torch fp32's are
+    from torch's float64 trajectory (several of these models amplify rounding within 3 steps: the
+    momentum check). Judged on finiteness only: 3 steps are too few, and these models at batch 4
+    too chaotic (torch's own autocast drifts by percents), for a bound."""
+    try:
+        fp32, _ = train16_losses(o, d, "fp32")
+    except RuntimeError as e:
+        return False, str(e)
+    cells, ok = [], True
+    for dtype in ("fp16", "bf16"):
+        try:
+            losses, skipped = train16_losses(o, d, dtype)
+        except RuntimeError as e:
+            return False, str(e)
+        finite = len(losses) == len(fp32) and all(np.isfinite(losses))
+        ok = ok and finite
+        if not finite:
+            cells.append("%s not finite: %s" % (dtype, losses))
+            continue
+        diff = max(abs(a - b) / abs(b) for a, b in zip(losses, fp32))
+        cells.append("%s %.1e%s" % (dtype, diff, " (%d skipped)" % skipped if skipped else ""))
+        if dtype == "bf16":
+            cells[-1] += " (torch autocast %s)" % torch_autocast(d, ref, o)
+    f64 = max(abs(a - b) / abs(b) for a, b in zip(fp32, ref["losses"]))
+    return ok, "loss vs fp32: %s; fp32 vs torch fp64 %.1e, torch fp32 %.1e" % (", ".join(cells), f64,
+                                                                              ref["torch_fp32"]["loss_error"])
+
 CHECKS = [("sgd", check_sgd), ("steps", check_steps), ("momentum", check_momentum)]
 DTYPE_CHECKS = [("bf16", check_dtype("bf16")), ("fp16", check_dtype("fp16"))]
+# The eval export's forward, the fp16/bf16 rewrites, and mixed-precision training (--amp).
+AMP_CHECKS = [("forward", check_forward), ("fp16 rewrite", check_rewrite("fp16")), ("bf16 rewrite", check_rewrite("bf16")),
+              ("memory", check_memory), ("train16", check_train16)]
+ALL_CHECKS = CHECKS + DTYPE_CHECKS + AMP_CHECKS
 
 
 def check_model(name, o):
@@ -299,10 +555,19 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--table", action="store_true")
     p.add_argument("--dtypes", action="store_true", help="also the bf16 and fp16 one-step checks (reported, not judged)")
+    p.add_argument("--amp", action="store_true",
+                   help="also the eval forward, fp16/bf16 rewrite, memory and train16 checks")
+    p.add_argument("--only", help="only these checks, comma-separated (the table's column names)")
     o = p.parse_args()
     o.build = os.path.abspath(o.build)
     o.base_size = o.size
-    o.checks = CHECKS + (DTYPE_CHECKS if o.dtypes else [])
+    o.checks = CHECKS + (DTYPE_CHECKS if o.dtypes else []) + (AMP_CHECKS if o.amp else [])
+    if o.only:
+        names = o.only.split(",")
+        unknown = [n for n in names if n not in dict(ALL_CHECKS)]
+        if unknown:
+            p.error("no check named %s; the checks: %s" % (", ".join(unknown), ", ".join(n for n, _ in ALL_CHECKS)))
+        o.checks = [(n, fn) for n, fn in ALL_CHECKS if n in names]
     o.work = os.path.abspath(o.work or os.path.join(o.build, "zoo"))
     if o.table:
         print("| model | parameters | " + " | ".join(n for n, _ in o.checks) + " | seconds |")

@@ -3,7 +3,7 @@
 does with it.
 
     /usr/bin/python3 tests/zoo/zoo_reference.py MODEL OUT_DIR [--size 64] [--batch 4] [--steps 3]
-        [--lr 0.01] [--momentum 0.9] [--seed 0]
+        [--lr 0.01] [--momentum 0.9] [--seed 0] [--eval | --export-only | --autocast]
 
 MODEL is a torchvision 0.14 classification model (resnet18, mobilenet_v2, ...) or one of the
 models in EXTRA below. It is built with random weights from --seed, num_classes=10, every dropout
@@ -32,6 +32,22 @@ it 16 samples) amplifies the rounding of fp32 forward values into its input grad
 model torch's fp32 gradients miss the true ones by far more than 2e-4 (mobilenet_v2 at 64x64:
 9.5e-3, the jump at one BatchNorm of features.17), so torch fp32 is no reference there; float64
 is, and torch fp32's own error says how far any fp32 implementation can be expected to get.
+
+With --eval, instead: the same model (same seed, same weights) in eval mode, its BatchNorm
+running statistics calibrated on the batch (export_eval), exported by torch.onnx.export in eval
+mode (TrainingMode.EVAL, constant folding on, as users export for inference), and what torch
+computes on the first batch of the same data:
+  eval.onnx      the eval export
+  eval_input.npz "input": the first batch of data.npz's images (the same random draw)
+  eval_ref.npz   "fp32": torch's fp32 eval output; "fp64": the same in float64; "fp16" and "bf16":
+                 an emulated all-16-bit conversion (LowPrecision below)
+
+With --autocast, instead: autocast.json {"bf16": the losses of --steps steps of SGD with
+--momentum under torch.autocast("cpu", torch.bfloat16) (fp32 weights, bf16 where torch's CPU
+autocast puts it) on OUT_DIR/data.npz's batches} or {"error": why torch cannot}: torch's own
+bf16 mixed-precision trajectory, the reference for how far a bf16 run may drift from fp32.
+
+With --export-only: model.onnx and data.npz alone (the training export at another --batch).
 
 The loss is cross-entropy (mean over the batch) of the model's only output against the labels,
 as amp-train --loss cross_entropy appends it.
@@ -151,6 +167,102 @@ class Decisions(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class LowPrecision(torch.overrides.TorchFunctionMode):
+    """A reference all-fp16 (or all-bf16) conversion, emulated: torch 1.13 on the CPU has no half
+    convolution, product or BatchNorm, so the model runs in fp32 with every floating tensor stored
+    in the 16-bit type: the weights and buffers and the input rounded to it beforehand, and every
+    torch function's floating result rounded to it (and back) as it is produced. That is what a
+    conversion of every op to 16 bits computes on hardware that accumulates in fp32 (the kernels'
+    own internals stay fp32; a Python-level function such as F.multi_head_attention_forward counts
+    as one op). It is the error a naive whole-model conversion makes, beside which the rewrite's
+    error (fp32 where autocast keeps it) is reported."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
+
+    def round(self, r):
+        if isinstance(r, torch.Tensor) and r.dtype in (torch.float32, torch.float64):
+            return r.to(self.dtype).to(r.dtype)
+        if isinstance(r, (tuple, list)) and not hasattr(r, "_fields"):
+            return type(r)(self.round(v) for v in r)
+        return r
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        r = func(*args, **(kwargs or {}))
+        if args and r is args[0] and isinstance(r, torch.Tensor) and r.dtype in (torch.float32, torch.float64):
+            return r.copy_(r.to(self.dtype))  # an in-place op: round in place, keep the identity
+        return self.round(r)
+
+
+# Images the eval export's BatchNorm statistics are calibrated on: enough that no channel of a
+# 2x2 late-stage map has a near-zero variance from a handful of samples (calibrated on the 4
+# images of the batch itself, shufflenet_v2_x0_5's fp32 forward misses float64 by 4e-5 of its
+# output and an fp16 one by 1e-1).
+CALIBRATION = 64
+
+
+def export_eval(a, model):
+    """--eval: the eval-mode export and torch's outputs on the first batch (see the docstring).
+
+    Every BatchNorm's running mean and variance are first set to those of CALIBRATION other random
+    images (one forward in training mode, cumulative average), as a trained model's describe its
+    data. With the fresh
+    statistics (mean 0, variance 1) the activations of these random-init networks shrink block by
+    block: mobilenet_v2's and mobilenet_v3_small's outputs are ~1e-9, below fp16's smallest
+    subnormal (6e-8), so every 16-bit conversion outputs 0 and the rewrite columns would say
+    nothing about the rewrite."""
+    g = torch.Generator().manual_seed(a.seed + 1)
+    x = torch.randn(a.steps * a.batch, 3, a.size, a.size, generator=g)[:a.batch]
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # the cumulative average: after one forward, the batch's statistics
+    if norms:
+        model.train()
+        with torch.no_grad():
+            model(torch.randn(CALIBRATION, 3, a.size, a.size, generator=torch.Generator().manual_seed(a.seed + 2)))
+    model.eval()
+    np.savez(os.path.join(a.out, "eval_input.npz"), input=x.numpy())
+    torch.onnx.export(model, x, os.path.join(a.out, "eval.onnx"), input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.EVAL, opset_version=14)
+    ref = {}
+    with torch.no_grad():
+        ref["fp32"] = model(x).numpy()
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        ref["fp64"] = model.double()(x.double()).numpy()
+        for name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+            model.float().load_state_dict(state)
+            for t in list(model.parameters()) + list(model.buffers()):
+                if t.dtype == torch.float32:
+                    t.copy_(t.to(dt))
+            with LowPrecision(dt):
+                ref[name] = model(x.to(dt).float()).numpy()
+    np.savez(os.path.join(a.out, "eval_ref.npz"), **ref)
+
+
+def autocast_bf16(a, model):
+    """--autocast: torch's CPU bf16 autocast trajectory (see the docstring)."""
+    data = np.load(os.path.join(a.out, "data.npz"))
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
+    losses = []
+    try:
+        for s in range(a.steps):
+            x = torch.from_numpy(data["input"][s * a.batch:(s + 1) * a.batch])
+            y = torch.from_numpy(data["labels"][s * a.batch:(s + 1) * a.batch])
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(x).float(), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        info = {"bf16": losses}
+    except RuntimeError as e:  # torch 1.13's CPU autocast lacks some mixed-type kernels (LayerNorm)
+        info = {"error": str(e).strip().splitlines()[-1][:200]}
+    with open(os.path.join(a.out, "autocast.json"), "w") as f:
+        json.dump(info, f)
+
+
 def replay(a, model, init_state):
     """--replay-steps steps of SGD (--lr, --replay-momentum) in float64 with every ReLU-like
     decision of step s taken from REPLAY/acts_s.npz: the inputs of the ONNX graph's Relu, Clip and MaxPool
@@ -225,6 +337,9 @@ def main():
     p.add_argument("--replay-momentum", type=float, default=0.0)
     p.add_argument("--replay-at", action="store_true",
                    help="the gradient of each replayed step at REPLAY/weights_S.npz, not along torch's trajectory")
+    p.add_argument("--eval", action="store_true", help="the eval export and torch's eval outputs instead (export_eval)")
+    p.add_argument("--export-only", action="store_true", help="model.onnx and data.npz, no reference")
+    p.add_argument("--autocast", action="store_true", help="torch's bf16 autocast trajectory instead (autocast_bf16)")
     a = p.parse_args()
     warnings.filterwarnings("ignore")  # the exporter's notes on in-place ops and training mode
     os.makedirs(a.out, exist_ok=True)
@@ -238,6 +353,10 @@ def main():
     init_state._metadata = getattr(state, "_metadata", None)  # some models' loaders read versions there
     if a.replay:
         return replay(a, model, init_state)
+    if a.eval:
+        return export_eval(a, model)
+    if a.autocast:
+        return autocast_bf16(a, model)
 
     g = torch.Generator().manual_seed(a.seed + 1)
     n = a.steps * a.batch
@@ -248,6 +367,8 @@ def main():
     path = os.path.join(a.out, "model.onnx")
     torch.onnx.export(model, x_all[:a.batch], path, input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=14)
+    if a.export_only:
+        return
     # The export ran the model once in training mode (BatchNorm statistics moved): start again
     # from the initial state, which is also what the ONNX file holds.
     model.load_state_dict(init_state)
