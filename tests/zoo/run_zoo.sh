@@ -9,7 +9,8 @@
 # Without MODELs: every torchvision 0.14 classification model this harness covers (ZOO below) and
 # the transformer built from torch modules. Needs /usr/bin/python3 with torch, torchvision, onnx
 # (Debian python3-torch, python3-torchvision, python3-onnx) and BUILD/amp-train, BUILD/amp-run.
-# Exports go to BUILD/zoo. Exits non-zero when a check fails.
+# Exports go to BUILD/zoo, each model's removed after its checks (zoo_check.py --keep keeps them).
+# Exits non-zero when a check fails.
 set -eu
 if [ $# -lt 1 ]; then
   echo "usage: $0 BUILD [MODEL...]" >&2

@@ -541,6 +541,10 @@ def check_model(name, o):
     with open(os.path.join(d, "reference.json")) as f:
         ref = json.load(f)
     results = [fn(d, ref, o) for _, fn in o.checks]
+    if not o.keep:
+        # Checkpoints, gradients and replays take up to 14 GB a model (vit_b_16): the full zoo
+        # would fill a disk. The table holds what the checks found.
+        shutil.rmtree(d, ignore_errors=True)
     return {"model": name, "params": "%d (%.1fM)" % (ref["params"], ref["numel"] / 1e6), "results": results,
             "seconds": time.time() - start}
 
@@ -557,6 +561,7 @@ def main():
     p.add_argument("--dtypes", action="store_true", help="also the bf16 and fp16 one-step checks (reported, not judged)")
     p.add_argument("--amp", action="store_true",
                    help="also the eval forward, fp16/bf16 rewrite, memory and train16 checks")
+    p.add_argument("--keep", action="store_true", help="keep each model's exports and runs (default: removed after its checks)")
     p.add_argument("--only", help="only these checks, comma-separated (the table's column names)")
     o = p.parse_args()
     o.build = os.path.abspath(o.build)
