@@ -43,8 +43,9 @@ void TrainingProgress::step(int64_t done, double loss, double samples_per_second
   const auto now = Clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
-  const std::string scaling =
-      loss_scale > 0 || skipped > 0 ? fmt::format(" scale {:g} skipped {}", loss_scale, skipped) : "";
+  // A run without a loss scale (fp32, bf16) shows only its skipped steps, once there are some.
+  std::string scaling = loss_scale > 0 ? fmt::format(" scale {:g}", loss_scale) : "";
+  if (loss_scale > 0 || skipped > 0) scaling += fmt::format(" skipped {}", skipped);
   const std::string figures = fmt::format("{}/{} loss {:.4f} {:.0f} samples/s{} ETA {}", done, total_, loss,
                                           samples_per_second, scaling, clock_text(eta));
   if (!tty_) {
