@@ -19,11 +19,13 @@ Node* sole_reader(const Value* v) {
 }
 
 // The data of v when it is fixed: a Constant node's tensor, or an initializer that is not also a
-// graph input (a caller could feed that one).
+// graph input (a caller could feed that one), or either through Identity nodes (PyTorch's export
+// shares equal initializers, a fresh model's LayerNorm weights of ones say, through Identity).
 const Tensor* constant_data(const Value* v) {
   if (!v) return nullptr;
   if (v->has_initializer()) return v->is_input() ? nullptr : &v->initializer();
   const Node* p = v->producer();
+  if (is(p, "Identity") && p->inputs().size() == 1) return constant_data(p->input(0));
   if (!is(p, "Constant")) return nullptr;
   const Attribute* a = p->attr("value");
   return a && a->kind == AttrKind::kTensor ? &a->t : nullptr;
@@ -64,11 +66,13 @@ class Matcher {
     m_ = Match{};
     Value* x = mean->input(0);
     t_ = x ? x->dtype() : DType::kUndefined;
-    if (!is_float(t_) || !x->type().shape || x->type().shape->rank() == 0) return std::nullopt;
-    const Shape& shape = *x->type().shape;
-    rank_ = static_cast<int64_t>(shape.rank());
-    if (!shape.dims.back().is_static()) return std::nullopt;
-    const int64_t d_size = *shape.dims.back().value;
+    if (!is_float(t_)) return std::nullopt;
+    // x's rank and last dim where shape inference knows them (often it does not in a transformer,
+    // after a Reshape to computed dims); the scale's size then gives D.
+    const std::optional<Shape>& shape = x->type().shape;
+    if (shape && shape->rank() == 0) return std::nullopt;
+    rank_ = shape ? static_cast<int64_t>(shape->rank()) : -1;
+    std::optional<int64_t> last_dim = shape ? shape->dims.back().value : std::nullopt;
     if (!last_axis_mean(mean, x)) return std::nullopt;
     m_.x = x;
     // d = x - mean, read by Pow and Div only.
@@ -104,8 +108,12 @@ class Matcher {
     // * scale, + bias.
     Node* mul = sole_reader(div->output(0));
     if (!is(mul, "Mul") || !typed(mul)) return std::nullopt;
+    int64_t d_size = 0;
     const bool scaled = either_order(mul, [&](Value* a, Value* c) {
-      if (a != div->output(0) || !is_vector(c, t_, d_size)) return false;
+      const Tensor* scale = constant_data(c);
+      if (a != div->output(0) || !scale || scale->dims.size() != 1) return false;
+      d_size = scale->dims[0];
+      if ((last_dim && *last_dim != d_size) || !is_vector(c, t_, d_size)) return false;
       m_.scale = c;
       return true;
     });
@@ -136,7 +144,7 @@ class Matcher {
       if (!c || c->dtype != DType::kInt64 || c->numel() != 1 || !axes.empty()) return false;
       axes = {static_cast<int64_t>(c->element(0))};
     }
-    return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank_ - 1);
+    return axes.size() == 1 && (axes[0] == -1 || (rank_ > 0 && axes[0] == rank_ - 1));
   }
 
   Match m_;

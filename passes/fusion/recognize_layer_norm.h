@@ -12,8 +12,12 @@
 //
 // Only exact spellings are replaced: axes [-1] or [rank-1] of a known rank, keepdims 1, the
 // exponent a scalar constant exactly 2, eps a scalar constant, scale and bias constants or
-// initializers of shape [D] with D the static size of x's last axis; every intermediate has no
-// reader outside the chain and is not a graph output; all of it is of one floating-point type.
+// initializers of shape [D] with D the size of x's last axis; every intermediate has no reader
+// outside the chain and is not a graph output; all of it is of one floating-point type.
+// Where shape inference does not know x's last dim (usual in an exported transformer, after a
+// Reshape to computed dims), D is the scale's size: the chain would also accept a last dim of 1
+// (broadcast to D) where LayerNormalization refuses it, a size nn.LayerNorm(D) itself refuses, so
+// PyTorch's exports never compute it.
 // Runs only when the model's default-domain opset is at least 17 (LayerNormalization's first).
 #pragma once
 

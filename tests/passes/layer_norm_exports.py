@@ -47,6 +47,11 @@ MODELS = {
     "nn_layer_norm": (nn.Sequential(nn.Linear(8, 16), with_affine(nn.LayerNorm(16))), torch.randn(4, 8), 13),
     "nn_layer_norm_rank3": (with_affine(nn.LayerNorm(8)), torch.randn(2, 3, 8) * 3 + 1, 11),
     "nn_layer_norm_eps": (with_affine(nn.LayerNorm(8, eps=1e-6)), torch.randn(2, 5, 8), 16),
+    # Every dim of x symbolic (dynamic_axes below): the scale's size is D.
+    "nn_layer_norm_dynamic": (with_affine(nn.LayerNorm(8)), torch.randn(2, 5, 8), 14),
+    # Two fresh nn.LayerNorms: their equal weights (ones) and biases (zeros) are one initializer
+    # each, the second LayerNorm reading them through Identity nodes.
+    "two_fresh_layer_norms": (nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8), nn.LayerNorm(8)), torch.randn(4, 8), 13),
     # The same chain by hand, last axis: recognised too.
     "manual_last_axis": (Manual(8), torch.randn(4, 8), 13),
     # Not LayerNorm over the last axis: the first axis; d ** 3; the variance also an output.
@@ -64,8 +69,9 @@ def main():
             y = model(x)
         y = y[0] if isinstance(y, tuple) else y
         outputs = ["y", "var"] if name == "not_ln_shared_variance" else ["y"]
+        dynamic = {"x": {0: "n", 1: "l", 2: "d"}} if name == "nn_layer_norm_dynamic" else None
         torch.onnx.export(model, (x,), "%s/%s.onnx" % (out, name), opset_version=opset, input_names=["x"],
-                          output_names=outputs)
+                          output_names=outputs, dynamic_axes=dynamic)
         np.savez("%s/%s.npz" % (out, name), x=x.numpy(), y=y.numpy())
 
 

@@ -1,6 +1,6 @@
 // recognize-layer-norm on LayerNorm as PyTorch exports it before opset 17
-// (tests/passes/layer_norm_exports.py): nn.LayerNorm at opsets 11, 13 and 16, the same chain by
-// hand; and chains it must leave alone (another axis, another exponent, the variance read
+// (tests/passes/layer_norm_exports.py): nn.LayerNorm at opsets 11, 13, 14 (every dim symbolic) and
+// 16, the same chain by hand; and chains it must leave alone (another axis, another exponent, the variance read
 // elsewhere). A recognised model must compute what PyTorch computed, pass ONNX's checker after a
 // save and keep its output's name.
 #include <gtest/gtest.h>
@@ -53,7 +53,7 @@ TEST_F(RecognizeLayerNorm, PyTorchsDecomposedLayerNormBecomesOneLayerNormalizati
     const char* name;
     float epsilon;
   } cases[] = {{"nn_layer_norm", 1e-5f}, {"nn_layer_norm_rank3", 1e-5f}, {"nn_layer_norm_eps", 1e-6f},
-               {"manual_last_axis", 1e-5f}};
+               {"nn_layer_norm_dynamic", 1e-5f}, {"manual_last_axis", 1e-5f}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     Model m = load(c.name);
@@ -81,6 +81,18 @@ TEST_F(RecognizeLayerNorm, PyTorchsDecomposedLayerNormBecomesOneLayerNormalizati
     EXPECT_EQ(count_op(*again.graph, "LayerNormalization"), 1u);
     EXPECT_LT(error_vs_torch(again, c.name), 1e-5);
   }
+}
+
+TEST_F(RecognizeLayerNorm, WeightsSharedThroughIdentityAreRecognised) {
+  Model m = load("two_fresh_layer_norms");
+  ASSERT_GE(count_op(*m.graph, "Identity"), 1u) << "the export shares the second LayerNorm's weights";
+  RecognizeLayerNormPass pass;
+  ASSERT_TRUE(pass.run(m));
+  EXPECT_EQ(pass.stats().at("decomposed LayerNorms recognised"), 2);
+  EXPECT_EQ(count_op(*m.graph, "LayerNormalization"), 2u);
+  EXPECT_EQ(count_op(*m.graph, "ReduceMean"), 0u);
+  EXPECT_EQ(verify(m), std::vector<std::string>{});
+  EXPECT_LT(error_vs_torch(m, "two_fresh_layer_norms"), 1e-5);
 }
 
 TEST_F(RecognizeLayerNorm, OtherAxisOtherExponentAndSharedIntermediatesAreLeftAlone) {
