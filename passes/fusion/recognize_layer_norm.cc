@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -166,6 +167,8 @@ bool RecognizeLayerNormPass::run(Model& m) {
   if (m.opset_version("") < 17) return false;
   Graph& g = *m.graph;
   std::unordered_set<Node*> removed;
+  std::unordered_set<std::string> names;  // node names stay unique: reports and --explain use them
+  for (const Node* n : g.nodes()) names.insert(n->name);
   Matcher matcher;
   for (Node* mean : g.node_vector()) {
     if (removed.count(mean) || !is(mean, "ReduceMean")) continue;
@@ -178,6 +181,8 @@ bool RecognizeLayerNormPass::run(Model& m) {
     Node* ln = g.add_node("LayerNormalization", {match->x, match->scale, match->bias}, {g.fresh_name(name + "_ln")}, "",
                           last);
     ln->name = layer_norm_node_name(last->name);
+    for (int k = 1; names.count(ln->name); ++k) ln->name = layer_norm_node_name(last->name) + "_" + std::to_string(k);
+    names.insert(ln->name);
     ln->set_attr(Attribute::of_int("axis", -1));
     ln->set_attr(Attribute::of_float("epsilon", match->epsilon));
     ln->output(0)->set_type(y->type().shape ? y->type() : match->x->type());  // x's type and shape

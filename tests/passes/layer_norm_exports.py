@@ -33,6 +33,13 @@ class Manual(nn.Module):
         return (y, var) if self.share_variance else y
 
 
+class TwiceInOneScope(Manual):
+    """Two LayerNorms in one forward: their nodes share the module's scope."""
+
+    def forward(self, x):
+        return super().forward(super().forward(x))
+
+
 def with_affine(ln):
     # Non-trivial scale and bias, so a swapped or dropped one shows in the outputs.
     with torch.no_grad():
@@ -50,8 +57,9 @@ MODELS = {
     # Every dim of x symbolic (dynamic_axes below): the scale's size is D.
     "nn_layer_norm_dynamic": (with_affine(nn.LayerNorm(8)), torch.randn(2, 5, 8), 14),
     # Two fresh nn.LayerNorms: their equal weights (ones) and biases (zeros) are one initializer
-    # each, the second LayerNorm reading them through Identity nodes.
+    # each, the second LayerNorm reading them through Identity nodes. Two LayerNorms in one module.
     "two_fresh_layer_norms": (nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8), nn.LayerNorm(8)), torch.randn(4, 8), 13),
+    "twice_in_one_scope": (TwiceInOneScope(8), torch.randn(4, 8), 13),
     # The same chain by hand, last axis: recognised too.
     "manual_last_axis": (Manual(8), torch.randn(4, 8), 13),
     # Not LayerNorm over the last axis: the first axis; d ** 3; the variance also an output.

@@ -95,6 +95,17 @@ TEST_F(RecognizeLayerNorm, WeightsSharedThroughIdentityAreRecognised) {
   EXPECT_LT(error_vs_torch(m, "two_fresh_layer_norms"), 1e-5);
 }
 
+TEST_F(RecognizeLayerNorm, TwoInOneScopeGetDistinctNodeNames) {
+  Model m = load("twice_in_one_scope");
+  RecognizeLayerNormPass pass;
+  ASSERT_TRUE(pass.run(m));
+  std::vector<std::string> names;
+  for (const Node* n : m.graph->nodes())
+    if (n->op_type() == "LayerNormalization") names.push_back(n->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"/LayerNormalization", "/LayerNormalization_1"}));
+  EXPECT_LT(error_vs_torch(m, "twice_in_one_scope"), 1e-5);
+}
+
 TEST_F(RecognizeLayerNorm, OtherAxisOtherExponentAndSharedIntermediatesAreLeftAlone) {
   for (const char* name : {"not_ln_other_axis", "not_ln_exponent", "not_ln_shared_variance"}) {
     SCOPED_TRACE(name);
