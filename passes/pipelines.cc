@@ -1,6 +1,7 @@
 #include "passes/pipelines.h"
 
 #include "passes/amp/cast_cleanup.h"
+#include "passes/fusion/recognize_layer_norm.h"
 #include "passes/name_nodes.h"
 
 namespace amp {
@@ -8,6 +9,7 @@ namespace amp {
 PassManager amp_rewrite_pipeline(const AmpPolicy& policy, AmpResult& result, bool verify_each) {
   PassManager pm(verify_each);
   pm.add(std::make_unique<NameNodesPass>());
+  pm.add(std::make_unique<RecognizeLayerNormPass>());
   pm.add(std::make_unique<CastCleanupPass>());
   pm.add(std::make_unique<AmpColourPass>(policy, result));
   pm.add(std::make_unique<AmpInsertCastsPass>(policy, result));

@@ -7,7 +7,10 @@
 
 namespace amp {
 
-// amp-rewrite: name-nodes (reports and records name every node), cast-cleanup (the model's own
+// amp-rewrite: name-nodes (reports and records name every node), recognize-layer-norm (a LayerNorm
+// exported before opset 17 as ReduceMean ... Sqrt, Div becomes one LayerNormalization, which stays
+// fp32; ONNX Runtime would otherwise fuse the chain together with its leading Cast from fp16 into
+// a LayerNormalization it rejects), cast-cleanup (the model's own
 // useless Casts would block colouring), amp-colour, amp-insert-casts, cast-cleanup (exact round
 // trips the new Casts made with old ones), amp-record-decisions. The passes fill `result`, which
 // must outlive the manager.

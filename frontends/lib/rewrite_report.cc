@@ -206,6 +206,12 @@ std::string rewrite_summary_text(const ordered_json& j) {
          "To run them in low precision: --dtype fp16, or train with amp-train --dtype " + dtype +
          ", whose step runs them in " + dtype + ".");
   }
+  for (const auto& r : j["passes"])
+    if (r["pass"] == "recognize-layer-norm" && r["stats"].contains("decomposed LayerNorms recognised")) {
+      const int64_t n = r["stats"]["decomposed LayerNorms recognised"].get<int64_t>();
+      line("  layer norms: " + std::to_string(n) + " decomposed LayerNorm" + (n == 1 ? "" : "s") +
+           " recognised as LayerNormalization");
+    }
   const auto& a = j["activation_bytes"];
   line("  activations (estimate, symbolic dims as 1): " + bytes_text(a["before"].get<int64_t>()) + " -> " +
        bytes_text(a["after"].get<int64_t>()) + ", " + bytes_text(a["saved"].get<int64_t>()) + " saved");

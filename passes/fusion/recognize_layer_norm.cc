@@ -1,0 +1,210 @@
+#include "passes/fusion/recognize_layer_norm.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace amp {
+namespace {
+
+bool is(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op && n->outputs().size() == 1; }
+
+bool is_float(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kDouble; }
+
+// The node that reads v when v exists only to feed it: one use, not a graph output.
+Node* sole_reader(const Value* v) {
+  if (!v || v->is_output() || v->uses().size() != 1) return nullptr;
+  return v->uses()[0].node;
+}
+
+// The data of v when it is fixed: a Constant node's tensor, or an initializer that is not also a
+// graph input (a caller could feed that one), or either through Identity nodes (PyTorch's export
+// shares equal initializers, a fresh model's LayerNorm weights of ones say, through Identity).
+const Tensor* constant_data(const Value* v) {
+  if (!v) return nullptr;
+  if (v->has_initializer()) return v->is_input() ? nullptr : &v->initializer();
+  const Node* p = v->producer();
+  if (is(p, "Identity") && p->inputs().size() == 1) return constant_data(p->input(0));
+  if (!is(p, "Constant")) return nullptr;
+  const Attribute* a = p->attr("value");
+  return a && a->kind == AttrKind::kTensor ? &a->t : nullptr;
+}
+
+// v is a rank-0 constant of type t; its value.
+std::optional<double> scalar(const Value* v, DType t) {
+  const Tensor* c = constant_data(v);
+  if (!c || c->dtype != t || !c->dims.empty() || c->numel() != 1) return std::nullopt;
+  return c->element(0);
+}
+
+// v is a constant of type t and shape [d].
+bool is_vector(const Value* v, DType t, int64_t d) {
+  const Tensor* c = constant_data(v);
+  return c && c->dtype == t && c->dims == std::vector<int64_t>{d};
+}
+
+// n is a binary node; tries f(a, b) with its operands in both orders.
+template <class F>
+bool either_order(Node* n, F&& f) {
+  if (!n || n->inputs().size() != 2) return false;
+  return f(n->input(0), n->input(1)) || f(n->input(1), n->input(0));
+}
+
+struct Match {
+  Value* x = nullptr;
+  Value* scale = nullptr;
+  Value* bias = nullptr;
+  float epsilon = 0;
+  std::vector<Node*> nodes;  // the chain, producers before readers; the last one computes y
+};
+
+class Matcher {
+ public:
+  // The chain starting at ReduceMean node `mean`, if it is a LayerNorm over the last axis.
+  std::optional<Match> at(Node* mean) {
+    m_ = Match{};
+    Value* x = mean->input(0);
+    t_ = x ? x->dtype() : DType::kUndefined;
+    if (!is_float(t_)) return std::nullopt;
+    // x's rank and last dim where shape inference knows them (often it does not in a transformer,
+    // after a Reshape to computed dims); the scale's size then gives D.
+    const std::optional<Shape>& shape = x->type().shape;
+    if (shape && shape->rank() == 0) return std::nullopt;
+    rank_ = shape ? static_cast<int64_t>(shape->rank()) : -1;
+    std::optional<int64_t> last_dim = shape ? shape->dims.back().value : std::nullopt;
+    if (!last_axis_mean(mean, x)) return std::nullopt;
+    m_.x = x;
+    // d = x - mean, read by Pow and Div only.
+    Node* sub = sole_reader(mean->output(0));
+    if (!is(sub, "Sub") || sub->input(0) != x || sub->input(1) != mean->output(0) || !typed(sub)) return std::nullopt;
+    Value* d = sub->output(0);
+    if (d->is_output() || d->uses().size() != 2) return std::nullopt;
+    Node* pow = nullptr;
+    Node* div = nullptr;
+    for (const Use& u : d->uses()) {
+      if (is(u.node, "Pow") && u.index == 0) pow = u.node;
+      if (is(u.node, "Div") && u.index == 0) div = u.node;
+    }
+    if (!pow || !div || !typed(pow) || !typed(div)) return std::nullopt;
+    const Value* exponent = pow->input(1);
+    const std::optional<double> two = scalar(exponent, exponent ? exponent->dtype() : t_);
+    if (!two || *two != 2.0) return std::nullopt;
+    // var = mean of d^2 over the last axis; + eps; sqrt; d / that.
+    Node* var = sole_reader(pow->output(0));
+    if (!is(var, "ReduceMean") || !typed(var) || !last_axis_mean(var, pow->output(0))) return std::nullopt;
+    Node* plus_eps = sole_reader(var->output(0));
+    if (!is(plus_eps, "Add") || !typed(plus_eps)) return std::nullopt;
+    const bool eps_ok = either_order(plus_eps, [&](Value* a, Value* c) {
+      const std::optional<double> e = scalar(c, t_);
+      if (a != var->output(0) || !e || !(*e >= 0)) return false;
+      m_.epsilon = static_cast<float>(*e);
+      return true;
+    });
+    if (!eps_ok) return std::nullopt;
+    Node* sqrt = sole_reader(plus_eps->output(0));
+    if (!is(sqrt, "Sqrt") || !typed(sqrt) || sole_reader(sqrt->output(0)) != div || div->input(1) != sqrt->output(0))
+      return std::nullopt;
+    // * scale, + bias.
+    Node* mul = sole_reader(div->output(0));
+    if (!is(mul, "Mul") || !typed(mul)) return std::nullopt;
+    int64_t d_size = 0;
+    const bool scaled = either_order(mul, [&](Value* a, Value* c) {
+      const Tensor* scale = constant_data(c);
+      if (a != div->output(0) || !scale || scale->dims.size() != 1) return false;
+      d_size = scale->dims[0];
+      if ((last_dim && *last_dim != d_size) || !is_vector(c, t_, d_size)) return false;
+      m_.scale = c;
+      return true;
+    });
+    if (!scaled) return std::nullopt;
+    Node* add = sole_reader(mul->output(0));
+    if (!is(add, "Add") || !typed(add)) return std::nullopt;
+    const bool biased = either_order(add, [&](Value* a, Value* c) {
+      if (a != mul->output(0) || !is_vector(c, t_, d_size)) return false;
+      m_.bias = c;
+      return true;
+    });
+    if (!biased) return std::nullopt;
+    m_.nodes = {mean, sub, pow, var, plus_eps, sqrt, div, mul, add};
+    return m_;
+  }
+
+ private:
+  // n's output is of the chain's type.
+  bool typed(const Node* n) const { return n->output(0)->dtype() == t_; }
+
+  // ReduceMean(in) over the last axis with keepdims 1: axes [-1] or [rank-1], as the attribute
+  // (opsets up to 17) or a constant second input (18 on).
+  bool last_axis_mean(const Node* n, const Value* in) const {
+    if (n->input(0) != in || n->attr_int("keepdims", 1) != 1 || n->output(0)->dtype() != t_) return false;
+    std::vector<int64_t> axes = n->attr_ints("axes");
+    if (n->inputs().size() > 1 && n->input(1)) {
+      const Tensor* c = constant_data(n->input(1));
+      if (!c || c->dtype != DType::kInt64 || c->numel() != 1 || !axes.empty()) return false;
+      axes = {static_cast<int64_t>(c->element(0))};
+    }
+    return axes.size() == 1 && (axes[0] == -1 || (rank_ > 0 && axes[0] == rank_ - 1));
+  }
+
+  Match m_;
+  DType t_ = DType::kUndefined;
+  int64_t rank_ = 0;
+};
+
+// "/encoder/layers.0/norm1/Add_1" -> "/encoder/layers.0/norm1/LayerNormalization".
+std::string layer_norm_node_name(const std::string& last) {
+  const size_t slash = last.rfind('/');
+  if (slash == std::string::npos) return last.empty() ? "LayerNormalization" : last + "_layer_norm";
+  return last.substr(0, slash + 1) + "LayerNormalization";
+}
+
+}  // namespace
+
+bool RecognizeLayerNormPass::run(Model& m) {
+  stats_.clear();
+  if (m.opset_version("") < 17) return false;
+  Graph& g = *m.graph;
+  std::unordered_set<Node*> removed;
+  std::unordered_set<std::string> names;  // node names stay unique: reports and --explain use them
+  for (const Node* n : g.nodes()) names.insert(n->name);
+  Matcher matcher;
+  for (Node* mean : g.node_vector()) {
+    if (removed.count(mean) || !is(mean, "ReduceMean")) continue;
+    std::optional<Match> match = matcher.at(mean);
+    if (!match) continue;
+    Node* last = match->nodes.back();
+    Value* y = last->output(0);
+    const std::string name = y->name();
+    const bool listed = std::find(g.value_info().begin(), g.value_info().end(), y) != g.value_info().end();
+    Node* ln = g.add_node("LayerNormalization", {match->x, match->scale, match->bias}, {g.fresh_name(name + "_ln")}, "",
+                          last);
+    ln->name = layer_norm_node_name(last->name);
+    for (int k = 1; names.count(ln->name); ++k) ln->name = layer_norm_node_name(last->name) + "_" + std::to_string(k);
+    names.insert(ln->name);
+    ln->set_attr(Attribute::of_int("axis", -1));
+    ln->set_attr(Attribute::of_float("epsilon", match->epsilon));
+    ln->output(0)->set_type(y->type().shape ? y->type() : match->x->type());  // x's type and shape
+    g.replace_all_uses(y, ln->output(0));
+    // Readers first; then the constants nothing reads any more.
+    std::vector<Node*> constants;
+    for (auto it = match->nodes.rbegin(); it != match->nodes.rend(); ++it) {
+      for (const Value* v : (*it)->inputs())
+        if (v && is(v->producer(), "Constant")) constants.push_back(v->producer());
+      g.remove_node(*it);
+      removed.insert(*it);
+    }
+    for (Node* c : constants)
+      if (!removed.count(c) && c->output(0)->uses().empty() && !c->output(0)->is_output()) {
+        g.remove_node(c);
+        removed.insert(c);
+      }
+    g.rename_value(ln->output(0), name);
+    if (listed) g.value_info().push_back(ln->output(0));
+    count("decomposed LayerNorms recognised");
+  }
+  return !removed.empty();
+}
+
+}  // namespace amp
