@@ -8,6 +8,7 @@
 #include "graph/amp_ops.h"
 #include "graph/gelu.h"
 #include "graph/half.h"
+#include "passes/fusion/replace_chain.h"
 
 namespace amp {
 namespace {
@@ -188,29 +189,11 @@ bool RecognizeGeluPass::run(Model& m) {
     std::optional<Match> match = matcher.at(e);
     if (!match) continue;
     Node* last = match->nodes.back();
-    Value* y = last->output(0);
-    const std::string name = y->name();
-    const bool listed = std::find(g.value_info().begin(), g.value_info().end(), y) != g.value_info().end();
+    const std::string name = last->output(0)->name();
     Node* gelu = g.add_node("Gelu", {match->x}, {g.fresh_name(name + "_gelu")}, kAmpDomain, last);
     gelu->name = gelu_node_name(last->name);
     gelu->set_attr(Attribute::of_string("approximate", match->kind == GeluKind::kTanh ? "tanh" : "none"));
-    gelu->output(0)->set_type(y->type().shape ? y->type() : match->x->type());  // Gelu keeps x's type and shape
-    g.replace_all_uses(y, gelu->output(0));
-    // Readers first; then the scalar constants nothing reads any more.
-    std::vector<Node*> constants;
-    for (auto it = match->nodes.rbegin(); it != match->nodes.rend(); ++it) {
-      for (const Value* v : (*it)->inputs())
-        if (v && is(v->producer(), "Constant")) constants.push_back(v->producer());
-      g.remove_node(*it);
-      removed.insert(*it);
-    }
-    for (Node* c : constants)
-      if (!removed.count(c) && c->output(0)->uses().empty() && !c->output(0)->is_output()) {
-        g.remove_node(c);
-        removed.insert(c);
-      }
-    g.rename_value(gelu->output(0), name);
-    if (listed) g.value_info().push_back(gelu->output(0));
+    replace_chain(g, match->nodes, gelu, match->x, removed);
     count(match->kind == GeluKind::kTanh ? "tanh GELUs recognised" : "exact GELUs recognised");
   }
   if (removed.empty()) return false;

@@ -6,6 +6,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "passes/fusion/replace_chain.h"
+
 namespace amp {
 namespace {
 
@@ -175,9 +177,7 @@ bool RecognizeLayerNormPass::run(Model& m) {
     std::optional<Match> match = matcher.at(mean);
     if (!match) continue;
     Node* last = match->nodes.back();
-    Value* y = last->output(0);
-    const std::string name = y->name();
-    const bool listed = std::find(g.value_info().begin(), g.value_info().end(), y) != g.value_info().end();
+    const std::string name = last->output(0)->name();
     Node* ln = g.add_node("LayerNormalization", {match->x, match->scale, match->bias}, {g.fresh_name(name + "_ln")}, "",
                           last);
     ln->name = layer_norm_node_name(last->name);
@@ -185,23 +185,7 @@ bool RecognizeLayerNormPass::run(Model& m) {
     names.insert(ln->name);
     ln->set_attr(Attribute::of_int("axis", -1));
     ln->set_attr(Attribute::of_float("epsilon", match->epsilon));
-    ln->output(0)->set_type(y->type().shape ? y->type() : match->x->type());  // x's type and shape
-    g.replace_all_uses(y, ln->output(0));
-    // Readers first; then the constants nothing reads any more.
-    std::vector<Node*> constants;
-    for (auto it = match->nodes.rbegin(); it != match->nodes.rend(); ++it) {
-      for (const Value* v : (*it)->inputs())
-        if (v && is(v->producer(), "Constant")) constants.push_back(v->producer());
-      g.remove_node(*it);
-      removed.insert(*it);
-    }
-    for (Node* c : constants)
-      if (!removed.count(c) && c->output(0)->uses().empty() && !c->output(0)->is_output()) {
-        g.remove_node(c);
-        removed.insert(c);
-      }
-    g.rename_value(ln->output(0), name);
-    if (listed) g.value_info().push_back(ln->output(0));
+    replace_chain(g, match->nodes, ln, match->x, removed);
     count("decomposed LayerNorms recognised");
   }
   return !removed.empty();
