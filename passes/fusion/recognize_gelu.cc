@@ -8,20 +8,11 @@
 #include "graph/amp_ops.h"
 #include "graph/gelu.h"
 #include "graph/half.h"
+#include "passes/fusion/chain_pattern.h"
 #include "passes/fusion/replace_chain.h"
 
 namespace amp {
 namespace {
-
-bool is(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op && n->outputs().size() == 1; }
-
-bool is_float(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kDouble; }
-
-// The node that reads v when v exists only to feed it: one use, not a graph output.
-Node* sole_reader(const Value* v) {
-  if (!v || v->is_output() || v->uses().size() != 1) return nullptr;
-  return v->uses()[0].node;
-}
 
 // `exact` as a value of type t would hold it: rounded once.
 double in_type(double exact, DType t) {
@@ -38,7 +29,7 @@ double in_type(double exact, DType t) {
 // training graph a float initializer may be a parameter.
 bool is_constant(const Value* v, double exact, DType t) {
   const Node* p = v ? v->producer() : nullptr;
-  if (!is(p, "Constant") || v->dtype() != t) return false;
+  if (!is_op(p, "Constant") || v->dtype() != t) return false;
   if (const Attribute* a = p->attr("value_float")) return t == DType::kFloat && a->f == static_cast<float>(exact);
   const Attribute* a = p->attr("value");
   if (!a || a->kind != AttrKind::kTensor || a->t.numel() != 1 || !a->t.dims.empty()) return false;
@@ -65,7 +56,7 @@ class Matcher {
     m_ = Match{};
     t_ = e->output(0)->dtype();
     if (!is_float(t_) || !e->input(0) || e->input(0)->dtype() != t_) return std::nullopt;
-    const bool ok = is(e, "Erf") ? erf_argument(e) : tanh_argument(e);
+    const bool ok = is_op(e, "Erf") ? erf_argument(e) : tanh_argument(e);
     if (!ok) return std::nullopt;
     m_.nodes.push_back(e);
     if (!tail(e->output(0))) return std::nullopt;
@@ -77,7 +68,7 @@ class Matcher {
   Node* feeds(const Value* v, const Node* reader, const char* op) {
     if (!v || v->dtype() != t_ || sole_reader(v) != reader) return nullptr;
     Node* p = v->producer();
-    return is(p, op) ? p : nullptr;
+    return is_op(p, op) ? p : nullptr;
   }
 
   // x / sqrt 2 or x * (1 / sqrt 2) (either order).
@@ -136,19 +127,19 @@ class Matcher {
   // 1 + e, then times x and 0.5 in one of three groupings: (x s) 0.5, x (s 0.5), (x 0.5) s.
   bool tail(Value* e) {
     Node* plus_one = sole_reader(e);
-    if (!is(plus_one, "Add") || plus_one->output(0)->dtype() != t_) return false;
+    if (!is_op(plus_one, "Add") || plus_one->output(0)->dtype() != t_) return false;
     const bool one = either_order(plus_one, [&](Value* a, Value* c) { return a == e && is_constant(c, 1.0, t_); });
     if (!one) return false;
     m_.nodes.push_back(plus_one);
     Value* s = plus_one->output(0);
     Node* r = sole_reader(s);
-    if (!is(r, "Mul") || r->output(0)->dtype() != t_) return false;
+    if (!is_op(r, "Mul") || r->output(0)->dtype() != t_) return false;
     Value* other = r->input(0) == s ? r->input(1) : r->input(0);
     if (other == s) return false;
     if (other == m_.x || is_constant(other, 0.5, t_)) {  // (x s) 0.5 or x (s 0.5)
       const bool x_first = other == m_.x;
       Node* last = sole_reader(r->output(0));
-      if (!is(last, "Mul") || last->output(0)->dtype() != t_) return false;
+      if (!is_op(last, "Mul") || last->output(0)->dtype() != t_) return false;
       const bool fits = either_order(last, [&](Value* a, Value* c) {
         return a == r->output(0) && (x_first ? is_constant(c, 0.5, t_) : c == m_.x);
       });
@@ -157,7 +148,7 @@ class Matcher {
       return true;
     }
     Node* half_x = other->producer();  // (x 0.5) s
-    if (!is(half_x, "Mul") || sole_reader(other) != r || other->dtype() != t_) return false;
+    if (!is_op(half_x, "Mul") || sole_reader(other) != r || other->dtype() != t_) return false;
     const bool fits =
         either_order(half_x, [&](Value* a, Value* c) { return a == m_.x && is_constant(c, 0.5, t_); });
     if (!fits) return false;
@@ -185,7 +176,7 @@ bool RecognizeGeluPass::run(Model& m) {
   std::unordered_set<Node*> removed;
   Matcher matcher;
   for (Node* e : g.node_vector()) {
-    if (removed.count(e) || !(is(e, "Erf") || is(e, "Tanh"))) continue;
+    if (removed.count(e) || !(is_op(e, "Erf") || is_op(e, "Tanh"))) continue;
     std::optional<Match> match = matcher.at(e);
     if (!match) continue;
     Node* last = match->nodes.back();

@@ -6,20 +6,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "passes/fusion/chain_pattern.h"
 #include "passes/fusion/replace_chain.h"
 
 namespace amp {
 namespace {
-
-bool is(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op && n->outputs().size() == 1; }
-
-bool is_float(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kDouble; }
-
-// The node that reads v when v exists only to feed it: one use, not a graph output.
-Node* sole_reader(const Value* v) {
-  if (!v || v->is_output() || v->uses().size() != 1) return nullptr;
-  return v->uses()[0].node;
-}
 
 // The data of v when it is fixed: a Constant node's tensor, or an initializer that is not also a
 // graph input (a caller could feed that one), or either through Identity nodes (PyTorch's export
@@ -28,8 +19,8 @@ const Tensor* constant_data(const Value* v) {
   if (!v) return nullptr;
   if (v->has_initializer()) return v->is_input() ? nullptr : &v->initializer();
   const Node* p = v->producer();
-  if (is(p, "Identity") && p->inputs().size() == 1) return constant_data(p->input(0));
-  if (!is(p, "Constant")) return nullptr;
+  if (is_op(p, "Identity") && p->inputs().size() == 1) return constant_data(p->input(0));
+  if (!is_op(p, "Constant")) return nullptr;
   const Attribute* a = p->attr("value");
   return a && a->kind == AttrKind::kTensor ? &a->t : nullptr;
 }
@@ -80,14 +71,14 @@ class Matcher {
     m_.x = x;
     // d = x - mean, read by Pow and Div only.
     Node* sub = sole_reader(mean->output(0));
-    if (!is(sub, "Sub") || sub->input(0) != x || sub->input(1) != mean->output(0) || !typed(sub)) return std::nullopt;
+    if (!is_op(sub, "Sub") || sub->input(0) != x || sub->input(1) != mean->output(0) || !typed(sub)) return std::nullopt;
     Value* d = sub->output(0);
     if (d->is_output() || d->uses().size() != 2) return std::nullopt;
     Node* pow = nullptr;
     Node* div = nullptr;
     for (const Use& u : d->uses()) {
-      if (is(u.node, "Pow") && u.index == 0) pow = u.node;
-      if (is(u.node, "Div") && u.index == 0) div = u.node;
+      if (is_op(u.node, "Pow") && u.index == 0) pow = u.node;
+      if (is_op(u.node, "Div") && u.index == 0) div = u.node;
     }
     if (!pow || !div || !typed(pow) || !typed(div)) return std::nullopt;
     const Value* exponent = pow->input(1);
@@ -95,9 +86,9 @@ class Matcher {
     if (!two || *two != 2.0) return std::nullopt;
     // var = mean of d^2 over the last axis; + eps; sqrt; d / that.
     Node* var = sole_reader(pow->output(0));
-    if (!is(var, "ReduceMean") || !typed(var) || !last_axis_mean(var, pow->output(0))) return std::nullopt;
+    if (!is_op(var, "ReduceMean") || !typed(var) || !last_axis_mean(var, pow->output(0))) return std::nullopt;
     Node* plus_eps = sole_reader(var->output(0));
-    if (!is(plus_eps, "Add") || !typed(plus_eps)) return std::nullopt;
+    if (!is_op(plus_eps, "Add") || !typed(plus_eps)) return std::nullopt;
     const bool eps_ok = either_order(plus_eps, [&](Value* a, Value* c) {
       const std::optional<double> e = scalar(c, t_);
       if (a != var->output(0) || !e || !(*e >= 0)) return false;
@@ -106,11 +97,11 @@ class Matcher {
     });
     if (!eps_ok) return std::nullopt;
     Node* sqrt = sole_reader(plus_eps->output(0));
-    if (!is(sqrt, "Sqrt") || !typed(sqrt) || sole_reader(sqrt->output(0)) != div || div->input(1) != sqrt->output(0))
+    if (!is_op(sqrt, "Sqrt") || !typed(sqrt) || sole_reader(sqrt->output(0)) != div || div->input(1) != sqrt->output(0))
       return std::nullopt;
     // * scale, + bias.
     Node* mul = sole_reader(div->output(0));
-    if (!is(mul, "Mul") || !typed(mul)) return std::nullopt;
+    if (!is_op(mul, "Mul") || !typed(mul)) return std::nullopt;
     int64_t d_size = 0;
     const bool scaled = either_order(mul, [&](Value* a, Value* c) {
       const Tensor* scale = constant_data(c);
@@ -122,7 +113,7 @@ class Matcher {
     });
     if (!scaled) return std::nullopt;
     Node* add = sole_reader(mul->output(0));
-    if (!is(add, "Add") || !typed(add)) return std::nullopt;
+    if (!is_op(add, "Add") || !typed(add)) return std::nullopt;
     const bool biased = either_order(add, [&](Value* a, Value* c) {
       if (a != mul->output(0) || !is_vector(c, t_, d_size)) return false;
       m_.bias = c;
@@ -173,7 +164,7 @@ bool RecognizeLayerNormPass::run(Model& m) {
   for (const Node* n : g.nodes()) names.insert(n->name);
   Matcher matcher;
   for (Node* mean : g.node_vector()) {
-    if (removed.count(mean) || !is(mean, "ReduceMean")) continue;
+    if (removed.count(mean) || !is_op(mean, "ReduceMean")) continue;
     std::optional<Match> match = matcher.at(mean);
     if (!match) continue;
     Node* last = match->nodes.back();

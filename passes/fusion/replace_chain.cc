@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "passes/fusion/chain_pattern.h"
+
 namespace amp {
 
 void replace_chain(Graph& g, const std::vector<Node*>& chain, Node* replacement, const Value* x,
@@ -16,7 +18,7 @@ void replace_chain(Graph& g, const std::vector<Node*>& chain, Node* replacement,
   std::vector<Node*> constants;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     for (const Value* v : (*it)->inputs())
-      if (v && v->producer() && v->producer()->op_type() == "Constant" && v->producer()->domain().empty())
+      if (v && is_op(v->producer(), "Constant"))
         constants.push_back(v->producer());
     g.remove_node(*it);
     removed.insert(*it);
