@@ -16,6 +16,7 @@
 #include "graph/ops/elementwise_program_eval.h"
 #include "graph/verify.h"
 #include "passes/fusion/elementwise_fusion.h"
+#include "tests/support/graph_counts.h"
 
 namespace amp {
 namespace {
@@ -65,11 +66,7 @@ struct Builder {
   }
 };
 
-size_t count_op(const Graph& g, const std::string& op) {
-  size_t k = 0;
-  for (const Node* n : g.nodes()) k += n->op_type() == op;
-  return k;
-}
+using test::count_op;
 
 // ---- the unfused reference: op by op, fp32 math, each result rounded to its output type
 

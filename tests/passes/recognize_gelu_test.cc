@@ -13,16 +13,13 @@
 #include "graph/verify.h"
 #include "passes/fusion/recognize_gelu.h"
 #include "passes/training/training_step.h"
+#include "tests/support/graph_counts.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
 namespace {
 
-size_t count_op(const Graph& g, const std::string& op) {
-  size_t k = 0;
-  for (const Node* n : g.nodes()) k += n->op_type() == op;
-  return k;
-}
+using test::count_op;
 
 class RecognizeGelu : public ::testing::Test {
  protected:

@@ -12,16 +12,13 @@
 #include "graph/onnx_io.h"
 #include "graph/verify.h"
 #include "passes/fusion/recognize_layer_norm.h"
+#include "tests/support/graph_counts.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
 namespace {
 
-size_t count_op(const Graph& g, const std::string& op) {
-  size_t k = 0;
-  for (const Node* n : g.nodes()) k += n->op_type() == op;
-  return k;
-}
+using test::count_op;
 
 class RecognizeLayerNorm : public ::testing::Test {
  protected:
