@@ -14,7 +14,7 @@ DEBS=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev libfuzzer-14-dev
   libonnx-dev libonnx-testdata python3-onnx python3-torch python3-torchvision python3-numpy
   libprotobuf-dev protobuf-compiler libspdlog-dev libcli11-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libzip-dev zlib1g-dev graphviz
+  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev libzip-dev zlib1g-dev graphviz
   dataset-fashion-mnist openmpi-bin libopenmpi-dev
   librsvg2-bin fonts-dejavu-core tesseract-ocr libpng-dev tmux
 )

@@ -1,9 +1,14 @@
-// Conv (1-D to 3-D; pads, strides, dilations, groups, auto_pad) as im2col + one GEMM per image
-// and group: Y[g] (M/g x OH*OW) = W[g] (M/g x C/g*KH*KW) @ col (C/g*KH*KW x OH*OW). A 1x1
+// Conv (1-D to 3-D; pads, strides, dilations, groups, auto_pad). fp32, bf16 and fp16 (widened to
+// fp32) run on oneDNN's convolutions (backends/cpu/onednn_conv.h) wherever oneDNN implements the
+// geometry on this CPU. Otherwise, and for double, im2col + one GEMM per image and group: Y[g] (M/g x OH*OW) = W[g] (M/g x C/g*KH*KW) @ col (C/g*KH*KW x OH*OW). A 1x1
 // stride-1 unpadded conv skips im2col: the image already is the column matrix. 16-bit inputs are
 // widened while the columns are gathered, accumulated in fp32 with the bias, and rounded once.
+#include <memory>
+#include <mutex>
+
 #include "backends/cpu/blas.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/window.h"
 
 namespace amp::cpu {
@@ -75,6 +80,8 @@ class Conv final : public Kernel {
     const View &x = io.input(0), &w = io.input(1);
     if (x.rank() < 3 || x.rank() > 5) throw InputError("Conv supports 1-D to 3-D convolutions, X is " + dims_str(x.dims));
     infer_outputs(io);
+    if (const DnnlConvForward* fast = onednn(x, w, io.has_in(2), io.threads))
+      return fast->scratch_bytes() + (x.dtype == DType::kFloat16 ? Widened(io).bytes() : 0);
     const Geometry g = geometry(x, w);
     const Scratch sc = scratch_layout(g, x.dtype, w.numel(), io.threads);
     return sc.weights + sc.per_worker * static_cast<size_t>(sc.workers);
@@ -82,6 +89,10 @@ class Conv final : public Kernel {
 
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &x = io.input(0), &w = io.input(1);
+    if (const DnnlConvForward* fast = onednn(x, w, io.has_in(2), io.threads)) {
+      run_onednn(*fast, io);
+      return;
+    }
     const Geometry g = geometry(x, w);
     const Scratch sc = scratch_layout(g, x.dtype, w.numel(), ctx.threads);
     dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
@@ -186,8 +197,78 @@ class Conv final : public Kernel {
                  });
   }
 
+  // fp16 through oneDNN's fp32 convolution: X, W, B widened into the workspace (after oneDNN's
+  // own scratch), Y accumulated there in fp32 and rounded once.
+  struct Widened {
+    size_t x, w, b, y;
+    explicit Widened(const KernelIO& io)
+        : x(fp32_scratch(io.input(0).numel())),
+          w(fp32_scratch(io.input(1).numel())),
+          b(io.has_in(2) ? fp32_scratch(io.input(2).numel()) : 0),
+          y(fp32_scratch(io.output(0).numel())) {}
+    size_t bytes() const { return x + w + b + y; }
+  };
+
+  void run_onednn(const DnnlConvForward& fast, KernelIO& io) const {
+    const View &x = io.input(0), &w = io.input(1);
+    View& y = io.output(0);
+    const void* bias = io.has_in(2) ? io.input(2).data : nullptr;
+    auto* scratch = static_cast<uint8_t*>(io.workspace);
+    if (x.dtype != DType::kFloat16) {
+      fast.run(x.data, w.data, bias, y.data, scratch);
+      return;
+    }
+    const Widened sizes(io);
+    auto* x32 = reinterpret_cast<float*>(scratch + fast.scratch_bytes());
+    auto* w32 = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(x32) + sizes.x);
+    auto* b32 = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(w32) + sizes.w);
+    auto* y32 = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(b32) + sizes.b);
+    widen(x.as<f16>(), x32, x.numel(), io.threads);
+    widen(w.as<f16>(), w32, w.numel(), io.threads);
+    if (bias) widen(io.input(2).as<f16>(), b32, io.input(2).numel(), io.threads);
+    fast.run(x32, w32, bias ? b32 : nullptr, y32, scratch);
+    narrow(y32, y.as<f16>(), y.numel(), io.threads);
+  }
+
+  // The oneDNN convolution for these inputs, made on first use and kept per shape signature;
+  // null for double and where oneDNN has no implementation.
+  const DnnlConvForward* onednn(const View& x, const View& w, bool bias, int threads) const {
+    if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
+    if (w.dtype != x.dtype || w.rank() != x.rank()) return nullptr;
+    const Window win = window(x, w);
+    ConvShape s;
+    s.n = x.dims[0];
+    s.c = x.dims[1];
+    s.m = w.dims[0];
+    s.groups = groups_;
+    s.in = win.in;
+    s.kernel = win.kernel;
+    s.out = win.out;
+    s.strides = win.strides;
+    s.dilations = win.dilations;
+    s.pads_begin = win.pads_begin;
+    if (groups_ <= 0 || s.c != w.dims[1] * groups_) return nullptr;  // the im2col path reports it
+    const DnnlType type = x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Prepared& p : prepared_)
+      if (p.type == type && p.bias == bias && p.threads == threads && p.shape == s)
+        return p.conv->ok() ? p.conv.get() : nullptr;
+    prepared_.push_back({s, type, bias, threads, std::make_unique<DnnlConvForward>(s, type, bias, threads)});
+    return prepared_.back().conv->ok() ? prepared_.back().conv.get() : nullptr;
+  }
+
+  struct Prepared {
+    ConvShape shape;
+    DnnlType type;
+    bool bias;
+    int threads;
+    std::unique_ptr<DnnlConvForward> conv;
+  };
+
   WindowAttrs attrs_;
   int64_t groups_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Prepared> prepared_;
 };
 
 }  // namespace

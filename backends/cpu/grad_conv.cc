@@ -1,15 +1,21 @@
-// ConvGrad: the gradients of Conv (1-D and 2-D; pads, strides, dilations, groups) through the same
-// im2col GEMMs as the forward kernel, per image and group:
+// ConvGrad: the gradients of Conv (1-D and 2-D; pads, strides, dilations, groups). fp32, bf16 and
+// fp16 (widened to fp32) run on oneDNN's backward-data and backward-weights convolutions
+// (backends/cpu/onednn_conv.h) where oneDNN implements the geometry; the weights' and bias' sums
+// come back in fp32 and are rounded once. Otherwise, and for double, the same im2col GEMMs as the
+// forward kernel, per image and group:
 //   dW[g] += dY[g] (M/g x OH*OW) @ col^T          (col: C/g*KH*KW x OH*OW of the input image)
 //   dcol   = W[g]^T (C/g*KH*KW x M/g) @ dY[g]     then col2im adds dcol back onto dX's pixels
 //   dB     = dY summed over images and pixels.
 // 16-bit tensors are widened to fp32 and every sum is accumulated in fp32 (fp64 for double) and
 // rounded once, as a GPU's backward convolutions do.
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 #include "backends/cpu/blas.h"
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/window.h"
 
 namespace amp::cpu {
@@ -85,10 +91,15 @@ class ConvGrad final : public Kernel {
       io.output(i).dtype = x.dtype;
       io.output(i).dims = like[i] ? like[i]->dims : std::vector<int64_t>{g.m};
     }
+    if (const DnnlConvBackward* fast = onednn(io)) return fast->scratch_bytes() + Staged(io).bytes();
     return scratch_layout(x, w, g).total;
   }
 
   void run(KernelIO& io, const RunContext& ctx) const override {
+    if (const DnnlConvBackward* fast = onednn(io)) {
+      run_onednn(*fast, io);
+      return;
+    }
     const View &dyv = io.input(0), &x = io.input(1), &w = io.input(2);
     const Geometry g = geometry(x, w);
     const Scratch s = scratch_layout(x, w, g);
@@ -195,8 +206,98 @@ class ConvGrad final : public Kernel {
                     groups_};
   }
 
+  // What the oneDNN path keeps in the workspace after oneDNN's own scratch: fp32 copies of the
+  // fp16 inputs and of dX (fp16 only), and the fp32 sums of dW and dB wherever the output is not
+  // fp32 itself (or dW is not asked for but dB is: oneDNN computes them together).
+  struct Staged {
+    size_t dy = 0, x = 0, w = 0, dx = 0, dw = 0, db = 0;
+    explicit Staged(const KernelIO& io) {
+      const View& xv = io.input(1);
+      const bool half = xv.dtype == DType::kFloat16, fp32 = xv.dtype == DType::kFloat;
+      if (half) {
+        dy = fp32_scratch(io.input(0).numel());
+        x = fp32_scratch(xv.numel());
+        w = fp32_scratch(io.input(2).numel());
+        if (io.has_out(0)) dx = fp32_scratch(xv.numel());
+      }
+      if ((io.has_out(1) && !fp32) || (io.has_out(2) && !io.has_out(1))) dw = fp32_scratch(io.input(2).numel());
+      if (io.has_out(2) && !fp32) db = fp32_scratch(io.input(2).dims[0]);
+    }
+    size_t bytes() const { return dy + x + w + dx + dw + db; }
+  };
+
+  void run_onednn(const DnnlConvBackward& fast, KernelIO& io) const {
+    const View &dy = io.input(0), &x = io.input(1), &w = io.input(2);
+    auto* scratch = static_cast<uint8_t*>(io.workspace);
+    const Staged st(io);
+    uint8_t* at = scratch + fast.scratch_bytes();
+    auto take = [&](size_t bytes) {
+      uint8_t* p = bytes ? at : nullptr;
+      at += bytes;
+      return reinterpret_cast<float*>(p);
+    };
+    float *dy32 = take(st.dy), *x32 = take(st.x), *w32 = take(st.w), *dx32 = take(st.dx), *dw32 = take(st.dw),
+          *db32 = take(st.db);
+    const int threads = io.threads;
+    const bool half = x.dtype == DType::kFloat16;
+    if (half) {
+      widen(dy.as<f16>(), dy32, dy.numel(), threads);
+      widen(x.as<f16>(), x32, x.numel(), threads);
+      widen(w.as<f16>(), w32, w.numel(), threads);
+    }
+    void* dx = io.has_out(0) ? (half ? static_cast<void*>(dx32) : io.output(0).data) : nullptr;
+    float* dw = dw32 ? dw32 : (io.has_out(1) ? io.output(1).as<float>() : nullptr);
+    float* db = db32 ? db32 : (io.has_out(2) ? io.output(2).as<float>() : nullptr);
+    fast.run(half ? dy32 : dy.data, half ? x32 : x.data, half ? w32 : w.data, dx, dw, db, scratch);
+    if (x.dtype == DType::kFloat) return;
+    dispatch(TypeList<f16, bf16>{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if (half && io.has_out(0)) narrow(dx32, io.output(0).as<T>(), x.numel(), threads);
+      if (dw32 && io.has_out(1)) narrow(dw32, io.output(1).as<T>(), w.numel(), threads);
+      if (db32) narrow(db32, io.output(2).as<T>(), io.output(2).numel(), threads);
+    });
+  }
+
+  // The oneDNN convolution gradients for these inputs and wanted outputs, made on first use and
+  // kept per shape signature; null for double and where oneDNN has no implementation.
+  const DnnlConvBackward* onednn(const KernelIO& io) const {
+    const View &x = io.input(1), &w = io.input(2);
+    if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
+    const Window win = make_window(attrs_, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()),
+                                   std::vector<int64_t>(w.dims.begin() + 2, w.dims.end()));
+    ConvShape s;
+    s.n = x.dims[0];
+    s.c = x.dims[1];
+    s.m = w.dims[0];
+    s.groups = groups_;
+    s.in = win.in;
+    s.kernel = win.kernel;
+    s.out = win.out;
+    s.strides = win.strides;
+    s.dilations = win.dilations;
+    s.pads_begin = win.pads_begin;
+    const DnnlType type = x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32;
+    const bool dx = io.has_out(0), dw = io.has_out(1), db = io.has_out(2);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Prepared& p : prepared_)
+      if (p.type == type && p.dx == dx && p.dw == dw && p.db == db && p.threads == io.threads && p.shape == s)
+        return p.grad->ok() ? p.grad.get() : nullptr;
+    prepared_.push_back({s, type, dx, dw, db, io.threads, std::make_unique<DnnlConvBackward>(s, type, dx, dw, db, io.threads)});
+    return prepared_.back().grad->ok() ? prepared_.back().grad.get() : nullptr;
+  }
+
+  struct Prepared {
+    ConvShape shape;
+    DnnlType type;
+    bool dx, dw, db;
+    int threads;
+    std::unique_ptr<DnnlConvBackward> grad;
+  };
+
   WindowAttrs attrs_;
   int64_t groups_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Prepared> prepared_;
 };
 
 }  // namespace

@@ -1,0 +1,323 @@
+#include "backends/cpu/onednn_conv.h"
+
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+namespace amp::cpu {
+
+bool ConvShape::operator==(const ConvShape& o) const {
+  return n == o.n && c == o.c && m == o.m && groups == o.groups && in == o.in && kernel == o.kernel && out == o.out &&
+         strides == o.strides && dilations == o.dilations && pads_begin == o.pads_begin;
+}
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+// oneDNN reads its thread count from OpenMP when a primitive is made and run; the kernels' own
+// loops name theirs in each parallel region, so setting it around oneDNN's calls is enough.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n) : previous_(omp_get_max_threads()) { omp_set_num_threads(n > 0 ? n : 1); }
+  ~OmpThreads() { omp_set_num_threads(previous_); }
+
+ private:
+  int previous_;
+};
+
+dt data_type(DnnlType t) { return t == DnnlType::kF32 ? dt::f32 : dt::bf16; }
+
+tag activation_tag(size_t spatial) { return spatial == 1 ? tag::ncw : spatial == 2 ? tag::nchw : tag::ncdhw; }
+
+tag weights_tag(size_t spatial, bool grouped) {
+  if (grouped) return spatial == 1 ? tag::goiw : spatial == 2 ? tag::goihw : tag::goidhw;
+  return spatial == 1 ? tag::oiw : spatial == 2 ? tag::oihw : tag::oidhw;
+}
+
+struct Geometry {
+  memory::dims src, weights, dst, bias, strides, dilations, pad_l, pad_r;
+  tag act_tag, w_tag;
+};
+
+// oneDNN's view of the convolution; nullopt for geometries it cannot express (a right pad that
+// would be negative: ONNX drops the input's last rows there, oneDNN cannot).
+std::optional<Geometry> geometry(const ConvShape& s) {
+  const size_t r = s.in.size();
+  if (r < 1 || r > 3 || s.n <= 0 || s.c <= 0 || s.m <= 0 || s.groups <= 0 || s.c % s.groups || s.m % s.groups) return std::nullopt;
+  Geometry g;
+  g.src = {s.n, s.c};
+  g.dst = {s.n, s.m};
+  if (s.groups > 1)
+    g.weights = {s.groups, s.m / s.groups, s.c / s.groups};
+  else
+    g.weights = {s.m, s.c};
+  g.bias = {s.m};
+  for (size_t i = 0; i < r; ++i) {
+    g.src.push_back(s.in[i]);
+    g.dst.push_back(s.out[i]);
+    g.weights.push_back(s.kernel[i]);
+    g.strides.push_back(s.strides[i]);
+    g.dilations.push_back(s.dilations[i] - 1);
+    g.pad_l.push_back(s.pads_begin[i]);
+    const int64_t pr = (s.out[i] - 1) * s.strides[i] + (s.kernel[i] - 1) * s.dilations[i] + 1 - s.in[i] - s.pads_begin[i];
+    if (pr < 0 || s.out[i] <= 0) return std::nullopt;
+    g.pad_r.push_back(pr);
+  }
+  g.act_tag = activation_tag(r);
+  g.w_tag = weights_tag(r, s.groups > 1);
+  return g;
+}
+
+size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// A tensor as the caller holds it (plain layout) and as a primitive wants it: when the layouts
+// differ, a reorder between the caller's buffer and a region of the workspace.
+struct Port {
+  memory::desc user, inner;
+  bool reordered = false;
+  dnnl::reorder to_inner, to_user;
+  size_t offset = 0;
+  memory user_mem, inner_mem;
+
+  // inbound: the primitive reads it; otherwise it writes it.
+  void init(const memory::desc& user_md, const memory::desc& inner_md, bool inbound, size_t* used) {
+    user = user_md;
+    inner = inner_md;
+    user_mem = memory(user, engine(), DNNL_MEMORY_NONE);
+    reordered = user != inner;
+    if (!reordered) return;
+    inner_mem = memory(inner, engine(), DNNL_MEMORY_NONE);
+    offset = *used;
+    *used += aligned(inner.get_size());
+    if (inbound)
+      to_inner = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), inner));
+    else
+      to_user = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), inner, engine(), user));
+  }
+
+  // The memory object the primitive is bound to.
+  memory& primitive_side() { return reordered ? inner_mem : user_mem; }
+  // Points at the caller's data and copies it into the primitive's layout when needed.
+  memory& read(const void* data, uint8_t* scratch) {
+    user_mem.set_data_handle(const_cast<void*>(data));
+    if (!reordered) return user_mem;
+    inner_mem.set_data_handle(scratch + offset);
+    to_inner.execute(stream(), user_mem, inner_mem);
+    return inner_mem;
+  }
+  // Points at the caller's buffer; finish_write() moves the primitive's result into it.
+  memory& write(void* data, uint8_t* scratch) {
+    user_mem.set_data_handle(data);
+    if (!reordered) return user_mem;
+    inner_mem.set_data_handle(scratch + offset);
+    return inner_mem;
+  }
+  void finish_write() {
+    if (reordered) to_user.execute(stream(), inner_mem, user_mem);
+  }
+};
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+memory::desc any(const memory::dims& d, dt t) { return memory::desc(d, t, tag::any); }
+
+}  // namespace
+
+// ---- forward ----
+
+struct DnnlConvForward::Impl {
+  int threads = 1;
+  bool bias = false;
+  dnnl::convolution_forward prim;
+  Port x, w, y;
+  memory bias_mem, scratchpad;
+  size_t scratchpad_offset = 0, total = 0;
+  std::unordered_map<int, memory> args;  // made once: runs only repoint the memories
+};
+
+DnnlConvForward::DnnlConvForward(const ConvShape& shape, DnnlType type, bool bias, int threads) {
+  const auto g = geometry(shape);
+  if (!g) return;
+  OmpThreads omp(threads);
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->threads = threads;
+    impl->bias = bias;
+    const dt t = data_type(type);
+    const memory::desc bias_md = bias ? memory::desc(g->bias, t, tag::x) : memory::desc();
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      any(g->src, t), any(g->weights, t), bias_md, any(g->dst, t), g->strides,
+                                      g->dilations, g->pad_l, g->pad_r);
+    dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
+    size_t used = 0;
+    impl->x.init(memory::desc(g->src, t, g->act_tag), pd.src_desc(), true, &used);
+    impl->w.init(memory::desc(g->weights, t, g->w_tag), pd.weights_desc(), true, &used);
+    impl->y.init(memory::desc(g->dst, t, g->act_tag), pd.dst_desc(), false, &used);
+    if (bias) impl->bias_mem = memory(bias_md, engine(), DNNL_MEMORY_NONE);
+    impl->scratchpad = memory(pd.scratchpad_desc(), engine(), DNNL_MEMORY_NONE);
+    impl->scratchpad_offset = used;
+    impl->total = used + aligned(pd.scratchpad_desc().get_size());
+    impl->prim = dnnl::convolution_forward(pd);
+    auto& a = impl->args;
+    a.emplace(DNNL_ARG_SRC, impl->x.primitive_side());
+    a.emplace(DNNL_ARG_WEIGHTS, impl->w.primitive_side());
+    if (bias) a.emplace(DNNL_ARG_BIAS, impl->bias_mem);
+    a.emplace(DNNL_ARG_DST, impl->y.primitive_side());
+    a.emplace(DNNL_ARG_SCRATCHPAD, impl->scratchpad);
+    impl_ = std::move(impl);
+  } catch (const dnnl::error&) {
+    impl_.reset();  // no implementation here: the caller's own path runs
+  }
+}
+
+DnnlConvForward::~DnnlConvForward() = default;
+
+size_t DnnlConvForward::scratch_bytes() const { return impl_ ? impl_->total : 0; }
+
+void DnnlConvForward::run(const void* x, const void* w, const void* bias, void* y, void* scratch) const {
+  Impl& p = *impl_;
+  OmpThreads omp(p.threads);
+  auto* base = static_cast<uint8_t*>(scratch);
+  p.x.read(x, base);
+  p.w.read(w, base);
+  if (p.bias) p.bias_mem.set_data_handle(const_cast<void*>(bias));
+  p.y.write(y, base);
+  p.scratchpad.set_data_handle(base + p.scratchpad_offset);
+  p.prim.execute(stream(), p.args);
+  p.y.finish_write();
+  stream().wait();
+}
+
+// ---- backward ----
+
+struct DnnlConvBackward::Impl {
+  int threads = 1;
+  bool dx = false, dw = false, db = false;
+  dnnl::convolution_backward_data data;
+  dnnl::convolution_backward_weights weights;
+  Port dy_d, w_d, dx_d;     // backward-data's operands
+  Port x_w, dy_w, dw_w;     // backward-weights' operands
+  memory db_mem, scratchpad_d, scratchpad_w;
+  size_t scratchpad_offset = 0, total = 0;
+  std::unordered_map<int, memory> data_args, weights_args;
+};
+
+DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool want_dx, bool want_dw, bool want_db,
+                                   int threads) {
+  const auto g = geometry(shape);
+  if (!g || !(want_dx || want_dw || want_db)) return;
+  OmpThreads omp(threads);
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->threads = threads;
+    impl->dx = want_dx;
+    impl->dw = want_dw || want_db;
+    impl->db = want_db;
+    const dt t = data_type(type);
+    const auto alg = dnnl::algorithm::convolution_direct;
+    const memory::desc src_user(g->src, t, g->act_tag), dst_user(g->dst, t, g->act_tag),
+        w_user(g->weights, t, g->w_tag), dw_user(g->weights, dt::f32, g->w_tag), db_md(g->bias, dt::f32, tag::x);
+    dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, any(g->src, t), any(g->weights, t),
+                                       want_db ? memory::desc(g->bias, t, tag::x) : memory::desc(), any(g->dst, t),
+                                       g->strides, g->dilations, g->pad_l, g->pad_r);
+    dnnl::convolution_forward::primitive_desc hint(fd, engine());
+    size_t used = 0, scratchpad = 0;
+    if (impl->dx) {
+      dnnl::convolution_backward_data::desc d(alg, any(g->src, t), any(g->weights, t), any(g->dst, t), g->strides,
+                                              g->dilations, g->pad_l, g->pad_r);
+      dnnl::convolution_backward_data::primitive_desc pd(d, user_scratchpad(), engine(), hint);
+      impl->dy_d.init(dst_user, pd.diff_dst_desc(), true, &used);
+      impl->w_d.init(w_user, pd.weights_desc(), true, &used);
+      impl->dx_d.init(src_user, pd.diff_src_desc(), false, &used);
+      impl->scratchpad_d = memory(pd.scratchpad_desc(), engine(), DNNL_MEMORY_NONE);
+      scratchpad = std::max(scratchpad, pd.scratchpad_desc().get_size());
+      impl->data = dnnl::convolution_backward_data(pd);
+      impl->data_args = {{DNNL_ARG_DIFF_DST, impl->dy_d.primitive_side()},
+                         {DNNL_ARG_WEIGHTS, impl->w_d.primitive_side()},
+                         {DNNL_ARG_DIFF_SRC, impl->dx_d.primitive_side()},
+                         {DNNL_ARG_SCRATCHPAD, impl->scratchpad_d}};
+    }
+    if (impl->dw) {
+      dnnl::convolution_backward_weights::desc d(alg, any(g->src, t), any(g->weights, dt::f32),
+                                                 want_db ? db_md : memory::desc(), any(g->dst, t), g->strides,
+                                                 g->dilations, g->pad_l, g->pad_r);
+      dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad(), engine(), hint);
+      impl->x_w.init(src_user, pd.src_desc(), true, &used);
+      impl->dy_w.init(dst_user, pd.diff_dst_desc(), true, &used);
+      impl->dw_w.init(dw_user, pd.diff_weights_desc(), false, &used);
+      if (want_db) impl->db_mem = memory(db_md, engine(), DNNL_MEMORY_NONE);
+      impl->scratchpad_w = memory(pd.scratchpad_desc(), engine(), DNNL_MEMORY_NONE);
+      scratchpad = std::max(scratchpad, pd.scratchpad_desc().get_size());
+      impl->weights = dnnl::convolution_backward_weights(pd);
+      impl->weights_args = {{DNNL_ARG_SRC, impl->x_w.primitive_side()},
+                            {DNNL_ARG_DIFF_DST, impl->dy_w.primitive_side()},
+                            {DNNL_ARG_DIFF_WEIGHTS, impl->dw_w.primitive_side()},
+                            {DNNL_ARG_SCRATCHPAD, impl->scratchpad_w}};
+      if (want_db) impl->weights_args.emplace(DNNL_ARG_DIFF_BIAS, impl->db_mem);
+    }
+    impl->scratchpad_offset = used;
+    impl->total = used + aligned(scratchpad);
+    impl_ = std::move(impl);
+  } catch (const dnnl::error&) {
+    impl_.reset();
+  }
+}
+
+DnnlConvBackward::~DnnlConvBackward() = default;
+
+size_t DnnlConvBackward::scratch_bytes() const { return impl_ ? impl_->total : 0; }
+
+void DnnlConvBackward::run(const void* dy, const void* x, const void* w, void* dx, float* dw, float* db,
+                           void* scratch) const {
+  Impl& p = *impl_;
+  OmpThreads omp(p.threads);
+  auto* base = static_cast<uint8_t*>(scratch);
+  uint8_t* pad = base + p.scratchpad_offset;
+  if (p.dx) {
+    p.dy_d.read(dy, base);
+    p.w_d.read(w, base);
+    p.dx_d.write(dx, base);
+    p.scratchpad_d.set_data_handle(pad);
+    p.data.execute(stream(), p.data_args);
+    p.dx_d.finish_write();
+  }
+  if (p.dw) {
+    p.x_w.read(x, base);
+    p.dy_w.read(dy, base);
+    p.dw_w.write(dw, base);
+    if (p.db) p.db_mem.set_data_handle(db);
+    p.scratchpad_w.set_data_handle(pad);
+    p.weights.execute(stream(), p.weights_args);
+    p.dw_w.finish_write();
+  }
+  stream().wait();
+}
+
+bool cpu_has_native_bf16() {
+  const auto isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+}  // namespace amp::cpu

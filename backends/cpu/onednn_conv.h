@@ -1,0 +1,67 @@
+// Convolutions through oneDNN (Debian's libdnnl, the library PyTorch's own CPU convolutions run
+// on): the forward, backward-data and backward-weights primitives of one geometry and element type,
+// made once per shape signature and cached by the kernel, run on the kernel's plain N C (D) (H) W
+// buffers. oneDNN picks its blocked layouts; the reorders into and out of them, and its
+// scratchpad, live in the kernel's workspace, so a step allocates nothing.
+//
+// Numerics are the CPU backend's contract: fp32 sums for every type. fp32 runs in fp32; bf16 runs
+// with bf16 operands and fp32 accumulation (vdpbf16ps on AVX-512 BF16 / AMX CPUs, oneDNN's own
+// emulation on other AVX-512 CPUs), and a bf16 result is rounded once, to nearest-even. The
+// weights' and bias' gradients come back in fp32 for the caller to round once. fp16 has no oneDNN
+// CPU convolution in this version: the caller widens it to fp32 first.
+//
+// oneDNN runs on OpenMP, the backend's one thread pool, with the kernel's thread count. Where
+// oneDNN has no implementation (a geometry or a CPU it does not cover), ok() is false and the
+// kernel keeps its own im2col path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace amp::cpu {
+
+// One convolution's geometry; spatial vectors have 1 to 3 entries.
+struct ConvShape {
+  int64_t n = 0, c = 0, m = 0, groups = 1;
+  std::vector<int64_t> in, kernel, out, strides, dilations, pads_begin;
+  bool operator==(const ConvShape& o) const;
+};
+
+enum class DnnlType { kF32, kBF16 };
+
+class DnnlConvForward {
+ public:
+  DnnlConvForward(const ConvShape& shape, DnnlType type, bool bias, int threads);
+  ~DnnlConvForward();
+  bool ok() const { return impl_ != nullptr; }
+  size_t scratch_bytes() const;
+  // y = conv(x, w) + bias; x, w, bias and y have the element type given at construction (bias may
+  // be null when constructed without one). scratch: scratch_bytes(), 64-byte aligned.
+  void run(const void* x, const void* w, const void* bias, void* y, void* scratch) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class DnnlConvBackward {
+ public:
+  // want_dx: the input's gradient; want_dw: the weights' (and, with want_db, the bias') gradient.
+  DnnlConvBackward(const ConvShape& shape, DnnlType type, bool want_dx, bool want_dw, bool want_db, int threads);
+  ~DnnlConvBackward();
+  bool ok() const { return impl_ != nullptr; }
+  size_t scratch_bytes() const;
+  // dy, x, w: the element type; dx: the element type; dw, db: fp32 (null when not wanted).
+  void run(const void* dy, const void* x, const void* w, void* dx, float* dw, float* db, void* scratch) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// True when this build and CPU run bf16 products natively (AVX-512 BF16 or AMX), as oneDNN sees it.
+bool cpu_has_native_bf16();
+
+}  // namespace amp::cpu
