@@ -239,8 +239,15 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, 
   const uint64_t run_seed = splitmix64(seed_ ^ splitmix64(runs_));
   for (Plan::Launch& l : plan.launches) {
     const RunContext ctx{threads_, splitmix64(run_seed + static_cast<uint64_t>(l.step)), communicator_.get()};
+    if (!profile_.on()) {
+      at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
     at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
+    profile_.add(program_.steps[l.step].op, std::chrono::steady_clock::now() - start);
   }
+  if (profile_.on()) profile_.end_run();
   ++runs_;
 
   std::vector<Tensor> results;

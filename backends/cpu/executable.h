@@ -12,6 +12,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/op_profile.h"
 #include "backends/program.h"
 
 namespace amp::cpu {
@@ -46,6 +47,7 @@ class CpuExecutable final : public Executable {
   uint64_t seed_ = 0;
   uint64_t runs_ = 0;
   int threads_ = 1;
+  OpProfile profile_;  // AMP_PROFILE=1: time per op type, printed when destroyed
 };
 
 }  // namespace amp::cpu

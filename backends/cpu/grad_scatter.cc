@@ -2,6 +2,7 @@
 // an axis; repeated indices accumulate), SliceGrad (dY placed where Slice read it) and SumToShape
 // (the sum over the axes a smaller shape was broadcast along). Sums run in fp64 in a fixed order,
 // so the result does not depend on the number of cores.
+#include <algorithm>
 #include <limits>
 
 #include "backends/cpu/grad_kernels.h"
@@ -155,25 +156,90 @@ class SumToShape final : public Kernel {
     if (!ok) throw InputError("cannot sum " + dims_str(from) + " down to " + dims_str(to));
     io.output(0).dtype = io.input(0).dtype;
     io.output(0).dims = to;
-    return 0;
+    return static_cast<size_t>(product(to)) * sizeof(double);  // the fp64 sums
   }
-  void run(KernelIO& io, const RunContext&) const override {
+
+  // dY is walked in rows of its innermost run of dims that are all kept or all summed (dims of
+  // extent 1 merged away): a kept run adds a row onto a row of sums, a summed run adds each element
+  // onto one sum. Each sum takes its terms in dY's order, as one loop over dY would; with several
+  // cores, kept rows are split by columns, which keeps that order.
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View& dy = io.input(0);
     const std::vector<int64_t> to = shape_input(io.input(1));
-    const std::vector<int64_t>& from = io.input(0).dims;
+    const std::vector<int64_t>& from = dy.dims;
     const size_t lead = from.size() - to.size();
-    const std::vector<int64_t> to_strides = strides_of(to);
-    std::vector<double> acc(static_cast<size_t>(product(to)));
-    for_each_element(io.input(0), [&](int64_t i, double v) {
-      int64_t at = 0, rest = i;
-      for (size_t a = from.size(); a-- > lead;) {
-        const int64_t coord = rest % from[a];
-        rest /= from[a];
-        if (to[a - lead] != 1) at += coord * to_strides[a - lead];
+    int64_t ext[kMaxRank];
+    bool kept[kMaxRank];
+    int dims = 0;
+    if (from.size() > kMaxRank) throw InputError("SumToShape supports up to " + std::to_string(kMaxRank) + " dims");
+    for (size_t a = 0; a < from.size(); ++a) {
+      if (from[a] == 1) continue;
+      const bool k = a >= lead && to[a - lead] != 1;
+      if (dims > 0 && kept[dims - 1] == k) {
+        ext[dims - 1] *= from[a];
+      } else {
+        ext[dims] = from[a];
+        kept[dims] = k;
+        ++dims;
       }
-      acc[static_cast<size_t>(at)] += v;
+    }
+    auto* acc = static_cast<double*>(io.workspace);
+    const int64_t count = product(to), total = dy.numel();
+    std::fill(acc, acc + count, 0.0);
+    dispatch(FloatTypes{}, dy.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* x = dy.as<T>();
+      if (total > 0 && dims == 0) acc[0] = static_cast<double>(load(x[0]));
+      if (total > 0 && dims > 0) {
+        const int64_t inner = ext[dims - 1];
+        const bool inner_kept = kept[dims - 1];
+        // Strides of the kept dims in the sums (the inner one's is 1 when kept).
+        int64_t sum_stride[kMaxRank] = {};
+        int64_t step = 1;
+        for (int d = dims; d-- > 0;)
+          if (kept[d]) {
+            sum_stride[d] = step;
+            step *= ext[d];
+          }
+        const int64_t rows = total / inner;
+        auto walk = [&](int64_t c0, int64_t c1) {
+          int64_t coord[kMaxRank] = {};
+          int64_t at = 0;
+          for (int64_t r = 0; r < rows; ++r) {
+            const T* row = x + r * inner;
+            if (inner_kept) {
+              double* a = acc + at;
+#pragma omp simd
+              for (int64_t j = c0; j < c1; ++j) a[j] += static_cast<double>(load(row[j]));
+            } else {
+              double a = acc[at];
+              for (int64_t j = 0; j < inner; ++j) a += static_cast<double>(load(row[j]));
+              acc[at] = a;
+            }
+            for (int d = dims - 2; d >= 0; --d) {  // the next row: odometer over the outer dims
+              at += sum_stride[d];
+              if (++coord[d] < ext[d]) break;
+              at -= sum_stride[d] * ext[d];
+              coord[d] = 0;
+            }
+          }
+        };
+        if (inner_kept)
+          parallel_for(inner, ctx.threads, std::max<int64_t>(16, kParallelGrain / std::max<int64_t>(rows, 1)), walk);
+        else
+          walk(0, inner);
+      }
     });
-    store_all(acc, io.output(0));
+    View& out = io.output(0);
+    dispatch(FloatTypes{}, out.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = out.as<T>();
+      for (int64_t i = 0; i < count; ++i) p[i] = convert<T>(acc[i]);
+    });
   }
+
+ private:
+  static constexpr int kMaxRank = 16;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 namespace amp::cpu {
@@ -135,6 +136,13 @@ struct Port {
   }
 };
 
+// oneDNN's reference implementations are plain loops, hundreds of times slower than the kernel's own
+// im2col path: a primitive that would run one counts as unimplemented.
+template <class PD>
+void require_optimised(const PD& pd) {
+  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw dnnl::error(dnnl_unimplemented, "reference implementation");
+}
+
 dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr a;
   a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -171,6 +179,7 @@ DnnlConvForward::DnnlConvForward(const ConvShape& shape, DnnlType type, bool bia
                                       any(g->src, t), any(g->weights, t), bias_md, any(g->dst, t), g->strides,
                                       g->dilations, g->pad_l, g->pad_r);
     dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
+    require_optimised(pd);
     size_t used = 0;
     impl->x.init(memory::desc(g->src, t, g->act_tag), pd.src_desc(), true, &used);
     impl->w.init(memory::desc(g->weights, t, g->w_tag), pd.weights_desc(), true, &used);
@@ -214,7 +223,7 @@ void DnnlConvForward::run(const void* x, const void* w, const void* bias, void* 
 
 struct DnnlConvBackward::Impl {
   int threads = 1;
-  bool dx = false, dw = false, db = false;
+  bool dx = false, dw = false, db = false, share_dy = false;
   dnnl::convolution_backward_data data;
   dnnl::convolution_backward_weights weights;
   Port dy_d, w_d, dx_d;     // backward-data's operands
@@ -248,6 +257,7 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
       dnnl::convolution_backward_data::desc d(alg, any(g->src, t), any(g->weights, t), any(g->dst, t), g->strides,
                                               g->dilations, g->pad_l, g->pad_r);
       dnnl::convolution_backward_data::primitive_desc pd(d, user_scratchpad(), engine(), hint);
+      require_optimised(pd);
       impl->dy_d.init(dst_user, pd.diff_dst_desc(), true, &used);
       impl->w_d.init(w_user, pd.weights_desc(), true, &used);
       impl->dx_d.init(src_user, pd.diff_src_desc(), false, &used);
@@ -264,8 +274,14 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
                                                  want_db ? db_md : memory::desc(), any(g->dst, t), g->strides,
                                                  g->dilations, g->pad_l, g->pad_r);
       dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad(), engine(), hint);
+      require_optimised(pd);
       impl->x_w.init(src_user, pd.src_desc(), true, &used);
-      impl->dy_w.init(dst_user, pd.diff_dst_desc(), true, &used);
+      // dY in the layout backward-data already put it in is reordered once for both.
+      impl->share_dy = impl->dx && impl->dy_d.reordered && pd.diff_dst_desc() == impl->dy_d.inner;
+      if (impl->share_dy)
+        impl->dy_w = impl->dy_d;
+      else
+        impl->dy_w.init(dst_user, pd.diff_dst_desc(), true, &used);
       impl->dw_w.init(dw_user, pd.diff_weights_desc(), false, &used);
       if (want_db) impl->db_mem = memory(db_md, engine(), DNNL_MEMORY_NONE);
       impl->scratchpad_w = memory(pd.scratchpad_desc(), engine(), DNNL_MEMORY_NONE);
@@ -305,7 +321,7 @@ void DnnlConvBackward::run(const void* dy, const void* x, const void* w, void* d
   }
   if (p.dw) {
     p.x_w.read(x, base);
-    p.dy_w.read(dy, base);
+    if (!p.share_dy) p.dy_w.read(dy, base);
     p.dw_w.write(dw, base);
     if (p.db) p.db_mem.set_data_handle(db);
     p.scratchpad_w.set_data_handle(pad);
