@@ -67,11 +67,12 @@ constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, f16
 // twice. Rounding to fp32 "to odd" (inexact results get their last bit set) keeps the sticky
 // information, and fp32 has enough extra bits for the second rounding to then be exact.
 inline float double_to_float_round_odd(double d) {
-  float f = static_cast<float>(d);
-  if (!std::isfinite(d) || static_cast<double>(f) == d) return f;
-  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);  // truncate
-  uint32_t u = float_bits(f) | 1u;
-  return bits_float(u);
+  const float f = static_cast<float>(d);
+  const double back = static_cast<double>(f);
+  if (back == d || d != d) return f;  // exact (infinities included) or NaN
+  uint32_t u = float_bits(f);
+  if (std::fabs(back) > std::fabs(d)) --u;  // rounded away from zero: one ulp back (inf -> the largest float)
+  return bits_float(u | 1u);
 }
 
 // Any element type converted to any other, the way ONNX Cast and numpy astype do.
