@@ -15,7 +15,7 @@ Writes to OUT_DIR:
   data.npz       "input" float32 [STEPS*BATCH,3,SIZE,SIZE] and "labels" int64 [STEPS*BATCH]:
                  random images (N(0,1)) and labels from --seed, in order (amp-train --no-shuffle
                  reads them batch by batch); for the models of token sequences in EXTRA
-                 (tiny_gpt, tiny_attention) "input" is int64 tokens [STEPS*BATCH,SEQ] and
+                 (tiny_gpt, tiny_attention, tiny_encoder) "input" is int64 tokens [STEPS*BATCH,SEQ] and
                  "labels" their next tokens [STEPS*BATCH,SEQ] or classes (make_data)
   initial.npz    every parameter before training, by its ONNX initializer name
   sgd_update.npz every parameter's change after one step of plain SGD (--lr, no momentum, no
@@ -185,7 +185,33 @@ class TinyAttention(torch.nn.Module):
         return tokens, torch.randint(0, 10, (n,), generator=g)
 
 
-EXTRA = {"tiny_transformer": TinyTransformer, "tiny_gpt": TinyGPT, "tiny_attention": TinyAttention}
+class TinyEncoder(torch.nn.Module):
+    """nn.TransformerEncoder the other way from tiny_transformer: post-LN (torch's default), ReLU,
+    on token sequences with a key padding mask (src_key_padding_mask from the padding token 0),
+    mean pooling, a linear head over 10 classes. The data are TinyAttention's: random lengths from
+    SEQ/2 to SEQ, never an all-padding row."""
+
+    VOCAB, SEQ = 32, 12
+    tokens = True
+
+    def __init__(self, dim=32, heads=4, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Embedding(self.VOCAB, dim)
+        self.pos = torch.nn.Parameter(torch.randn(1, self.SEQ, dim) * 0.02)
+        layer = torch.nn.TransformerEncoderLayer(dim, heads, dim * 2, dropout=0.0, activation="relu",
+                                                 batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(dim, 10)
+
+    def forward(self, x):
+        h = self.embed(x) + self.pos[:, :x.shape[1]]
+        return self.head(self.encoder(h, src_key_padding_mask=x == 0).mean(dim=1))
+
+    data = classmethod(TinyAttention.data.__func__)
+
+
+EXTRA = {"tiny_transformer": TinyTransformer, "tiny_gpt": TinyGPT, "tiny_attention": TinyAttention,
+         "tiny_encoder": TinyEncoder}
 
 
 def make_data(name, n, size, g):
