@@ -17,6 +17,7 @@
 #include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "passes/fusion/recognize_gelu.h"
+#include "passes/fusion/recognize_layer_norm.h"
 #include "passes/training/eval_mode.h"
 #include "passes/training/master_weights.h"
 #include "passes/training/training_info.h"
@@ -144,6 +145,7 @@ Models build_models(const TrainOptions& o) {
   out.eval = clone_model(out.inference);
   add_loss(out.eval, out.step.loss_spec);
   RecognizeGeluPass().run(out.eval);  // as the step computes it
+  RecognizeLayerNormPass().run(out.eval);
   MasterWeightsPass(o.spec.precision).run(out.eval);
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include "graph/error.h"
 #include "passes/fusion/recognize_gelu.h"
+#include "passes/fusion/recognize_layer_norm.h"
 #include "passes/training/accumulate_gradients.h"
 #include "passes/training/batch_norm_statistics.h"
 #include "passes/training/clip_grad_norm.h"
@@ -28,6 +29,11 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
 
   PassManager pipeline(/*verify_each=*/true);
   pipeline.add(std::make_unique<RecognizeGeluPass>());
+  // A LayerNorm exported before opset 17 as ReduceMean ... Sqrt, Div: one LayerNormalization
+  // (fp32 in every precision, as autocast keeps layer_norm), whose gradient is one
+  // LayerNormalizationGrad instead of the chain's dozen, and whose statistics are not rounded to
+  // the compute type in between.
+  pipeline.add(std::make_unique<RecognizeLayerNormPass>());
   pipeline.add(std::make_unique<SelectParametersPass>(tg, spec.freeze));
   pipeline.add(std::make_unique<MasterWeightsPass>(spec.precision));
   pipeline.add(std::make_unique<GradientsPass>(tg));

@@ -14,7 +14,9 @@ Writes to OUT_DIR:
   model.onnx     the training-mode export; its initializers are torch's initial weights
   data.npz       "input" float32 [STEPS*BATCH,3,SIZE,SIZE] and "labels" int64 [STEPS*BATCH]:
                  random images (N(0,1)) and labels from --seed, in order (amp-train --no-shuffle
-                 reads them batch by batch)
+                 reads them batch by batch); for the models of token sequences in EXTRA
+                 (tiny_gpt, tiny_attention, tiny_encoder) "input" is int64 tokens [STEPS*BATCH,SEQ] and
+                 "labels" their next tokens [STEPS*BATCH,SEQ] or classes (make_data)
   initial.npz    every parameter before training, by its ONNX initializer name
   sgd_update.npz every parameter's change after one step of plain SGD (--lr, no momentum, no
                  weight decay) on the first batch, computed by torch in float64
@@ -49,8 +51,8 @@ bf16 mixed-precision trajectory, the reference for how far a bf16 run may drift 
 
 With --export-only: model.onnx and data.npz alone (the training export at another --batch).
 
-The loss is cross-entropy (mean over the batch) of the model's only output against the labels,
-as amp-train --loss cross_entropy appends it.
+The loss is cross-entropy (mean over the batch, and over the positions of an LM's sequence) of
+the model's only output against the labels, as amp-train --loss cross_entropy appends it (loss_of).
 """
 import argparse
 import collections
@@ -107,7 +109,130 @@ class TinyTransformer(torch.nn.Module):
         return self.head(self.norm(x).mean(dim=1))
 
 
-EXTRA = {"tiny_transformer": TinyTransformer}
+class TinyGPT(torch.nn.Module):
+    """A GPT-style decoder from torch modules: token embedding plus learned positions,
+    nn.TransformerDecoder (post-LN, GELU) with a causal mask, a linear LM head over the vocabulary:
+    next-token logits [batch, SEQ, VOCAB]. nn.TransformerDecoder takes a memory (its
+    cross-attention's keys and values); a decoder-only model has none, so the memory is the embedded
+    input itself and the cross-attention takes the same causal mask (memory_mask), which keeps every
+    position blind to later tokens. The mask is built in forward as torch's own
+    nn.Transformer.generate_square_subsequent_mask builds it (-inf above the diagonal): the
+    training export computes it (ConstantOfShape, Trilu), the eval export holds it as a constant
+    with -inf."""
+
+    VOCAB, SEQ = 32, 12
+    tokens = True
+
+    def __init__(self, dim=32, heads=4, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Embedding(self.VOCAB, dim)
+        # GPT-2's initialisation of the embeddings: N(0, 0.02), not nn.Embedding's N(0, 1). With
+        # N(0, 1) the one-step sgd check measures fp32's storage of the weights, not the gradient:
+        # an entry near 4 rounds by 2.4e-7, 2.3e-4 of the model's largest update at lr 0.01 (torch's
+        # own fp32 step misses float64 by exactly that).
+        torch.nn.init.normal_(self.embed.weight, std=0.02)
+        self.pos = torch.nn.Parameter(torch.randn(1, self.SEQ, dim) * 0.02)
+        layer = torch.nn.TransformerDecoderLayer(dim, heads, dim * 2, dropout=0.0, activation="gelu",
+                                                 batch_first=True)
+        self.decoder = torch.nn.TransformerDecoder(layer, layers)
+        self.head = torch.nn.Linear(dim, self.VOCAB)
+
+    def forward(self, x):
+        h = self.embed(x) + self.pos[:, :x.shape[1]]
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        return self.head(self.decoder(h, h, tgt_mask=mask, memory_mask=mask))
+
+    @classmethod
+    def data(cls, n, g):
+        """Random token sequences and, as labels, each position's next token (the last position's a
+        random one)."""
+        seq = torch.randint(0, cls.VOCAB, (n, cls.SEQ + 1), generator=g)
+        return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+
+
+class TinyAttention(torch.nn.Module):
+    """A sequence classifier on nn.MultiheadAttention itself: token embedding plus learned
+    positions, one self-attention block (nn.MultiheadAttention, batch_first, with a key padding mask
+    from the padding token 0), residual and LayerNorm, a ReLU MLP, residual and LayerNorm, mean
+    pooling, a linear head over 10 classes. The sequences have random lengths from SEQ/2 to SEQ,
+    padded with 0 (the first token is never padding, so no row is all masked)."""
+
+    VOCAB, SEQ = 32, 12
+    tokens = True
+
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.embed = torch.nn.Embedding(self.VOCAB, dim)
+        self.pos = torch.nn.Parameter(torch.randn(1, self.SEQ, dim) * 0.02)
+        self.attn = torch.nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.norm1 = torch.nn.LayerNorm(dim)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(dim, dim * 2), torch.nn.ReLU(), torch.nn.Linear(dim * 2, dim))
+        self.norm2 = torch.nn.LayerNorm(dim)
+        self.head = torch.nn.Linear(dim, 10)
+
+    def forward(self, x):
+        h = self.embed(x) + self.pos[:, :x.shape[1]]
+        a, _ = self.attn(h, h, h, key_padding_mask=x == 0, need_weights=False)
+        h = self.norm1(h + a)
+        h = self.norm2(h + self.mlp(h))
+        return self.head(h.mean(dim=1))
+
+    @classmethod
+    def data(cls, n, g):
+        tokens = torch.randint(1, cls.VOCAB, (n, cls.SEQ), generator=g)
+        lengths = torch.randint(cls.SEQ // 2, cls.SEQ + 1, (n, 1), generator=g)
+        tokens[torch.arange(cls.SEQ).expand(n, -1) >= lengths] = 0
+        return tokens, torch.randint(0, 10, (n,), generator=g)
+
+
+class TinyEncoder(torch.nn.Module):
+    """nn.TransformerEncoder the other way from tiny_transformer: post-LN (torch's default), ReLU,
+    on token sequences with a key padding mask (src_key_padding_mask from the padding token 0),
+    mean pooling, a linear head over 10 classes. The data are TinyAttention's: random lengths from
+    SEQ/2 to SEQ, never an all-padding row."""
+
+    VOCAB, SEQ = 32, 12
+    tokens = True
+
+    def __init__(self, dim=32, heads=4, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Embedding(self.VOCAB, dim)
+        self.pos = torch.nn.Parameter(torch.randn(1, self.SEQ, dim) * 0.02)
+        layer = torch.nn.TransformerEncoderLayer(dim, heads, dim * 2, dropout=0.0, activation="relu",
+                                                 batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(dim, 10)
+
+    def forward(self, x):
+        h = self.embed(x) + self.pos[:, :x.shape[1]]
+        return self.head(self.encoder(h, src_key_padding_mask=x == 0).mean(dim=1))
+
+    data = classmethod(TinyAttention.data.__func__)
+
+
+EXTRA = {"tiny_transformer": TinyTransformer, "tiny_gpt": TinyGPT, "tiny_attention": TinyAttention,
+         "tiny_encoder": TinyEncoder}
+
+
+def make_data(name, n, size, g):
+    """n samples and their labels drawn from generator g: random images N(0,1) [n,3,size,size] and
+    classes [n], or, for a model of token sequences (EXTRA's with tokens = True), its own data()."""
+    m = EXTRA.get(name)
+    if getattr(m, "tokens", False):
+        return m.data(n, g)
+    x = torch.randn(n, 3, size, size, generator=g)
+    return x, torch.randint(0, 10, (n,), generator=g)
+
+
+def as_dtype(x, dtype):
+    """x in dtype when it is floating (images); token indices stay int64."""
+    return x.to(dtype) if x.is_floating_point() else x
+
+
+def loss_of(out, y):
+    """Cross-entropy, mean over every row of class scores along the last axis (as amp-train's
+    --loss cross_entropy: an LM's [batch, seq, vocab] logits against [batch, seq] tokens)."""
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
 
 class Decisions(torch.overrides.TorchFunctionMode):
@@ -213,7 +338,7 @@ def export_eval(a, model):
     subnormal (6e-8), so every 16-bit conversion outputs 0 and the rewrite columns would say
     nothing about the rewrite."""
     g = torch.Generator().manual_seed(a.seed + 1)
-    x = torch.randn(a.steps * a.batch, 3, a.size, a.size, generator=g)[:a.batch]
+    x = make_data(a.name, a.steps * a.batch, a.size, g)[0][:a.batch]
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     for m in norms:
         m.reset_running_stats()
@@ -230,14 +355,14 @@ def export_eval(a, model):
     with torch.no_grad():
         ref["fp32"] = model(x).numpy()
         state = {k: v.clone() for k, v in model.state_dict().items()}
-        ref["fp64"] = model.double()(x.double()).numpy()
+        ref["fp64"] = model.double()(as_dtype(x, torch.float64)).numpy()
         for name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
             model.float().load_state_dict(state)
             for t in list(model.parameters()) + list(model.buffers()):
                 if t.dtype == torch.float32:
                     t.copy_(t.to(dt))
             with LowPrecision(dt):
-                ref[name] = model(x.to(dt).float()).numpy()
+                ref[name] = model(as_dtype(as_dtype(x, dt), torch.float32)).numpy()
     np.savez(os.path.join(a.out, "eval_ref.npz"), **ref)
 
 
@@ -251,7 +376,7 @@ def autocast_bf16(a, model):
             x = torch.from_numpy(data["input"][s * a.batch:(s + 1) * a.batch])
             y = torch.from_numpy(data["labels"][s * a.batch:(s + 1) * a.batch])
             with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = F.cross_entropy(model(x).float(), y)
+                loss = loss_of(model(x).float(), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -294,11 +419,11 @@ def replay(a, model, init_state):
                         p.copy_(torch.from_numpy(np.asarray(w[k])).to(dtype))
             acts_file = np.load(os.path.join(a.replay, "acts_%d.npz" % s))
             acts = [np.asarray(acts_file[n], np.float64) for n in names]
-            x = torch.from_numpy(data["input"][s * a.batch:(s + 1) * a.batch]).to(dtype)
+            x = as_dtype(torch.from_numpy(data["input"][s * a.batch:(s + 1) * a.batch]), dtype)
             y = torch.from_numpy(data["labels"][s * a.batch:(s + 1) * a.batch])
             mode = Decisions(acts)
             with mode:
-                loss = F.cross_entropy(model(x), y)
+                loss = loss_of(model(x), y)
             if mode.calls != len(acts):
                 sys.exit("%d ReLU/Clip/MaxPool calls, the ONNX graph has %d Relu/Clip/MaxPool nodes" %
                          (mode.calls, len(acts)))
@@ -360,8 +485,7 @@ def main():
 
     g = torch.Generator().manual_seed(a.seed + 1)
     n = a.steps * a.batch
-    x_all = torch.randn(n, 3, a.size, a.size, generator=g)
-    y_all = torch.randint(0, 10, (n,), generator=g)
+    x_all, y_all = make_data(a.name, n, a.size, g)
     np.savez(os.path.join(a.out, "data.npz"), input=x_all.numpy(), labels=y_all.numpy())
 
     path = os.path.join(a.out, "model.onnx")
@@ -392,9 +516,9 @@ def main():
         opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=momentum)
         losses = []
         for s in range(steps):
-            x = x_all[s * a.batch:(s + 1) * a.batch].to(dtype)
+            x = as_dtype(x_all[s * a.batch:(s + 1) * a.batch], dtype)
             y = y_all[s * a.batch:(s + 1) * a.batch]
-            loss = F.cross_entropy(model(x), y)
+            loss = loss_of(model(x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
