@@ -267,7 +267,15 @@ class Select final : public Kernel {
         const bool* rc = pc + offs[0];
         const T* rx = px + offs[1];
         const T* ry = py + offs[2];
-        for (int64_t i = 0; i < bc.inner(); ++i) po[o + i] = Row::math(rc[i * sc], rx[i * sx], ry[i * sy], p);
+        const int64_t n = bc.inner();
+        if (Row::op == ElemOp::kWhere && sc == 0 && sx == 1 && sy == 1) {  // one condition for the row
+          const T* from = rc[0] ? rx : ry;
+          std::copy(from, from + n, po + o);
+        } else if (sc == 1 && sx == 1 && sy == 1) {  // unit strides: the loop vectorizes
+          for (int64_t i = 0; i < n; ++i) po[o + i] = Row::math(rc[i], rx[i], ry[i], p);
+        } else {
+          for (int64_t i = 0; i < n; ++i) po[o + i] = Row::math(rc[i * sc], rx[i * sx], ry[i * sy], p);
+        }
       });
     });
   }

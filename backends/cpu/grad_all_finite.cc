@@ -4,12 +4,46 @@
 // loss-scaled step reads the flag to skip the update and back the scale off, so the check never
 // leaves the graph (no host round trip per tensor).
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
 
 namespace amp::cpu {
 namespace {
+
+// Exponent bits all ones: inf or NaN. Integer tests on the stored bits, so the loops vectorize.
+template <class T>
+int any_non_finite(const T* p, int64_t n) {
+  int found = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    const auto* u = reinterpret_cast<const uint32_t*>(p);
+    for (int64_t k = 0; k < n; ++k) found |= (u[k] & 0x7f800000u) == 0x7f800000u;
+  } else if constexpr (std::is_same_v<T, double>) {
+    const auto* u = reinterpret_cast<const uint64_t*>(p);
+    for (int64_t k = 0; k < n; ++k) found |= (u[k] & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+  } else {
+    const uint16_t mask = std::is_same_v<T, f16> ? 0x7c00 : 0x7f80;
+    const auto* u = reinterpret_cast<const uint16_t*>(p);
+    for (int64_t k = 0; k < n; ++k) found |= (u[k] & mask) == mask;
+  }
+  return found;
+}
+
+// The same for every x * scale, the product rounded to float32 as the unscaling Mul rounds it
+// (exact widening for fp16/bf16; fp32 as it is).
+template <class T>
+int any_non_finite_scaled(const T* p, int64_t n, float scale) {
+  int found = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const float y = static_cast<float>(load(p[k])) * scale;
+    uint32_t u;
+    std::memcpy(&u, &y, sizeof u);
+    found |= (u & 0x7f800000u) == 0x7f800000u;
+  }
+  return found;
+}
 
 class AllFinite final : public Kernel {
  public:
@@ -36,15 +70,7 @@ class AllFinite final : public Kernel {
         const T* p = v.as<T>();
         int bad = 0;
         parallel_for(v.numel(), ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
-          int found = 0;
-          if (scaled_) {
-            for (int64_t k = b; k < e; ++k) {
-              const float x = static_cast<float>(load(p[k]));  // exact for fp16/bf16; fp32 as it is
-              found |= !std::isfinite(x * scale);
-            }
-          } else {
-            for (int64_t k = b; k < e; ++k) found |= !std::isfinite(static_cast<double>(load(p[k])));
-          }
+          const int found = scaled_ ? any_non_finite_scaled(p + b, e - b, scale) : any_non_finite(p + b, e - b);
           if (found) {
 #pragma omp atomic write
             bad = 1;
