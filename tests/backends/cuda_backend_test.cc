@@ -993,6 +993,35 @@ TEST(CudaBackendGpu, ConvolutionPoolingAndBatchNormMatchTheCpu) {
   expect_parity(bn.m, bn.feeds, bn.outputs, 10.0);
 }
 
+// ConvTranspose as cuDNN's backward-data pass against the CPU kernel: bias, stride, pads and
+// output_padding; groups and dilations without a bias; 1-D; fp16 and bf16 (fp32 accumulation on
+// both sides, one rounding).
+TEST(CudaBackendGpu, ConvTransposeMatchesTheCpu) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    OneNode up("ConvTranspose", {{"x", random_tensor(t, {2, 4, 5, 5}, 80)}, {"w", random_tensor(t, {4, 3, 3, 3}, 81)},
+                                 {"b", random_tensor(t, {3}, 82)}},
+               {t});
+    up.node->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+    up.node->set_attr(Attribute::of_ints("strides", {2, 2}));
+    up.node->set_attr(Attribute::of_ints("output_padding", {1, 1}));
+    expect_parity(up.m, up.feeds, up.outputs, 10.0);
+  }
+  OneNode grouped("ConvTranspose", {{"x", random_tensor(DType::kFloat, {1, 4, 4, 6}, 83)},
+                                    {"w", random_tensor(DType::kFloat, {4, 2, 2, 3}, 84)}},
+                  {DType::kFloat});
+  grouped.node->set_attr(Attribute::of_int("group", 2));
+  grouped.node->set_attr(Attribute::of_ints("dilations", {2, 1}));
+  grouped.node->set_attr(Attribute::of_ints("strides", {2, 3}));
+  expect_parity(grouped.m, grouped.feeds, grouped.outputs, 10.0);
+  OneNode line("ConvTranspose", {{"x", random_tensor(DType::kFloat, {2, 3, 7}, 85)}, {"w", random_tensor(DType::kFloat, {3, 2, 4}, 86)},
+                                 {"b", random_tensor(DType::kFloat, {2}, 87)}},
+               {DType::kFloat});
+  line.node->set_attr(Attribute::of_ints("strides", {2}));
+  line.node->set_attr(Attribute::of_ints("pads", {1, 1}));
+  expect_parity(line.m, line.feeds, line.outputs, 10.0);
+}
+
 // The fixed units the schedule makes of m, by kind.
 std::vector<std::string> unit_kinds(const Model& m, const CompileOptions& options = {}) {
   const cuda::Schedule s(m, options);
