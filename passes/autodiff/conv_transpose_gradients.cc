@@ -3,8 +3,9 @@
 //   dX = Conv(dY, W)                 (W [C, M/g, k...] is read as Conv's [M', C'/g, k...])
 //   dW = ConvGrad's dW with its roles swapped: dY := X, X := dY (<Y, dY> = <X, Conv(dY, W)>)
 //   dB = dY summed over all but the channel axis.
-// The end pads of the Conv are chosen so that it gives back X's extents exactly (output_padding
-// and a larger output_shape only add pixels no input reaches). Needs X's spatial and W's extents
+// The Conv's end pads are the forward's where they give back X's extents (output_padding is below
+// the stride and floored away), else the least that do (a larger output_shape only adds pixels no
+// input reaches). Needs X's spatial and W's extents
 // static (the window depends on them).
 #include "graph/ops/conv_transpose.h"
 #include "passes/autodiff/gradient_rules.h"
@@ -45,8 +46,11 @@ Grads conv_transpose(GradContext& c) {
   std::vector<int64_t> pads(2 * n);
   for (size_t i = 0; i < n; ++i) {
     const int64_t span = (win.kernel[i] - 1) * win.dilations[i] + 1, s = win.strides[i];
-    const int64_t end = std::max<int64_t>(0, s * (in[i] - 1) + span - win.out[i] - win.pads_begin[i]);
-    if ((win.out[i] + win.pads_begin[i] + end - span) / s + 1 != in[i])
+    auto reaches = [&](int64_t end) { return (win.out[i] + win.pads_begin[i] + end - span) / s + 1 == in[i]; };
+    // The forward's own end pad where it fits (symmetric pads stay symmetric, which cuDNN needs).
+    const int64_t end = reaches(win.pads_end[i]) ? win.pads_end[i]
+                                                 : std::max<int64_t>(0, s * (in[i] - 1) + span - win.out[i] - win.pads_begin[i]);
+    if (!reaches(end))
       c.fail("output_shape leaves more than a stride of pixels no input reaches");
     pads[i] = win.pads_begin[i];
     pads[i + n] = end;
