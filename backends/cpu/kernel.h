@@ -106,6 +106,7 @@ const std::vector<OpEntry>& elementwise_ops();
 const std::vector<OpEntry>& cast_ops();
 const std::vector<OpEntry>& matmul_ops();
 const std::vector<OpEntry>& conv_ops();
+const std::vector<OpEntry>& conv_transpose_ops();
 const std::vector<OpEntry>& pool_ops();
 const std::vector<OpEntry>& norm_ops();
 const std::vector<OpEntry>& softmax_ops();

@@ -18,6 +18,7 @@
 #include "backends/cuda/node_patterns.h"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
+#include "graph/ops/conv_transpose.h"
 
 namespace amp::cuda {
 namespace {
@@ -402,6 +403,80 @@ class ConvGrad final : public CudaOp {
   WindowAttrs attrs_;
 };
 
+// ConvTranspose(X, W, B) is the backward-data pass of the convolution that reads Y with the same
+// window and W [C, M/g, k...] as its filter (C output channels, M/g input channels per group):
+// cudnnConvolutionBackwardData(W, dy := X) -> dx := Y, then the bias. That convolution maps Y's
+// extents back onto X's (output_padding is below the stride, floored away). cuDNN pads
+// symmetrically, so asymmetric pads (odd auto_pad or output_shape totals) are refused with the
+// node named.
+class ConvTranspose final : public CudaOp {
+ public:
+  ConvTranspose(const Node& n, int64_t) : attrs_(n) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc &x = *s.in[0], &w = *s.in[1], &y = *s.out[0];
+    if (x.dims.size() < 3 || w.dims.size() != x.dims.size())
+      throw InputError("ConvTranspose needs [N, C, spatial...] input and a weight of its rank");
+    const std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end()), kernel(w.dims.begin() + 2, w.dims.end());
+    const TransposedWindow tw = make_transposed_window(attrs_, in, kernel);
+    Window win;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (tw.pads_begin[d] != tw.pads_end[d])
+        throw InputError("padding " + std::to_string(tw.pads_begin[d]) + " before and " + std::to_string(tw.pads_end[d]) +
+                         " after: cuDNN pads both sides alike");
+      win.kernel.push_back(static_cast<int>(kernel[d]));
+      win.pads.push_back(static_cast<int>(tw.pads_begin[d]));
+      win.strides.push_back(static_cast<int>(tw.strides[d]));
+      win.dilations.push_back(static_cast<int>(tw.dilations[d]));
+    }
+    while (win.kernel.size() < 2) {
+      win.kernel.push_back(1);
+      win.pads.push_back(0);
+      win.strides.push_back(1);
+      win.dilations.push_back(1);
+    }
+    // The convolution's view: its input is Y, its output X.
+    ConvSetup setup;
+    setup.x = std::make_shared<CudnnTensor>(y.dtype, at_least_4d(y.dims));
+    setup.y = std::make_shared<CudnnTensor>(x.dtype, at_least_4d(x.dims));
+    setup.w = std::make_shared<CudnnFilter>(w.dtype, at_least_4d(w.dims));
+    std::vector<int64_t> bias_dims(std::max<size_t>(4, y.dims.size()), 1);
+    bias_dims[1] = y.dims[1];
+    setup.bias = std::make_shared<CudnnTensor>(y.dtype, bias_dims);
+    setup.conv = std::make_shared<CudnnConvolution>(win.pads, win.strides, win.dilations, static_cast<int>(attrs_.group),
+                                                    x.dtype, s.tf32);
+    setup.shape = std::string(dtype_name(x.dtype)) + " transposed x" + list(x.dims) + " w" + list(w.dims) + " pads " +
+                  list(win.pads) + " strides " + list(win.strides) + " dilations " + list(win.dilations) + " group " +
+                  std::to_string(attrs_.group) + (x.dtype == DType::kFloat && s.tf32 ? " tf32" : "");
+    setup.fma_only = x.dtype == DType::kFloat && !s.tf32;
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+    int found = 0;
+    AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn(), setup.w->get(), setup.y->get(),
+                                                                setup.conv->get(), setup.x->get(),
+                                                                static_cast<int>(perfs.size()), &found, perfs.data()));
+    const auto data = ranked_algorithms<cudnnConvolutionBwdDataAlgo_t>(
+        perfs, found, "transposed convolution", setup, ctx, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), setup.w->get(), setup.y->get(),
+                                                              setup.conv->get(), setup.x->get(), a, bytes);
+        });
+    const bool has_bias = s.has_in(2);
+    return std::make_unique<PreparedFunction>(
+        [setup, data, has_bias](const OpBuffers& b, DeviceContext& c) {
+          const float one = 1.0f, zero = 0.0f;
+          run_ranked(data, setup.conv->get(), c, [&](const RankedAlgorithm<cudnnConvolutionBwdDataAlgo_t>& a) {
+            return cudnnConvolutionBackwardData(c.cudnn(), &one, setup.w->get(), b.in[1], setup.y->get(), b.in[0],
+                                                setup.conv->get(), a.algo, b.workspace, a.memory, &zero, setup.x->get(),
+                                                b.out[0]);
+          });
+          if (has_bias)
+            AMP_CUDNN_CHECK(cudnnAddTensor(c.cudnn(), &one, setup.bias->get(), b.in[2], &one, setup.x->get(), b.out[0]));
+        },
+        data.workspace());
+  }
+
+ private:
+  ConvTransposeAttrs attrs_;
+};
+
 // MaxPool / AveragePool and their gradients (ai.onnx_amp MaxPoolGrad / AveragePoolGrad(dY, X)).
 class Pool final : public CudaOp {
  public:
@@ -512,6 +587,7 @@ const std::vector<CudaOpEntry>& convolution_ops() {
   static const std::vector<CudaOpEntry> ops = {
       {"", "Conv", make_op<Conv>},
       {kAmpDomain, "ConvGrad", make_op<ConvGrad>},
+      {"", "ConvTranspose", make_op<ConvTranspose>},
       {"", "MaxPool", make_op<Pool>},
       {"", "AveragePool", make_op<Pool>},
       {kAmpDomain, "MaxPoolGrad", make_op<Pool>},

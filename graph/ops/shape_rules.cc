@@ -9,6 +9,7 @@
 
 #include "graph/amp_ops.h"
 #include "graph/error.h"
+#include "graph/ops/conv_transpose.h"
 #include "graph/ops/einsum.h"
 #include "graph/ops/elementwise_ops.h"
 #include "graph/ops/pad.h"
@@ -655,6 +656,37 @@ ShapeFn conv_rule(const Node& n, int64_t) {
   };
 }
 
+// ConvTranspose: W is [C, M/group, k...], Y is [N, M, extents by graph/ops/conv_transpose.h].
+ShapeFn conv_transpose_rule(const Node& n, int64_t) {
+  const ConvTransposeAttrs attrs(n);
+  return [attrs](ShapeQuery& q) {
+    const TensorFacts &x = q.input(0), &w = q.input(1);
+    require_same_types(q, 3, "ConvTranspose inputs");
+    if (x.shape && x.shape->rank() < 3) throw InputError("expected [N, C, spatial...], X is " + shape_text(x.shape));
+    if (x.shape && w.shape && w.shape->rank() != x.shape->rank())
+      throw InputError("ConvTranspose W " + shape_text(w.shape) + " does not match X " + shape_text(x.shape));
+    const std::optional<std::vector<int64_t>> wd = w.dims();
+    const std::optional<int64_t> c = x.shape ? x.shape->dims[1].value : std::nullopt;
+    if (attrs.group <= 0 || (wd && c && (*c % attrs.group != 0 || (*wd)[0] != *c)))
+      throw InputError("ConvTranspose channels do not match: X " + shape_text(x.shape) + ", W " + shape_text(w.shape) +
+                       ", group " + std::to_string(attrs.group));
+    if (wd && q.has(2) && numel(*q.in[2]) && *numel(*q.in[2]) != (*wd)[1] * attrs.group)
+      throw InputError("ConvTranspose bias must have W[1] * group elements");
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    Shape out{{x.shape->dims[0], wd ? known((*wd)[1] * attrs.group) : unknown()}};
+    std::vector<int64_t> in;
+    for (size_t d = 2; d < x.shape->rank(); ++d)
+      if (x.shape->dims[d].value) in.push_back(*x.shape->dims[d].value);
+    if (!wd || in.size() + 2 != x.shape->rank()) {
+      out.dims.resize(x.shape->rank());
+      return put(q, 0, x.dtype, out);
+    }
+    for (int64_t e : make_transposed_window(attrs, in, std::vector<int64_t>(wd->begin() + 2, wd->end())).out)
+      out.dims.push_back(known(e));
+    put(q, 0, x.dtype, out);
+  };
+}
+
 ShapeFn pool_rule(const Node& n, int64_t) {
   const WindowAttrs attrs(n);
   return [attrs](ShapeQuery& q) {
@@ -873,6 +905,7 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"MatMul", {plain<matmul>, {}}},
         {"Gemm", {gemm_rule, {}}},
         {"Conv", {conv_rule, {}}},
+        {"ConvTranspose", {conv_transpose_rule, {}}},
         {"MaxPool", {pool_rule, {}}},
         {"AveragePool", {pool_rule, {}}},
         {"GlobalAveragePool", {plain<global_pool>, {}}},

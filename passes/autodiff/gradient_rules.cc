@@ -12,6 +12,7 @@ const GradRuleTable& gradient_rules() {
     add_broadcast_gradients(t);
     add_matmul_gradients(t);
     add_conv_pool_gradients(t);
+    add_conv_transpose_gradients(t);
     add_normalization_gradients(t);
     add_softmax_loss_gradients(t);
     add_shape_gradients(t);

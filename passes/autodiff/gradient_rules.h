@@ -47,6 +47,7 @@ void add_elementwise_gradients(GradRuleTable& t);
 void add_broadcast_gradients(GradRuleTable& t);
 void add_matmul_gradients(GradRuleTable& t);
 void add_conv_pool_gradients(GradRuleTable& t);
+void add_conv_transpose_gradients(GradRuleTable& t);
 void add_normalization_gradients(GradRuleTable& t);
 void add_softmax_loss_gradients(GradRuleTable& t);
 void add_shape_gradients(GradRuleTable& t);

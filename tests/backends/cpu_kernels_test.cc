@@ -544,3 +544,53 @@ TEST(CpuKernels, EinsumMatchesTorch) {
 
 }  // namespace
 }  // namespace amp::test
+
+// ConvTranspose against torch.nn.functional.conv_transpose1d/2d/3d (ONNX's begin/end pads as a
+// crop of torch's unpadded output) in the four float types: groups, dilations, output_padding,
+// asymmetric pads, and auto_pad SAME_UPPER.
+namespace amp::test {
+namespace {
+
+TEST(CpuKernels, ConvTransposeMatchesTorchInEveryFloatType) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    std::vector<Attribute> a2;
+    a2.push_back(Attribute::of_ints("strides", {2, 1}));
+    a2.push_back(Attribute::of_ints("pads", {1, 0, 0, 1}));
+    a2.push_back(Attribute::of_ints("output_padding", {1, 0}));
+    a2.push_back(Attribute::of_ints("dilations", {1, 2}));
+    a2.push_back(Attribute::of_int("group", 2));
+    cases.push_back(Case{"convt" + suffix(t), "ConvTranspose",
+                         {{"x", random_tensor(t, {2, 4, 5, 4}, -1, 1, 61)},
+                          {"w", random_tensor(t, {4, 3, 3, 3}, -1, 1, 62)},
+                          {"b", random_tensor(t, {6}, -1, 1, 63)}},
+                         std::move(a2), 1, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> a1;
+    a1.push_back(Attribute::of_ints("strides", {3}));
+    a1.push_back(Attribute::of_ints("pads", {1, 2}));
+    cases.push_back(Case{"convt_1d" + suffix(t), "ConvTranspose",
+                         {{"x", random_tensor(t, {2, 3, 7}, -1, 1, 64)},
+                          {"w", random_tensor(t, {3, 2, 4}, -1, 1, 65)},
+                          {"b", random_tensor(t, {2}, -1, 1, 66)}},
+                         std::move(a1), 1, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> a3;
+    a3.push_back(Attribute::of_ints("strides", {2, 1, 2}));
+    a3.push_back(Attribute::of_ints("pads", {0, 1, 0, 0, 0, 1}));
+    cases.push_back(Case{"convt_3d" + suffix(t), "ConvTranspose",
+                         {{"x", random_tensor(t, {1, 2, 3, 4, 3}, -1, 1, 67)},
+                          {"w", random_tensor(t, {2, 2, 2, 3, 2}, -1, 1, 68)}},
+                         std::move(a3), 1, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> same;
+    same.push_back(Attribute::of_ints("strides", {2, 2}));
+    same.push_back(Attribute::of_string("auto_pad", "SAME_UPPER"));
+    cases.push_back(Case{"convt_same_upper" + suffix(t), "ConvTranspose",
+                         {{"x", random_tensor(t, {2, 2, 3, 3}, -1, 1, 69)},
+                          {"w", random_tensor(t, {2, 3, 3, 3}, -1, 1, 70)},
+                          {"b", random_tensor(t, {3}, -1, 1, 71)}},
+                         std::move(same), 1, tolerance(t, 1, 1e-5)});
+  }
+  check(cases, "conv_transpose");
+}
+
+}  // namespace
+}  // namespace amp::test

@@ -220,6 +220,25 @@ CASES = {
 }
 
 
+def conv_transpose(i, stride, pads, output_padding=None, dilation=None, groups=1):
+    """ONNX ConvTranspose with begin/end pads: torch's unpadded transposed convolution, cropped."""
+    x, w = t(i["x"]), t(i["w"])
+    n = x.dim() - 2
+    fn = [F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d][n - 1]
+    y = fn(x, w, t(i["b"]) if "b" in i else None, stride=stride, output_padding=output_padding or [0] * n,
+           groups=groups, dilation=dilation or [1] * n)
+    crop = tuple(slice(pads[d], y.shape[2 + d] - pads[d + n]) for d in range(n))
+    return y[(slice(None), slice(None)) + crop].numpy()
+
+
+CASES.update({
+    "convt": (lambda i: conv_transpose(i, (2, 1), (1, 0, 0, 1), (1, 0), (1, 2), 2), None),
+    "convt_1d": (lambda i: conv_transpose(i, (3,), (1, 2)), None),
+    "convt_3d": (lambda i: conv_transpose(i, (2, 1, 2), (0, 1, 0, 0, 0, 1)), None),
+    "convt_same_upper": (lambda i: conv_transpose(i, (2, 2), (0, 0, 1, 1)), None),
+})
+
+
 def main():
     folder, names = sys.argv[1], sys.argv[2:]
     for name in names:

@@ -216,3 +216,25 @@ TEST(AmpColour, ExistingCastsAreFixedAndCastsFromIntegersAreFree) {
 
 }  // namespace
 }  // namespace amp
+
+namespace amp {
+namespace {
+
+TEST(AmpColour, ConvTransposeIsAllowListedAndRunsBf16BeyondItsSchema) {
+  // ConvTranspose-11's T allows float16 but not bfloat16: a rewrite keeps it fp32 for bf16, a
+  // training step (beyond_opset_schemas) runs it in bf16 like Conv.
+  ModelBuilder b;
+  Value* x = b.input("x", DType::kFloat, {1, 2, 4, 4});
+  Value* c = b.op("ConvTranspose", {x, b.weight("k", {2, 2, 2, 2})}, "c");
+  b.output(b.op("Relu", {c}, "y"));
+  EXPECT_EQ(decided(colour(b.m, AmpPolicy(DType::kFloat16)), b, "c"), "fp16 allow-list");
+  const AmpDecisions d = colour(b.m, AmpPolicy(DType::kBFloat16));
+  EXPECT_EQ(decided(d, b, "c"), "fp32 schema-forbids");
+  EXPECT_EQ(d.find(b.producer("c"))->decision.reason, "ConvTranspose-11's type constraint T does not allow bfloat16");
+  AmpPolicy training(DType::kBFloat16);
+  training.beyond_opset_schemas = true;
+  EXPECT_EQ(decided(colour(b.m, training), b, "c"), "bf16 allow-list");
+}
+
+}  // namespace
+}  // namespace amp

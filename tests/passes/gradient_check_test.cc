@@ -340,6 +340,14 @@ std::vector<Case> cases() {
   add(make("ConvGroupsDilated", "Conv", {x({1, 4, 6, 6}), x({4, 2, 2, 2})},
            {int_attr("group", 2), ints_attr("dilations", {2, 2}), ints_attr("pads", {1, 0, 0, 1})}));
   add(make("Conv1d", "Conv", {x({2, 3, 7}), x({2, 3, 3}), x({2})}, {string_attr("auto_pad", "SAME_UPPER")}));
+  add(make("ConvTranspose", "ConvTranspose", {x({2, 3, 3, 4}), x({3, 2, 3, 3}), x({2})},
+           {ints_attr("pads", {1, 0, 1, 1}), ints_attr("strides", {2, 2}), ints_attr("output_padding", {1, 0})}));
+  add(make("ConvTransposeGroupsDilated", "ConvTranspose", {x({1, 4, 3, 3}), x({4, 1, 2, 2})},
+           {int_attr("group", 2), ints_attr("dilations", {2, 1}), ints_attr("strides", {1, 2})}));
+  add(make("ConvTranspose1dOutputShape", "ConvTranspose", {x({2, 2, 4}), x({2, 3, 3}), x({3})},
+           {ints_attr("strides", {2}), ints_attr("output_shape", {10})}));
+  add(make("ConvTranspose1dSameLower", "ConvTranspose", {x({1, 2, 4}), x({2, 2, 4})},
+           {ints_attr("strides", {3}), string_attr("auto_pad", "SAME_LOWER")}));
   add(make("MaxPool", "MaxPool", {x({2, 2, 5, 5}, Fill::kSpread)},
            {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2}), ints_attr("pads", {0, 0, 1, 1})}));
   add(make("MaxPoolOverlapping", "MaxPool", {x({1, 2, 5, 5}, Fill::kSpread)},

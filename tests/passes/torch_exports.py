@@ -16,6 +16,8 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
                       as ONNX HardSwish, nn.Hardsigmoid as HardSigmoid(alpha 1/6).
   zoo_ops_block       Pad (reflect, constant, edge), Elu, Selu, Softplus and Resize (bilinear both
                       ways, nearest) between convolutions: issue 16's ops.
+  unet_block          A tiny U-Net: strided Conv down, ConvTranspose2d up (k3 s2 p1
+                      output_padding 1; grouped k2 s2 dilated) with a skip concatenation.
 """
 import sys
 
@@ -108,7 +110,28 @@ class ZooOpsBlock(nn.Module):
         return self.head(x.mean([2, 3]))
 
 
-MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock}
+class UNetBlock(nn.Module):
+    """Down with strided convolutions, up with transposed ones (ONNX ConvTranspose), a skip."""
+
+    def __init__(self):
+        super().__init__()
+        self.down1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.down2 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.up1 = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1)
+        self.up2 = nn.ConvTranspose2d(16, 6, 2, stride=2, groups=2, bias=False)
+        self.up3 = nn.ConvTranspose2d(6, 4, 3, padding=2, dilation=2)
+        self.head = nn.Linear(4, 10)
+
+    def forward(self, x):
+        d1 = torch.relu(self.down1(x))
+        d2 = torch.relu(self.down2(d1))
+        u1 = torch.relu(self.up1(d2))
+        u2 = torch.relu(self.up2(torch.cat([u1, d1], 1)))
+        return self.head(self.up3(u2).mean([2, 3]))
+
+
+MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock,
+          "unet_block": UNetBlock}
 
 
 def main():

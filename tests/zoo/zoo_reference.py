@@ -543,5 +543,27 @@ def main():
                                                           "loss_error": float(torch32_losses)}}, f)
 
 
+class TinyUNet(torch.nn.Module):
+    """A U-Net-style decoder (issue 16 item 4's upsampling networks): strided convolutions down,
+    ConvTranspose2d up (k3 s2 p1 output_padding 1; grouped k2 s2), a skip concatenation, a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.down1 = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8),
+                                         torch.nn.ReLU())
+        self.down2 = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.ReLU())
+        self.up1 = torch.nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1)
+        self.up2 = torch.nn.ConvTranspose2d(16, 8, 2, stride=2, groups=2)
+        self.head = torch.nn.Linear(8, 10)
+
+    def forward(self, x):
+        d1 = self.down1(x)
+        u1 = torch.relu(self.up1(self.down2(d1)))
+        return self.head(torch.relu(self.up2(torch.cat([u1, d1], 1))).mean([2, 3]))
+
+
+EXTRA["tiny_unet"] = TinyUNet
+
+
 if __name__ == "__main__":
     main()
