@@ -81,10 +81,10 @@ class BatchNormalizationGrad final : public Kernel {
           dscale[static_cast<size_t>(c)] = ds;
           const double k = scale[static_cast<size_t>(c)] * inv / static_cast<double>(m);
           for (int64_t i = 0; i < n; ++i)
-            for (int64_t j = 0; j < size; ++j) {
+            store_rows<T>(dx + at(i, 0), size, [&](int64_t j) {
               const double xhat = (load(x[at(i, j)]) - mean) * inv;
-              dx[at(i, j)] = convert<T>(k * (static_cast<double>(m) * load(dy[at(i, j)]) - db - xhat * ds));
-            }
+              return k * (static_cast<double>(m) * load(dy[at(i, j)]) - db - xhat * ds);
+            });
         }
       });
     });

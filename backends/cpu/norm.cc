@@ -89,9 +89,9 @@ class BatchNormalization final : public Kernel {
                      for (int64_t p = p0; p < p1; ++p) {
                        const int64_t c = p % channels;
                        const C inv = C(1) / std::sqrt(var[c] + static_cast<C>(epsilon_));
-                       for (int64_t j = 0; j < size; ++j)
-                         out[p * size + j] = store<T>(
-                             static_cast<compute_t<T>>((load(in[p * size + j]) - mean[c]) * inv * scale[c] + bias[c]));
+                       store_rows<T>(out + p * size, size, [&](int64_t j) {
+                         return static_cast<compute_t<T>>((load(in[p * size + j]) - mean[c]) * inv * scale[c] + bias[c]);
+                       });
                      }
                    });
     });

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "graph/dtype.h"
 #include "graph/error.h"
@@ -30,10 +31,36 @@ struct Num {
   static C load(T v) { return v; }
   static T store(C v) { return v; }
 };
+// Every fp16 value's fp32 bits, indexed by its bits (256 KiB of constants, made by the compiler):
+// a scalar fp16 load in the kernels' per-element loops is one table read instead of half.h's bit
+// manipulation (bulk conversions use convert.h's vector instructions instead). Integer-only, so
+// it is a constant expression; tests/backends compare it with half.h's fp16_to_fp32 for all values.
+constexpr uint32_t fp16_bits_to_fp32_bits(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu;
+  uint32_t m = h & 0x3ffu;
+  if (e == 31) return sign | 0x7f800000u | (m << 13);
+  if (e != 0) return sign | ((e + 112u) << 23) | (m << 13);
+  if (m == 0) return sign;
+  uint32_t exp = 113;  // a subnormal m * 2^-24: normalise the mantissa
+  while (!(m & 0x400u)) {
+    m <<= 1;
+    --exp;
+  }
+  return sign | (exp << 23) | ((m & 0x3ffu) << 13);
+}
+
+struct Fp16Table {
+  uint32_t bits[65536];
+  constexpr Fp16Table() : bits() {
+    for (uint32_t h = 0; h < 65536; ++h) bits[h] = fp16_bits_to_fp32_bits(h);
+  }
+};
+inline constexpr Fp16Table kFp16Table{};
+
 template <>
 struct Num<f16> {
   using C = float;
-  static float load(f16 v) { return fp16_to_fp32(v.bits); }
+  static float load(f16 v) { return bits_float(kFp16Table.bits[v.bits]); }
   static f16 store(float v) { return f16{fp32_to_fp16(v)}; }
 };
 template <>

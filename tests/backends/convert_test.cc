@@ -4,9 +4,11 @@
 // in the normal range; odd lengths, so the 8-wide tail path runs too.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "backends/cpu/convert.h"
+#include "backends/cpu/kernel_util.h"
 #include "graph/half.h"
 
 namespace amp::cpu {
@@ -62,6 +64,41 @@ TEST(BulkConvert, NarrowsLikeHalfHAtEveryKindOfRounding) {
     for (uint32_t low : {0x0u, 0x1u, 0xfffu, 0x1000u, 0x1001u, 0x1fffu}) in.push_back(bits_float(high << 13 | low));
   in.pop_back();
   EXPECT_EQ(narrow_mismatches(in), 0u);
+}
+
+}  // namespace
+}  // namespace amp::cpu
+
+namespace amp::cpu {
+namespace {
+
+// The scalar fp16 load (numeric.h's compile-time table) against half.h's conversion, bit for bit,
+// for every pattern: normals, subnormals, zeros, infinities and NaN payloads.
+TEST(BulkConvert, ScalarFp16LoadsEvery16BitPatternLikeHalfH) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float loaded = load(f16{static_cast<uint16_t>(h)});
+    ASSERT_EQ(float_bits(loaded), float_bits(fp16_to_fp32(static_cast<uint16_t>(h)))) << "fp16 bits " << h;
+  }
+}
+
+// fp64 values rounded once to fp16/bf16 through store_rows' fp32 block (round to odd, then the
+// vector narrowing) give what convert<T>(double) gives, ties and near-ties included.
+TEST(BulkConvert, StoreRowsRoundsDoublesOnceLikeConvert) {
+  std::vector<double> values;
+  for (uint32_t h = 0x0001; h < 0x7c00; h += 7) {  // around fp16 values: exact, ties, a hair off ties
+    const double v = fp16_to_fp32(static_cast<uint16_t>(h)), next = fp16_to_fp32(static_cast<uint16_t>(h + 1));
+    const double mid = (v + next) / 2;
+    for (double x : {v, mid, std::nextafter(mid, 0.0), std::nextafter(mid, 1e9), -mid}) values.push_back(x);
+  }
+  const int64_t n = static_cast<int64_t>(values.size());
+  std::vector<f16> h(values.size());
+  std::vector<bf16> b(values.size());
+  store_rows<f16>(h.data(), n, [&](int64_t j) { return values[j]; });
+  store_rows<bf16>(b.data(), n, [&](int64_t j) { return values[j]; });
+  for (int64_t j = 0; j < n; ++j) {
+    ASSERT_EQ(h[j].bits, convert<f16>(values[j]).bits) << values[j];
+    ASSERT_EQ(b[j].bits, convert<bf16>(values[j]).bits) << values[j];
+  }
 }
 
 }  // namespace
