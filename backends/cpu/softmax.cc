@@ -2,6 +2,7 @@
 // axis on (before opset 13). Max-subtracted, summed in fp32 (fp64 for double), rounded once.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "backends/cpu/kernel_util.h"
 
@@ -32,6 +33,16 @@ class Softmax final : public Kernel {
                        C mx = -std::numeric_limits<C>::infinity();
                        for (int64_t i = 0; i < len; ++i) mx = std::max(mx, load(in[base + i * inner]));
                        C sum = 0;
+                       if constexpr (!kLog && std::is_same_v<T, C>) {
+                         // Each exponential computed once: kept in the output, then divided there.
+                         for (int64_t i = 0; i < len; ++i) {
+                           const C e = std::exp(in[base + i * inner] - mx);
+                           out[base + i * inner] = e;
+                           sum += e;
+                         }
+                         for (int64_t i = 0; i < len; ++i) out[base + i * inner] /= sum;
+                         continue;
+                       }
                        for (int64_t i = 0; i < len; ++i) sum += std::exp(load(in[base + i * inner]) - mx);
                        if constexpr (kLog) {
                          const C lse = std::log(sum);
