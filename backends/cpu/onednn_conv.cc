@@ -1,8 +1,6 @@
 #include "backends/cpu/onednn_conv.h"
 
-#include <omp.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
+#include "backends/cpu/onednn_runtime.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,26 +21,12 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
-
-// oneDNN reads its thread count from OpenMP when a primitive is made and run; the kernels' own
-// loops name theirs in each parallel region, so setting it around oneDNN's calls is enough.
-class OmpThreads {
- public:
-  explicit OmpThreads(int n) : previous_(omp_get_max_threads()) { omp_set_num_threads(n > 0 ? n : 1); }
-  ~OmpThreads() { omp_set_num_threads(previous_); }
-
- private:
-  int previous_;
-};
+using onednn::aligned;
+using onednn::engine;
+using onednn::OmpThreads;
+using onednn::require_optimised;
+using onednn::stream;
+using onednn::user_scratchpad;
 
 dt data_type(DnnlType t) { return t == DnnlType::kF32 ? dt::f32 : dt::bf16; }
 
@@ -86,8 +70,6 @@ std::optional<Geometry> geometry(const ConvShape& s) {
   g.w_tag = weights_tag(r, s.groups > 1);
   return g;
 }
-
-size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // A tensor as the caller holds it (plain layout) and as a primitive wants it: when the layouts
 // differ, a reorder between the caller's buffer and a region of the workspace.
@@ -136,19 +118,6 @@ struct Port {
   }
 };
 
-// oneDNN's reference implementations are plain loops, hundreds of times slower than the kernel's own
-// im2col path: a primitive that would run one counts as unimplemented.
-template <class PD>
-void require_optimised(const PD& pd) {
-  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw dnnl::error(dnnl_unimplemented, "reference implementation");
-}
-
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr a;
-  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return a;
-}
-
 memory::desc any(const memory::dims& d, dt t) { return memory::desc(d, t, tag::any); }
 
 }  // namespace
@@ -179,7 +148,7 @@ DnnlConvForward::DnnlConvForward(const ConvShape& shape, DnnlType type, bool bia
                                       any(g->src, t), any(g->weights, t), bias_md, any(g->dst, t), g->strides,
                                       g->dilations, g->pad_l, g->pad_r);
     dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
-    require_optimised(pd);
+    require_optimised(pd.impl_info_str());
     size_t used = 0;
     impl->x.init(memory::desc(g->src, t, g->act_tag), pd.src_desc(), true, &used);
     impl->w.init(memory::desc(g->weights, t, g->w_tag), pd.weights_desc(), true, &used);
@@ -257,7 +226,7 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
       dnnl::convolution_backward_data::desc d(alg, any(g->src, t), any(g->weights, t), any(g->dst, t), g->strides,
                                               g->dilations, g->pad_l, g->pad_r);
       dnnl::convolution_backward_data::primitive_desc pd(d, user_scratchpad(), engine(), hint);
-      require_optimised(pd);
+      require_optimised(pd.impl_info_str());
       impl->dy_d.init(dst_user, pd.diff_dst_desc(), true, &used);
       impl->w_d.init(w_user, pd.weights_desc(), true, &used);
       impl->dx_d.init(src_user, pd.diff_src_desc(), false, &used);
@@ -274,7 +243,7 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
                                                  want_db ? db_md : memory::desc(), any(g->dst, t), g->strides,
                                                  g->dilations, g->pad_l, g->pad_r);
       dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad(), engine(), hint);
-      require_optimised(pd);
+      require_optimised(pd.impl_info_str());
       impl->x_w.init(src_user, pd.src_desc(), true, &used);
       // dY in the layout backward-data already put it in is reordered once for both.
       impl->share_dy = impl->dx && impl->dy_d.reordered && pd.diff_dst_desc() == impl->dy_d.inner;

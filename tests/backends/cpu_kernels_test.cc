@@ -285,6 +285,14 @@ TEST(CpuKernels, MatMulAccumulatesInFp32AndRoundsOnce) {
     cases.push_back(Case{"matmul" + suffix(t), "MatMul",
                          {{"a", random_tensor(t, {2, 1, 5, 256}, -1, 1, 31)}, {"b", random_tensor(t, {3, 256, 4}, -1, 1, 32)}},
                          {}, 1, tolerance(t, 1, 1e-5)});
+    // The batch layouts oneDNN's bf16 matmul takes: one weight matrix for every batch (a Linear
+    // layer on [N, T, C]) and equal batch dims (attention heads).
+    cases.push_back(Case{"matmul_linear" + suffix(t), "MatMul",
+                         {{"a", random_tensor(t, {3, 7, 300}, -1, 1, 38)}, {"b", random_tensor(t, {300, 9}, -1, 1, 39)}},
+                         {}, 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"matmul_heads" + suffix(t), "MatMul",
+                         {{"a", random_tensor(t, {2, 4, 6, 200}, -1, 1, 40)}, {"b", random_tensor(t, {2, 4, 200, 5}, -1, 1, 41)}},
+                         {}, 1, tolerance(t, 1, 1e-5)});
     cases.push_back(Case{"matmul_vec" + suffix(t), "MatMul",
                          {{"a", random_tensor(t, {7}, -1, 1, 33)}, {"b", random_tensor(t, {2, 7, 4}, -1, 1, 34)}},
                          {}, 1, tolerance(t, 1, 1e-5)});

@@ -199,6 +199,8 @@ CASES = {
     "cast_f64_to_f16": (lambda i: i["x"], "float16"),
     "matmul": (lambda i: np.matmul(i["a"], i["b"]), None),
     "matmul_vec": (lambda i: np.matmul(i["a"], i["b"]), None),
+    "matmul_linear": (lambda i: np.matmul(i["a"], i["b"]), None),
+    "matmul_heads": (lambda i: np.matmul(i["a"], i["b"]), None),
     "gemm": (lambda i: np.float32(0.5) * (i["a"] @ i["b"].T) + np.float32(2.0) * i["c"], None),
     "conv": (lambda i: F.conv2d(t(i["x"]), t(i["w"]), t(i["b"]), stride=(2, 1), padding=(1, 2), dilation=(1, 2),
                                 groups=2).numpy(), None),

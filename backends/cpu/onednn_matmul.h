@@ -1,0 +1,36 @@
+// bf16 products on oneDNN's matmul: bf16 operands read as stored, fp32 accumulation (vdpbf16ps on
+// AVX-512 BF16 / AMX CPUs), the result rounded once to bf16 — the CPU backend's contract, without
+// widening both operands to fp32 first. Row-major operands, no reorders: Y[b] = A[b] @ B[b] with
+// A [batch, M, K] (or one [M, K] for every batch) and B [batch, K, N] (or one [K, N]).
+// Where oneDNN has no optimised implementation (a CPU without AVX-512), ok() is false and the
+// kernel keeps its widening path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace amp::cpu {
+
+struct MatMulGeometry {
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  bool shared_a = false, shared_b = false;  // one matrix for every batch
+  bool operator==(const MatMulGeometry& o) const {
+    return batch == o.batch && m == o.m && k == o.k && n == o.n && shared_a == o.shared_a && shared_b == o.shared_b;
+  }
+};
+
+class DnnlBf16MatMul {
+ public:
+  DnnlBf16MatMul(const MatMulGeometry& g, int threads);
+  ~DnnlBf16MatMul();
+  bool ok() const { return impl_ != nullptr; }
+  size_t scratch_bytes() const;
+  void run(const void* a, const void* b, void* y, void* scratch) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace amp::cpu
