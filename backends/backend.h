@@ -42,11 +42,25 @@ struct CompileOptions {
   std::shared_ptr<Communicator> communicator = nullptr;
 };
 
+// One buffer of the arena: a value of the graph, or a kernel's scratch (value "").
+struct ArenaUse {
+  std::string value;
+  size_t bytes = 0;
+};
+
 struct MemoryStats {
   size_t arena_bytes = 0;  // the static plan's activation arena (intermediates and scratch)
   size_t state_bytes = 0;  // resident weights and optimizer state
   size_t peak_bytes = 0;   // the most intermediate bytes live at once during a run (arena's lower bound)
   size_t intermediate_bytes = 0;  // sum of all intermediate and scratch buffers: the arena without reuse
+  // Per state tensor (name, bytes), in state_names() order: what state_bytes sums.
+  std::vector<std::pair<std::string, size_t>> state;
+  // The buffers live at the step where the plan's live bytes peak: they sum to peak_bytes. Empty
+  // where the backend does not say (cuda).
+  std::vector<ArenaUse> peak_live;
+  // Host bytes the executable holds besides state and arena: initializers that are not state (the
+  // model's constants, shared with the Model compiled) and values computed while planning.
+  size_t constant_bytes = 0;
 };
 
 class Executable {
@@ -64,6 +78,9 @@ class Executable {
   virtual void write_state(const std::string& name, const Tensor& value) = 0;
   // Figures of the plan used by the latest run (state_bytes only before the first run).
   virtual MemoryStats memory() const = 0;
+  // Drops the plans (and their arenas) kept for later runs; the next run plans again. For a
+  // caller about to hold a lot of memory elsewhere (copies of the state for a checkpoint).
+  virtual void trim() {}
 };
 
 class Backend {

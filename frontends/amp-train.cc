@@ -19,7 +19,7 @@ namespace {
 struct Flags {
   std::string loss, optimizer = "sgd", schedule = "constant", dtype = "fp32", loss_scale, plot;
   double lr = 0.01, momentum = 0, weight_decay = 0, clip_norm = 0, bucket_mb = 25;
-  bool nesterov = false, no_shuffle = false, compare_fp32 = false;
+  bool nesterov = false, no_shuffle = false, compare_fp32 = false, memory_report = false;
 };
 
 TrainOptions options_from(TrainOptions o, const Flags& f) {
@@ -60,10 +60,30 @@ TrainOptions options_from(TrainOptions o, const Flags& f) {
     scale.initial = static_cast<float>(v);
   }
   o.shuffle = !f.no_shuffle;
+  o.memory_report = f.memory_report;
   return o;
 }
 
 std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+
+// --memory-report: where the peak goes (MemoryReport says how each part is counted).
+void print_memory_report(const char* label, const TrainResult& r) {
+  const MemoryReport& m = r.memory;
+  std::printf("%s memory:\n", label);
+  auto line = [](const char* what, size_t bytes) { std::printf("  %-44s %12s\n", what, mib(bytes).c_str()); };
+  line("weights (fp32 state)", m.weights);
+  line("optimizer state", m.optimizer_state);
+  line("arena", m.arena);
+  line("  low-precision weight copies (at its peak)", m.low_precision_weights);
+  line("  gradients and backward temporaries (peak)", m.gradients);
+  line("  activations (at its peak)", m.activations);
+  line("  kernel scratch (at its peak)", m.scratch);
+  line("  unused at its peak", m.arena_unused_at_peak);
+  line("constants (initializers not state, planned)", m.constants);
+  if (m.validation) line("validation model (state + arena)", m.validation);
+  line("everything else (peak RSS - the above)", m.other);
+  line("peak RSS", m.peak_rss);
+}
 
 void print_summary(const char* label, const TrainResult& r) {
   std::printf("%s: %lld steps (%lld skipped), final loss %.6f, %.2f ms/step, %.0f samples/s, peak memory %s "
@@ -105,6 +125,7 @@ int run(TrainOptions o, const Flags& f) {
     const TrainResult r = train(o);
     if (!r.root) return kExitOk;
     print_summary("train", r);
+    if (f.memory_report) print_memory_report("train", r);
     write_plot(plot, o, {{f.dtype, r}}, precision_text(f.dtype));
     return kExitOk;
   }
@@ -126,6 +147,10 @@ int run(TrainOptions o, const Flags& f) {
   std::printf("%-14s %14.6f %14.6f\n", "final loss", a.final_loss, b.final_loss);
   std::printf("%-14s %14lld %14lld\n", "skipped steps", static_cast<long long>(a.skipped), static_cast<long long>(b.skipped));
   if (a.val_accuracy >= 0) std::printf("%-14s %14.4f %14.4f\n", "val accuracy", a.val_accuracy, b.val_accuracy);
+  if (f.memory_report) {
+    print_memory_report("fp32", a);
+    print_memory_report(f.dtype.c_str(), b);
+  }
   write_plot(plot, o, {{"fp32", a}, {f.dtype, b}}, "fp32 vs " + precision_text(f.dtype));
   return kExitOk;
 }
@@ -183,6 +208,9 @@ int main(int argc, char** argv) {
                  "write the training step as ONNX (inference graph + training_info)");
   app.add_flag("--compare-fp32", f.compare_fp32,
                "train the same steps in fp32 too and print both side by side (drawn beside --metrics as .svg)");
+  app.add_flag("--memory-report", f.memory_report,
+               "print where the peak memory goes: weights, optimizer state, the arena (low-precision weight copies, "
+               "gradients, activations, scratch at its peak), everything else (also the last --metrics record)");
   app.add_option("--plot", f.plot, "draw the loss curves, validation, loss scale and skipped steps here (.svg)");
   app.add_option("--bucket-mb", f.bucket_mb,
                  "data-parallel runs (mpirun -np N amp-train ...): MiB of gradients per all-reduce (default 25, as "

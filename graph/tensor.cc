@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <new>
 #include <cstring>
 
 #include "graph/error.h"
@@ -39,11 +41,35 @@ MappedFile::~MappedFile() {
   if (size_ > 0) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+namespace {
+
+// Zero-filled owned storage from calloc: a large block is fresh pages that take no memory until
+// written, so zero-initialised state (optimizer moments) costs nothing until a run writes it, and
+// a copy of it read from them (a backend's own state) is the only one resident.
+class ZeroedBuffer final : public Buffer {
+ public:
+  explicit ZeroedBuffer(size_t n) : data_(static_cast<uint8_t*>(std::calloc(n ? n : 1, 1))), size_(n) {
+    if (!data_) throw std::bad_alloc();
+  }
+  ~ZeroedBuffer() override { std::free(data_); }
+  ZeroedBuffer(const ZeroedBuffer&) = delete;
+  ZeroedBuffer& operator=(const ZeroedBuffer&) = delete;
+  const uint8_t* data() const override { return data_; }
+  size_t size() const override { return size_; }
+  uint8_t* mutable_data() { return data_; }
+
+ private:
+  uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace
+
 Tensor::Tensor(DType type, std::vector<int64_t> shape) : dtype(type), dims(std::move(shape)) {
   if (dtype == DType::kString)
     strings.resize(static_cast<size_t>(numel()));
   else
-    buffer_ = std::make_shared<OwnedBuffer>(std::string(nbytes(), '\0'));
+    buffer_ = std::make_shared<ZeroedBuffer>(nbytes());
 }
 
 Tensor Tensor::from_bytes(DType type, std::vector<int64_t> shape, std::string bytes) {
@@ -81,6 +107,9 @@ const uint8_t* Tensor::data() const {
 }
 
 uint8_t* Tensor::mutable_data() {
+  if (auto* zeroed = dynamic_cast<const ZeroedBuffer*>(buffer_.get());
+      zeroed && buffer_.use_count() == 1 && offset_ == 0 && zeroed->size() == nbytes())
+    return const_cast<ZeroedBuffer*>(zeroed)->mutable_data();
   auto* owned = dynamic_cast<const OwnedBuffer*>(buffer_.get());
   if (!owned || buffer_.use_count() != 1 || offset_ != 0 || owned->size() != nbytes()) {
     auto fresh = std::make_shared<OwnedBuffer>(std::string(reinterpret_cast<const char*>(data()), nbytes()));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
@@ -42,6 +43,13 @@ struct CpuExecutable::Plan {
   std::vector<View> views;        // per value
   std::vector<Tensor> constants;  // storage of the values computed while planning
   std::vector<Launch> launches;   // the steps a run executes, in order
+  // State updates applied as soon as their value is computed (per launch: state index <- value),
+  // because nothing after that launch reads the old state: the new value's buffer is then free
+  // for reuse at once instead of living to the end of the run. The rest are applied at the end.
+  std::vector<std::vector<std::pair<int, int>>> early_updates;  // per launch
+  std::vector<std::pair<int, int>> late_updates;
+  std::vector<ArenaUse> peak_live;  // the arena's buffers live at the step of its peak
+  size_t constant_bytes = 0;        // of `constants`
   std::vector<int> feeds;         // values whose view points at this run's feed
   std::vector<int> fetches;
   std::unique_ptr<uint8_t, FreeDeleter> arena;
@@ -101,6 +109,29 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
     state_of_[v] = static_cast<int>(state_.size());
     state_.push_back(std::move(own));
   }
+  // Runs read state from state_, never from the program's initializers: dropping those references
+  // lets the caller free the model's copy (or unmap its external data) once compiled. With state
+  // named (a training step, whose state is copied), constants read from external data get bytes of
+  // their own too, so that no view keeps the mapping, and the weights' pages in it, resident.
+  for (int v = 0; v < static_cast<int>(state_of_.size()); ++v) {
+    const int i = program_.values[v].initializer;
+    if (i >= 0 && state_of_[v] < 0 && !options.state.empty() && program_.initializers[i].external) {
+      Tensor& init = program_.initializers[i];
+      Tensor own = Tensor::from_bytes(init.dtype, init.dims,
+                                      std::string(reinterpret_cast<const char*>(init.data()), init.nbytes()));
+      own.name = init.name;
+      init = std::move(own);
+    }
+  }
+  for (int v = 0; v < static_cast<int>(state_of_.size()); ++v)
+    if (state_of_[v] >= 0) {
+      Tensor& init = program_.initializers[program_.values[v].initializer];
+      Tensor meta;
+      meta.name = init.name;
+      meta.dtype = init.dtype;
+      meta.dims = init.dims;
+      init = std::move(meta);
+    }
   for (const auto& [state, source] : options.state_updates) {
     const int s = state_index(state);
     const int v = program_.find(source);
@@ -140,11 +171,29 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
   for (const auto& [s, v] : updates_) targets.push_back(v);
   const std::vector<int> steps = steps_needed(program_, targets);
   const auto end = static_cast<int64_t>(steps.size());
-  std::vector<int64_t> last_use(views.size(), -1);
-  for (int64_t pos = 0; pos < end; ++pos)
+  std::vector<int64_t> last_use(views.size(), -1), made_at(views.size(), -1);
+  for (int64_t pos = 0; pos < end; ++pos) {
     for (int in : program_.steps[steps[pos]].in)
       if (in >= 0) last_use[in] = pos;
-  for (int t : targets) last_use[t] = end;
+    for (int out : program_.steps[steps[pos]].out)
+      if (out >= 0) made_at[out] = pos;
+  }
+  for (int t : fetches) last_use[t] = end;
+  // An update whose old state nobody reads after its new value is made (nor fetches) is applied
+  // right after that step; its value then lives only as long as its readers need it.
+  std::vector<int64_t> early_at(updates_.size(), -1);
+  for (size_t u = 0; u < updates_.size(); ++u) {
+    const auto [s, v] = updates_[u];
+    const int sv = program_.find(state_[s].name);
+    if (made_at[v] >= 0 && !shape_value_[v] && !shape_value_[sv] && last_use[sv] <= made_at[v]) early_at[u] = made_at[v];
+  }
+  for (size_t u = 0; u < updates_.size(); ++u)
+    if (early_at[u] < 0) last_use[updates_[u].second] = end;
+  // Several states updated from one value: early only when all of them are.
+  for (size_t u = 0; u < updates_.size(); ++u)
+    if (last_use[updates_[u].second] == end) early_at[u] = -1;
+  for (size_t u = 0; u < updates_.size(); ++u)
+    if (early_at[u] >= 0) last_use[updates_[u].second] = std::max(last_use[updates_[u].second], early_at[u]);
   for (size_t v = 0; v < views.size(); ++v) {
     const Program::Val& val = program_.values[v];
     if (last_use[v] >= 0 && val.producer < 0 && views[v].dtype == DType::kUndefined)
@@ -153,6 +202,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
 
   std::vector<BufferLife> lives;
   std::vector<std::pair<int, size_t>> owners;  // per life: (value, 0) or (-1, launch index) for scratch
+  std::vector<int64_t> launch_at(static_cast<size_t>(end), -1);  // per position: its launch, or -1
   RunContext planning{threads_, seed_};
   for (int64_t pos = 0; pos < end; ++pos) {
     const int s = steps[pos];
@@ -205,10 +255,44 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
       lives.push_back({scratch, pos, pos});
       owners.emplace_back(-1, plan->launches.size());
     }
+    launch_at[pos] = static_cast<int64_t>(plan->launches.size());
     plan->launches.push_back({s, std::move(io)});
+  }
+  for (const Tensor& t : plan->constants) plan->constant_bytes += t.nbytes();
+
+  plan->early_updates.resize(plan->launches.size());
+  for (size_t u = 0; u < updates_.size(); ++u) {
+    const auto [s, v] = updates_[u];
+    if (early_at[u] < 0 || launch_at[early_at[u]] < 0) {
+      plan->late_updates.push_back(updates_[u]);
+      continue;
+    }
+    const Tensor& to = state_[s];
+    if (views[v].dtype != to.dtype || views[v].dims != to.dims)
+      throw InputError(program_.path + ": state '" + to.name + "' is " + type_str(to.dtype, to.dims) +
+                       " but its update '" + program_.values[v].name + "' is " +
+                       type_str(views[v].dtype, views[v].dims));
+    plan->early_updates[launch_at[early_at[u]]].push_back(updates_[u]);
   }
 
   plan->layout = plan_arena(lives);
+  // What the arena holds at its peak, buffer by buffer (the same aligned sizes plan_arena sums).
+  if (!lives.empty()) {
+    std::map<int64_t, int64_t> delta;
+    for (const BufferLife& b : lives) {
+      delta[b.first] += static_cast<int64_t>((b.bytes + 63) / 64 * 64);
+      delta[b.last + 1] -= static_cast<int64_t>((b.bytes + 63) / 64 * 64);
+    }
+    int64_t live = 0, best = -1, at = 0;
+    for (const auto& [pos, d] : delta) {
+      live += d;
+      if (live > best) best = live, at = pos;
+    }
+    for (size_t i = 0; i < lives.size(); ++i)
+      if (lives[i].first <= at && at <= lives[i].last && lives[i].bytes > 0)
+        plan->peak_live.push_back({owners[i].first >= 0 ? program_.values[owners[i].first].name : std::string(),
+                                   (lives[i].bytes + 63) / 64 * 64});
+  }
   plan->arena.reset(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(plan->layout.arena_bytes, 64))));
   if (!plan->arena) throw std::bad_alloc();
   uint8_t* base = plan->arena.get();
@@ -237,15 +321,17 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, 
   for (int v : plan.feeds) plan.views[v].data = const_cast<uint8_t*>(fed[v]->data());
 
   const uint64_t run_seed = splitmix64(seed_ ^ splitmix64(runs_));
-  for (Plan::Launch& l : plan.launches) {
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    Plan::Launch& l = plan.launches[i];
     const RunContext ctx{threads_, splitmix64(run_seed + static_cast<uint64_t>(l.step)), communicator_.get()};
     if (!profile_.on()) {
       at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
-      continue;
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
+      profile_.add(program_.steps[l.step].op, std::chrono::steady_clock::now() - start);
     }
-    const auto start = std::chrono::steady_clock::now();
-    at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
-    profile_.add(program_.steps[l.step].op, std::chrono::steady_clock::now() - start);
+    for (const auto& [s, v] : plan.early_updates[i]) std::memmove(state_[s].mutable_data(), plan.views[v].data, state_[s].nbytes());
   }
   if (profile_.on()) profile_.end_run();
   ++runs_;
@@ -259,14 +345,14 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, 
     results.push_back(std::move(t));
   }
   bool replan = false;
-  for (const auto& [s, v] : updates_) {
+  for (const auto& [s, v] : updates_) replan = replan || shape_value_[program_.find(state_[s].name)];
+  for (const auto& [s, v] : plan.late_updates) {
     const View& from = plan.views[v];
     Tensor& to = state_[s];
     if (from.dtype != to.dtype || from.dims != to.dims)
       throw InputError(program_.path + ": state '" + to.name + "' is " + type_str(to.dtype, to.dims) +
                        " but its update '" + program_.values[v].name + "' is " + type_str(from.dtype, from.dims));
     std::memmove(to.mutable_data(), from.data, to.nbytes());
-    replan = replan || shape_value_[program_.find(to.name)];
   }
   for (int v : plan.feeds) plan.views[v].data = nullptr;  // the caller's tensors may go away
   if (replan) {
@@ -317,13 +403,26 @@ void CpuExecutable::write_state(const std::string& name, const Tensor& value) {
 
 MemoryStats CpuExecutable::memory() const {
   MemoryStats m;
-  for (const Tensor& t : state_) m.state_bytes += t.nbytes();
+  for (const Tensor& t : state_) {
+    m.state_bytes += t.nbytes();
+    m.state.emplace_back(t.name, t.nbytes());
+  }
+  for (size_t v = 0; v < state_of_.size(); ++v)
+    if (state_of_[v] < 0 && program_.values[v].initializer >= 0)
+      m.constant_bytes += program_.initializers[program_.values[v].initializer].nbytes();
   if (last_plan_) {
     m.arena_bytes = last_plan_->layout.arena_bytes;
     m.peak_bytes = last_plan_->layout.peak_bytes;
     m.intermediate_bytes = last_plan_->layout.total_bytes;
+    m.peak_live = last_plan_->peak_live;
+    m.constant_bytes += last_plan_->constant_bytes;
   }
   return m;
+}
+
+void CpuExecutable::trim() {
+  plans_.clear();
+  last_plan_ = nullptr;
 }
 
 }  // namespace amp::cpu

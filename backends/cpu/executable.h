@@ -28,6 +28,7 @@ class CpuExecutable final : public Executable {
   Tensor read_state(const std::string& name) const override;
   void write_state(const std::string& name, const Tensor& value) override;
   MemoryStats memory() const override;
+  void trim() override;
 
  private:
   struct Plan;

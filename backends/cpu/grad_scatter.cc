@@ -4,6 +4,7 @@
 // so the result does not depend on the number of cores.
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
@@ -58,17 +59,46 @@ class GatherGrad final : public Kernel {
     const int64_t extent = data[axis], inner = product(data, axis + 1);
     const std::vector<int64_t> indices = read_ints(io.input(2));
     const int64_t count = static_cast<int64_t>(indices.size());
-    std::vector<double> acc(static_cast<size_t>(product(data)));
-    for_each_element(io.input(0), [&](int64_t i, double v) {
-      const int64_t o = i / (count * inner), j = i / inner % count, k = i % inner;
-      int64_t at = indices[static_cast<size_t>(j)];
-      if (at < 0) at += extent;
-      if (at < 0 || at >= extent)
-        throw InputError("index " + std::to_string(indices[static_cast<size_t>(j)]) + " is out of range for " +
-                         std::to_string(extent));
-      acc[static_cast<size_t>((o * extent + at) * inner + k)] += v;
+    const View& dy = io.input(0);
+    View& out = io.output(0);
+    // Each output row sums the dY rows gathered from it, in fp64 and in dY's order (the order an
+    // fp64 accumulator of the whole output would add them in), so the result is the same; rows
+    // nothing was gathered from are 0. No accumulator the size of the output (an embedding
+    // table's gradient would otherwise cost twice the table in fp64 every step).
+    std::vector<std::vector<int64_t>> rows_of;  // per distinct target row: the positions j reading it
+    std::vector<int64_t> target;                // per distinct target row: its index along the axis
+    if (dy.numel() > 0) {
+      std::unordered_map<int64_t, size_t> slot;
+      for (int64_t j = 0; j < count; ++j) {
+        int64_t at = indices[static_cast<size_t>(j)];
+        if (at < 0) at += extent;
+        if (at < 0 || at >= extent)
+          throw InputError("index " + std::to_string(indices[static_cast<size_t>(j)]) + " is out of range for " +
+                           std::to_string(extent));
+        auto [it, fresh] = slot.emplace(at, rows_of.size());
+        if (fresh) {
+          rows_of.emplace_back();
+          target.push_back(at);
+        }
+        rows_of[it->second].push_back(j);
+      }
+    }
+    const int64_t outer = product(data, 0, axis);
+    dispatch(FloatTypes{}, out.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* g = dy.as<T>();
+      T* y = out.as<T>();
+      for (int64_t i = 0; i < out.numel(); ++i) y[i] = convert<T>(0.0);
+      for (int64_t o = 0; o < outer; ++o)
+        for (size_t r = 0; r < rows_of.size(); ++r) {
+          T* to = y + (o * extent + target[r]) * inner;
+          for (int64_t k = 0; k < inner; ++k) {
+            double sum = 0;
+            for (int64_t j : rows_of[r]) sum += static_cast<double>(load(g[(o * count + j) * inner + k]));
+            to[k] = convert<T>(sum);
+          }
+        }
     });
-    store_all(acc, io.output(0));
   }
 
  private:

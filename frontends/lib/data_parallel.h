@@ -75,6 +75,7 @@ class RankLog {
   explicit RankLog(const DataParallel& dp);
   void step(const nlohmann::json& record);
   void state(const std::vector<std::pair<std::string, Tensor>>& state) const;
+  bool active() const { return !prefix_.empty(); }  // writes anything at all
 
  private:
   std::string prefix_;  // DIR/rank<R>, or empty

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "backends/backend.h"
 #include "frontends/lib/checkpoint.h"
@@ -100,26 +101,37 @@ std::string feature_key(const TrainingStep& s) {
   return "input";
 }
 
-// Everything a run compiles: the step, the eval-mode model for validation, the eval-mode forward
-// alone for --save.
+// Everything a run compiles: the step, and with --val the eval-mode model for validation. The
+// model --save writes is made at the end from the file and the trained state (inference_model),
+// so no copy of the weights outlives compilation.
 struct Models {
   TrainingStep step;
-  Model eval;       // forward in eval mode + the same loss, same precision
-  Model inference;  // forward in eval mode, fp32, as the user's model
+  Model eval;  // forward in eval mode + the same loss, same precision (with --val; else empty)
+  std::set<std::string> weights;  // initializers of the model as given: its weights, not the optimizer's state
 };
+
+// The forward in eval mode, fp32, as the user's model: what --save writes (with the trained state)
+// and what validation's model is made from. Read from the file again: its external data is mapped,
+// not copied, so this costs no memory for weights until they are replaced.
+Model inference_model(const std::string& path) {
+  Model m = load_model(path);
+  m.training_info.clear();
+  EvalModePass().run(m);
+  return m;
+}
 
 Models build_models(const TrainOptions& o) {
   register_amp_op_schemas();
   Model forward = load_model(o.model);
   Models out;
+  for (const Value* v : forward.graph->initializers()) out.weights.insert(v->name());
   if (!forward.training_info.empty()) {
     // A step saved by --save-training-graph: the algorithm graph and the inference graph joined
     // again are the step; the inference graph alone, in eval mode, is the model --save writes.
     out.step = step_from_training_info(forward);
-    out.inference = clone_model(forward);
-    out.inference.training_info.clear();
+    out.weights.clear();
+    for (const std::string& name : out.step.params) out.weights.insert(name);
   } else {
-    out.inference = clone_model(forward);
     TrainingSpec spec = o.spec;
     spec.data_parallel.enabled = o.communicator != nullptr;
     // In every dtype: a NaN from the data or an fp32 overflow skips its step as an fp16 overflow
@@ -141,13 +153,48 @@ Models build_models(const TrainOptions& o) {
     throw InputError(o.model + ": this training step was saved by a single process: it has no AllReduce to average "
                      "the processes' gradients with; train from the model itself, or save the step from a "
                      "data-parallel run");
-  EvalModePass().run(out.inference);
-  out.eval = clone_model(out.inference);
-  add_loss(out.eval, out.step.loss_spec);
-  RecognizeGeluPass().run(out.eval);  // as the step computes it
-  RecognizeLayerNormPass().run(out.eval);
-  MasterWeightsPass(o.spec.precision).run(out.eval);
+  if (!o.val.empty()) {
+    out.eval = inference_model(o.model);
+    add_loss(out.eval, out.step.loss_spec);
+    RecognizeGeluPass().run(out.eval);  // as the step computes it
+    RecognizeLayerNormPass().run(out.eval);
+    MasterWeightsPass(o.spec.precision).run(out.eval);
+  }
   return out;
+}
+
+// Initializers still read from the model's external data (constants that are not state) get bytes
+// of their own: a view, however small, keeps the whole mapping, and every page of it the backend
+// read while copying the weights, resident.
+void own_external_initializers(Model& m) {
+  for (Value* v : m.graph->initializers()) {
+    const Tensor& t = v->initializer();
+    if (!t.external) continue;
+    Tensor own = Tensor::from_bytes(t.dtype, t.dims, std::string(reinterpret_cast<const char*>(t.data()), t.nbytes()));
+    own.doc_string = t.doc_string;
+    m.graph->set_initializer(v, std::move(own));
+  }
+}
+
+// Drops the model's copy of these initializers (the backend holds them now): each keeps its name,
+// type and shape, and no bytes. Nothing may read their data afterwards.
+void release_initializers(Model& m, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    Value* v = m.graph->value(name);
+    if (!v || !v->has_initializer()) continue;
+    const Tensor& t = v->initializer();
+    Tensor meta;
+    meta.name = t.name;
+    meta.dtype = t.dtype;
+    meta.dims = t.dims;
+    m.graph->set_initializer(v, std::move(meta));
+  }
+}
+
+nlohmann::json memory_json(const MemoryReport& r) {
+  nlohmann::json j;
+  for (const auto& [key, bytes] : r.parts()) j[key] = bytes;
+  return j;
 }
 
 class Trainer {
@@ -193,16 +240,24 @@ class Trainer {
     train_options.tf32 = o.tf32;
     train_options.communicator = o.communicator;
     train_ = backend_->compile(step.model, train_options);
-    std::vector<std::string> eval_state;
-    for (const Value* v : models_.eval.graph->initializers())
-      if (std::find(step.state.begin(), step.state.end(), v->name()) != step.state.end())
-        eval_state.push_back(v->name());
-    CompileOptions eval_options{eval_state, {}, o.seed, o.threads};
-    eval_options.tf32 = o.tf32;
-    eval_ = backend_->compile(models_.eval, eval_options);
-    eval_state_ = eval_state;
+    // The backend holds the state now: the step's copy (and with it the mapping of the model's
+    // external data) goes. --save-training-graph puts the trained state back at the end.
+    release_initializers(models_.step.model, step.state);
+    own_external_initializers(models_.step.model);
+    if (!o.val.empty()) {
+      std::vector<std::string> eval_state;
+      for (const Value* v : models_.eval.graph->initializers())
+        if (std::find(step.state.begin(), step.state.end(), v->name()) != step.state.end())
+          eval_state.push_back(v->name());
+      CompileOptions eval_options{eval_state, {}, o.seed, o.threads};
+      eval_options.tf32 = o.tf32;
+      eval_ = backend_->compile(models_.eval, eval_options);
+      release_initializers(models_.eval, eval_state);
+      own_external_initializers(models_.eval);
+      eval_state_ = eval_state;
+    }
     if (!o.resume.empty()) resume(resumed);
-    dp_.check_same_state(state());
+    if (dp_.size() > 1) dp_.check_same_state(state());
   }
 
   TrainResult run();
@@ -217,6 +272,7 @@ class Trainer {
   // What every rank must agree on before training (DataParallel::check_started_alike).
   nlohmann::json settings() const;
   std::vector<std::pair<std::string, Tensor>> state() const;
+  MemoryReport memory_report() const;
 
   const TrainOptions& o_;
   DataParallel dp_;
@@ -235,6 +291,8 @@ class Trainer {
   MetricsLog metrics_;
   TrainResult result_;
   std::unique_ptr<TrainingProgress> progress_;
+  MemoryStats step_memory_;  // the training step's, as its latest run planned it
+  size_t eval_bytes_ = 0;    // validation's executable at its largest: state + arena + constants
 };
 
 void Trainer::resume(const Checkpoint& c) {
@@ -295,6 +353,8 @@ Feeds Trainer::batch(int64_t micro) {
 }
 
 void Trainer::validate(int64_t epoch) {
+  // One arena at a time: the step plans again after validation.
+  train_->trim();
   for (const std::string& name : eval_state_) eval_->write_state(name, train_->read_state(name));
   const TrainingStep& step = models_.step;
   const std::string loss_name = models_.eval.graph->outputs().back()->name();
@@ -337,6 +397,9 @@ void Trainer::validate(int64_t epoch) {
   metrics_.write(record);
   result_.history.validations.push_back({steps_, result_.val_loss, result_.val_accuracy});
   progress_->note(line);
+  const MemoryStats m = eval_->memory();
+  eval_bytes_ = std::max(eval_bytes_, m.state_bytes + m.arena_bytes + m.constant_bytes);
+  eval_->trim();
 }
 
 std::vector<std::pair<std::string, Tensor>> Trainer::state() const {
@@ -374,6 +437,7 @@ nlohmann::json Trainer::settings() const {
 
 void Trainer::checkpoint() {
   if (o_.checkpoint.empty()) return;
+  train_->trim();  // the copies of the state take the arena's place
   Checkpoint c;
   c.state = state();
   dp_.check_same_state(c.state);
@@ -387,22 +451,67 @@ void Trainer::checkpoint() {
 void Trainer::save_outputs() {
   if (!dp_.root()) return;
   if (!o_.save.empty()) {
-    Model out = clone_model(models_.inference);
-    for (Value* v : out.graph->initializers()) {
-      const auto names = train_->state_names();
+    Model out = inference_model(o_.model);
+    const auto names = train_->state_names();
+    for (Value* v : out.graph->initializers())
       if (std::find(names.begin(), names.end(), v->name()) != names.end())
         out.graph->set_initializer(v, train_->read_state(v->name()));
-    }
     save_model(out, o_.save);
     progress_->note("trained weights written to " + o_.save);
   }
   if (!o_.save_training_graph.empty()) {
-    std::vector<std::pair<std::string, Tensor>> state;
-    for (const std::string& name : train_->state_names()) state.emplace_back(name, train_->read_state(name));
-    Model saved = to_training_info_model(models_.step, state);
+    // The step's initializers were released after compiling: the trained state takes their place.
+    Graph& g = *models_.step.model.graph;
+    for (const std::string& name : train_->state_names())
+      if (Value* v = g.value(name); v && v->has_initializer()) g.set_initializer(v, train_->read_state(name));
+    Model saved = to_training_info_model(models_.step, {});
+    release_initializers(models_.step.model, models_.step.state);
     save_model(saved, o_.save_training_graph);
     progress_->note("training step written to " + o_.save_training_graph);
   }
+}
+
+// Where the step's memory goes, from the backend's own figures: its state tensor by tensor, and
+// the buffers live in its arena at the arena's peak, each put in one part by what made it.
+MemoryReport Trainer::memory_report() const {
+  const MemoryStats& m = step_memory_;
+  const Graph& g = *models_.step.model.graph;
+  // The step's nodes are the forward's, then the loss's, then what the passes append after it:
+  // the backward, gradient processing and the optimizer. Values those make are "gradients".
+  std::set<const Value*> backward;
+  const Value* loss = g.value(models_.step.loss);
+  bool after_loss = false;
+  for (const Node* n : g.nodes()) {
+    if (after_loss)
+      for (const Value* out : n->outputs())
+        if (out) backward.insert(out);
+    after_loss = after_loss || (loss && n == loss->producer());
+  }
+  const std::set<std::string> state(models_.step.state.begin(), models_.step.state.end());
+  MemoryReport r;
+  for (const auto& [name, bytes] : m.state)
+    (models_.weights.count(name) ? r.weights : r.optimizer_state) += bytes;
+  for (const ArenaUse& b : m.peak_live) {
+    const Value* v = b.value.empty() ? nullptr : g.value(b.value);
+    const Node* p = v ? v->producer() : nullptr;
+    if (b.value.empty())
+      r.scratch += b.bytes;
+    else if (p && p->op_type() == "Cast" && p->domain().empty() && !p->inputs().empty() && p->input(0) &&
+             state.count(p->input(0)->name()) && !backward.count(v))
+      r.low_precision_weights += b.bytes;
+    else if (backward.count(v))
+      r.gradients += b.bytes;
+    else
+      r.activations += b.bytes;
+  }
+  r.arena = m.arena_bytes;
+  r.arena_unused_at_peak = m.arena_bytes - m.peak_bytes;
+  r.constants = m.constant_bytes;
+  r.validation = eval_bytes_;
+  r.peak_rss = peak_rss_bytes();
+  const size_t accounted = m.state_bytes + m.arena_bytes + r.constants + r.validation;
+  r.other = r.peak_rss > accounted ? r.peak_rss - accounted : 0;
+  return r;
 }
 
 TrainResult Trainer::run() {
@@ -435,6 +544,7 @@ TrainResult Trainer::run() {
       if (!step.apply_update.empty()) feeds.emplace_back(step.apply_update, bool_tensor(m == o_.spec.accumulate - 1));
       std::vector<Tensor> out = train_->run(feeds, fetches);
       ++runs_;
+      step_memory_ = train_->memory();
       loss_sum += as_scalar(out[0]);
       if (step.classification)
         for (const auto& [key, t] : feeds)
@@ -515,9 +625,13 @@ TrainResult Trainer::run() {
   if (!o_.val.empty() && micro_ % per_epoch_ != 0) validate(micro_ / per_epoch_);
   if (micro_ % per_epoch_ != 0) checkpoint();
   progress_->finish();
-  const auto final_state = state();
-  dp_.check_same_state(final_state);
-  rank_log_.state(final_state);
+  // The plans' arenas go before the state is copied out for the checks and files below.
+  train_->trim();
+  if (dp_.size() > 1 || rank_log_.active()) {
+    const auto final_state = state();
+    dp_.check_same_state(final_state);
+    rank_log_.state(final_state);
+  }
   save_outputs();
 
   result_.steps = steps_ - first_step;
@@ -525,9 +639,10 @@ TrainResult Trainer::run() {
   result_.seconds_per_step = timed_steps ? timed_seconds / static_cast<double>(timed_steps) : first_seconds;
   result_.samples_per_second =
       result_.seconds_per_step > 0 ? static_cast<double>(samples_per_step) / result_.seconds_per_step : 0;
-  const MemoryStats mem = train_->memory();
-  result_.backend_peak_bytes = mem.state_bytes + mem.arena_bytes;
+  result_.backend_peak_bytes = step_memory_.state_bytes + step_memory_.arena_bytes;
   result_.peak_rss_bytes = peak_rss_bytes();
+  result_.memory = memory_report();
+  if (o_.memory_report) metrics_.write({{"memory", memory_json(result_.memory)}});
   result_.root = dp_.root();
   return result_;
 }

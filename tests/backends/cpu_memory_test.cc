@@ -1,0 +1,128 @@
+// Where the CPU executor's memory goes: a state update is applied as soon as nothing reads the old
+// state (its value's buffer is then reused, not held to the end of the run) and late otherwise
+// (a later reader sees the old state); the executable holds no reference to the model's copy of
+// its state; MemoryStats's parts add up to its totals.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "backends/backend.h"
+#include "graph/model.h"
+
+namespace amp {
+namespace {
+
+constexpr int64_t kN = 4096;  // floats per tensor: 16 KiB, well above the arena's alignment
+
+Tensor filled(const std::string& name, float v) {
+  Tensor t(DType::kFloat, {kN});
+  std::fill(t.mutable_as<float>(), t.mutable_as<float>() + kN, v);
+  t.name = name;
+  return t;
+}
+
+// s_next = s + 1 first; then a chain on x that needs three buffers of kN live at once
+// (a = Relu(x), b = Neg(a), y = Add(a, b)); optionally z = s * 2 last, reading the old state
+// after its update is made.
+Model step_model(bool read_state_late) {
+  Model m;
+  m.set_opset_version("", 17);
+  Graph& g = *m.graph;
+  Value* s = g.add_initializer(filled("s", 3.0f));
+  Value* one = g.add_initializer(filled("one", 1.0f));
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({kN})));
+  Value* next = g.add_node("Add", {s, one}, {"s_next"})->output(0);
+  Value* a = g.add_node("Relu", {x}, {"a"})->output(0);
+  Value* b = g.add_node("Neg", {a}, {"b"})->output(0);
+  Value* y = g.add_node("Add", {a, b}, {"y"})->output(0);
+  g.add_output(next);
+  g.add_output(y);
+  if (read_state_late) {
+    Value* two = g.add_initializer(filled("two", 2.0f));
+    g.add_output(g.add_node("Mul", {s, two}, {"z"})->output(0));
+  }
+  return m;
+}
+
+CompileOptions step_options() {
+  CompileOptions o;
+  o.state = {"s"};
+  o.state_updates = {{"s", "s_next"}};
+  return o;
+}
+
+size_t live_bytes(const MemoryStats& m) {
+  return std::accumulate(m.peak_live.begin(), m.peak_live.end(), size_t{0},
+                         [](size_t n, const ArenaUse& b) { return n + b.bytes; });
+}
+
+bool live_at_peak(const MemoryStats& m, const std::string& value) {
+  return std::any_of(m.peak_live.begin(), m.peak_live.end(), [&](const ArenaUse& b) { return b.value == value; });
+}
+
+TEST(CpuMemory, AnUpdateNobodyWaitsForIsAppliedAtOnceAndItsBufferReused) {
+  Model m = step_model(false);
+  auto exe = make_backend("cpu")->compile(m, step_options());
+  const Tensor x = filled("x", -1.5f);
+  const auto out = exe->run({{"x", x}}, {"y"});
+  EXPECT_EQ(out[0].as<float>()[7], 0.0f);
+  EXPECT_EQ(exe->read_state("s").as<float>()[kN - 1], 4.0f);
+  const MemoryStats mem = exe->memory();
+  // s_next's buffer is free before the chain on x: the arena is the chain's a, b and y (all live
+  // while y is computed), not those and s_next.
+  EXPECT_FALSE(live_at_peak(mem, "s_next"));
+  EXPECT_EQ(mem.arena_bytes, 3 * kN * sizeof(float));
+  exe->run({{"x", x}}, {});
+  EXPECT_EQ(exe->read_state("s").as<float>()[0], 5.0f);
+}
+
+TEST(CpuMemory, AnUpdateWhoseOldStateIsReadLaterWaitsForTheEnd) {
+  Model m = step_model(true);
+  auto exe = make_backend("cpu")->compile(m, step_options());
+  const Tensor x = filled("x", 2.0f);
+  for (float before : {3.0f, 4.0f, 5.0f}) {
+    // z reads s after s_next is made: it must see this run's s, not the update.
+    const auto out = exe->run({{"x", x}}, {"z", "s"});
+    EXPECT_EQ(out[0].as<float>()[kN / 2], 2 * before);
+    EXPECT_EQ(out[1].as<float>()[0], before);  // a fetched state is the one the run read
+    EXPECT_EQ(exe->read_state("s").as<float>()[1], before + 1);
+  }
+  EXPECT_TRUE(live_at_peak(exe->memory(), "s_next"));
+}
+
+TEST(CpuMemory, TheExecutableHoldsNoReferenceToTheModelsCopyOfItsState) {
+  Model m = step_model(false);
+  auto exe = make_backend("cpu")->compile(m, step_options());
+  Value* s = m.graph->value("s");
+  Tensor mine = s->initializer();  // shares the model's buffer
+  const uint8_t* bytes = mine.data();
+  Tensor other(DType::kFloat, {kN});
+  m.graph->set_initializer(s, other);  // the model lets go of it
+  // Copy on write copies only a shared buffer: the same bytes back means no one else holds them.
+  EXPECT_EQ(mine.mutable_data(), bytes);
+  // The constant `one` is not state: the executable still reads the model's bytes.
+  Tensor one = m.graph->value("one")->initializer();
+  const uint8_t* one_bytes = one.data();
+  EXPECT_NE(one.mutable_data(), one_bytes);
+  EXPECT_EQ(exe->run({{"x", filled("x", 1.0f)}}, {"s_next"})[0].as<float>()[0], 4.0f);
+}
+
+TEST(CpuMemory, StatsAddUp) {
+  Model m = step_model(true);
+  auto exe = make_backend("cpu")->compile(m, step_options());
+  exe->run({{"x", filled("x", 1.0f)}}, {"y", "z"});
+  const MemoryStats mem = exe->memory();
+  ASSERT_EQ(mem.state.size(), 1u);
+  EXPECT_EQ(mem.state[0].first, "s");
+  EXPECT_EQ(mem.state[0].second, kN * sizeof(float));
+  EXPECT_EQ(mem.state_bytes, kN * sizeof(float));
+  EXPECT_EQ(live_bytes(mem), mem.peak_bytes);
+  EXPECT_LE(mem.peak_bytes, mem.arena_bytes);
+  EXPECT_EQ(mem.constant_bytes, 2 * kN * sizeof(float));  // one and two
+  exe->trim();
+  EXPECT_EQ(exe->memory().arena_bytes, 0u);
+  EXPECT_EQ(exe->run({{"x", filled("x", 1.0f)}}, {"z"})[0].as<float>()[0], 2 * 4.0f);
+}
+
+}  // namespace
+}  // namespace amp
