@@ -3,6 +3,8 @@
 // module or says in one line why it cannot, and --device auto falls back to the CPU either way.
 #include <gtest/gtest.h>
 
+#include "graph/onnx_io.h"
+#include "tests/support/one_node.h"
 #include "tests/support/test_support.h"
 
 namespace amp::test {
@@ -66,6 +68,20 @@ TEST(CudaModule, BuiltModuleLoadsIntoTheCommands) {
   EXPECT_NE(out.find("cuda backend not available: "), std::string::npos) << out;
   EXPECT_EQ(out.find("libamp_cuda_backend.so"), std::string::npos) << out;
   EXPECT_EQ(out.find("cannot load"), std::string::npos) << out;
+}
+
+// An InputError thrown inside the module (the cuda plan of an op the device cannot run) is caught
+// by type in the command: one "error:" line and exit code 2, not "internal error:" and 3.
+TEST(CudaModule, ErrorsThrownInTheModuleAreCaughtByType) {
+  const std::string dir = temp_dir("cuda_module");
+  OneNode hardmax("Hardmax", {{"x", Tensor(DType::kFloat, {2, 4})}}, {DType::kFloat});
+  hardmax.m.graph->name = "hardmax";
+  hardmax.node->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({2, 4})));
+  save_model(hardmax.m, dir + "/hardmax.onnx");
+  std::string out;
+  EXPECT_EQ(run_command(binary_dir() + "/amp-inspect --cuda-plan " + dir + "/hardmax.onnx 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("amp-inspect: error: "), std::string::npos) << out;
+  EXPECT_NE(out.find("op Hardmax is not supported by the cuda backend"), std::string::npos) << out;
 }
 #endif
 
