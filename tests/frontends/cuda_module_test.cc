@@ -37,6 +37,7 @@ TEST(CudaModule, CpuRunsOpenNoCudaLibrary) {
   }
 }
 
+#if AMP_HAVE_CUDA
 TEST(CudaModule, MissingModuleIsOneLineAndAutoRunsOnTheCpu) {
   const std::string dir = temp_dir("cuda_module");
   std::string out;
@@ -55,7 +56,6 @@ TEST(CudaModule, MissingModuleIsOneLineAndAutoRunsOnTheCpu) {
   EXPECT_NE(out.find("cuda backend not available: cannot load " + dir + "/bad.so: "), std::string::npos) << out;
 }
 
-#if AMP_HAVE_CUDA
 // The module built beside the commands loads into them (every symbol it needs of graph/ and
 // backends/ is exported by the executable): without a GPU the reason is the backend's own, not the
 // loader's.
@@ -82,6 +82,15 @@ TEST(CudaModule, ErrorsThrownInTheModuleAreCaughtByType) {
   EXPECT_EQ(run_command(binary_dir() + "/amp-inspect --cuda-plan " + dir + "/hardmax.onnx 2>&1", &out), 2) << out;
   EXPECT_NE(out.find("amp-inspect: error: "), std::string::npos) << out;
   EXPECT_NE(out.find("op Hardmax is not supported by the cuda backend"), std::string::npos) << out;
+}
+#else
+TEST(CudaModule, BuildWithoutCudaSaysSoAndAutoRunsOnTheCpu) {
+  const std::string dir = temp_dir("cuda_module");
+  std::string out;
+  EXPECT_EQ(run_command(mlp_run(dir) + " --device cuda 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("amp-run: error: cuda backend not available: this build has no CUDA backend"), std::string::npos) << out;
+  ASSERT_EQ(run_command(mlp_run(dir) + " --device auto 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find(" on cpu: "), std::string::npos) << out;
 }
 #endif
 
