@@ -7,7 +7,9 @@
 # Builds (CUDA on, Ninja, Release at -O2: the optimisation level of the default build, without
 # debug info) test_backends, test_frontends, amp-train, amp-run, amp-rewrite, amp-inspect and
 # bench_cuda_train_step into BUILD_DIR, then writes KIT_DIR/kit.tar.xz:
-#   kit/bin/           the executables, stripped, without RUNPATH (-DCMAKE_SKIP_BUILD_RPATH=ON)
+#   kit/bin/           the executables, stripped, without RUNPATH (-DCMAKE_SKIP_BUILD_RPATH=ON), and
+#                      the CUDA backend's module libamp_cuda_backend.so, which they load from beside
+#                      themselves (backends/cuda_module.h); the module links the CUDA libraries
 #   kit/lib/           every shared library they load (ldd) except the C runtime and the CUDA
 #                      libraries (cudart, cuBLAS(Lt), NVRTC, cuDNN, NCCL: the GPU machine's own, so that
 #                      they fit its driver)
@@ -29,6 +31,7 @@ case $KIT in /*) ;; *) KIT=$ROOT/$KIT ;; esac
 
 TOOLS=(amp-train amp-run amp-rewrite amp-inspect)
 TESTS=(test_backends test_frontends bench_cuda_train_step)
+MODULE=libamp_cuda_backend.so
 CUDA_LIBS_RE='^(libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvrtc-builtins|libcudnn[a-z_]*|libnvJitLink|libnccl)\.so'
 SYSTEM_RE='^(linux-vdso|linux-gate|ld-linux[-a-z0-9_]*|libc|libm|libdl|libpthread|librt|libutil|libresolv|libmvec|libstdc\+\+|libgcc_s|libz)\.so'
 FALLBACK=(libstdc++.so.6 libgcc_s.so.1 libz.so.1)
@@ -44,12 +47,13 @@ grep -q '^AMP_CUDNN_LIBRARY:FILEPATH=/' "$BUILD/CMakeCache.txt" ||
 
 echo "== build (ninja -j$JOBS): ${TOOLS[*]} ${TESTS[*]}"
 start=$(date +%s)
-ninja -C "$BUILD" -j"$JOBS" "${TOOLS[@]}" "${TESTS[@]}"
+ninja -C "$BUILD" -j"$JOBS" "${TOOLS[@]}" "${TESTS[@]}" amp_cuda_backend
 echo "   built in $(( $(date +%s) - start )) s"
 
 BINS=()
 for t in "${TOOLS[@]}"; do BINS+=("$BUILD/$t"); done
 for t in "${TESTS[@]}"; do BINS+=("$BUILD/tests/$t"); done
+BINS+=("$BUILD/$MODULE")
 
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/gpu-kit.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
@@ -92,10 +96,10 @@ for name in "${FALLBACK[@]}"; do
 done
 rm "$STAGE/ldconfig.txt"
 
-# The CUDA libraries the executables link, for gpu_run.sh to find there (without needing readelf).
+# The CUDA libraries the executables and the module link, for gpu_run.sh to find there (without needing readelf).
 for b in "$STAGE"/kit/bin/*; do readelf -d "$b"; done | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
   grep -E "$CUDA_LIBS_RE" | sort -u >"$STAGE/kit/CUDA_NEEDED"
-[ -s "$STAGE/kit/CUDA_NEEDED" ] || { echo "gpu_kit: the executables link no CUDA library" >&2; exit 1; }
+[ -s "$STAGE/kit/CUDA_NEEDED" ] || { echo "gpu_kit: the executables and $MODULE link no CUDA library" >&2; exit 1; }
 
 # The versions of the CUDA headers, in each library's own encoding (.ci/cuda_versions.py).
 INC=/usr/local/cuda/include

@@ -99,8 +99,9 @@ class Backend {
 // and "cuda backend not available: <reason>" when cuda is asked for by name and cannot run.
 std::unique_ptr<Backend> make_backend(const std::string& device);
 
-// The CUDA library (backends/cuda/, built when nvcc is found) defines this; the build then defines
-// AMP_HAVE_CUDA for the backends library and make_backend() calls it. The returned backend reports
+// The CUDA backend (backends/cuda/, built when nvcc is found) defines this; make_backend() reaches
+// it through the shared module's extern "C" entry point (backends/cuda_module.h), or directly where
+// the backend is compiled into the executable (AMP_CUDA_LINKED). The returned backend reports
 // through available() whether a device and driver are present.
 std::unique_ptr<Backend> make_cuda_backend();
 

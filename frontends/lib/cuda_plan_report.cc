@@ -3,15 +3,11 @@
 #include <cstdio>
 #include <sstream>
 
+#include "backends/backend.h"
+#include "backends/cuda_module.h"
 #include "frontends/lib/model_summary.h"
 #include "graph/error.h"
 #include "passes/training/training_info.h"
-
-#if AMP_HAVE_CUDA
-#include "backends/cuda/device_layout.h"
-#include "backends/cuda/fused_elementwise_op.h"
-#include "backends/cuda/schedule.h"
-#endif
 
 namespace amp {
 
@@ -32,8 +28,6 @@ std::pair<std::string, int64_t> parse_dim_assignment(const std::string& text) {
   if (used != value.size() || v < 0) throw InputError("--dim '" + text + "': the value must be a non-negative integer");
   return {text.substr(0, eq), v};
 }
-
-#if AMP_HAVE_CUDA
 
 namespace {
 
@@ -65,16 +59,6 @@ std::vector<Tensor> zero_feeds(const Model& m, const std::map<std::string, int64
   return feeds;
 }
 
-// The value's type, and the bytes it takes when its unit stores it in a layout of its own (a
-// product's ReLU mask as cuBLASLt's bitmask).
-std::string value_type(const cuda::ShapePlan& p, int v) {
-  std::string s = std::string(dtype_name(p.desc[v].dtype)) + "[";
-  for (size_t i = 0; i < p.desc[v].dims.size(); ++i) s += (i ? "," : "") + std::to_string(p.desc[v].dims[i]);
-  s += "]";
-  if (p.desc[v].packed_bytes) s += " packed in " + human_bytes(static_cast<int64_t>(p.desc[v].packed_bytes));
-  return s;
-}
-
 }  // namespace
 
 ordered_json cuda_plan_report(const Model& model, const std::map<std::string, int64_t>& dims) {
@@ -93,72 +77,22 @@ ordered_json cuda_plan_report(const Model& model, const std::map<std::string, in
     for (const Value* v : model.graph->outputs()) fetch_names.push_back(v->name());
   }
   const Model& m = training ? step.model : model;
-  const cuda::Schedule s(m, options);
   const std::vector<Tensor> feeds = zero_feeds(m, dims);
-  const size_t num_values = s.program.values.size();
-  std::vector<const Tensor*> fed(num_values, nullptr);
-  for (const Tensor& t : feeds) fed[static_cast<size_t>(s.program.find(t.name))] = &t;
-  std::vector<cuda::TensorDesc> state;
-  size_t state_bytes = 0;
-  for (int v : s.state_values) {
-    const Tensor& t = s.program.initializers[s.program.values[v].initializer];
-    state.push_back(cuda::TensorDesc{t.dtype, t.dims});
-    state_bytes += t.nbytes();
-  }
-  std::vector<int> fetches;
-  for (const std::string& name : fetch_names) fetches.push_back(s.program.find(name));
-  std::vector<int> targets = fetches;
-  for (const auto& [st, v] : s.updates) targets.push_back(v);
-  const cuda::ShapePlan p = s.plan(fed, state, targets);
-  const cuda::DeviceLayout layout = cuda::layout_device_memory(s, p, fed, fetches, 256);
-
-  ordered_json units = ordered_json::array();
-  size_t fused = 0, fused_nodes = 0, multi_tensor = 0, moved = 0;
-  for (const cuda::Unit* u : p.order) {
-    ordered_json out = ordered_json::array();
-    // What the unit reads and writes in device memory, each operand once (a lower bound: a
-    // product re-reads tiles, a reduction its partial sums); operands read only while planning
-    // (shapes) are not device traffic.
-    size_t bytes = 0;
-    for (size_t i = 0; i < u->in.size(); ++i)
-      if (u->in[i] >= 0 && !u->host_only[i]) bytes += p.desc[u->in[i]].nbytes();
-    for (int v : u->out)
-      if (v >= 0) {
-        out.push_back(s.program.values[v].name + ": " + value_type(p, v));
-        bytes += p.desc[v].nbytes();
-      }
-    moved += bytes;
-    const size_t at = u->where.rfind(": node ");  // "file: node NAME (Op)" -> "NAME (Op)"
-    units.push_back({{"kind", u->kind}, {"node", at == std::string::npos ? u->where : u->where.substr(at + 7)},
-                     {"nodes", u->steps.size()}, {"bytes", bytes}, {"outputs", out}});
-    if (dynamic_cast<const cuda::MultiTensorFusedOp*>(u->op.get())) ++multi_tensor;
-    if (dynamic_cast<const cuda::FusedElementwiseOp*>(u->op.get()) || dynamic_cast<const cuda::MultiTensorFusedOp*>(u->op.get())) {
-      ++fused;
-      fused_nodes += u->steps.size();
-    }
-  }
-  size_t host_steps = 0;
-  for (int st : p.steps) host_steps += s.host_step[st] ? 1 : 0;
-  ordered_json views = ordered_json::object();
-  for (const cuda::Unit* u : p.views) views[u->kind] = views.value(u->kind, 0) + 1;
+  // The device half runs in the CUDA backend's module (backends/cuda/plan_report.h).
+  using PlanReport = void (*)(const Model*, const CompileOptions*, const std::vector<Tensor>*,
+                              const std::vector<std::string>*, std::string (*)(int64_t), ordered_json*);
+  std::string why;
+  const auto plan_report = reinterpret_cast<PlanReport>(cuda_module_symbol("amp_cuda_module_plan_report", &why));
+  if (!plan_report) throw InputError("--cuda-plan: cuda backend not available: " + why);
+  ordered_json device;
+  plan_report(&m, &options, &feeds, &fetch_names, &human_bytes, &device);
   ordered_json dims_json = ordered_json::object();
   for (const auto& [k, v] : dims) dims_json[k] = v;
   ordered_json j;
   j["model"] = model.path;
   j["graph"] = training ? "training step" : "inference";
   j["dims"] = dims_json;
-  j["device_units"] = p.order.size();
-  j["fused_kernels"] = {{"units", fused}, {"nodes", fused_nodes}, {"multi_tensor", multi_tensor}};
-  j["views"] = views;
-  j["host_steps"] = host_steps;
-  j["read_through"] = p.read_through.size();
-  j["nodes"] = s.program.steps.size();
-  j["memory"] = {{"arena_bytes", layout.arena.arena_bytes},
-                 {"peak_live_bytes", layout.arena.peak_bytes},
-                 {"without_reuse_bytes", layout.arena.total_bytes},
-                 {"state_bytes", state_bytes},
-                 {"moved_bytes", moved}};
-  j["units"] = units;
+  for (const auto& item : device.items()) j[item.key()] = item.value();
   return j;
 }
 
@@ -202,14 +136,5 @@ std::string cuda_plan_text(const ordered_json& j) {
     << " read and written by the device units per run, each operand once (a lower bound)\n";
   return s.str();
 }
-
-#else
-
-ordered_json cuda_plan_report(const Model&, const std::map<std::string, int64_t>&) {
-  throw InputError("--cuda-plan: this build has no CUDA backend (nvcc was not found when it was configured)");
-}
-std::string cuda_plan_text(const ordered_json&) { return ""; }
-
-#endif
 
 }  // namespace amp
