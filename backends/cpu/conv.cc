@@ -81,7 +81,7 @@ class Conv final : public Kernel {
     if (x.rank() < 3 || x.rank() > 5) throw InputError("Conv supports 1-D to 3-D convolutions, X is " + dims_str(x.dims));
     infer_outputs(io);
     if (const DnnlConvForward* fast = onednn(x, w, io.has_in(2), io.threads))
-      return fast->scratch_bytes() + (x.dtype == DType::kFloat16 ? Widened(io).bytes() : 0);
+      return fast->scratch_bytes() + (x.dtype == DType::kFloat16 ? Widened(io, fp16_chunk(x.dims[0])).bytes() : 0);
     const Geometry g = geometry(x, w);
     const Scratch sc = scratch_layout(g, x.dtype, w.numel(), io.threads);
     return sc.weights + sc.per_worker * static_cast<size_t>(sc.workers);
@@ -197,15 +197,16 @@ class Conv final : public Kernel {
                  });
   }
 
-  // fp16 through oneDNN's fp32 convolution: X, W, B widened into the workspace (after oneDNN's
-  // own scratch), Y accumulated there in fp32 and rounded once.
+  // fp16 through oneDNN's fp32 convolution, a few images at a time (fp16_chunk): X, W, B widened
+  // into the workspace after oneDNN's own scratch, Y accumulated there in fp32 and rounded once.
+  // Staging a whole batch in fp32 would make the fp16 step's workspace twice the fp32 step's.
   struct Widened {
     size_t x, w, b, y;
-    explicit Widened(const KernelIO& io)
-        : x(fp32_scratch(io.input(0).numel())),
+    Widened(const KernelIO& io, int64_t images)
+        : x(fp32_scratch(io.input(0).numel() / std::max<int64_t>(1, io.input(0).dims[0]) * images)),
           w(fp32_scratch(io.input(1).numel())),
           b(io.has_in(2) ? fp32_scratch(io.input(2).numel()) : 0),
-          y(fp32_scratch(io.output(0).numel())) {}
+          y(fp32_scratch(io.output(0).numel() / std::max<int64_t>(1, io.output(0).dims[0]) * images)) {}
     size_t bytes() const { return x + w + b + y; }
   };
 
@@ -218,16 +219,20 @@ class Conv final : public Kernel {
       fast.run(x.data, w.data, bias, y.data, scratch);
       return;
     }
-    const Widened sizes(io);
+    const int64_t images = fp16_chunk(x.dims[0]);
+    const Widened sizes(io, images);
     auto* x32 = reinterpret_cast<float*>(scratch + fast.scratch_bytes());
     auto* w32 = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(x32) + sizes.x);
     auto* b32 = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(w32) + sizes.w);
     auto* y32 = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(b32) + sizes.b);
-    widen(x.as<f16>(), x32, x.numel(), io.threads);
     widen(w.as<f16>(), w32, w.numel(), io.threads);
     if (bias) widen(io.input(2).as<f16>(), b32, io.input(2).numel(), io.threads);
-    fast.run(x32, w32, bias ? b32 : nullptr, y32, scratch);
-    narrow(y32, y.as<f16>(), y.numel(), io.threads);
+    const int64_t x_image = x.numel() / x.dims[0], y_image = y.numel() / x.dims[0];
+    for (int64_t n = 0; n < x.dims[0]; n += images) {
+      widen(x.as<f16>() + n * x_image, x32, images * x_image, io.threads);
+      fast.run(x32, w32, bias ? b32 : nullptr, y32, scratch);
+      narrow(y32, y.as<f16>() + n * y_image, images * y_image, io.threads);
+    }
   }
 
   // The oneDNN convolution for these inputs, made on first use and kept per shape signature;
@@ -237,7 +242,7 @@ class Conv final : public Kernel {
     if (w.dtype != x.dtype || w.rank() != x.rank()) return nullptr;
     const Window win = window(x, w);
     ConvShape s;
-    s.n = x.dims[0];
+    s.n = x.dtype == DType::kFloat16 ? fp16_chunk(x.dims[0]) : x.dims[0];
     s.c = x.dims[1];
     s.m = w.dims[0];
     s.groups = groups_;

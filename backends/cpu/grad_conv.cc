@@ -206,24 +206,31 @@ class ConvGrad final : public Kernel {
                     groups_};
   }
 
-  // What the oneDNN path keeps in the workspace after oneDNN's own scratch: fp32 copies of the
-  // fp16 inputs and of dX (fp16 only), and the fp32 sums of dW and dB wherever the output is not
-  // fp32 itself (or dW is not asked for but dB is: oneDNN computes them together).
+  // What the oneDNN path keeps in the workspace after oneDNN's own scratch: for fp16, fp32 copies
+  // of W and of a chunk of images' dY, X and dX (fp16_chunk), and one chunk's dW and dB, which
+  // are added into the fp32 sums; the fp32 sums of dW and dB wherever the output is not fp32
+  // itself (or dW is not asked for but dB is: oneDNN computes them together).
   struct Staged {
-    size_t dy = 0, x = 0, w = 0, dx = 0, dw = 0, db = 0;
+    size_t dy = 0, x = 0, w = 0, dx = 0, dw = 0, db = 0, dw_part = 0, db_part = 0;
     explicit Staged(const KernelIO& io) {
       const View& xv = io.input(1);
       const bool half = xv.dtype == DType::kFloat16, fp32 = xv.dtype == DType::kFloat;
+      const int64_t n = std::max<int64_t>(1, xv.dims[0]), images = half ? fp16_chunk(n) : n;
+      const int64_t weights = io.input(2).numel(), m = io.input(2).dims[0];
       if (half) {
-        dy = fp32_scratch(io.input(0).numel());
-        x = fp32_scratch(xv.numel());
-        w = fp32_scratch(io.input(2).numel());
-        if (io.has_out(0)) dx = fp32_scratch(xv.numel());
+        dy = fp32_scratch(io.input(0).numel() / n * images);
+        x = fp32_scratch(xv.numel() / n * images);
+        w = fp32_scratch(weights);
+        if (io.has_out(0)) dx = fp32_scratch(xv.numel() / n * images);
+        if (images < n && (io.has_out(1) || io.has_out(2))) {
+          dw_part = fp32_scratch(weights);
+          if (io.has_out(2)) db_part = fp32_scratch(m);
+        }
       }
-      if ((io.has_out(1) && !fp32) || (io.has_out(2) && !io.has_out(1))) dw = fp32_scratch(io.input(2).numel());
-      if (io.has_out(2) && !fp32) db = fp32_scratch(io.input(2).dims[0]);
+      if ((io.has_out(1) && !fp32) || (io.has_out(2) && !io.has_out(1))) dw = fp32_scratch(weights);
+      if (io.has_out(2) && !fp32) db = fp32_scratch(m);
     }
-    size_t bytes() const { return dy + x + w + dx + dw + db; }
+    size_t bytes() const { return dy + x + w + dx + dw + db + dw_part + db_part; }
   };
 
   void run_onednn(const DnnlConvBackward& fast, KernelIO& io) const {
@@ -237,22 +244,36 @@ class ConvGrad final : public Kernel {
       return reinterpret_cast<float*>(p);
     };
     float *dy32 = take(st.dy), *x32 = take(st.x), *w32 = take(st.w), *dx32 = take(st.dx), *dw32 = take(st.dw),
-          *db32 = take(st.db);
+          *db32 = take(st.db), *dw_part = take(st.dw_part), *db_part = take(st.db_part);
     const int threads = io.threads;
     const bool half = x.dtype == DType::kFloat16;
-    if (half) {
-      widen(dy.as<f16>(), dy32, dy.numel(), threads);
-      widen(x.as<f16>(), x32, x.numel(), threads);
-      widen(w.as<f16>(), w32, w.numel(), threads);
-    }
-    void* dx = io.has_out(0) ? (half ? static_cast<void*>(dx32) : io.output(0).data) : nullptr;
     float* dw = dw32 ? dw32 : (io.has_out(1) ? io.output(1).as<float>() : nullptr);
     float* db = db32 ? db32 : (io.has_out(2) ? io.output(2).as<float>() : nullptr);
-    fast.run(half ? dy32 : dy.data, half ? x32 : x.data, half ? w32 : w.data, dx, dw, db, scratch);
+    if (!half) {
+      fast.run(dy.data, x.data, w.data, io.has_out(0) ? io.output(0).data : nullptr, dw, db, scratch);
+    } else {
+      // A chunk of images at a time; the weights' and bias' sums are carried across chunks in fp32.
+      const int64_t n = x.dims[0], images = fp16_chunk(n);
+      const int64_t x_image = x.numel() / n, y_image = dy.numel() / n;
+      widen(w.as<f16>(), w32, w.numel(), threads);
+      for (int64_t i = 0; i < n; i += images) {
+        widen(dy.as<f16>() + i * y_image, dy32, images * y_image, threads);
+        widen(x.as<f16>() + i * x_image, x32, images * x_image, threads);
+        const bool first = i == 0;
+        float* dw_to = first || !dw_part ? dw : dw_part;
+        float* db_to = first || !db_part ? db : db_part;
+        fast.run(dy32, x32, w32, dx32, dw_to, db_to, scratch);
+        if (io.has_out(0)) narrow(dx32, io.output(0).as<f16>() + i * x_image, images * x_image, threads);
+        if (!first && dw_part) {
+          for (int64_t k = 0; k < w.numel(); ++k) dw[k] += dw_part[k];
+          if (db_part)
+            for (int64_t k = 0; k < w.dims[0]; ++k) db[k] += db_part[k];
+        }
+      }
+    }
     if (x.dtype == DType::kFloat) return;
     dispatch(TypeList<f16, bf16>{}, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if (half && io.has_out(0)) narrow(dx32, io.output(0).as<T>(), x.numel(), threads);
       if (dw32 && io.has_out(1)) narrow(dw32, io.output(1).as<T>(), w.numel(), threads);
       if (db32) narrow(db32, io.output(2).as<T>(), io.output(2).numel(), threads);
     });
@@ -266,7 +287,7 @@ class ConvGrad final : public Kernel {
     const Window win = make_window(attrs_, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()),
                                    std::vector<int64_t>(w.dims.begin() + 2, w.dims.end()));
     ConvShape s;
-    s.n = x.dims[0];
+    s.n = x.dtype == DType::kFloat16 ? fp16_chunk(x.dims[0]) : x.dims[0];
     s.c = x.dims[1];
     s.m = w.dims[0];
     s.groups = groups_;

@@ -61,6 +61,15 @@ class DnnlConvBackward {
   std::unique_ptr<Impl> impl_;
 };
 
+// Images per oneDNN call for fp16, whose tensors are staged in fp32: an eighth of the batch or
+// less (the batch's smallest divisor of at least 8 gives the number of calls), so the staging
+// stays a small fraction of the 16-bit tensors it widens.
+inline int64_t fp16_chunk(int64_t n) {
+  for (int64_t parts = 8; parts < n; ++parts)
+    if (n % parts == 0) return n / parts;
+  return 1;
+}
+
 // True when this build and CPU run bf16 products natively (AVX-512 BF16 or AMX), as oneDNN sees it.
 bool cpu_has_native_bf16();
 
