@@ -197,9 +197,9 @@ class Conv final : public Kernel {
                  });
   }
 
-  // fp16 through oneDNN's fp32 convolution, a few images at a time (fp16_chunk): X, W, B widened
+  // fp16 through oneDNN's fp32 convolution, half the batch at a time (fp16_chunk): X, W, B widened
   // into the workspace after oneDNN's own scratch, Y accumulated there in fp32 and rounded once.
-  // Staging a whole batch in fp32 would make the fp16 step's workspace twice the fp32 step's.
+  // Staging a whole batch in fp32 would make the fp16 step's workspace larger than the fp32 step's.
   struct Widened {
     size_t x, w, b, y;
     Widened(const KernelIO& io, int64_t images)
@@ -241,17 +241,7 @@ class Conv final : public Kernel {
     if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
     if (w.dtype != x.dtype || w.rank() != x.rank()) return nullptr;
     const Window win = window(x, w);
-    ConvShape s;
-    s.n = x.dtype == DType::kFloat16 ? fp16_chunk(x.dims[0]) : x.dims[0];
-    s.c = x.dims[1];
-    s.m = w.dims[0];
-    s.groups = groups_;
-    s.in = win.in;
-    s.kernel = win.kernel;
-    s.out = win.out;
-    s.strides = win.strides;
-    s.dilations = win.dilations;
-    s.pads_begin = win.pads_begin;
+    const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, win, x.dtype == DType::kFloat16);
     if (groups_ <= 0 || s.c != w.dims[1] * groups_) return nullptr;  // the im2col path reports it
     const DnnlType type = x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32;
     std::lock_guard<std::mutex> lock(mutex_);

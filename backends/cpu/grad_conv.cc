@@ -207,7 +207,7 @@ class ConvGrad final : public Kernel {
   }
 
   // What the oneDNN path keeps in the workspace after oneDNN's own scratch: for fp16, fp32 copies
-  // of W and of a chunk of images' dY, X and dX (fp16_chunk), and one chunk's dW and dB, which
+  // of W and of a chunk of images' dY, X and dX (fp16_chunk: half the batch), and one chunk's dW and dB, which
   // are added into the fp32 sums; the fp32 sums of dW and dB wherever the output is not fp32
   // itself (or dW is not asked for but dB is: oneDNN computes them together).
   struct Staged {
@@ -286,17 +286,7 @@ class ConvGrad final : public Kernel {
     if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
     const Window win = make_window(attrs_, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()),
                                    std::vector<int64_t>(w.dims.begin() + 2, w.dims.end()));
-    ConvShape s;
-    s.n = x.dtype == DType::kFloat16 ? fp16_chunk(x.dims[0]) : x.dims[0];
-    s.c = x.dims[1];
-    s.m = w.dims[0];
-    s.groups = groups_;
-    s.in = win.in;
-    s.kernel = win.kernel;
-    s.out = win.out;
-    s.strides = win.strides;
-    s.dilations = win.dilations;
-    s.pads_begin = win.pads_begin;
+    const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, win, x.dtype == DType::kFloat16);
     const DnnlType type = x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32;
     const bool dx = io.has_out(0), dw = io.has_out(1), db = io.has_out(2);
     std::lock_guard<std::mutex> lock(mutex_);

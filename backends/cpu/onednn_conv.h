@@ -20,6 +20,8 @@
 #include <memory>
 #include <vector>
 
+#include "graph/ops/window.h"
+
 namespace amp::cpu {
 
 // One convolution's geometry; spatial vectors have 1 to 3 entries.
@@ -28,6 +30,35 @@ struct ConvShape {
   std::vector<int64_t> in, kernel, out, strides, dilations, pads_begin;
   bool operator==(const ConvShape& o) const;
 };
+
+// Images per oneDNN call for fp16, whose tensors are staged in fp32: half the batch (a third or
+// a quarter when the batch does not halve), so the fp32 staging is no larger than the 16-bit
+// tensors it widens. Smaller chunks save little more and cost much: a call on a few images of a
+// small late layer leaves the cores idle (resnet18 at batch 32: 127 ms a step in halves, 225 in
+// quarters, 422 in eighths). A batch none of these divide goes whole.
+inline int64_t fp16_chunk(int64_t n) {
+  for (int64_t parts = 2; parts <= 4; ++parts)
+    if (n % parts == 0) return n / parts;
+  return n;
+}
+
+// The convolution of X (x_dims: [N, C, spatial...]) into `maps` channels over `win`, for a oneDNN
+// call: N images, or fp16_chunk(N) for fp16.
+inline ConvShape conv_shape(const std::vector<int64_t>& x_dims, int64_t maps, int64_t groups, const Window& win,
+                            bool fp16) {
+  ConvShape s;
+  s.n = fp16 ? fp16_chunk(x_dims[0]) : x_dims[0];
+  s.c = x_dims[1];
+  s.m = maps;
+  s.groups = groups;
+  s.in = win.in;
+  s.kernel = win.kernel;
+  s.out = win.out;
+  s.strides = win.strides;
+  s.dilations = win.dilations;
+  s.pads_begin = win.pads_begin;
+  return s;
+}
 
 enum class DnnlType { kF32, kBF16 };
 
@@ -60,15 +91,6 @@ class DnnlConvBackward {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Images per oneDNN call for fp16, whose tensors are staged in fp32: an eighth of the batch or
-// less (the batch's smallest divisor of at least 8 gives the number of calls), so the staging
-// stays a small fraction of the 16-bit tensors it widens.
-inline int64_t fp16_chunk(int64_t n) {
-  for (int64_t parts = 8; parts < n; ++parts)
-    if (n % parts == 0) return n / parts;
-  return 1;
-}
 
 // True when this build and CPU run bf16 products natively (AVX-512 BF16 or AMX), as oneDNN sees it.
 bool cpu_has_native_bf16();

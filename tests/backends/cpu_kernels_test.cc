@@ -559,6 +559,30 @@ TEST(CpuKernels, EinsumMatchesTorch) {
 namespace amp::test {
 namespace {
 
+// ConvGrad's three outputs against torch autograd of the same convolution (strided, padded,
+// dilated, grouped). Batch 4: fp16 runs oneDNN on half the batch at a time and carries the
+// weights' and bias' sums across the halves in fp32; bf16 runs oneDNN's bf16 primitives; double
+// the im2col path.
+TEST(CpuKernels, ConvGradMatchesTorchAutogradInEveryFloatType) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    std::vector<Attribute> a;
+    a.push_back(Attribute::of_ints("strides", {2, 1}));
+    a.push_back(Attribute::of_ints("pads", {1, 2, 1, 2}));
+    a.push_back(Attribute::of_ints("dilations", {1, 2}));
+    a.push_back(Attribute::of_int("group", 2));
+    Case c{"conv_grad" + suffix(t), "ConvGrad",
+           {{"dy", random_tensor(t, {4, 6, 5, 8}, -1, 1, 71)},
+            {"x", random_tensor(t, {4, 4, 9, 8}, -1, 1, 72)},
+            {"w", random_tensor(t, {6, 2, 3, 3}, -1, 1, 73)}},
+           std::move(a), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
+    // dW sums 160 products of terms in [-1, 1] and can cancel: its error is bounded absolutely.
+    c.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
+    cases.push_back(std::move(c));
+  }
+  check(cases, "conv_grad");
+}
+
 TEST(CpuKernels, ConvTransposeMatchesTorchInEveryFloatType) {
   std::vector<Case> cases;
   for (DType t : kFloatTypes) {
