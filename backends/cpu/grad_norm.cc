@@ -7,6 +7,7 @@
 
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/row_sums.h"
 
 namespace amp::cpu {
 namespace {
@@ -61,22 +62,16 @@ class BatchNormalizationGrad final : public Kernel {
         for (int64_t c = c0; c < c1; ++c) {
           auto at = [&](int64_t i, int64_t j) { return (i * channels + c) * size + j; };
           double sum = 0, sq = 0;
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t j = 0; j < size; ++j) sum += load(x[at(i, j)]);
+          for (int64_t i = 0; i < n; ++i) sum += row_sum(x + at(i, 0), size);
           const double mean = sum / static_cast<double>(m);
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t j = 0; j < size; ++j) {
-              const double d = load(x[at(i, j)]) - mean;
-              sq += d * d;
-            }
+          for (int64_t i = 0; i < n; ++i) sq += row_sum_sq_dev(x + at(i, 0), size, mean);
           const double inv = 1.0 / std::sqrt(sq / static_cast<double>(m) + static_cast<double>(epsilon_));
           double db = 0, ds = 0;
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t j = 0; j < size; ++j) {
-              const double g = load(dy[at(i, j)]);
-              db += g;
-              ds += g * (load(x[at(i, j)]) - mean) * inv;
-            }
+          for (int64_t i = 0; i < n; ++i) {
+            db += row_sum(dy + at(i, 0), size);
+            ds += row_sum_prod_dev(dy + at(i, 0), x + at(i, 0), size, mean);
+          }
+          ds *= inv;
           dbias[static_cast<size_t>(c)] = db;
           dscale[static_cast<size_t>(c)] = ds;
           const double k = scale[static_cast<size_t>(c)] * inv / static_cast<double>(m);
