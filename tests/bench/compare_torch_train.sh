@@ -3,7 +3,7 @@
 # same models, initial weights, batch, thread count and optimizer, in the same run.
 #
 #   tests/bench/compare_torch_train.sh BUILD_DIR [--models resnet18,mobilenet_v2,cnn,gpt]
-#       [--dtypes fp32,bf16] [--threads 1,2] [--warmup 3] [--steps 10] [--batch 32] [--quick] [--keep DIR]
+#       [--dtypes fp32,bf16] [--threads 1,2] [--warmup 3] [--steps 10] [--repeat 1] [--batch 32] [--quick] [--keep DIR]
 #
 # For each model, tests/bench/torch_train_peer.py seeds and builds the PyTorch module (torchvision
 # resnet18 and mobilenet_v2 with 10 classes on 3x32x32, models/ cnn on 1x28x28 and gpt on 32
@@ -23,6 +23,8 @@
 # relative in fp32, 3e-2 in 16 bits); a larger difference is reported as a WARNING and the script
 # exits 1, as it does when a case fails. Nothing here asserts on time.
 #
+# --repeat R: each case's two processes alternate R times and each side's median run is shown (its
+# runs' times too, in the kept JSON): on a shared machine a slow spell then hits both sides.
 # --quick: 1 warm-up step, 2 timed steps, 1 thread (flags after it still apply), for a smoke test.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,7 +36,7 @@ case $1 in -*) usage ;; esac
 BUILD=$(cd "$1" && pwd)
 shift
 AMP=$BUILD/amp-train
-MODELS=resnet18,mobilenet_v2,cnn,gpt DTYPES=fp32,bf16 THREADS=1,2 WARMUP=3 STEPS=10 BATCH=32 KEEP=
+MODELS=resnet18,mobilenet_v2,cnn,gpt DTYPES=fp32,bf16 THREADS=1,2 WARMUP=3 STEPS=10 REPEAT=1 BATCH=32 KEEP=
 while [ $# -gt 0 ]; do
   case $1 in
     --models) MODELS=$2; shift 2 ;;
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --warmup) WARMUP=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
     --batch) BATCH=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --quick) WARMUP=1 STEPS=2 THREADS=1; shift ;;
@@ -72,21 +75,33 @@ for model in $(echo "$MODELS" | tr , ' '); do
       case=$model.$dtype.$threads
       echo "$model $dtype $threads" >>"$DIR/cases"
       echo "  $case ..." >&2
-      if [ "$dtype" != fp16 ]; then
-        OMP_NUM_THREADS=$threads /usr/bin/time -f %M -o "$DIR/$case.torch.rss" \
-          "$PY" "$PEER" train "$model" "$DIR" --dtype "$dtype" --threads "$threads" --warmup "$WARMUP" \
-          --steps "$STEPS" >"$DIR/$case.torch.json" 2>"$DIR/$case.torch.log" || : >"$DIR/$case.torch.json"
-      fi
-      rm -f "$DIR/$case.amp.jsonl"
-      if OMP_NUM_THREADS=$threads /usr/bin/time -f %M -o "$DIR/$case.amp.rss" \
-          "$AMP" "$DIR/$model.onnx" --data "$DIR/$model.npz" --loss cross_entropy --batch-size "$BATCH" \
-          --steps $((WARMUP + STEPS)) --no-shuffle --optimizer sgd --lr 0.01 --dtype "$dtype" --threads "$threads" \
-          --metrics "$DIR/$case.amp.jsonl" >"$DIR/$case.amp.log" 2>&1; then
-        "$PY" "$PEER" amp-result "$DIR/$case.amp.jsonl" --batch "$BATCH" --warmup "$WARMUP" >"$DIR/$case.amp.json" \
-          2>>"$DIR/$case.amp.log" || : >"$DIR/$case.amp.json"
-      else
-        : >"$DIR/$case.amp.json"
-      fi
+      # --repeat R: torch and amp-train alternate R times, so a slow spell on a shared machine hits
+      # both; each side's median run is the one shown.
+      r=1
+      while [ "$r" -le "$REPEAT" ]; do
+        if [ "$dtype" != fp16 ]; then
+          OMP_NUM_THREADS=$threads /usr/bin/time -f %M -o "$DIR/$case.torch.rss" \
+            "$PY" "$PEER" train "$model" "$DIR" --dtype "$dtype" --threads "$threads" --warmup "$WARMUP" \
+            --steps "$STEPS" >"$DIR/$case.torch.$r.json" 2>"$DIR/$case.torch.log" || : >"$DIR/$case.torch.$r.json"
+        fi
+        rm -f "$DIR/$case.amp.jsonl"
+        if OMP_NUM_THREADS=$threads /usr/bin/time -f %M -o "$DIR/$case.amp.rss" \
+            "$AMP" "$DIR/$model.onnx" --data "$DIR/$model.npz" --loss cross_entropy --batch-size "$BATCH" \
+            --steps $((WARMUP + STEPS)) --no-shuffle --optimizer sgd --lr 0.01 --dtype "$dtype" --threads "$threads" \
+            --metrics "$DIR/$case.amp.jsonl" >"$DIR/$case.amp.log" 2>&1; then
+          "$PY" "$PEER" amp-result "$DIR/$case.amp.jsonl" --batch "$BATCH" --warmup "$WARMUP" >"$DIR/$case.amp.$r.json" \
+            2>>"$DIR/$case.amp.log" || : >"$DIR/$case.amp.$r.json"
+        else
+          : >"$DIR/$case.amp.$r.json"
+        fi
+        r=$((r + 1))
+      done
+      for side in torch amp; do
+        [ "$side" = torch ] && [ "$dtype" = fp16 ] && continue
+        # shellcheck disable=SC2046
+        "$PY" "$PEER" median $(seq -f "$DIR/$case.$side.%g.json" 1 "$REPEAT") >"$DIR/$case.$side.json" ||
+          : >"$DIR/$case.$side.json"
+      done
     done
   done
 done

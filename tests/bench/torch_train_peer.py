@@ -267,6 +267,27 @@ def table(args):
     return 1 if warnings_ else 0
 
 
+def pick_median(args):
+    """Of several runs' JSON lines (one file each), the run whose step time is the median (the
+    lower middle for an even count), with every run's time added as ms_runs; an empty or missing
+    file (a failed run) makes the result empty too."""
+    runs = []
+    for path in args.runs:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            text = ""
+        if not text:
+            return 0
+        runs.append(json.loads(text))
+    runs.sort(key=lambda r: r["ms"])
+    chosen = dict(runs[(len(runs) - 1) // 2])
+    chosen["ms_runs"] = [r["ms"] for r in runs]
+    print(json.dumps(chosen))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -288,6 +309,9 @@ def main():
     a.add_argument("--batch", type=int, required=True)
     a.add_argument("--warmup", type=int, default=3)
     a.set_defaults(fn=amp_result)
+    m = sub.add_parser("median")
+    m.add_argument("runs", nargs="+", help="one JSON-line file per run")
+    m.set_defaults(fn=pick_median)
     tb = sub.add_parser("table")
     tb.add_argument("results", help="the folder compare_torch_train.sh filled")
     tb.set_defaults(fn=table)
