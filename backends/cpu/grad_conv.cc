@@ -1,4 +1,4 @@
-// ConvGrad: the gradients of Conv (1-D and 2-D; pads, strides, dilations, groups). fp32, bf16 and
+// ConvGrad: the gradients of Conv (1-D to 3-D; pads, strides, dilations, groups; 3-D on oneDNN only). fp32, bf16 and
 // fp16 (widened to fp32) run on oneDNN's backward-data and backward-weights convolutions
 // (backends/cpu/onednn_conv.h) where oneDNN implements the geometry; the weights' and bias' sums
 // come back in fp32 and are rounded once. Otherwise, and for double, the same im2col GEMMs as the
@@ -76,23 +76,27 @@ class ConvGrad final : public Kernel {
   size_t infer(KernelIO& io) const override {
     const View &dy = io.input(0), &x = io.input(1), &w = io.input(2);
     if (dy.dtype != x.dtype || w.dtype != x.dtype) throw InputError("ConvGrad inputs have different element types");
-    if (x.rank() < 3 || x.rank() > 4 || w.rank() != x.rank())
-      throw InputError("ConvGrad supports 1-D and 2-D convolutions, X is " + dims_str(x.dims));
-    const Geometry g = geometry(x, w);
-    if (g.groups <= 0 || g.c % g.groups || g.m % g.groups || w.dims[1] * g.groups != g.c)
+    if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank())
+      throw InputError("ConvGrad supports 1-D to 3-D convolutions, X is " + dims_str(x.dims) + " and W " +
+                       dims_str(w.dims));
+    const int64_t groups = groups_, c = x.dims[1], m = w.dims[0];
+    if (groups <= 0 || c % groups || m % groups || w.dims[1] * groups != c)
       throw InputError("ConvGrad channels do not match: X " + dims_str(x.dims) + ", W " + dims_str(w.dims));
-    std::vector<int64_t> ydims = {g.n, g.m};
-    if (x.rank() == 4) ydims.push_back(g.oh);
-    ydims.push_back(g.ow);
+    std::vector<int64_t> ydims = {x.dims[0], m};
+    for (int64_t e : window_of(x, w).out) ydims.push_back(e);
     if (dy.dims != ydims) throw InputError("ConvGrad dY " + dims_str(dy.dims) + " should be " + dims_str(ydims));
     const View* like[3] = {&x, &w, nullptr};
     for (size_t i = 0; i < 3; ++i) {
       if (!io.has_out(i)) continue;
       io.output(i).dtype = x.dtype;
-      io.output(i).dims = like[i] ? like[i]->dims : std::vector<int64_t>{g.m};
+      io.output(i).dims = like[i] ? like[i]->dims : std::vector<int64_t>{m};
     }
     if (const DnnlConvBackward* fast = onednn(io)) return fast->scratch_bytes() + Staged(io).bytes();
-    return scratch_layout(x, w, g).total;
+    // The im2col path below is 1-D and 2-D; 3-D gradients run on oneDNN only.
+    if (x.rank() == 5)
+      throw InputError("ConvGrad of a 3-D convolution runs on oneDNN only (fp32, fp16, bf16 on an AVX-512 CPU), not " +
+                       std::string(dtype_name(x.dtype)) + " here");
+    return scratch_layout(x, w, geometry(x, w)).total;
   }
 
   void run(KernelIO& io, const RunContext& ctx) const override {
@@ -182,10 +186,7 @@ class ConvGrad final : public Kernel {
   }
 
   Geometry geometry(const View& x, const View& w) const {
-    std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end()), k(w.dims.begin() + 2, w.dims.end());
-    if (!attrs_.kernel.empty() && attrs_.kernel != k)
-      throw InputError("kernel_shape " + dims_str(attrs_.kernel) + " does not match W " + dims_str(w.dims));
-    const Window win = make_window(attrs_, in, k);
+    const Window win = window_of(x, w);
     const bool one_d = x.rank() == 3;
     auto first = [&](const std::vector<int64_t>& v, int64_t one) { return one_d ? one : v[0]; };
     return Geometry{x.dims[0],
@@ -281,11 +282,17 @@ class ConvGrad final : public Kernel {
 
   // The oneDNN convolution gradients for these inputs and wanted outputs, made on first use and
   // kept per shape signature; null for double and where oneDNN has no implementation.
+  Window window_of(const View& x, const View& w) const {
+    std::vector<int64_t> k(w.dims.begin() + 2, w.dims.end());
+    if (!attrs_.kernel.empty() && attrs_.kernel != k)
+      throw InputError("kernel_shape " + dims_str(attrs_.kernel) + " does not match W " + dims_str(w.dims));
+    return make_window(attrs_, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()), k);
+  }
+
   const DnnlConvBackward* onednn(const KernelIO& io) const {
     const View &x = io.input(1), &w = io.input(2);
     if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
-    const Window win = make_window(attrs_, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()),
-                                   std::vector<int64_t>(w.dims.begin() + 2, w.dims.end()));
+    const Window win = window_of(x, w);
     const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, win, x.dtype == DType::kFloat16);
     const DnnlType type = x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32;
     const bool dx = io.has_out(0), dw = io.has_out(1), db = io.has_out(2);

@@ -9,7 +9,9 @@
 #include <cstring>
 
 #include "frontends/lib/npz.h"
+#include "graph/error.h"
 #include "tests/backends/kernel_case.h"
+#include "tests/support/one_node.h"
 #include "tests/support/test_support.h"
 
 namespace amp::test {
@@ -579,8 +581,34 @@ TEST(CpuKernels, ConvGradMatchesTorchAutogradInEveryFloatType) {
     // dW sums 160 products of terms in [-1, 1] and can cancel: its error is bounded absolutely.
     c.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
     cases.push_back(std::move(c));
+    if (t == DType::kDouble) continue;  // 3-D gradients run on oneDNN only: see the test below
+    std::vector<Attribute> a3;
+    a3.push_back(Attribute::of_ints("strides", {1, 2, 1}));
+    a3.push_back(Attribute::of_ints("pads", {1, 0, 1, 1, 0, 1}));
+    Case c3{"conv_grad_3d" + suffix(t), "ConvGrad",
+            {{"dy", random_tensor(t, {2, 3, 4, 3, 5}, -1, 1, 74)},
+             {"x", random_tensor(t, {2, 2, 4, 7, 5}, -1, 1, 75)},
+             {"w", random_tensor(t, {3, 2, 3, 3, 3}, -1, 1, 76)}},
+            std::move(a3), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
+    c3.tol.atol = 2e-5;
+    cases.push_back(std::move(c3));
   }
   check(cases, "conv_grad");
+}
+
+// ConvGrad of a 3-D convolution has no im2col path: in double it is refused with one clear line.
+TEST(CpuKernels, ConvGradOf3DConvolutionInDoubleSaysWhy) {
+  OneNode n("ConvGrad",
+            {{"dy", random_tensor(DType::kDouble, {1, 1, 2, 2, 2}, -1, 1, 77)},
+             {"x", random_tensor(DType::kDouble, {1, 1, 4, 4, 4}, -1, 1, 78)},
+             {"w", random_tensor(DType::kDouble, {1, 1, 3, 3, 3}, -1, 1, 79)}},
+            {DType::kDouble, DType::kDouble, DType::kDouble}, "ai.onnx_amp");
+  try {
+    n.run_cpu();
+    FAIL() << "a 3-D ConvGrad in double ran";
+  } catch (const amp::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ConvGrad of a 3-D convolution runs on oneDNN only"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CpuKernels, ConvTransposeMatchesTorchInEveryFloatType) {

@@ -206,6 +206,7 @@ CASES = {
                                 groups=2).numpy(), None),
     "conv_1x1": (lambda i: F.conv2d(t(i["x"]), t(i["w"])).numpy(), None),
     "conv_grad": (lambda i: conv_grad(i), None),
+    "conv_grad_3d": (lambda i: conv_grad(i, F.conv3d, stride=(1, 2, 1), padding=(1, 0, 1)), None),
     "conv_1d": (lambda i: F.conv1d(t(i["x"]), t(i["w"]), t(i["b"]), padding=1).numpy(), None),
     "maxpool": (lambda i: F.max_pool2d(t(i["x"]), 3, stride=2, padding=1).numpy(), None),
     "avgpool": (lambda i: F.avg_pool2d(t(i["x"]), 3, stride=2, padding=1, count_include_pad=False).numpy(), None),
@@ -223,12 +224,13 @@ CASES = {
 }
 
 
-def conv_grad(i):
-    """dX, dW, dB of conv2d(x, w, b) for the upstream gradient dy, by torch autograd."""
+def conv_grad(i, conv=F.conv2d, **window):
+    """dX, dW, dB of conv(x, w, b) for the upstream gradient dy, by torch autograd."""
     x = t(i["x"]).clone().requires_grad_(True)
     w = t(i["w"]).clone().requires_grad_(True)
     b = torch.zeros(w.shape[0], dtype=x.dtype, requires_grad=True)
-    y = F.conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2)
+    window = window or dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2)
+    y = conv(x, w, b, **window)
     dx, dw, db = torch.autograd.grad(y, (x, w, b), t(i["dy"]))
     return [dx.numpy(), dw.numpy(), db.numpy()]
 
