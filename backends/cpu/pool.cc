@@ -1,6 +1,7 @@
 // MaxPool (with optional Indices), AveragePool and GlobalAveragePool over 1 to 3 spatial dims.
 // Each (image, channel) plane is independent, so planes are spread over the cores. Averages are
 // summed in fp32 (fp64 for double) and rounded once.
+#include <algorithm>
 #include <limits>
 
 #include "backends/cpu/kernel_util.h"
@@ -66,6 +67,40 @@ class MaxPool final : public Kernel {
       T* out = io.output(0).as<T>();
       const int64_t planes = x.dims[0] * x.dims[1];
       const std::vector<Tap> taps[3] = {taps_of(w, 0), taps_of(w, 1), taps_of(w, 2)};
+      const C lowest = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
+                                                            : std::numeric_limits<C>::lowest();
+      // 1-D and 2-D windows without dilation or Indices: per output row, the max down the window's
+      // input rows first (whole rows: the loop vectorises), then across each window of that row.
+      // The same maximum, NaN included (a NaN anywhere in the window wins), as the loop below.
+      constexpr int64_t kRow = 2048;
+      if (!indices && w.k[0] == 1 && w.in[0] == 1 && w.d[1] == 1 && w.d[2] == 1 && w.in[2] <= kRow) {
+        parallel_for(planes, ctx.threads, 1, [&](int64_t p0, int64_t p1) {
+          C row[kRow];
+          for (int64_t p = p0; p < p1; ++p) {
+            const T* plane = in + p * w.in_size();
+            T* o = out + p * w.out_size();
+            for (const Tap& ty : taps[1]) {
+              std::fill(row, row + w.in[2], lowest);
+              for (int64_t j = ty.lo; j < ty.hi; ++j) {
+                const T* src = plane + (ty.origin + j) * w.in[2];
+                for (int64_t i = 0; i < w.in[2]; ++i) {
+                  const C v = load(src[i]);
+                  row[i] = (v > row[i]) | (v != v) ? v : row[i];
+                }
+              }
+              for (const Tap& tx : taps[2]) {
+                C best = lowest;
+                for (int64_t l = tx.lo; l < tx.hi; ++l) {
+                  const C v = row[tx.origin + l];
+                  best = (v > best) | (v != v) ? v : best;
+                }
+                *o++ = store<T>(best);
+              }
+            }
+          }
+        });
+        return;
+      }
       parallel_for(planes, ctx.threads, 1, [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {
           const T* plane = in + p * w.in_size();
