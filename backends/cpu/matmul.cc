@@ -1,8 +1,8 @@
 // MatMul (numpy semantics: batch dims broadcast, 1-D operands promoted) and Gemm. fp32 and fp64
 // go straight to OpenBLAS; fp16/bf16 operands are widened to fp32 in scratch, multiplied with
 // fp32 accumulation, and the result is rounded once — a tensor core's fp16 x fp16 -> fp32 -> fp16.
-// bf16 MatMuls whose batch dims are shared or equal run on oneDNN's bf16 matmul instead (same
-// contract, native bf16 dot products; backends/cpu/onednn_matmul.h) where the CPU has it.
+// fp32 and bf16 MatMuls whose batch dims are shared or equal run on oneDNN's matmul instead (same
+// contract; native bf16 dot products; backends/cpu/onednn_matmul.h) where the CPU has it.
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -74,14 +74,14 @@ class MatMul final : public Kernel {
   size_t infer(KernelIO& io) const override {
     infer_outputs(io);
     const View &a = io.input(0), &b = io.input(1);
+    if (const DnnlMatMul* fast = onednn(io)) return fast->scratch_bytes();
     if (!is_low_precision(a.dtype)) return 0;
-    if (const DnnlBf16MatMul* fast = onednn(io)) return fast->scratch_bytes();
     return fp32_scratch(a.numel()) + fp32_scratch(b.numel()) + fp32_scratch(io.output(0).numel());
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &a = io.input(0), &b = io.input(1);
     View& out = io.output(0);
-    if (const DnnlBf16MatMul* fast = onednn(io)) {
+    if (const DnnlMatMul* fast = onednn(io)) {
       fast->run(a.data, b.data, out.data, io.workspace);
       return;
     }
@@ -103,11 +103,13 @@ class MatMul final : public Kernel {
   }
 
  private:
-  // The oneDNN bf16 product for these operands, made on first use per shape signature; null for
-  // other types, broadcast batch dims oneDNN's matmul is not given here, or no implementation.
-  const DnnlBf16MatMul* onednn(const KernelIO& io) const {
+  // The oneDNN product for these operands (fp32 or bf16), made on first use per shape signature;
+  // null for other types, broadcast batch dims oneDNN's matmul is not given here, or no
+  // implementation.
+  const DnnlMatMul* onednn(const KernelIO& io) const {
     const View &a = io.input(0), &b = io.input(1);
-    if (a.dtype != DType::kBFloat16 || b.dtype != DType::kBFloat16) return nullptr;
+    const bool fp32 = a.dtype == DType::kFloat && b.dtype == DType::kFloat;
+    if (!fp32 && (a.dtype != DType::kBFloat16 || b.dtype != DType::kBFloat16)) return nullptr;
     const MatMulShape s = matmul_shape(a.dims, b.dims);
     const int64_t batches = product(s.out_dims) / std::max<int64_t>(1, s.m * s.n);
     const int64_t a_batches = product(s.a_batch), b_batches = product(s.b_batch);
@@ -130,13 +132,13 @@ class MatMul final : public Kernel {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [geometry, threads, prim] : prepared_)
       if (threads == io.threads && geometry == g) return prim->ok() ? prim.get() : nullptr;
-    prepared_.emplace_back(g, io.threads, std::make_unique<DnnlBf16MatMul>(g, io.threads));
+    prepared_.emplace_back(g, io.threads, std::make_unique<DnnlMatMul>(g, io.threads, fp32));
     const auto& made = std::get<2>(prepared_.back());
     return made->ok() ? made.get() : nullptr;
   }
 
   mutable std::mutex mutex_;
-  mutable std::vector<std::tuple<MatMulGeometry, int, std::unique_ptr<DnnlBf16MatMul>>> prepared_;
+  mutable std::vector<std::tuple<MatMulGeometry, int, std::unique_ptr<DnnlMatMul>>> prepared_;
 };
 
 // Y = alpha * A' B' + beta * C, C broadcast to [M, N]. For 16-bit types the fp32 accumulator

@@ -8,7 +8,7 @@ namespace amp::cpu {
 
 using dnnl::memory;
 
-struct DnnlBf16MatMul::Impl {
+struct DnnlMatMul::Impl {
   int threads = 1;
   dnnl::matmul prim;
   memory a, b, y, scratchpad;
@@ -16,12 +16,12 @@ struct DnnlBf16MatMul::Impl {
   std::unordered_map<int, memory> args;
 };
 
-DnnlBf16MatMul::DnnlBf16MatMul(const MatMulGeometry& g, int threads) {
+DnnlMatMul::DnnlMatMul(const MatMulGeometry& g, int threads, bool fp32) {
   if (g.batch <= 0 || g.m <= 0 || g.k <= 0 || g.n <= 0) return;
   onednn::OmpThreads omp(threads);
   try {
     using tag = memory::format_tag;
-    const auto bf16 = memory::data_type::bf16;
+    const auto bf16 = fp32 ? memory::data_type::f32 : memory::data_type::bf16;
     const memory::desc a_md({g.shared_a ? 1 : g.batch, g.m, g.k}, bf16, tag::abc);
     const memory::desc b_md({g.shared_b ? 1 : g.batch, g.k, g.n}, bf16, tag::abc);
     const memory::desc y_md({g.batch, g.m, g.n}, bf16, tag::abc);
@@ -46,11 +46,11 @@ DnnlBf16MatMul::DnnlBf16MatMul(const MatMulGeometry& g, int threads) {
   }
 }
 
-DnnlBf16MatMul::~DnnlBf16MatMul() = default;
+DnnlMatMul::~DnnlMatMul() = default;
 
-size_t DnnlBf16MatMul::scratch_bytes() const { return impl_ ? impl_->total : 0; }
+size_t DnnlMatMul::scratch_bytes() const { return impl_ ? impl_->total : 0; }
 
-void DnnlBf16MatMul::run(const void* a, const void* b, void* y, void* scratch) const {
+void DnnlMatMul::run(const void* a, const void* b, void* y, void* scratch) const {
   Impl& p = *impl_;
   onednn::OmpThreads omp(p.threads);
   p.a.set_data_handle(const_cast<void*>(a));
