@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/metric_losses.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
@@ -19,16 +20,7 @@ namespace {
 
 std::string script() { return test::source_dir() + "/tests/frontends/amp_train_layer_norm_reference.py"; }
 
-std::vector<double> metric_losses(const std::string& path) {
-  std::vector<double> losses;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    if (j.contains("loss")) losses.push_back(j["loss"].get<double>());
-  }
-  return losses;
-}
+using test::metric_losses;
 
 TEST(AmpTrainLayerNorm, DecomposedLayerNormTrainsAsOneLayerNormalizationWithTorchsLosses) {
   const std::string dir = test::temp_dir("amp_train_layer_norm");

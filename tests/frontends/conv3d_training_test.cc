@@ -8,21 +8,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/metric_losses.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
 namespace {
 
-std::vector<double> metric_losses(const std::string& path) {
-  std::vector<double> losses;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    if (j.contains("loss")) losses.push_back(j["loss"].get<double>());
-  }
-  return losses;
-}
+using test::metric_losses;
 
 TEST(Conv3dTraining, ConvAndConvTransposeIn3DTrainWithTorchsLosses) {
   const std::string dir = test::temp_dir("conv3d_training");

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/metric_losses.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
@@ -31,16 +32,7 @@ struct Parity {
 
 void PrintTo(const Parity& p, std::ostream* os) { *os << p.model << "_" << p.optimizer << "_" << p.dtype; }
 
-std::vector<double> metric_losses(const std::string& path) {
-  std::vector<double> losses;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    if (j.contains("loss")) losses.push_back(j["loss"].get<double>());
-  }
-  return losses;
-}
+using test::metric_losses;
 
 class TrainParity : public ::testing::TestWithParam<Parity> {};
 
