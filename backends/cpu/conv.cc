@@ -4,11 +4,11 @@
 // stride-1 unpadded conv skips im2col: the image already is the column matrix. 16-bit inputs are
 // widened while the columns are gathered, accumulated in fp32 with the bias, and rounded once.
 #include <memory>
-#include <mutex>
 
 #include "backends/cpu/blas.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/onednn_conv.h"
+#include "backends/cpu/onednn_runtime.h"
 #include "backends/cpu/window.h"
 
 namespace amp::cpu {
@@ -155,12 +155,7 @@ class Conv final : public Kernel {
     return s;
   }
 
-  Window window(const View& x, const View& w) const {
-    std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end()), k(w.dims.begin() + 2, w.dims.end());
-    if (!attrs_.kernel.empty() && attrs_.kernel != k)
-      throw InputError("kernel_shape " + dims_str(attrs_.kernel) + " does not match W " + dims_str(w.dims));
-    return make_window(attrs_, in, k);
-  }
+  Window window(const View& x, const View& w) const { return conv_window(attrs_, x.dims, w.dims); }
 
   Geometry geometry(const View& x, const View& w) const {
     const Window win = window(x, w);
@@ -235,35 +230,23 @@ class Conv final : public Kernel {
     }
   }
 
-  // The oneDNN convolution for these inputs, made on first use and kept per shape signature;
-  // null for double and where oneDNN has no implementation.
+  // The oneDNN convolution for these inputs, made on first use per input signature; null for
+  // double and where oneDNN has no implementation.
   const DnnlConvForward* onednn(const View& x, const View& w, bool bias, int threads) const {
     if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
     if (w.dtype != x.dtype || w.rank() != x.rank()) return nullptr;
-    const Window win = window(x, w);
-    const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, win, x.dtype == DType::kFloat16);
-    if (groups_ <= 0 || s.c != w.dims[1] * groups_) return nullptr;  // the im2col path reports it
-    const DnnlType type = x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32;
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const Prepared& p : prepared_)
-      if (p.type == type && p.bias == bias && p.threads == threads && p.shape == s)
-        return p.conv->ok() ? p.conv.get() : nullptr;
-    prepared_.push_back({s, type, bias, threads, std::make_unique<DnnlConvForward>(s, type, bias, threads)});
-    return prepared_.back().conv->ok() ? prepared_.back().conv.get() : nullptr;
+    const int tag = static_cast<int>(x.dtype) * 2 + bias;
+    return prepared_.find_or_make(x.dims, w.dims, tag, threads, [&]() -> std::unique_ptr<DnnlConvForward> {
+      if (groups_ <= 0 || x.dims[1] != w.dims[1] * groups_) return nullptr;  // the im2col path reports it
+      const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, window(x, w), x.dtype == DType::kFloat16);
+      return std::make_unique<DnnlConvForward>(s, x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32,
+                                               bias, threads);
+    });
   }
-
-  struct Prepared {
-    ConvShape shape;
-    DnnlType type;
-    bool bias;
-    int threads;
-    std::unique_ptr<DnnlConvForward> conv;
-  };
 
   WindowAttrs attrs_;
   int64_t groups_;
-  mutable std::mutex mutex_;
-  mutable std::vector<Prepared> prepared_;
+  onednn::PrimitiveCache<DnnlConvForward> prepared_;
 };
 
 }  // namespace

@@ -10,12 +10,12 @@
 // rounded once, as a GPU's backward convolutions do.
 #include <cstring>
 #include <memory>
-#include <mutex>
 
 #include "backends/cpu/blas.h"
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/onednn_conv.h"
+#include "backends/cpu/onednn_runtime.h"
 #include "backends/cpu/window.h"
 
 namespace amp::cpu {
@@ -280,42 +280,25 @@ class ConvGrad final : public Kernel {
     });
   }
 
-  // The oneDNN convolution gradients for these inputs and wanted outputs, made on first use and
-  // kept per shape signature; null for double and where oneDNN has no implementation.
-  Window window_of(const View& x, const View& w) const {
-    std::vector<int64_t> k(w.dims.begin() + 2, w.dims.end());
-    if (!attrs_.kernel.empty() && attrs_.kernel != k)
-      throw InputError("kernel_shape " + dims_str(attrs_.kernel) + " does not match W " + dims_str(w.dims));
-    return make_window(attrs_, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()), k);
-  }
+  Window window_of(const View& x, const View& w) const { return conv_window(attrs_, x.dims, w.dims); }
 
+  // The oneDNN convolution gradients for these inputs and wanted outputs, made on first use per
+  // input signature; null for double and where oneDNN has no implementation.
   const DnnlConvBackward* onednn(const KernelIO& io) const {
     const View &x = io.input(1), &w = io.input(2);
     if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
-    const Window win = window_of(x, w);
-    const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, win, x.dtype == DType::kFloat16);
-    const DnnlType type = x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32;
     const bool dx = io.has_out(0), dw = io.has_out(1), db = io.has_out(2);
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const Prepared& p : prepared_)
-      if (p.type == type && p.dx == dx && p.dw == dw && p.db == db && p.threads == io.threads && p.shape == s)
-        return p.grad->ok() ? p.grad.get() : nullptr;
-    prepared_.push_back({s, type, dx, dw, db, io.threads, std::make_unique<DnnlConvBackward>(s, type, dx, dw, db, io.threads)});
-    return prepared_.back().grad->ok() ? prepared_.back().grad.get() : nullptr;
+    const int tag = static_cast<int>(x.dtype) * 8 + dx * 4 + dw * 2 + db;
+    return prepared_.find_or_make(x.dims, w.dims, tag, io.threads, [&] {
+      const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, window_of(x, w), x.dtype == DType::kFloat16);
+      return std::make_unique<DnnlConvBackward>(s, x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32,
+                                                dx, dw, db, io.threads);
+    });
   }
-
-  struct Prepared {
-    ConvShape shape;
-    DnnlType type;
-    bool dx, dw, db;
-    int threads;
-    std::unique_ptr<DnnlConvBackward> grad;
-  };
 
   WindowAttrs attrs_;
   int64_t groups_;
-  mutable std::mutex mutex_;
-  mutable std::vector<Prepared> prepared_;
+  onednn::PrimitiveCache<DnnlConvBackward> prepared_;
 };
 
 }  // namespace

@@ -4,12 +4,11 @@
 // fp32 and bf16 MatMuls whose batch dims are shared or equal run on oneDNN's matmul instead (same
 // contract; native bf16 dot products; backends/cpu/onednn_matmul.h) where the CPU has it.
 #include <memory>
-#include <mutex>
-#include <tuple>
 
 #include "backends/cpu/blas.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/onednn_matmul.h"
+#include "backends/cpu/onednn_runtime.h"
 
 namespace amp::cpu {
 namespace {
@@ -110,35 +109,31 @@ class MatMul final : public Kernel {
     const View &a = io.input(0), &b = io.input(1);
     const bool fp32 = a.dtype == DType::kFloat && b.dtype == DType::kFloat;
     if (!fp32 && (a.dtype != DType::kBFloat16 || b.dtype != DType::kBFloat16)) return nullptr;
-    const MatMulShape s = matmul_shape(a.dims, b.dims);
-    const int64_t batches = product(s.out_dims) / std::max<int64_t>(1, s.m * s.n);
-    const int64_t a_batches = product(s.a_batch), b_batches = product(s.b_batch);
-    MatMulGeometry g;
-    g.k = s.k;
-    g.n = s.n;
-    if (b_batches == 1 && a_batches == batches) {  // shared weights: one tall product
-      g.m = batches * s.m;
-      g.shared_b = true;
-    } else if (s.a_batch == s.b_batch) {
-      g.batch = batches;
-      g.m = s.m;
-    } else if (a_batches == 1 && b_batches == batches) {
-      g.batch = batches;
-      g.m = s.m;
-      g.shared_a = true;
-    } else {
-      return nullptr;
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [geometry, threads, prim] : prepared_)
-      if (threads == io.threads && geometry == g) return prim->ok() ? prim.get() : nullptr;
-    prepared_.emplace_back(g, io.threads, std::make_unique<DnnlMatMul>(g, io.threads, fp32));
-    const auto& made = std::get<2>(prepared_.back());
-    return made->ok() ? made.get() : nullptr;
+    return prepared_.find_or_make(a.dims, b.dims, fp32, io.threads, [&]() -> std::unique_ptr<DnnlMatMul> {
+      const MatMulShape s = matmul_shape(a.dims, b.dims);
+      const int64_t batches = product(s.out_dims) / std::max<int64_t>(1, s.m * s.n);
+      const int64_t a_batches = product(s.a_batch), b_batches = product(s.b_batch);
+      MatMulGeometry g;
+      g.k = s.k;
+      g.n = s.n;
+      if (b_batches == 1 && a_batches == batches) {  // shared weights: one tall product
+        g.m = batches * s.m;
+        g.shared_b = true;
+      } else if (s.a_batch == s.b_batch) {
+        g.batch = batches;
+        g.m = s.m;
+      } else if (a_batches == 1 && b_batches == batches) {
+        g.batch = batches;
+        g.m = s.m;
+        g.shared_a = true;
+      } else {
+        return nullptr;
+      }
+      return std::make_unique<DnnlMatMul>(g, io.threads, fp32);
+    });
   }
 
-  mutable std::mutex mutex_;
-  mutable std::vector<std::tuple<MatMulGeometry, int, std::unique_ptr<DnnlMatMul>>> prepared_;
+  onednn::PrimitiveCache<DnnlMatMul> prepared_;
 };
 
 // Y = alpha * A' B' + beta * C, C broadcast to [M, N]. For 16-bit types the fp32 accumulator

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "graph/dtype.h"
 #include "graph/error.h"

@@ -10,11 +10,6 @@
 
 namespace amp::cpu {
 
-bool ConvShape::operator==(const ConvShape& o) const {
-  return n == o.n && c == o.c && m == o.m && groups == o.groups && in == o.in && kernel == o.kernel && out == o.out &&
-         strides == o.strides && dilations == o.dilations && pads_begin == o.pads_begin;
-}
-
 namespace {
 
 using dnnl::memory;
@@ -298,11 +293,6 @@ void DnnlConvBackward::run(const void* dy, const void* x, const void* w, void* d
     p.dw_w.finish_write();
   }
   stream().wait();
-}
-
-bool cpu_has_native_bf16() {
-  const auto isa = dnnl::get_effective_cpu_isa();
-  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
 }
 
 }  // namespace amp::cpu

@@ -28,7 +28,6 @@ namespace amp::cpu {
 struct ConvShape {
   int64_t n = 0, c = 0, m = 0, groups = 1;
   std::vector<int64_t> in, kernel, out, strides, dilations, pads_begin;
-  bool operator==(const ConvShape& o) const;
 };
 
 // Images per oneDNN call for fp16, whose tensors are staged in fp32: half the batch (a third or
@@ -91,8 +90,5 @@ class DnnlConvBackward {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// True when this build and CPU run bf16 products natively (AVX-512 BF16 or AMX), as oneDNN sees it.
-bool cpu_has_native_bf16();
 
 }  // namespace amp::cpu

@@ -17,9 +17,6 @@ namespace amp::cpu {
 struct MatMulGeometry {
   int64_t batch = 1, m = 0, k = 0, n = 0;
   bool shared_a = false, shared_b = false;  // one matrix for every batch
-  bool operator==(const MatMulGeometry& o) const {
-    return batch == o.batch && m == o.m && k == o.k && n == o.n && shared_a == o.shared_a && shared_b == o.shared_b;
-  }
 };
 
 class DnnlMatMul {

@@ -6,7 +6,11 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace amp::cpu::onednn {
 
@@ -34,5 +38,33 @@ dnnl::primitive_attr user_scratchpad();
 void require_optimised(const char* impl_info);
 
 inline size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The primitives one kernel made, one per input signature (two operands' dims, a tag for the
+// element type and options, the thread count). A later run finds its primitive by comparing dims,
+// with no allocation; make() runs once per signature and may return null (no oneDNN path there),
+// which is remembered too. Prim has ok(): false when oneDNN had no implementation.
+template <class Prim>
+class PrimitiveCache {
+ public:
+  template <class Make>
+  const Prim* find_or_make(const std::vector<int64_t>& a, const std::vector<int64_t>& b, int tag, int threads,
+                           Make&& make) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Entry& e : entries_)
+      if (e.tag == tag && e.threads == threads && e.a == a && e.b == b) return usable(e.prim.get());
+    entries_.push_back(Entry{a, b, tag, threads, make()});
+    return usable(entries_.back().prim.get());
+  }
+
+ private:
+  struct Entry {
+    std::vector<int64_t> a, b;
+    int tag, threads;
+    std::unique_ptr<Prim> prim;
+  };
+  static const Prim* usable(const Prim* p) { return p && p->ok() ? p : nullptr; }
+  mutable std::mutex mutex_;
+  mutable std::vector<Entry> entries_;
+};
 
 }  // namespace amp::cpu::onednn

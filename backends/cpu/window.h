@@ -17,4 +17,8 @@ struct Window3 {
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
 };
 
+// Conv's window for X and W dims ([N, C, spatial...], [M, C/group, kernel...]): the kernel is W's,
+// InputError when a kernel_shape attribute says otherwise.
+Window conv_window(const WindowAttrs& a, const std::vector<int64_t>& x_dims, const std::vector<int64_t>& w_dims);
+
 }  // namespace amp::cpu

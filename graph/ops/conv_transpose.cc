@@ -3,17 +3,9 @@
 #include <algorithm>
 
 #include "graph/error.h"
+#include "graph/type.h"
 
 namespace amp {
-namespace {
-
-std::string dims_text(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-}  // namespace
 
 ConvTransposeAttrs::ConvTransposeAttrs(const Node& n)
     : auto_pad(n.attr_string("auto_pad", "NOTSET")),
@@ -32,7 +24,7 @@ TransposedWindow make_transposed_window(const ConvTransposeAttrs& a, const std::
   w.in = in;
   w.kernel = kernel;
   if (!a.kernel.empty() && a.kernel != kernel)
-    throw InputError("kernel_shape " + dims_text(a.kernel) + " does not match W's kernel " + dims_text(kernel));
+    throw InputError("kernel_shape " + Shape::of(a.kernel).str() + " does not match W's kernel " + Shape::of(kernel).str());
   if (kernel.size() != r)
     throw InputError("W has " + std::to_string(kernel.size()) + " kernel dims, X has " + std::to_string(r) + " spatial dims");
   w.strides = a.strides.empty() ? std::vector<int64_t>(r, 1) : a.strides;
@@ -44,7 +36,7 @@ TransposedWindow make_transposed_window(const ConvTransposeAttrs& a, const std::
   // output_shape may name the spatial extents only or N and C too.
   const std::vector<int64_t> fixed(a.output_shape.begin() + (a.output_shape.size() == r + 2 ? 2 : 0), a.output_shape.end());
   if (!fixed.empty() && fixed.size() != r)
-    throw InputError("output_shape " + dims_text(a.output_shape) + " does not match " + std::to_string(r) + " spatial dims");
+    throw InputError("output_shape " + Shape::of(a.output_shape).str() + " does not match " + std::to_string(r) + " spatial dims");
   const bool same = a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER";
   if (!same && a.auto_pad != "NOTSET" && a.auto_pad != "VALID") throw InputError("unknown auto_pad '" + a.auto_pad + "'");
   w.pads_begin.assign(r, 0);
@@ -54,7 +46,7 @@ TransposedWindow make_transposed_window(const ConvTransposeAttrs& a, const std::
     const int64_t s = w.strides[i], d = w.dilations[i], k = kernel[i];
     if (s <= 0 || d <= 0 || k <= 0) throw InputError("strides, dilations and kernel must be positive");
     if (w.output_padding[i] < 0 || (w.output_padding[i] >= s && w.output_padding[i] >= d))
-      throw InputError("output_padding " + dims_text(w.output_padding) + " must be below the stride or the dilation");
+      throw InputError("output_padding " + Shape::of(w.output_padding).str() + " must be below the stride or the dilation");
     const int64_t full = s * (in[i] - 1) + w.output_padding[i] + (k - 1) * d + 1;
     if (!fixed.empty() || same) {
       w.out[i] = !fixed.empty() ? fixed[i] : in[i] * s;
@@ -69,8 +61,8 @@ TransposedWindow make_transposed_window(const ConvTransposeAttrs& a, const std::
       w.out[i] = full - w.pads_begin[i] - w.pads_end[i];
     }
     if (w.out[i] <= 0 || w.pads_begin[i] < 0 || w.pads_end[i] < 0)
-      throw InputError("ConvTranspose's output " + dims_text(w.out) + " is empty or its pads are negative (input " +
-                       dims_text(in) + ", kernel " + dims_text(kernel) + ")");
+      throw InputError("ConvTranspose's output " + Shape::of(w.out).str() + " is empty or its pads are negative (input " +
+                       Shape::of(in).str() + ", kernel " + Shape::of(kernel).str() + ")");
   }
   return w;
 }
