@@ -4,6 +4,7 @@
 // independent, so planes are spread over the cores; sums are kept in fp32 (fp64 for double).
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/pool_taps.h"
 #include "backends/cpu/window.h"
 
 namespace amp::cpu {
@@ -44,15 +45,6 @@ void for_each_plane(KernelIO& io, const Window3& w, const RunContext& ctx, F&& f
   });
 }
 
-template <class G>
-void for_each_output(const Window3& w, G&& g) {
-  int64_t o = 0;
-  for (int64_t oz = 0; oz < w.out[0]; ++oz)
-    for (int64_t oy = 0; oy < w.out[1]; ++oy)
-      for (int64_t ox = 0; ox < w.out[2]; ++ox)
-        g(o++, oz * w.s[0] - w.pb[0], oy * w.s[1] - w.pb[1], ox * w.s[2] - w.pb[2]);
-}
-
 class MaxPoolGrad final : public Kernel {
  public:
   MaxPoolGrad(const Node& n, int64_t) : attrs_(n) {}
@@ -62,29 +54,62 @@ class MaxPoolGrad final : public Kernel {
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const Window3 w = infer_pool_grad(io, attrs_);
-    for_each_plane(io, w, ctx, [&](const auto* dy, const auto* plane, auto* acc) {
-      for_each_output(w, [&](int64_t o, int64_t z0, int64_t y0, int64_t x0) {
+    const WindowTaps taps(w);
+    // 1-D and 2-D windows: per output row, the arg-max of the windows that lie wholly inside the
+    // row found tap by tap across them (the loop vectorises), the border windows one by one; then
+    // dY is added in output order, so every sum is the one the plain loop makes.
+    constexpr int64_t kRow = 2048;
+    if (w.k[0] == 1 && w.in[0] == 1 && w.out[2] <= kRow && w.in_size() < (int64_t{1} << 31)) {
+      const InteriorRange interior = interior_of(taps.dim[2], w.k[2]);
+      for_each_plane(io, w, ctx, [&](const auto* dy, const auto* plane, auto* acc) {
         using C = std::remove_pointer_t<decltype(acc)>;
-        C best = 0;
-        int64_t arg = -1;
-        for (int64_t i = 0; i < w.k[0]; ++i) {
-          const int64_t z = z0 + i * w.d[0];
-          if (z < 0 || z >= w.in[0]) continue;
-          for (int64_t j = 0; j < w.k[1]; ++j) {
-            const int64_t y = y0 + j * w.d[1];
-            if (y < 0 || y >= w.in[1]) continue;
+        C best[kRow];
+        int32_t arg[kRow];
+        const int64_t s2 = w.s[2], d2 = w.d[2], d1 = w.d[1];
+        for (int64_t oy = 0; oy < w.out[1]; ++oy) {
+          const Tap& ty = taps.dim[1][static_cast<size_t>(oy)];
+          const Tap& tz = taps.dim[0][0];
+          for (int64_t j = ty.lo; j < ty.hi; ++j) {
+            const int64_t row = (ty.origin + j * d1) * w.in[2] + interior.origin;
             for (int64_t l = 0; l < w.k[2]; ++l) {
-              const int64_t xx = x0 + l * w.d[2];
-              if (xx < 0 || xx >= w.in[2]) continue;
-              const int64_t at = (z * w.in[1] + y) * w.in[2] + xx;
-              const C v = load(plane[at]);
-              if (arg < 0 || v > best || v != v) {
-                best = v;
-                arg = at;
+              const auto* src = plane + row + l * d2;
+              const int32_t at0 = static_cast<int32_t>(row + l * d2);
+              C* b = best + interior.begin;
+              int32_t* a = arg + interior.begin;
+              if (j == ty.lo && l == 0) {
+                for (int64_t i = 0; i < interior.size(); ++i) {
+                  b[i] = load(src[i * s2]);
+                  a[i] = at0 + static_cast<int32_t>(i * s2);
+                }
+                continue;
+              }
+              for (int64_t i = 0; i < interior.size(); ++i) {
+                const C v = load(src[i * s2]);
+                const bool take = (v > b[i]) | (v != v);
+                b[i] = take ? v : b[i];
+                a[i] = take ? at0 + static_cast<int32_t>(i * s2) : a[i];
               }
             }
           }
+          for (int64_t ox = 0; ox < w.out[2]; ++ox) {
+            int64_t at;
+            if (ox >= interior.begin && ox < interior.end && ty.hi > ty.lo) {
+              at = arg[ox];
+            } else {
+              C b;
+              at = window_argmax(plane, w, tz, ty, taps.dim[2][static_cast<size_t>(ox)], &b);
+            }
+            if (at >= 0) acc[at] += load(dy[oy * w.out[2] + ox]);
+          }
         }
+      });
+      return;
+    }
+    for_each_plane(io, w, ctx, [&](const auto* dy, const auto* plane, auto* acc) {
+      using C = std::remove_pointer_t<decltype(acc)>;
+      for_each_output(taps, [&](int64_t o, const Tap& tz, const Tap& ty, const Tap& tx) {
+        C best;
+        const int64_t arg = window_argmax(plane, w, tz, ty, tx, &best);
         if (arg >= 0) acc[arg] += load(dy[o]);
       });
     });
@@ -103,27 +128,20 @@ class AveragePoolGrad final : public Kernel {
   }
   void run(KernelIO& io, const RunContext& ctx) const override {
     const Window3 w = infer_pool_grad(io, attrs_);
+    const WindowTaps taps(w);
     for_each_plane(io, w, ctx, [&](const auto* dy, const auto*, auto* acc) {
       using C = std::remove_pointer_t<decltype(acc)>;
-      for_each_output(w, [&](int64_t o, int64_t z0, int64_t y0, int64_t x0) {
-        // The same count the forward kernel divided by: padded positions count with count_include_pad.
-        int64_t valid = 0, padded = 0;
-        for (int64_t z = z0; z < z0 + w.k[0]; ++z)
-          for (int64_t y = y0; y < y0 + w.k[1]; ++y)
-            for (int64_t xx = x0; xx < x0 + w.k[2]; ++xx) {
-              if (z < -w.pb[0] || z >= w.in[0] + w.pe[0] || y < -w.pb[1] || y >= w.in[1] + w.pe[1] ||
-                  xx < -w.pb[2] || xx >= w.in[2] + w.pe[2])
-                continue;
-              ++padded;
-              if (z >= 0 && z < w.in[0] && y >= 0 && y < w.in[1] && xx >= 0 && xx < w.in[2]) ++valid;
-            }
-        const int64_t count = count_pad_ ? padded : valid;
+      for_each_output(taps, [&](int64_t o, const Tap& tz, const Tap& ty, const Tap& tx) {
+        // The count the forward kernel divided by: with count_include_pad the pads count too.
+        const int64_t valid = (tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo);
+        const int64_t count = count_pad_ ? tz.padded * ty.padded * tx.padded : valid;
         if (count == 0) return;
         const C share = load(dy[o]) / static_cast<C>(count);
-        for (int64_t z = std::max<int64_t>(z0, 0); z < std::min(z0 + w.k[0], w.in[0]); ++z)
-          for (int64_t y = std::max<int64_t>(y0, 0); y < std::min(y0 + w.k[1], w.in[1]); ++y)
-            for (int64_t xx = std::max<int64_t>(x0, 0); xx < std::min(x0 + w.k[2], w.in[2]); ++xx)
-              acc[(z * w.in[1] + y) * w.in[2] + xx] += share;
+        for (int64_t z = tz.origin + tz.lo; z < tz.origin + tz.hi; ++z)
+          for (int64_t y = ty.origin + ty.lo; y < ty.origin + ty.hi; ++y) {
+            C* row = acc + (z * w.in[1] + y) * w.in[2];
+            for (int64_t xx = tx.origin + tx.lo; xx < tx.origin + tx.hi; ++xx) row[xx] += share;
+          }
       });
     });
   }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/pool_taps.h"
 #include "backends/cpu/window.h"
 
 namespace amp::cpu {
@@ -13,39 +14,6 @@ namespace {
 Window pool_window(const WindowAttrs& a, const View& x) {
   if (x.rank() < 3 || x.rank() > 5) throw InputError("pooling supports 1 to 3 spatial dims, X is " + dims_str(x.dims));
   return make_window(a, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()), {});
-}
-
-// One output coordinate of one dim: where its window starts in the input, and the kernel taps
-// [lo, hi) that land inside the input (and, for count_include_pad, inside input plus pads). Made
-// once per dim and output coordinate, so the loops below have neither bounds checks nor divisions.
-struct Tap {
-  int64_t origin, lo, hi, padded;
-};
-
-std::vector<Tap> taps_of(const Window3& w, int dim) {
-  const int64_t k = w.k[dim], d = w.d[dim], extent = w.in[dim];
-  auto first_at_or_after = [&](int64_t origin, int64_t limit) {  // first tap t with origin + t*d >= limit
-    return origin >= limit ? 0 : (limit - origin + d - 1) / d;
-  };
-  std::vector<Tap> taps;
-  for (int64_t o = 0; o < w.out[dim]; ++o) {
-    const int64_t origin = o * w.s[dim] - w.pb[dim];
-    const int64_t hi = std::min(k, first_at_or_after(origin, extent));
-    const int64_t lo = std::min(hi, first_at_or_after(origin, 0));
-    const int64_t padded_hi = std::min(k, first_at_or_after(origin, extent + w.pe[dim]));
-    const int64_t padded_lo = std::min(padded_hi, first_at_or_after(origin, -w.pb[dim]));
-    taps.push_back({origin, lo, hi, padded_hi - padded_lo});
-  }
-  return taps;
-}
-
-// Calls f(out_index, tap z, tap y, tap x) for each output position of one plane.
-template <class F>
-void for_each_output(const std::vector<Tap> (&taps)[3], F&& f) {
-  int64_t o = 0;
-  for (const Tap& z : taps[0])
-    for (const Tap& y : taps[1])
-      for (const Tap& x : taps[2]) f(o++, z, y, x);
 }
 
 class MaxPool final : public Kernel {
@@ -66,20 +34,24 @@ class MaxPool final : public Kernel {
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
       const int64_t planes = x.dims[0] * x.dims[1];
-      const std::vector<Tap> taps[3] = {taps_of(w, 0), taps_of(w, 1), taps_of(w, 2)};
+      const WindowTaps taps(w);
       const C lowest = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
                                                             : std::numeric_limits<C>::lowest();
+      // Without Indices only the maximum matters: max selects (no branch on the data) with any NaN
+      // noted on the side, so a NaN anywhere in the window wins, as in the Indices loop.
+      auto plain_max = [](C v, C best) { return v > best ? v : best; };
       // 1-D and 2-D windows without dilation or Indices: per output row, the max down the window's
       // input rows first (whole rows: the loop vectorises), then across each window of that row.
-      // The same maximum, NaN included (a NaN anywhere in the window wins), as the loop below.
       constexpr int64_t kRow = 2048;
-      if (!indices && w.k[0] == 1 && w.in[0] == 1 && w.d[1] == 1 && w.d[2] == 1 && w.in[2] <= kRow) {
+      if (!indices && w.k[0] == 1 && w.in[0] == 1 && w.d[1] == 1 && w.d[2] == 1 && w.in[2] <= kRow &&
+          w.out[2] <= kRow) {
+        const InteriorRange interior = interior_of(taps.dim[2], w.k[2]);
         parallel_for(planes, ctx.threads, 1, [&](int64_t p0, int64_t p1) {
-          C row[kRow];
+          C row[kRow], best[kRow];
           for (int64_t p = p0; p < p1; ++p) {
             const T* plane = in + p * w.in_size();
             T* o = out + p * w.out_size();
-            for (const Tap& ty : taps[1]) {
+            for (const Tap& ty : taps.dim[1]) {
               std::fill(row, row + w.in[2], lowest);
               for (int64_t j = ty.lo; j < ty.hi; ++j) {
                 const T* src = plane + (ty.origin + j) * w.in[2];
@@ -88,14 +60,35 @@ class MaxPool final : public Kernel {
                   row[i] = (v > row[i]) | (v != v) ? v : row[i];
                 }
               }
-              for (const Tap& tx : taps[2]) {
-                C best = lowest;
-                for (int64_t l = tx.lo; l < tx.hi; ++l) {
-                  const C v = row[tx.origin + l];
-                  best = (v > best) | (v != v) ? v : best;
+              // Outputs whose whole window lies inside the row: tap by tap across them (the loop
+              // vectorises); the others, at the borders, window by window.
+              const int64_t s2 = w.s[2];
+              C* b = best + interior.begin;
+              for (int64_t i = 0; i < interior.size(); ++i) b[i] = row[interior.origin + i * s2];
+              for (int64_t l = 1; l < w.k[2]; ++l) {
+                const C* r = row + interior.origin + l;
+                for (int64_t i = 0; i < interior.size(); ++i) {
+                  const C v = r[i * s2];
+                  b[i] = (v > b[i]) | (v != v) ? v : b[i];
                 }
-                *o++ = store<T>(best);
               }
+              for (int64_t ox = interior.begin; ox < interior.end; ++ox) o[ox] = store<T>(best[ox]);
+              auto border = [&](int64_t ox) {
+                const Tap& tx = taps.dim[2][static_cast<size_t>(ox)];
+                const C* r = row + tx.origin;
+                C m = lowest;
+                bool nan = false;
+                for (int64_t l = tx.lo; l < tx.hi; ++l) {
+                  m = plain_max(r[l], m);
+                  nan |= r[l] != r[l];
+                }
+                if constexpr (std::is_floating_point_v<C>)
+                  if (nan) m = std::numeric_limits<C>::quiet_NaN();
+                o[ox] = store<T>(m);
+              };
+              for (int64_t ox = 0; ox < interior.begin; ++ox) border(ox);
+              for (int64_t ox = interior.end; ox < w.out[2]; ++ox) border(ox);
+              o += w.out[2];
             }
           }
         });
@@ -105,42 +98,29 @@ class MaxPool final : public Kernel {
         for (int64_t p = p0; p < p1; ++p) {
           const T* plane = in + p * w.in_size();
           for_each_output(taps, [&](int64_t o, const Tap& tz, const Tap& ty, const Tap& tx) {
-            C best = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
-                                                          : std::numeric_limits<C>::lowest();
-            int64_t arg = -1;
-            if (!indices) {
-              // Plain max: no index chain, and NaN noted on the side, keep the loop short.
+            C best = lowest;
+            if (indices) {
+              int64_t at = window_argmax(plane, w, tz, ty, tx, &best);
+              if (column_major_ && at >= 0) {  // storage_order 1: the offset as if the plane were column-major
+                const int64_t xx = at % w.in[2], y = at / w.in[2] % w.in[1], z = at / (w.in[2] * w.in[1]);
+                at = z + w.in[0] * (y + w.in[1] * xx);
+              }
+              indices[p * w.out_size() + o] = p * w.in_size() + at;
+            } else {
               bool nan = false;
               for (int64_t i = tz.lo; i < tz.hi; ++i)
                 for (int64_t j = ty.lo; j < ty.hi; ++j) {
                   const T* row = plane + ((tz.origin + i * w.d[0]) * w.in[1] + ty.origin + j * w.d[1]) * w.in[2];
                   for (int64_t l = tx.lo; l < tx.hi; ++l) {
                     const C v = load(row[tx.origin + l * w.d[2]]);
-                    best = v > best ? v : best;
+                    best = plain_max(v, best);
                     nan |= v != v;
                   }
                 }
               if constexpr (std::is_floating_point_v<C>)
                 if (nan) best = std::numeric_limits<C>::quiet_NaN();
             }
-            for (int64_t i = tz.lo; indices && i < tz.hi; ++i) {
-              const int64_t z = tz.origin + i * w.d[0];
-              for (int64_t j = ty.lo; j < ty.hi; ++j) {
-                const int64_t y = ty.origin + j * w.d[1];
-                const T* row = plane + (z * w.in[1] + y) * w.in[2];
-                for (int64_t l = tx.lo; l < tx.hi; ++l) {
-                  const int64_t xx = tx.origin + l * w.d[2];
-                  const C v = load(row[xx]);
-                  // Selects rather than branches: on real data "is this the new max" is a coin flip.
-                  const bool take = (arg < 0) | (v > best) | (v != v);
-                  best = take ? v : best;
-                  const int64_t at = column_major_ ? z + w.in[0] * (y + w.in[1] * xx) : (z * w.in[1] + y) * w.in[2] + xx;
-                  arg = take ? at : arg;
-                }
-              }
-            }
             out[p * w.out_size() + o] = store<T>(best);
-            if (indices) indices[p * w.out_size() + o] = p * w.in_size() + arg;
           });
         }
       });
@@ -171,7 +151,7 @@ class AveragePool final : public Kernel {
       using C = compute_t<T>;
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
-      const std::vector<Tap> taps[3] = {taps_of(w, 0), taps_of(w, 1), taps_of(w, 2)};
+      const WindowTaps taps(w);
       parallel_for(x.dims[0] * x.dims[1], ctx.threads, 1, [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {
           const T* plane = in + p * w.in_size();

@@ -605,6 +605,53 @@ TEST(CpuKernels, ConvGradMatchesTorchAutogradInEveryFloatType) {
   check(cases, "conv_grad");
 }
 
+// MaxPoolGrad and AveragePoolGrad against torch autograd of the same pooling. X holds ties
+// (repeated values, +0 and -0), infinities and NaN, so the arg-max rule shows: the first maximum of
+// a window, or the last NaN in it, as torch's max-pool kernels pick. Geometries: ResNet's stem
+// pool (overlapping windows, pads), a dilated window with ceil_mode, 1-D and 3-D; the 2-D ones take
+// the row-vectorised path, 3-D the plain one.
+TEST(CpuKernels, PoolGradientsMatchTorchAutogradInEveryFloatType) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    auto pool = [&](std::string name, const char* op, std::vector<int64_t> x, std::vector<int64_t> y,
+                    std::vector<Attribute> a, uint32_t seed) {
+      Case c{name + suffix(t), op, {{"dy", random_tensor(t, y, -1, 1, seed)}, {"x", special_tensor(t, x, seed + 1)}},
+             std::move(a), 1, tolerance(t, 1, 1e-6), "ai.onnx_amp"};
+      cases.push_back(std::move(c));
+    };
+    auto stem = [] {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_ints("kernel_shape", {3, 3}));
+      a.push_back(Attribute::of_ints("strides", {2, 2}));
+      a.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
+      return a;
+    };
+    pool("maxpool_grad", "MaxPoolGrad", {2, 3, 11, 12}, {2, 3, 6, 6}, stem(), 81);
+    std::vector<Attribute> dilated;
+    dilated.push_back(Attribute::of_ints("kernel_shape", {2, 3}));
+    dilated.push_back(Attribute::of_ints("strides", {1, 2}));
+    dilated.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
+    dilated.push_back(Attribute::of_ints("dilations", {2, 1}));
+    dilated.push_back(Attribute::of_int("ceil_mode", 1));
+    pool("maxpool_grad_dilated", "MaxPoolGrad", {2, 2, 7, 10}, {2, 2, 7, 6}, std::move(dilated), 83);
+    std::vector<Attribute> one_d;
+    one_d.push_back(Attribute::of_ints("kernel_shape", {3}));
+    one_d.push_back(Attribute::of_ints("strides", {2}));
+    one_d.push_back(Attribute::of_ints("pads", {1, 1}));
+    pool("maxpool_grad_1d", "MaxPoolGrad", {3, 2, 15}, {3, 2, 8}, std::move(one_d), 85);
+    std::vector<Attribute> three_d;
+    three_d.push_back(Attribute::of_ints("kernel_shape", {2, 2, 2}));
+    three_d.push_back(Attribute::of_ints("strides", {1, 2, 2}));
+    pool("maxpool_grad_3d", "MaxPoolGrad", {2, 2, 4, 6, 6}, {2, 2, 3, 3, 3}, std::move(three_d), 87);
+    pool("avgpool_grad", "AveragePoolGrad", {2, 3, 11, 12}, {2, 3, 6, 6}, stem(), 89);
+    std::vector<Attribute> count_pad = stem();
+    count_pad.push_back(Attribute::of_int("count_include_pad", 1));
+    count_pad.push_back(Attribute::of_int("ceil_mode", 1));
+    pool("avgpool_grad_count_pad", "AveragePoolGrad", {2, 3, 10, 12}, {2, 3, 6, 7}, std::move(count_pad), 91);
+  }
+  check(cases, "pool_grad");
+}
+
 // ConvGrad of a 3-D convolution has no im2col path: in double it is refused with one clear line.
 TEST(CpuKernels, ConvGradOf3DConvolutionInDoubleSaysWhy) {
   OneNode n("ConvGrad",

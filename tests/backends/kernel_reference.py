@@ -235,6 +235,11 @@ def conv_grad(i, conv=F.conv2d, **window):
     return [dx.numpy(), dw.numpy(), db.numpy()]
 
 
+def pool_grad(i, pool, **window):
+    """dX of pool(x) for the upstream gradient dy, by torch autograd."""
+    return autograd(lambda x: pool(x, **window), i["x"], i["dy"])
+
+
 def conv_transpose(i, stride, pads, output_padding=None, dilation=None, groups=1):
     """ONNX ConvTranspose with begin/end pads: torch's unpadded transposed convolution, cropped."""
     x, w = t(i["x"]), t(i["w"])
@@ -247,6 +252,14 @@ def conv_transpose(i, stride, pads, output_padding=None, dilation=None, groups=1
 
 
 CASES.update({
+    "maxpool_grad": (lambda i: pool_grad(i, F.max_pool2d, kernel_size=3, stride=2, padding=1), None),
+    "maxpool_grad_dilated": (lambda i: pool_grad(i, F.max_pool2d, kernel_size=(2, 3), stride=(1, 2), padding=(1, 1),
+                                                 dilation=(2, 1), ceil_mode=True), None),
+    "maxpool_grad_1d": (lambda i: pool_grad(i, F.max_pool1d, kernel_size=3, stride=2, padding=1), None),
+    "maxpool_grad_3d": (lambda i: pool_grad(i, F.max_pool3d, kernel_size=2, stride=(1, 2, 2)), None),
+    "avgpool_grad": (lambda i: pool_grad(i, F.avg_pool2d, kernel_size=3, stride=2, padding=1, count_include_pad=False), None),
+    "avgpool_grad_count_pad": (lambda i: pool_grad(i, F.avg_pool2d, kernel_size=3, stride=2, padding=1,
+                                                   count_include_pad=True, ceil_mode=True), None),
     "convt": (lambda i: conv_transpose(i, (2, 1), (1, 0, 0, 1), (1, 0), (1, 2), 2), None),
     "convt_1d": (lambda i: conv_transpose(i, (3,), (1, 2)), None),
     "convt_3d": (lambda i: conv_transpose(i, (2, 1, 2), (0, 1, 0, 0, 0, 1)), None),
