@@ -6,14 +6,18 @@
 // Exact:  gelu(x) = x/2 (1 + erf(x/sqrt 2)),  gelu'(x) = Phi(x) + x phi(x)
 // Tanh:   gelu(x) = x/2 (1 + tanh(b (x + k x^3))), b = sqrt(2/pi), k = 0.044715 (GPT-2's gelu_new,
 //         PyTorch's approximate="tanh", and what cuBLASLt's GELU epilogues compute)
-// The derivatives follow PyTorch's GeluBackward kernels term by term.
+// The derivatives follow PyTorch's GeluBackward kernels term by term. In fp32, erf and exp are
+// graph/fast_math.h's (vectorisable, within 1.3 ulp); the generated kernels call the same.
 #pragma once
 
 #include <cmath>
 #include <optional>
 #include <string_view>
 
+#include "graph/fast_math.h"
+
 namespace amp {
+
 
 enum class GeluKind { kExact, kTanh };
 
@@ -35,7 +39,7 @@ inline constexpr double kGeluTanhKappa3 = 3 * 0.044715;
 template <class F>
 F gelu(F x, GeluKind kind) {
   const F half = F(0.5), one = F(1);
-  if (kind == GeluKind::kExact) return x * half * (one + std::erf(x * F(kGeluSqrtHalf)));
+  if (kind == GeluKind::kExact) return x * half * (one + fast_erf(x * F(kGeluSqrtHalf)));
   const F inner = F(kGeluTanhBeta) * (x + F(kGeluTanhKappa) * (x * x * x));
   return x * half * (one + std::tanh(inner));
 }
@@ -45,8 +49,8 @@ template <class F>
 F gelu_grad(F dy, F x, GeluKind kind) {
   const F half = F(0.5), one = F(1);
   if (kind == GeluKind::kExact) {
-    const F cdf = half * (one + std::erf(x * F(kGeluSqrtHalf)));
-    const F pdf = std::exp(-half * x * x) * F(kGeluInvSqrt2Pi);
+    const F cdf = half * (one + fast_erf(x * F(kGeluSqrtHalf)));
+    const F pdf = fast_exp(-half * x * x) * F(kGeluInvSqrt2Pi);
     return dy * (cdf + x * pdf);
   }
   const F x_sq = x * x;

@@ -59,6 +59,22 @@ static_assert(types_of<ElemTypes::kFloat>::mask() == elem_type_mask(ElemTypes::k
 
 // ---- maps: y = f(x)
 
+template <class Row, class T>
+AMP_VECTOR_CLONES void map_span(const T* in, T* out, int64_t n, ElemParamValues p) {
+  using C = compute_t<T>;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const C v = load(in[i]);
+    out[i] = store<T>(static_cast<C>(Row::math(v, v, v, p)));
+  }
+}
+
+template <class Row>
+AMP_VECTOR_CLONES void map_block(float* block, int64_t m, ElemParamValues p) {
+#pragma omp simd
+  for (int64_t j = 0; j < m; ++j) block[j] = static_cast<float>(Row::math(block[j], block[j], block[j], p));
+}
+
 template <class Row>
 class Map final : public Kernel {
  public:
@@ -68,7 +84,6 @@ class Map final : public Kernel {
     const ElemParamValues p = p_;
     dispatch(types_of<Row::types>{}, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = compute_t<T>;
       const T* in = x.as<T>();
       T* out = io.output(0).as<T>();
       parallel_for(x.numel(), ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
@@ -77,16 +92,11 @@ class Map final : public Kernel {
           for (int64_t i0 = b; i0 < e; i0 += kBlock) {
             const int64_t m = std::min(kBlock, e - i0);
             widen(in + i0, block, m);
-#pragma omp simd
-            for (int64_t j = 0; j < m; ++j) block[j] = static_cast<float>(Row::math(block[j], block[j], block[j], p));
+            map_block<Row>(block, m, p);
             narrow(block, out + i0, m);
           }
         } else {
-#pragma omp simd
-          for (int64_t i = b; i < e; ++i) {
-            const C v = load(in[i]);
-            out[i] = store<T>(static_cast<C>(Row::math(v, v, v, p)));
-          }
+          map_span<Row>(in + b, out + b, e - b, p);
         }
       });
     });
@@ -98,30 +108,39 @@ class Map final : public Kernel {
 
 // ---- two operands, with broadcasting
 
+// One output row of n elements: po[i] = f(a, b) with a and b read along the row or held.
+template <class R, class A, class B, class F>
+AMP_VECTOR_CLONES void binary_row(const A* pa, bool a_varies, const B* pb, bool b_varies, R* po, int64_t n, F f) {
+  // omp simd: the rows may alias (Min/Max fold in place), which stops GCC's own vectorizer.
+  if (a_varies && b_varies) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) po[i] = f(load(pa[i]), load(pb[i]));
+  } else if (a_varies) {
+    const auto y = load(pb[0]);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) po[i] = f(load(pa[i]), y);
+  } else if (b_varies) {
+    const auto x = load(pa[0]);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) po[i] = f(x, load(pb[i]));
+  } else {
+    std::fill(po, po + n, f(load(pa[0]), load(pb[0])));
+  }
+}
+
 // f(loaded a, loaded b) returns the stored output element.
 template <class R, class A, class B, class F>
 void apply_binary(const Broadcast& bc, const A* a, const B* b, R* out, int threads, F f) {
+  const bool a_varies = bc.inner_stride(0) != 0, b_varies = bc.inner_stride(1) != 0;
   for_each_row(bc, threads, [&](int64_t o, const int64_t* offs) {
-    const A* pa = a + offs[0];
-    const B* pb = b + offs[1];
-    R* po = out + o;
-    const int64_t n = bc.inner();
-    // omp simd: the rows may alias (Min/Max fold in place), which stops GCC's own vectorizer.
-    if (bc.inner_stride(0) && bc.inner_stride(1)) {
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) po[i] = f(load(pa[i]), load(pb[i]));
-    } else if (bc.inner_stride(0)) {
-      const auto y = load(pb[0]);
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) po[i] = f(load(pa[i]), y);
-    } else if (bc.inner_stride(1)) {
-      const auto x = load(pa[0]);
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) po[i] = f(x, load(pb[i]));
-    } else {
-      std::fill(po, po + n, f(load(pa[0]), load(pb[0])));
-    }
+    binary_row(a + offs[0], a_varies, b + offs[1], b_varies, out + o, bc.inner(), f);
   });
+}
+
+template <class F>
+AMP_VECTOR_CLONES void binary_block(float* xa, const float* xb, int64_t m, F f) {
+#pragma omp simd
+  for (int64_t j = 0; j < m; ++j) xa[j] = f(xa[j], xb[j]);
 }
 
 // The same for 16-bit T, in fp32 blocks: f(float, float) -> float.
@@ -141,8 +160,7 @@ void apply_binary_blocks(const Broadcast& bc, const T* a, const T* b, T* out, in
         widen(pb + i0, xb, m);
       else
         std::fill(xb, xb + m, load(pb[0]));
-#pragma omp simd
-      for (int64_t j = 0; j < m; ++j) xa[j] = f(xa[j], xb[j]);
+      binary_block(xa, xb, m, f);
       narrow(xa, out + o + i0, m);
     }
   });

@@ -5,9 +5,16 @@
 #include <type_traits>
 
 #include "backends/cpu/kernel_util.h"
+#include "graph/fast_math.h"
 
 namespace amp::cpu {
 namespace {
+
+// out[i] = e^(in[i] - shift) along a contiguous line (graph/fast_math.h's exp: the loop vectorises).
+AMP_VECTOR_CLONES void exp_shifted(const float* in, float* out, int64_t n, float shift) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) out[i] = amp_expf(in[i] - shift);
+}
 
 template <bool kLog>
 class Softmax final : public Kernel {
@@ -33,24 +40,32 @@ class Softmax final : public Kernel {
                        C mx = -std::numeric_limits<C>::infinity();
                        for (int64_t i = 0; i < len; ++i) mx = std::max(mx, load(in[base + i * inner]));
                        C sum = 0;
+                       if constexpr (!kLog && std::is_same_v<T, float>) {
+                         if (inner == 1) {  // a contiguous line: the exponentials in one vector loop, then summed in order
+                           exp_shifted(in + base, out + base, len, mx);
+                           for (int64_t i = 0; i < len; ++i) sum += out[base + i];
+                           for (int64_t i = 0; i < len; ++i) out[base + i] /= sum;
+                           continue;
+                         }
+                       }
                        if constexpr (!kLog && std::is_same_v<T, C>) {
                          // Each exponential computed once: kept in the output, then divided there.
                          for (int64_t i = 0; i < len; ++i) {
-                           const C e = std::exp(in[base + i * inner] - mx);
+                           const C e = fast_exp(in[base + i * inner] - mx);
                            out[base + i * inner] = e;
                            sum += e;
                          }
                          for (int64_t i = 0; i < len; ++i) out[base + i * inner] /= sum;
                          continue;
                        }
-                       for (int64_t i = 0; i < len; ++i) sum += std::exp(load(in[base + i * inner]) - mx);
+                       for (int64_t i = 0; i < len; ++i) sum += fast_exp(load(in[base + i * inner]) - mx);
                        if constexpr (kLog) {
                          const C lse = std::log(sum);
                          for (int64_t i = 0; i < len; ++i)
                            out[base + i * inner] = store<T>(load(in[base + i * inner]) - mx - lse);
                        } else {
                          for (int64_t i = 0; i < len; ++i)
-                           out[base + i * inner] = store<T>(std::exp(load(in[base + i * inner]) - mx) / sum);
+                           out[base + i * inner] = store<T>(fast_exp(load(in[base + i * inner]) - mx) / sum);
                        }
                      }
                    });

@@ -62,14 +62,15 @@ const std::string& gelu_functions() {
     const std::string beta = float_literal(static_cast<float>(kGeluTanhBeta));
     const std::string kappa = float_literal(static_cast<float>(kGeluTanhKappa));
     const std::string kappa3 = float_literal(static_cast<float>(kGeluTanhKappa3));
-    return "__device__ __forceinline__ float amp_gelu(float x) {\n"
-           "  return x * 0.5f * (1.0f + erff(x * " + sqrt_half + "));\n}\n"
+    return std::string(fast_math_source()) +
+           "__device__ __forceinline__ float amp_gelu(float x) {\n"
+           "  return x * 0.5f * (1.0f + amp_erff(x * " + sqrt_half + "));\n}\n"
            "__device__ __forceinline__ float amp_gelu_tanh(float x) {\n"
            "  const float inner = " + beta + " * (x + " + kappa + " * (x * x * x));\n"
            "  return x * 0.5f * (1.0f + tanhf(inner));\n}\n"
            "__device__ __forceinline__ float amp_gelu_grad(float dy, float x) {\n"
-           "  const float cdf = 0.5f * (1.0f + erff(x * " + sqrt_half + "));\n"
-           "  const float pdf = expf(-0.5f * x * x) * " + inv_sqrt_2pi + ";\n"
+           "  const float cdf = 0.5f * (1.0f + amp_erff(x * " + sqrt_half + "));\n"
+           "  const float pdf = amp_expf(-0.5f * x * x) * " + inv_sqrt_2pi + ";\n"
            "  return dy * (cdf + x * pdf);\n}\n"
            "__device__ __forceinline__ float amp_gelu_tanh_grad(float dy, float x) {\n"
            "  const float x_sq = x * x;\n"

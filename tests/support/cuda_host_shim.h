@@ -5,7 +5,7 @@
 // (tests/backends/cuda_codegen_host_test.cc).
 //
 // What it replaces: the CUDA keywords the generator writes (defined away), the built-in launch
-// coordinates (thread-local variables set before each thread runs), __uint_as_float, and the three
+// coordinates (thread-local variables set before each thread runs), __uint_as_float, __float_as_uint, and the three
 // conversions the prelude writes as inline PTX (it leaves them out when AMP_HOST_EMULATION is
 // defined): cvt.f32.f16, cvt.rn.f16.f32 and cvt.rn.bf16.f32, here in software, computed another
 // way than graph/half.h (the reference's conversions) so that each checks the other. Math
@@ -40,6 +40,11 @@ inline float __uint_as_float(unsigned int u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+inline unsigned int __float_as_uint(float f) {
+  unsigned int u;
+  std::memcpy(&u, &f, 4);
+  return u;
 }
 inline unsigned int amp_host_float_bits(float f) {
   unsigned int u;
