@@ -40,6 +40,10 @@ struct CompileOptions {
   // the CPU, NCCL bootstrapped through it on the GPU, whose device is then the one of this
   // process's local rank). Null: one process, where an AllReduce passes its inputs on.
   std::shared_ptr<Communicator> communicator = nullptr;
+  // The CPU backend runs each group of elementwise ops (graph/ops/elementwise_grouping.h) as one
+  // fused kernel: one pass through memory instead of one per op, the same results bit for bit.
+  // (The cuda backend always fuses.) Off: op by op, for tests that compare the two.
+  bool fuse_elementwise = true;
 };
 
 // One buffer of the arena: a value of the graph, or a kernel's scratch (value "").

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "backends/cpu/fused_steps.h"
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/memory_plan.h"
@@ -59,6 +60,13 @@ struct CpuExecutable::Plan {
 CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, const Backend&) {
   std::vector<const Node*> nodes;
   program_ = make_program(m, &nodes);
+  std::vector<std::optional<FusedStep>> fused(program_.steps.size());
+  for (size_t s = 0; s < program_.steps.size(); ++s) seed_index_.push_back(static_cast<int>(s));
+  if (options.fuse_elementwise) {
+    std::vector<std::string> keep;
+    for (const auto& [state, source] : options.state_updates) keep.push_back(source);
+    fuse_elementwise_steps(m, keep, program_, nodes, fused, seed_index_);
+  }
   threads_ = options.threads > 0 ? options.threads : omp_get_num_procs();
   // One pool of threads: OpenMP's. OpenBLAS runs each product on its caller's thread, and kernels
   // split products across cores themselves; two pools spinning for the same cores made the cnn
@@ -71,8 +79,15 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
   std::vector<std::vector<int>> shape_inputs;
   std::vector<bool> reads_data;
   for (size_t s = 0; s < nodes.size(); ++s) {
-    const Node& n = *nodes[s];
     const Program::Step& step = program_.steps[s];
+    if (fused[s]) {
+      at_node(step.where, [&] { kernels_.push_back(make_fused_elementwise_kernel(fused[s]->program)); });
+      entries_.push_back(&fused_elementwise_ops().front());
+      shape_inputs.push_back({});
+      reads_data.push_back(true);
+      continue;
+    }
+    const Node& n = *nodes[s];
     const OpEntry* e = find_op(n.domain(), n.op_type());
     if (!e)
       throw InputError(step.where + ": op " + (n.domain().empty() ? "" : n.domain() + "::") + n.op_type() +
@@ -323,7 +338,7 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, 
   const uint64_t run_seed = splitmix64(seed_ ^ splitmix64(runs_));
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     Plan::Launch& l = plan.launches[i];
-    const RunContext ctx{threads_, splitmix64(run_seed + static_cast<uint64_t>(l.step)), communicator_.get()};
+    const RunContext ctx{threads_, splitmix64(run_seed + static_cast<uint64_t>(seed_index_[l.step])), communicator_.get()};
     if (!profile_.on()) {
       at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
     } else {

@@ -36,6 +36,7 @@ class CpuExecutable final : public Executable {
   int state_index(const std::string& name) const;
 
   Program program_;
+  std::vector<int> seed_index_;  // per step: its index before elementwise fusion, which random ops draw by
   std::vector<std::unique_ptr<Kernel>> kernels_;  // per step
   std::vector<const OpEntry*> entries_;           // per step
   std::vector<bool> shape_value_;                 // per value: planning must know its contents

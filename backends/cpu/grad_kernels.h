@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backends/cpu/kernel.h"
+#include "graph/ops/elementwise_program.h"
 
 namespace amp::cpu {
 
@@ -23,6 +24,9 @@ const std::vector<OpEntry>& grad_resize_ops();  // resize.cc
 const std::vector<OpEntry>& grad_all_finite_ops();
 const std::vector<OpEntry>& grad_softmax_ops();
 const std::vector<OpEntry>& amp_elementwise_ops();
+const std::vector<OpEntry>& fused_elementwise_ops();  // fused_elementwise.cc
+// The kernel of a FusedElementwise step made at compile time (cpu/fused_steps.h).
+std::unique_ptr<Kernel> make_fused_elementwise_kernel(ElementwiseProgram program);
 const std::vector<OpEntry>& all_reduce_ops();  // all_reduce.cc
 
 }  // namespace amp::cpu
