@@ -19,6 +19,8 @@
 #include "graph/amp_ops.h"
 #include "graph/ops/pad.h"
 #include "graph/ops/resize.h"
+#include "passes/training/training_step.h"
+#include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
 #endif
@@ -249,6 +251,77 @@ TEST(CudaZooOps, ResizeGradMatchesTheCpu) {
       one.node->set_attr(Attribute::of_string("nearest_mode", c.nearest));
       expect_parity(one, 1.0);
     }
+  }
+}
+
+// A block with the zoo's ops in it, on [4, 4, 6, 6] inputs: Conv+bias -> Relu -> reflect Pad
+// (asymmetric: [4, 4, 9, 9]) -> bilinear Resize by 1.5 as torch exports it (pytorch_half_pixel:
+// [4, 4, 13, 13]) -> GlobalAveragePool -> Flatten -> Einsum "nc,kc->nk" with a weight (a Linear
+// written as MaxViT writes its products) -> logits [4, 10]. Its training step runs PadGrad,
+// ResizeGrad and the Einsum's two gradient Einsums ("nk,kc->nc", "nk,nc->kc") on the device.
+Model zoo_ops_block_model() {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  uint32_t seed = 600;
+  auto param = [&](const std::string& name, std::vector<int64_t> shape, float range) {
+    Tensor t = random_tensor(DType::kFloat, std::move(shape), seed++, -range, range);
+    t.name = name;
+    return g.add_initializer(std::move(t));
+  };
+  auto constant = [&](Tensor t, const std::string& name) {
+    t.name = name;
+    return g.add_initializer(std::move(t));
+  };
+  auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& out, std::vector<int64_t> shape) {
+    Node* n = g.add_node(op, in, {out});
+    n->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of(shape)));
+    return n;
+  };
+  Value* x = g.add_input("input", ValueType::tensor(DType::kFloat, Shape::of({4, 4, 6, 6})));
+  Node* c = node("Conv", {x, param("conv.weight", {4, 4, 3, 3}, 0.3f), param("conv.bias", {4}, 0.3f)}, "c", {4, 4, 6, 6});
+  c->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  Value* h = node("Relu", {c->output(0)}, "h", {4, 4, 6, 6})->output(0);
+  Node* pad = node("Pad", {h, constant(ints({0, 0, 1, 2, 0, 0, 2, 1}), "pads")}, "padded", {4, 4, 9, 9});
+  pad->set_attr(Attribute::of_string("mode", "reflect"));
+  Node* up = node("Resize", {pad->output(0), nullptr, constant(floats({1, 1, 1.5f, 1.5f}), "scales")}, "up", {4, 4, 13, 13});
+  up->set_attr(Attribute::of_string("mode", "linear"));
+  up->set_attr(Attribute::of_string("coordinate_transformation_mode", "pytorch_half_pixel"));
+  Value* pooled = node("GlobalAveragePool", {up->output(0)}, "pooled", {4, 4, 1, 1})->output(0);
+  Value* flat = node("Flatten", {pooled}, "flat", {4, 4})->output(0);
+  Node* fc = node("Einsum", {flat, param("fc.weight", {10, 4}, 0.5f)}, "logits", {4, 10});
+  fc->set_attr(Attribute::of_string("equation", "nc,kc->nk"));
+  g.add_output(fc->output(0));
+  return m;
+}
+
+// That block's training step in fp32, fp16 and bf16: five steps' losses and every parameter
+// afterwards track the CPU's (expect_close, x10).
+TEST(CudaZooOps, ATrainingStepThroughPadResizeAndEinsumTracksTheCpu) {
+  REQUIRE_GPU();
+  for (DType precision : kFloats) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = test::mixed_precision_step(zoo_ops_block_model(), precision);
+    std::vector<std::string> ops;
+    for (const Node* n : step.model.graph->nodes()) ops.push_back(n->op_type());
+    for (const char* op : {"PadGrad", "ResizeGrad"}) EXPECT_EQ(std::count(ops.begin(), ops.end(), op), 1) << op;
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Einsum"), 3) << "the product and its two gradients";
+    // Resize's scales decide a shape: a constant of the step, not a trained weight (nor state).
+    EXPECT_EQ(std::vector<std::string>(step.params), (std::vector<std::string>{"conv.weight", "conv.bias", "fc.weight"}));
+    const CompileOptions options = test::step_options(step);
+    Feeds feeds = {{"input", random_tensor(DType::kFloat, {4, 4, 6, 6}, 610)},
+                   {step.labels, random_tensor(DType::kInt64, {4}, 611, 0, 10)}};
+    Tensor lr(DType::kFloat, {});
+    lr.mutable_as<float>()[0] = 1e-3f;
+    feeds.push_back({step.lr, lr});
+    auto cpu = make_backend("cpu")->compile(step.model, options);
+    auto gpu = make_backend("cuda")->compile(step.model, options);
+    for (int s = 0; s < 5; ++s) {
+      const Tensor lc = cpu->run(feeds, {step.loss})[0];
+      const Tensor lg = gpu->run(feeds, {step.loss})[0];
+      expect_close(lg, lc, "loss at step " + std::to_string(s), 10.0);
+    }
+    for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
   }
 }
 
