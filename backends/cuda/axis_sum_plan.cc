@@ -15,16 +15,17 @@ std::unique_ptr<PreparedOp> prepare_axis_sums(const std::vector<AxisReads>& read
   if (rank > static_cast<size_t>(kMaxAxisSumRank))
     throw InputError("a gradient of rank " + std::to_string(rank) + " is not supported on the GPU (at most " +
                      std::to_string(kMaxAxisSumRank) + ")");
-  if (dy.dtype != dx.dtype || (dx.dtype != DType::kFloat && dx.dtype != DType::kFloat16 && dx.dtype != DType::kBFloat16))
-    throw InputError("the gradient takes float, float16 or bfloat16 on the GPU, not " + std::string(dtype_name(dy.dtype)) +
-                     " into " + std::string(dtype_name(dx.dtype)));
+  if (dy.dtype != dx.dtype || (dx.dtype != DType::kFloat && dx.dtype != DType::kFloat16 &&
+                               dx.dtype != DType::kBFloat16 && dx.dtype != DType::kDouble))
+    throw InputError("the gradient takes float, float16, bfloat16 or double on the GPU, not " +
+                     std::string(dtype_name(dy.dtype)) + " into " + std::string(dtype_name(dx.dtype)));
   if (reads.size() != rank || dy.dims.size() != rank) throw Error("internal: axis lists do not match the gradient's rank");
   AxisSumShape s;
   s.rank = static_cast<int>(rank);
   s.weighted = weighted;
   s.type = dx.dtype;
   std::vector<int64_t> offsets, index;
-  std::vector<float> weight;
+  std::vector<double> weight;
   for (size_t a = 0; a < rank; ++a) {
     s.in[a] = dx.dims[a];
     s.out[a] = dy.dims[a];
@@ -39,9 +40,9 @@ std::unique_ptr<PreparedOp> prepare_axis_sums(const std::vector<AxisReads>& read
     }
     offsets.push_back(static_cast<int64_t>(index.size()));
   }
-  // One block: offsets, then indices, then weights (all 8- or 4-byte aligned in that order).
+  // One block: offsets, then indices, then weights (8-byte elements, all aligned).
   const size_t offsets_bytes = offsets.size() * sizeof(int64_t), index_bytes = index.size() * sizeof(int64_t),
-               weight_bytes = weighted ? weight.size() * sizeof(float) : 0;
+               weight_bytes = weighted ? weight.size() * sizeof(double) : 0;
   auto host = std::make_shared<std::vector<uint8_t>>(offsets_bytes + index_bytes + weight_bytes);
   if (offsets_bytes) std::memcpy(host->data(), offsets.data(), offsets_bytes);
   if (index_bytes) std::memcpy(host->data() + offsets_bytes, index.data(), index_bytes);
@@ -53,7 +54,7 @@ std::unique_ptr<PreparedOp> prepare_axis_sums(const std::vector<AxisReads>& read
   auto* base = static_cast<uint8_t*>(tables->data());
   const auto* d_offsets = reinterpret_cast<const int64_t*>(base);
   const auto* d_index = reinterpret_cast<const int64_t*>(base + offsets_bytes);
-  const auto* d_weight = weighted ? reinterpret_cast<const float*>(base + offsets_bytes + index_bytes) : nullptr;
+  const auto* d_weight = weighted ? reinterpret_cast<const double*>(base + offsets_bytes + index_bytes) : nullptr;
   return std::make_unique<PreparedFunction>([s, tables, host, d_offsets, d_index, d_weight](const OpBuffers& b, DeviceContext& c) {
     axis_sums(s, d_offsets, d_index, d_weight, b.in[0], b.out[0], c.sm_count(), c.stream());
   });

@@ -3,9 +3,11 @@
 // one index pad_source gives, weight 1; Resize: its taps), so dX[i] is the sum, over every
 // combination of the per-axis lists of (o, w) that read i, of dY[o] times the product of the w.
 // A thread per dX element walks its combinations in dY order (the last axis fastest) and sums in
-// fp32, then rounds once: no atomics, the same result on every run and device. The lists are
-// tables on the device (axis_sum_plan.h builds and uploads them): per axis a CSR row of in[a] + 1
-// offsets into the entries, which hold the dY index along the axis and, when weighted, the weight.
+// fp32 (fp64 for double: then the CPU's sums exactly, in its order), then rounds once: no
+// atomics, the same result on every run and device. The lists are tables on the device
+// (axis_sum_plan.h builds and uploads them): per axis a CSR row of in[a] + 1 offsets into the
+// entries, which hold the dY index along the axis and, when weighted, the weight (a double, as
+// graph/ops/resize.h computes it; products of weights are taken in the sum's type).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,8 +30,8 @@ struct AxisSumShape {
 };
 
 // offsets: the per-axis CSR rows (int64, absolute positions in index/weight); index: the dY index
-// along the axis of each entry; weight: its weight (float) when s.weighted.
-void axis_sums(const AxisSumShape& s, const int64_t* offsets, const int64_t* index, const float* weight, const void* dy,
+// along the axis of each entry; weight: its weight when s.weighted.
+void axis_sums(const AxisSumShape& s, const int64_t* offsets, const int64_t* index, const double* weight, const void* dy,
                void* dx, int sm_count, cudaStream_t stream);
 
 }  // namespace amp::cuda

@@ -167,7 +167,7 @@ class PadGrad final : public CudaOp {
       reads[a].resize(static_cast<size_t>(dx.dims[a]));
       for (int64_t o = 0; o < dy.dims[a]; ++o) {
         const int64_t i = pad_source(o, dx.dims[a], p.begin[a], mode_);
-        if (i >= 0) reads[a][static_cast<size_t>(i)].emplace_back(o, 1.0f);
+        if (i >= 0) reads[a][static_cast<size_t>(i)].emplace_back(o, 1.0);
       }
     }
     return prepare_axis_sums(reads, dy, dx, false, ctx);

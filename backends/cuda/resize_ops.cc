@@ -86,11 +86,11 @@ class ResizeGrad final : public CudaOp {
         const ResizeTap& t = taps[o];
         const int64_t at = static_cast<int64_t>(o);
         if (t.w == 0) {
-          reads[a][static_cast<size_t>(t.i0)].emplace_back(at, 1.0f);
+          reads[a][static_cast<size_t>(t.i0)].emplace_back(at, 1.0);
           continue;
         }
-        reads[a][static_cast<size_t>(t.i0)].emplace_back(at, static_cast<float>(1.0 - t.w));
-        reads[a][static_cast<size_t>(t.i1)].emplace_back(at, static_cast<float>(t.w));
+        reads[a][static_cast<size_t>(t.i0)].emplace_back(at, 1.0 - t.w);
+        reads[a][static_cast<size_t>(t.i1)].emplace_back(at, t.w);
       }
     }
     return prepare_axis_sums(reads, dy, dx, true, ctx);

@@ -53,6 +53,15 @@ Tensor floats(std::vector<float> v) {
   return t;
 }
 
+// random_tensor's values, in any float type (double too).
+Tensor random_values(DType t, const std::vector<int64_t>& dims, uint32_t seed) {
+  if (t != DType::kDouble) return random_tensor(t, dims, seed);
+  const Tensor f = random_tensor(DType::kFloat, dims, seed);
+  Tensor d(DType::kDouble, dims);
+  for (int64_t k = 0; k < f.numel(); ++k) d.mutable_as<double>()[k] = f.as<float>()[k];
+  return d;
+}
+
 // The CPU's results and the device's (two runs: the second replays a captured graph).
 void expect_parity(const OneNode& one, double tol_scale) {
   const std::vector<Tensor> cpu = make_backend("cpu")->compile(one.m, {})->run(one.feeds, one.outputs);
@@ -78,7 +87,7 @@ TEST(CudaZooOps, TheDeviceRunsThem) {
 }
 
 // ScatterND with duplicate-free index tuples of every length (whole rows, a row of a matrix,
-// single elements) in the float types and two others; repeated tuples keep the last write, as the
+// single elements) in the float types, double and integer and bool types; repeated tuples keep the last write, as the
 // CPU's one-at-a-time loop does; add and mul apply repeated tuples in order. Bit for bit.
 TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
   REQUIRE_GPU();
@@ -98,6 +107,7 @@ TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
   uint32_t seed = 100;
   for (const Case& c : cases) {
     std::vector<DType> types(std::begin(kFloats), std::end(kFloats));
+    types.push_back(DType::kDouble);
     if (std::string(c.reduction) == "none") types.insert(types.end(), {DType::kInt64, DType::kBool});
     if (std::string(c.reduction) == "add") types.push_back(DType::kInt32);
     for (DType t : types) {
@@ -110,7 +120,10 @@ TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
       updates.insert(updates.end(), c.data.begin() + c.indices.back(), c.data.end());
       const float lo = t == DType::kInt64 || t == DType::kInt32 ? -50.0f : -2.0f;
       const float hi = -lo;
-      Feeds in = {{"x", random_tensor(t, c.data, seed++, lo, hi)}, {"i", idx}, {"u", random_tensor(t, updates, seed++, lo, hi)}};
+      auto values = [&](const std::vector<int64_t>& dims) {
+        return t == DType::kDouble ? random_values(t, dims, seed++) : random_tensor(t, dims, seed++, lo, hi);
+      };
+      Feeds in = {{"x", values(c.data)}, {"i", idx}, {"u", values(updates)}};
       OneNode one("ScatterND", in, {t});
       one.node->set_attr(Attribute::of_string("reduction", c.reduction));
       expect_parity(one, 0.0);
@@ -182,7 +195,9 @@ TEST(CudaZooOps, EinsumMatchesTheCpuAndRefusesWhatIsNotOneProduct) {
 
 // PadGrad in every mode with asymmetric amounts, negative ones (crops) for constant and with axes:
 // every dY element summed into the element it was read from (edge and reflect read some many
-// times). The CPU sums in fp64 and the device in fp32, each rounding once.
+// times). The CPU sums in fp64 and the device in fp32, each rounding once; in double both sum in
+// fp64 in dY's order, so the results are the CPU's exactly (expect_close has no tolerance for
+// double).
 TEST(CudaZooOps, PadGradMatchesTheCpu) {
   REQUIRE_GPU();
   struct Case {
@@ -200,12 +215,12 @@ TEST(CudaZooOps, PadGradMatchesTheCpu) {
   };
   uint32_t seed = 400;
   for (const Case& c : cases) {
-    for (DType t : kFloats) {
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble}) {
       SCOPED_TRACE(std::string(c.mode) + " " + std::string(dtype_name(t)));
       const PadAmounts p = pad_amounts(c.pads, c.axes, c.shape.size());
       std::vector<int64_t> padded;
       for (size_t a = 0; a < c.shape.size(); ++a) padded.push_back(c.shape[a] + p.begin[a] + p.end[a]);
-      Feeds in = {{"dy", random_tensor(t, padded, seed++)}, {"p", ints(c.pads)}, {"s", ints(c.shape)}};
+      Feeds in = {{"dy", random_values(t, padded, seed++)}, {"p", ints(c.pads)}, {"s", ints(c.shape)}};
       if (!c.axes.empty()) in.push_back({"ax", ints(c.axes)});
       OneNode one("PadGrad", in, {t}, kAmpDomain);
       one.node->set_attr(Attribute::of_string("mode", c.mode));
@@ -216,7 +231,8 @@ TEST(CudaZooOps, PadGradMatchesTheCpu) {
 
 // ResizeGrad as autodiff emits it for Resize in the modes torch exports, with scales that do not
 // divide the input (1.5, 2.5, 0.6: output extents floored) and with sizes (no scales input): each
-// dY element times its interpolation weights summed into the elements it read.
+// dY element times its interpolation weights summed into the elements it read. In double, exactly
+// the CPU's (the same weight products and sums in the same order).
 TEST(CudaZooOps, ResizeGradMatchesTheCpu) {
   REQUIRE_GPU();
   struct Case {
@@ -240,10 +256,10 @@ TEST(CudaZooOps, ResizeGradMatchesTheCpu) {
   uint32_t seed = 500;
   for (Case c : cases) {
     if (c.scales.size() == 5) c.shape.push_back(4);  // the 3-D case
-    for (DType t : kFloats) {
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble}) {
       SCOPED_TRACE(std::string(c.mode) + " " + c.coord + " " + std::string(dtype_name(t)));
       const std::vector<int64_t> out = resize_output_dims(c.shape, c.scales, c.sizes);
-      Feeds in = {{"dy", random_tensor(t, out, seed++)}, {"s", ints(c.shape)}};
+      Feeds in = {{"dy", random_values(t, out, seed++)}, {"s", ints(c.shape)}};
       if (!c.scales.empty()) in.push_back({"scales", floats(c.scales)});
       OneNode one("ResizeGrad", in, {t}, kAmpDomain);
       one.node->set_attr(Attribute::of_string("mode", c.mode));
