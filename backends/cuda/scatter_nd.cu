@@ -94,13 +94,15 @@ void dispatch_arithmetic(DType t, F&& f) {
     case DType::kBFloat16: f(__nv_bfloat16{}); break;
     case DType::kDouble: f(double{}); break;
     case DType::kInt8: f(int8_t{}); break;
-    case DType::kUInt8: f(uint8_t{}); break;
+    case DType::kInt16: f(int16_t{}); break;
     case DType::kInt32: f(int32_t{}); break;
     case DType::kInt64: f(int64_t{}); break;
+    case DType::kUInt8: f(uint8_t{}); break;
+    case DType::kUInt16: f(uint16_t{}); break;
+    case DType::kUInt32: f(uint32_t{}); break;
+    case DType::kUInt64: f(uint64_t{}); break;
     case DType::kBool: f(bool{}); break;
-    default:
-      throw InputError("ScatterND with reduction add or mul takes float, float16, bfloat16, double, int8, uint8, int32, "
-                       "int64 or bool on the GPU, not " + std::string(dtype_name(t)));
+    default: throw InputError("ScatterND cannot add or multiply " + std::string(dtype_name(t)) + " on the GPU");
   }
 }
 
