@@ -6,6 +6,7 @@
 // kernels on the fiber emulator) and skip in test_backends.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,17 @@ TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
       expect_parity(one, 0.0);
     }
   }
+  // More (tuple, element) pairs than one launch's threads (the emulated device's 4 SMs give 8192),
+  // so the grid-stride loops go round; 3000 rows of 3 drawn from 100 with repeats, the last of
+  // each repeated row winning.
+  std::mt19937 rng(190);
+  Tensor idx(DType::kInt64, {3000, 1});
+  for (int64_t k = 0; k < 3000; ++k) idx.mutable_as<int64_t>()[k] = static_cast<int64_t>(rng() % 100) - 50;
+  for (DType t : kFloats) {
+    SCOPED_TRACE(std::string("3000 repeated rows ") + std::string(dtype_name(t)));
+    OneNode one("ScatterND", {{"x", random_tensor(t, {100, 3}, 191)}, {"i", idx}, {"u", random_tensor(t, {3000, 3}, 192)}}, {t});
+    expect_parity(one, 0.0);
+  }
 }
 
 // MaxViT's two attention products and the two gradients autodiff makes of each, as cuBLASLt
@@ -212,6 +224,7 @@ TEST(CudaZooOps, PadGradMatchesTheCpu) {
       {"wrap", {2, 3, 5, 6}, {6, 1, 5, 0}, {3, -3}},           // axes; wrap by a whole extent
       {"constant", {2, 3, 5, 6}, {0, -1, 2, -2, 1, 0, -1, 3}, {}},  // crops and pads
       {"edge", {4, 7}, {3, 0, 1, 5}, {}},
+      {"reflect", {2, 8, 24, 30}, {0, 0, 3, 1, 0, 0, 2, 4}, {}},  // more elements than a launch's threads
   };
   uint32_t seed = 400;
   for (const Case& c : cases) {
@@ -252,6 +265,7 @@ TEST(CudaZooOps, ResizeGradMatchesTheCpu) {
       {"linear", "align_corners", "floor", {2, 3, 5, 7}, {}, {2, 3, 11, 13}},
       {"linear", "asymmetric", "floor", {2, 3, 5, 7}, {1, 1, 0.6f, 1.5f}, {}},
       {"linear", "half_pixel", "floor", {2, 4, 3, 5}, {1, 1, 2.5f, 2.5f, 1.5f}, {}},  // trilinear
+      {"linear", "pytorch_half_pixel", "floor", {2, 8, 24, 30}, {1, 1, 2.5f, 1.5f}, {}},  // > 8192 elements
   };
   uint32_t seed = 500;
   for (Case c : cases) {
