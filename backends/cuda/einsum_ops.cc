@@ -2,16 +2,17 @@
 // two operands, no letter repeated within a term, and every letter in at least two of the three
 // terms — then each letter is a batch letter (both operands and the output), a row letter (the
 // first operand and the output), a column letter (the second operand and the output) or a summed
-// letter (both operands, not the output). MaxViT's attention ("BGHID,BGHJD->BGHIJ" and
+// letter (both operands, not the output); or one operand whose letters the output only reorders,
+// which is a copy. MaxViT's attention ("BGHID,BGHJD->BGHIJ" and
 // "BGHIJ,BGHJD->BGHID") and the gradients autodiff makes of them
 // (passes/autodiff/einsum_gradients.cc: "BGHIJ,BGHID->BGHJD", "BGHID,BGHIJ->BGHJD") all are. An
 // operand whose letters are not [batch, rows, summed] or [batch, summed, rows] (a transpose
 // cuBLASLt takes) is first copied into that order in the workspace (strided_copy.cuh), and an
 // output not [batch, rows, columns] (or columns then rows: the operands swap) is written there and
 // copied into place. fp32 accumulation as every product; the CPU kernel (backends/cpu/einsum.cc)
-// sums the same products in fp32 too. Anything else — one or three operands, diagonals, a letter
-// summed within one operand, size-1 broadcasting — is refused while the model is planned, with an
-// error naming the node and the equation.
+// sums the same products in fp32 too. Anything else — three operands, diagonals, a letter summed
+// within one operand, size-1 broadcasting — is refused while the model is planned, with an error
+// naming the node and the equation.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -45,8 +46,18 @@ class Einsum final : public CudaOp {
   Einsum(const Node& n, int64_t) : equation_(n.attr_string("equation", "")), e_(parse_einsum(equation_, n.inputs().size())) {
     auto refuse = [&](const std::string& why) {
       throw InputError("unsupported Einsum equation '" + equation_ + "' on the GPU: " + why +
-                       " (it runs as one batched product: two operands, each letter in two of the three terms)");
+                       " (it runs as one batched product: two operands, each letter in two of the three terms; or as a "
+                       "transpose of one operand)");
     };
+    if (e_.inputs.size() == 1) {
+      // One operand: a permutation of its letters is a copy; anything summed or diagonal is not.
+      const std::string& term = e_.inputs[0];
+      for (char c : term)
+        if (std::count(term.begin(), term.end(), c) > 1 || !has(e_.output, c))
+          refuse("one operand ('" + term + "') that is not only transposed");
+      permutation_ = true;
+      return;
+    }
     if (e_.inputs.size() != 2) refuse(std::to_string(e_.inputs.size()) + " operands");
     for (const std::string* term : {&e_.inputs[0], &e_.inputs[1], &e_.output})
       for (char c : *term)
@@ -58,6 +69,7 @@ class Einsum final : public CudaOp {
   }
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    if (permutation_) return permute(s);
     const TensorDesc& x0 = *s.in[0];
     const TensorDesc& x1 = *s.in[1];
     const TensorDesc& y = *s.out[0];
@@ -183,8 +195,30 @@ class Einsum final : public CudaOp {
   }
 
  private:
+  // "abc->cab": the output's elements copied from the operand's (strided_copy.cuh), any type.
+  std::unique_ptr<PreparedOp> permute(const OpShapes& s) const {
+    const TensorDesc& x = *s.in[0];
+    const TensorDesc& y = *s.out[0];
+    const std::string& term = e_.inputs[0];
+    if (x.dims.size() != term.size())
+      throw InputError("Einsum term '" + term + "' has " + std::to_string(term.size()) + " letters for an operand of rank " +
+                       std::to_string(x.dims.size()));
+    const std::vector<int64_t> src = contiguous_strides(x.dims);
+    StridedCopy copy;
+    copy.elem_bytes = dtype_size(x.dtype);
+    copy.dims = y.dims;
+    copy.dst_strides = contiguous_strides(y.dims);
+    for (char c : e_.output) copy.src_strides.push_back(src[term.find(c)]);
+    const bool empty = y.numel() == 0;
+    if (!empty && !copy.dims.empty()) copy = simplify(copy);
+    return std::make_unique<PreparedFunction>([copy, empty](const OpBuffers& b, DeviceContext& c) {
+      if (!empty) strided_copy(copy, b.in[0], b.out[0], c.sm_count(), c.stream());
+    });
+  }
+
   std::string equation_;
   EinsumEquation e_;
+  bool permutation_ = false;
 };
 
 }  // namespace

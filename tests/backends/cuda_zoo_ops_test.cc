@@ -145,8 +145,8 @@ TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
 
 // MaxViT's two attention products and the two gradients autodiff makes of each, as cuBLASLt
 // products (fp32 accumulation on both sides); then equations that need the operands or the
-// output transposed around the product; then equations that are not one product, refused while
-// the model is compiled with the node and the equation named.
+// output transposed around the product, and one operand transposed (a copy); then equations
+// that are neither, refused while the model is compiled with the node and the equation named.
 TEST(CudaZooOps, EinsumMatchesTheCpuAndRefusesWhatIsNotOneProduct) {
   REQUIRE_GPU();
   struct Case {
@@ -175,6 +175,13 @@ TEST(CudaZooOps, EinsumMatchesTheCpuAndRefusesWhatIsNotOneProduct) {
       expect_parity(one, 4.0);
     }
   }
+  // One operand transposed: a copy, in double too.
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble}) {
+    SCOPED_TRACE(std::string("abc->cab ") + std::string(dtype_name(t)));
+    OneNode one("Einsum", {{"a", random_values(t, {2, 3, 4}, seed++)}}, {t});
+    one.node->set_attr(Attribute::of_string("equation", "abc->cab"));
+    expect_parity(one, 0.0);
+  }
   struct Refused {
     const char* equation;
     std::vector<std::vector<int64_t>> dims;
@@ -183,7 +190,8 @@ TEST(CudaZooOps, EinsumMatchesTheCpuAndRefusesWhatIsNotOneProduct) {
   const Refused refused[] = {{"ij,jk,k->i", {{3, 4}, {4, 5}, {5}}, "3 operands"},
                              {"ii,ij->ij", {{4, 4}, {4, 5}}, "repeats"},
                              {"ij,jk->i", {{3, 4}, {4, 5}}, "summed within one operand"},
-                             {"abc->cab", {{2, 3, 4}}, "1 operands"}};
+                             {"abc->ca", {{2, 3, 4}}, "one operand ('abc') that is not only transposed"},
+                             {"ii->i", {{4, 4}}, "one operand ('ii') that is not only transposed"}};
   for (const Refused& r : refused) {
     SCOPED_TRACE(r.equation);
     Feeds in;
