@@ -144,6 +144,8 @@ const std::vector<CudaOpEntry>& training_ops();
 const std::vector<CudaOpEntry>& collective_ops();
 const std::vector<CudaOpEntry>& pad_ops();     // pad_ops.cc
 const std::vector<CudaOpEntry>& resize_ops();  // resize_ops.cc
+const std::vector<CudaOpEntry>& scatter_nd_ops();  // scatter_nd_ops.cc
+const std::vector<CudaOpEntry>& einsum_ops();      // einsum_ops.cc
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {

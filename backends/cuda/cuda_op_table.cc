@@ -10,7 +10,8 @@ const std::vector<CudaOpEntry>& cuda_op_table() {
     std::vector<CudaOpEntry> all;
     for (const auto* family : {&matmul_ops(), &data_movement_ops(), &normalization_ops(), &softmax_loss_ops(),
                                &reduction_ops(), &convolution_ops(), &training_ops(),
-                               &collective_ops(), &pad_ops(), &resize_ops()})
+                               &collective_ops(), &pad_ops(), &resize_ops(), &scatter_nd_ops(),
+                               &einsum_ops()})
       all.insert(all.end(), family->begin(), family->end());
     return all;
   }();

@@ -4,11 +4,15 @@
 // reflect, edge and wrap, each axis's borders copied from the output itself (a -1 stride mirrors,
 // a 0 stride repeats the edge, a +1 stride wraps), axis after axis so corners read borders already
 // written. The amounts are read on the host while planning (graph/ops/pad.h's geometry).
+// ai.onnx_amp PadGrad sums, for each input element, the dY elements pad_source says read it
+// (axis_sum_plan.h: a gather through per-axis lists, in fp32, no atomics).
 #include <algorithm>
 
+#include "backends/cuda/axis_sum_plan.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/strided_copy.cuh"
+#include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/ops/pad.h"
 
@@ -148,10 +152,35 @@ class Pad final : public CudaOp {
   std::vector<int64_t> pads_attr_;
 };
 
+// ai.onnx_amp PadGrad(dY, pads, shape[, axes]) in any mode, negative amounts included: dX (of
+// `shape`) sums every dY element into the element it was read from, as the CPU kernel does.
+class PadGrad final : public CudaOp {
+ public:
+  PadGrad(const Node& n, int64_t) : mode_(pad_mode(n)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc& dy = *s.in[0];
+    const TensorDesc& dx = *s.out[0];
+    const PadAmounts p = pad_amounts(host_values(s, 1, "PadGrad pads"),
+                                     s.has_in(3) ? host_values(s, 3, "PadGrad axes") : std::vector<int64_t>{}, dx.dims.size());
+    std::vector<AxisReads> reads(dx.dims.size());
+    for (size_t a = 0; a < dx.dims.size(); ++a) {
+      reads[a].resize(static_cast<size_t>(dx.dims[a]));
+      for (int64_t o = 0; o < dy.dims[a]; ++o) {
+        const int64_t i = pad_source(o, dx.dims[a], p.begin[a], mode_);
+        if (i >= 0) reads[a][static_cast<size_t>(i)].emplace_back(o, 1.0);
+      }
+    }
+    return prepare_axis_sums(reads, dy, dx, false, ctx);
+  }
+
+ private:
+  PadMode mode_;
+};
+
 }  // namespace
 
 const std::vector<CudaOpEntry>& pad_ops() {
-  static const std::vector<CudaOpEntry> ops = {{"", "Pad", make_op<Pad>}};
+  static const std::vector<CudaOpEntry> ops = {{"", "Pad", make_op<Pad>}, {kAmpDomain, "PadGrad", make_op<PadGrad>}};
   return ops;
 }
 

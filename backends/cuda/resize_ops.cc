@@ -1,7 +1,11 @@
 // Resize on the device (resize.cuh): the scales are read on the host while planning, as the CPU
-// kernel reads them; the per-axis geometry is graph/ops/resize.h's.
+// kernel reads them; the per-axis geometry is graph/ops/resize.h's. ai.onnx_amp ResizeGrad sums,
+// for each input element, the dY elements that read it times their weights (axis_sum_plan.h: a
+// gather through per-axis lists in fp32, no atomics, so no run-to-run variation).
+#include "backends/cuda/axis_sum_plan.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/resize.cuh"
+#include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/ops/resize.h"
 
@@ -55,10 +59,52 @@ class Resize final : public CudaOp {
   int64_t opset_;
 };
 
+// ai.onnx_amp ResizeGrad(dY, shape, scales): the gradient of Resize's X, of `shape`. Each output
+// index along an axis reads its tap's i0 with weight 1 - w and i1 with weight w (i0 alone, weight
+// 1, where w is 0), the weights the CPU kernel spreads dY with.
+class ResizeGrad final : public CudaOp {
+ public:
+  ResizeGrad(const Node& n, int64_t) : attrs_(resize_attrs(n, 17)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc& dy = *s.in[0];
+    const TensorDesc& dx = *s.out[0];
+    std::vector<float> scales;
+    if (s.has_in(2)) {
+      const Tensor* t = s.host.size() > 2 ? s.host[2] : nullptr;
+      if (!t) throw InputError("ResizeGrad scales must be known before the run (a constant or computed from shapes)");
+      for (int64_t k = 0; k < t->numel(); ++k) scales.push_back(static_cast<float>(t->element(k)));
+    }
+    const std::vector<double> inverse = resize_inverse_scales(dx.dims, dy.dims, scales);
+    std::vector<AxisReads> reads(dx.dims.size());
+    for (size_t a = 0; a < dx.dims.size(); ++a) {
+      const double resized = scales.size() == dx.dims.size()
+                                 ? static_cast<double>(dx.dims[a]) * static_cast<double>(scales[a])
+                                 : static_cast<double>(dy.dims[a]);
+      const std::vector<ResizeTap> taps = resize_taps(attrs_, dx.dims[a], dy.dims[a], inverse[a], resized);
+      reads[a].resize(static_cast<size_t>(dx.dims[a]));
+      for (size_t o = 0; o < taps.size(); ++o) {
+        const ResizeTap& t = taps[o];
+        const int64_t at = static_cast<int64_t>(o);
+        if (t.w == 0) {
+          reads[a][static_cast<size_t>(t.i0)].emplace_back(at, 1.0);
+          continue;
+        }
+        reads[a][static_cast<size_t>(t.i0)].emplace_back(at, 1.0 - t.w);
+        reads[a][static_cast<size_t>(t.i1)].emplace_back(at, t.w);
+      }
+    }
+    return prepare_axis_sums(reads, dy, dx, true, ctx);
+  }
+
+ private:
+  ResizeAttrs attrs_;
+};
+
 }  // namespace
 
 const std::vector<CudaOpEntry>& resize_ops() {
-  static const std::vector<CudaOpEntry> ops = {{"", "Resize", make_op<Resize>}};
+  static const std::vector<CudaOpEntry> ops = {{"", "Resize", make_op<Resize>},
+                                               {kAmpDomain, "ResizeGrad", make_op<ResizeGrad>}};
   return ops;
 }
 

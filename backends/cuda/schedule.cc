@@ -71,13 +71,27 @@ Schedule::Schedule(const Model& m, const CompileOptions& options) {
   shape_value = shape_values(program, shape_inputs, reads_data);
 
   state_of.assign(program.values.size(), -1);
+  // Every initializer is state by default, but those a step reads as a shape input (Reshape's
+  // shape, Pad's and PadGrad's amounts, Resize's scales): state lives on the device, and planning
+  // must read them on the host. Named state that is read so is refused.
+  std::vector<bool> read_as_shape(program.values.size(), false);
+  for (size_t s = 0; s < num_steps; ++s)
+    for (int i : shape_inputs[s])
+      if (i < static_cast<int>(program.steps[s].in.size()) && program.steps[s].in[i] >= 0)
+        read_as_shape[program.steps[s].in[i]] = true;
   std::vector<std::string> names = options.state;
   if (names.empty())
-    for (const Tensor& t : program.initializers) names.push_back(t.name);
+    for (const Tensor& t : program.initializers) {
+      const int v = program.find(t.name);
+      if (v < 0 || !read_as_shape[v]) names.push_back(t.name);
+    }
   for (const std::string& name : names) {
     const int v = program.find(name);
     if (v < 0 || program.values[v].initializer < 0)
       throw InputError(program.path + ": state '" + name + "' is not an initializer of the main graph");
+    if (read_as_shape[v])
+      throw InputError(program.path + ": state '" + name +
+                       "' is read as a shape; the cuda backend needs shapes known before a run, so it cannot be device state");
     state_of[v] = static_cast<int>(state_values.size());
     state_values.push_back(v);
   }

@@ -1094,6 +1094,42 @@ TEST(CudaSchedule, ShapesThatDependOnDeviceStateAreRefused) {
   }
 }
 
+// An initializer a step reads as a shape input (Reshape's shape, PadGrad's amounts) is a constant
+// the plan reads, not device state, when the state is left to the backend; named as state, it is
+// refused by name rather than planned without its contents.
+TEST(CudaSchedule, InitializersReadAsShapesAreNotDeviceState) {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({2, 3})));
+  Tensor w(DType::kFloat, {3});
+  w.name = "w";
+  Tensor shape(DType::kInt64, {1});
+  shape.mutable_as<int64_t>()[0] = 6;
+  shape.name = "shape";
+  Node* mul = g.add_node("Mul", {x, g.add_initializer(w)}, {"xw"});
+  mul->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({2, 3})));
+  Node* flat = g.add_node("Reshape", {mul->output(0), g.add_initializer(shape)}, {"y"});
+  flat->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({6})));
+  g.add_output(flat->output(0));
+  const Schedule s(m, {});
+  ASSERT_EQ(s.state_values.size(), 1u);
+  EXPECT_EQ(s.program.values[s.state_values[0]].name, "w");
+  const Tensor feed = Tensor(DType::kFloat, {2, 3});
+  std::vector<const Tensor*> fed(s.program.values.size(), nullptr);
+  fed[s.program.find("x")] = &feed;
+  const ShapePlan p = s.plan(fed, {TensorDesc{DType::kFloat, {3}}}, {s.program.find("y")});
+  EXPECT_EQ(p.desc[s.program.find("y")].dims, std::vector<int64_t>{6});
+  CompileOptions named;
+  named.state = {"w", "shape"};
+  try {
+    Schedule refused(m, named);
+    FAIL() << "planned with a shape input as device state";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("state 'shape' is read as a shape"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace amp::cuda
 

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/amp_ops.h"
+#include "graph/onnx_io.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
@@ -128,6 +130,67 @@ TEST(Inspect, CudaPlanPlacesEveryNodeAndSizesTheArena) {
   EXPECT_NE(out.find("no CUDA backend"), std::string::npos) << out;
 #endif
 }
+
+#if AMP_HAVE_CUDA
+// The zoo's ScatterND (Swin) and Einsum (MaxViT) and the training gradients of Pad and Resize run
+// on the device: --cuda-plan gives each a device unit (it refused the model while the cuda backend
+// had no kernel for them), and an Einsum that is not one product is one error line naming the node.
+TEST(Inspect, CudaPlanRunsScatterNDEinsumPadGradAndResizeGradOnTheDevice) {
+  const std::string dir = test::temp_dir("inspect_zoo_ops");
+  auto ints = [](const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> v) {
+    Tensor t(DType::kInt64, std::move(dims));
+    for (size_t k = 0; k < v.size(); ++k) t.mutable_as<int64_t>()[k] = v[k];
+    t.name = name;
+    return t;
+  };
+  auto build = [&](const std::string& equation, std::vector<int64_t> einsum_dims) {
+    Model m;
+    m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
+    Graph& g = *m.graph;
+    g.name = "zoo_ops";
+    auto input = [&](const std::string& name, std::vector<int64_t> dims) {
+      return g.add_input(name, ValueType::tensor(DType::kFloat, Shape::of(dims)));
+    };
+    auto output = [&](Node* n, std::vector<int64_t> dims) {
+      n->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of(dims)));
+      g.add_output(n->output(0));
+    };
+    Value* shape = g.add_initializer(ints("shape", {4}, {1, 2, 4, 5}));
+    Node* pad = g.add_node("PadGrad", {input("dy_pad", {1, 2, 7, 8}), g.add_initializer(ints("pads", {8}, {0, 0, 1, 2, 0, 0, 2, 1})), shape},
+                           {"dx_pad"}, kAmpDomain);
+    pad->set_attr(Attribute::of_string("mode", "reflect"));
+    output(pad, {1, 2, 4, 5});
+    Tensor scales(DType::kFloat, {4});
+    for (int k = 0; k < 4; ++k) scales.mutable_as<float>()[k] = k < 2 ? 1.0f : 2.0f;
+    scales.name = "scales";
+    Node* resize = g.add_node("ResizeGrad", {input("dy_resize", {1, 2, 8, 10}), shape, g.add_initializer(scales)}, {"dx_resize"},
+                              kAmpDomain);
+    resize->set_attr(Attribute::of_string("mode", "linear"));
+    output(resize, {1, 2, 4, 5});
+    Node* einsum = g.add_node("Einsum", {input("q", {2, 3, 5, 8}), input("k", {2, 3, 4, 8})}, {"scores"});
+    einsum->name = "attn_scores";
+    einsum->set_attr(Attribute::of_string("equation", equation));
+    output(einsum, einsum_dims);
+    Node* scatter = g.add_node("ScatterND", {input("data", {4, 6}), g.add_initializer(ints("idx", {2, 1}, {3, 0})), input("u", {2, 6})},
+                               {"scattered"});
+    output(scatter, {4, 6});
+    save_model(m, dir + "/zoo_ops.onnx");
+  };
+  build("bhid,bhjd->bhij", {2, 3, 5, 4});
+  std::string out;
+  ASSERT_EQ(test::run_command(inspect_bin() + " --json --cuda-plan " + dir + "/zoo_ops.onnx 2>&1", &out), 0) << out;
+  const json plan = json::parse(out)["cuda_plan"];
+  std::vector<std::string> kinds;
+  for (const auto& u : plan["units"]) kinds.push_back(u["kind"].get<std::string>());
+  for (const char* op : {"PadGrad", "ResizeGrad", "Einsum", "ScatterND"})
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), op), kinds.end()) << op << " has no device unit:\n" << out;
+  build("bhid,bhjd->bhi", {2, 3, 5});  // j summed within the second operand alone
+  EXPECT_EQ(test::run_command(inspect_bin() + " --cuda-plan " + dir + "/zoo_ops.onnx 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("attn_scores (Einsum)"), std::string::npos) << out;
+  EXPECT_NE(out.find("unsupported Einsum equation 'bhid,bhjd->bhi'"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+#endif
 
 TEST(Inspect, BadInputIsOneLineAndExitCode2) {
   const std::string dir = test::temp_dir("inspect_bad");

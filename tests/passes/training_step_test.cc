@@ -5,6 +5,7 @@
 // clipping against its definition, and the training_info round trip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -323,6 +324,32 @@ TEST(Freeze, FrozenParametersKeepTheirValuesAndOthersTrain) {
   EXPECT_THROW(build_training_step(mlp(), s), InputError);
   s.freeze = ".*";
   EXPECT_THROW(build_training_step(mlp(), s), InputError);  // nothing left to train
+}
+
+// A float initializer whose contents decide a shape — Resize's scales, as torch exports
+// F.interpolate(scale_factor=2) — is a constant of the step: not trained (it has no gradient,
+// and weight decay would shrink it) and not state, so backends read it while planning.
+TEST(Freeze, ResizeScalesAreAConstantNotAParameter) {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  Value* x = g.add_input("images", ValueType::tensor(DType::kFloat, Shape::of({4, 1, 2, 2})));
+  Tensor scales(DType::kFloat, {4});
+  for (int k = 0; k < 4; ++k) scales.mutable_as<float>()[k] = k < 2 ? 1.0f : 2.0f;
+  scales.name = "scales";
+  Node* up = g.add_node("Resize", {x, nullptr, g.add_initializer(scales)}, {"up"});
+  up->set_attr(Attribute::of_string("mode", "linear"));
+  up->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({4, 1, 4, 4})));
+  Node* flat = g.add_node("Flatten", {up->output(0)}, {"flat"});
+  flat->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({4, 16})));
+  Tensor w(DType::kFloat, {16, 10});
+  w.name = "fc.weight";
+  Node* fc = g.add_node("MatMul", {flat->output(0), g.add_initializer(w)}, {"logits"});
+  fc->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({4, 10})));
+  g.add_output(fc->output(0));
+  const TrainingStep step = build_training_step(std::move(m), spec(DType::kFloat, LossScaleSpec::Mode::kNone));
+  EXPECT_EQ(step.params, std::vector<std::string>{"fc.weight"});
+  EXPECT_EQ(std::count(step.state.begin(), step.state.end(), "scales"), 0);
 }
 
 TEST(TrainingInfo, SavedStepSplitsIntoInferenceAndAlgorithmAndJoinsBack) {
