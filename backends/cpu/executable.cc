@@ -78,9 +78,12 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
 
   std::vector<std::vector<int>> shape_inputs;
   std::vector<bool> reads_data;
+  fused_away_.assign(program_.values.size(), false);
   for (size_t s = 0; s < nodes.size(); ++s) {
     const Program::Step& step = program_.steps[s];
+    profile_names_.push_back(fused[s] ? fused[s]->summary : step.op);
     if (fused[s]) {
+      for (int v : fused[s]->internal) fused_away_[static_cast<size_t>(v)] = true;
       at_node(step.where, [&] { kernels_.push_back(make_fused_elementwise_kernel(fused[s]->program)); });
       entries_.push_back(&fused_elementwise_ops().front());
       shape_inputs.push_back({});
@@ -211,8 +214,32 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
     if (early_at[u] >= 0) last_use[updates_[u].second] = std::max(last_use[updates_[u].second], early_at[u]);
   for (size_t v = 0; v < views.size(); ++v) {
     const Program::Val& val = program_.values[v];
+    if (last_use[v] >= 0 && fused_away_[v])
+      throw InputError(program_.path + ": value '" + val.name +
+                       "' is computed inside a fused elementwise kernel and cannot be fetched (CompileOptions::" +
+                       "fuse_elementwise = false keeps every value)");
     if (last_use[v] >= 0 && val.producer < 0 && views[v].dtype == DType::kUndefined)
       throw InputError(program_.path + ": input '" + val.name + "' is needed but not fed");
+  }
+
+  // A fused elementwise kernel whose output is the new value of a state it reads, at the last read
+  // of that state (an optimizer's update), writes it straight into the state's buffer: each
+  // element is read before it is written, and the value then needs neither an arena buffer nor a
+  // copy after the launch (an SGD step of resnet18 copied 45 MB a step).
+  std::vector<int> in_place(views.size(), -1);  // per value: the state it is written into
+  {
+    std::vector<int> sources(views.size(), 0);
+    for (size_t u = 0; u < updates_.size(); ++u) ++sources[static_cast<size_t>(updates_[u].second)];
+    for (size_t u = 0; u < updates_.size(); ++u) {
+      const auto [s, v] = updates_[u];
+      const int producer = program_.values[v].producer;
+      if (early_at[u] < 0 || sources[static_cast<size_t>(v)] != 1 || producer < 0) continue;
+      if (entries_[producer] != &fused_elementwise_ops().front()) continue;
+      const int sv = program_.find(state_[s].name);
+      const auto& reads = program_.steps[producer].in;
+      if (std::find(reads.begin(), reads.end(), sv) == reads.end()) continue;
+      in_place[static_cast<size_t>(v)] = s;
+    }
   }
 
   std::vector<BufferLife> lives;
@@ -263,6 +290,11 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
     }
     for (int out : step.out) {
       if (out < 0) continue;
+      if (const int st = in_place[static_cast<size_t>(out)];
+          st >= 0 && views[out].dtype == state_[st].dtype && views[out].dims == state_[st].dims) {
+        views[out].data = const_cast<uint8_t*>(state_[st].data());
+        continue;
+      }
       lives.push_back({views[out].nbytes(), pos, std::max(pos, last_use[out])});
       owners.emplace_back(out, 0);
     }
@@ -344,9 +376,10 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, 
     } else {
       const auto start = std::chrono::steady_clock::now();
       at_node(program_.steps[l.step].where, [&] { kernels_[l.step]->run(l.io, ctx); });
-      profile_.add(program_.steps[l.step].op, std::chrono::steady_clock::now() - start);
+      profile_.add(profile_names_[l.step], std::chrono::steady_clock::now() - start);
     }
-    for (const auto& [s, v] : plan.early_updates[i]) std::memmove(state_[s].mutable_data(), plan.views[v].data, state_[s].nbytes());
+    for (const auto& [s, v] : plan.early_updates[i])
+      if (plan.views[v].data != state_[s].data()) std::memmove(state_[s].mutable_data(), plan.views[v].data, state_[s].nbytes());
   }
   if (profile_.on()) profile_.end_run();
   ++runs_;

@@ -37,6 +37,8 @@ class CpuExecutable final : public Executable {
 
   Program program_;
   std::vector<int> seed_index_;  // per step: its index before elementwise fusion, which random ops draw by
+  std::vector<std::string> profile_names_;  // per step: its op, or a fused step's ops ("Add+Relu")
+  std::vector<bool> fused_away_;            // per value: computed inside a fused kernel, not kept
   std::vector<std::unique_ptr<Kernel>> kernels_;  // per step
   std::vector<const OpEntry*> entries_;           // per step
   std::vector<bool> shape_value_;                 // per value: planning must know its contents

@@ -73,7 +73,11 @@ void fuse_elementwise_steps(const Model& m, const std::vector<std::string>& keep
     ns.step.opset = 1;
     ns.step.in = merged.inputs;
     ns.step.out = merged.outputs;
-    FusedStep f{merged.program, {}};
+    FusedStep f{merged.program, {}, {}};
+    for (int s : steps)
+      for (int v : p.steps[static_cast<size_t>(s)].out)
+        if (v >= 0 && std::find(merged.outputs.begin(), merged.outputs.end(), v) == merged.outputs.end())
+          f.internal.push_back(v);
     for (int s : steps) f.summary += (f.summary.empty() ? "" : "+") + p.steps[static_cast<size_t>(s)].op;
     ns.step.where = first.where + " (fused " + f.summary + ")";
     ns.fused = std::move(f);

@@ -17,7 +17,8 @@ namespace amp::cpu {
 
 struct FusedStep {
   ElementwiseProgram program;
-  std::string summary;  // the fused ops, "Mul+Sub+Where"
+  std::string summary;         // the fused ops, "Mul+Sub+Where"
+  std::vector<int> internal;   // values the group computes that no longer leave it
 };
 
 // Rewrites p's steps (and `nodes`, the node of each step: null for a fused step) in place;

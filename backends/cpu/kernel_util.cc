@@ -62,7 +62,6 @@ std::vector<int64_t> Broadcast::result_dims(const std::vector<const std::vector<
 }
 
 Broadcast::Broadcast(const std::vector<const std::vector<int64_t>*>& inputs) {
-  if (inputs.size() > 4) throw Error("internal: Broadcast takes at most 4 inputs");
   out_dims_ = result_dims(inputs);
   const size_t rank = out_dims_.size(), n = inputs.size();
   // Per input and dim: does the input move along this dim (its extent matches a non-1 output)?

@@ -62,6 +62,7 @@ class Broadcast {
   const std::vector<int64_t>& out_dims() const { return out_dims_; }
   int64_t rows() const { return rows_; }
   int64_t inner() const { return inner_; }
+  size_t inputs() const { return inner_stride_.size(); }
   // 1 when input i moves along a row, 0 when it repeats one element.
   int64_t inner_stride(size_t i) const { return inner_stride_[i]; }
   // Element offset of row r's first element in each input.
@@ -76,8 +77,10 @@ class Broadcast {
 };
 
 // Walks the output's rows in parallel: f(first output element of the row, each input's offset).
+// At most 4 inputs (the fused elementwise kernel walks more itself).
 template <class F>
 void for_each_row(const Broadcast& b, int threads, F&& f) {
+  if (b.inputs() > 4) throw Error("internal: for_each_row takes at most 4 inputs");
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, b.inner()));
   parallel_for(b.rows(), threads, grain, [&](int64_t r0, int64_t r1) {
     int64_t offs[4];

@@ -407,7 +407,10 @@ TEST(CudaSchedule, EveryFusedUnitOfATrainingStepComputesWhatTheUnfusedGraphCompu
     ASSERT_GE(fused.size(), 5u);
     std::vector<std::pair<std::string, Tensor>> cpu_feeds;
     for (const Tensor& t : feeds) cpu_feeds.emplace_back(t.name, t);
-    auto cpu = make_backend("cpu")->compile(step.model, CompileOptions{step.state, step.updates, 3, 1});
+    // Op by op: the values inside the CPU's own fused groups are fetched too.
+    CompileOptions unfused{step.state, step.updates, 3, 1};
+    unfused.fuse_elementwise = false;
+    auto cpu = make_backend("cpu")->compile(step.model, unfused);
     const std::vector<Tensor> values = cpu->run(cpu_feeds, names);
 
     size_t checked = 0;
@@ -488,7 +491,9 @@ TEST(CudaSchedule, EveryCopyUnitOfATrainingStepMovesWhatTheUnfusedGraphMoves) {
       if (units.empty()) continue;
       std::vector<std::pair<std::string, Tensor>> cpu_feeds;
       for (const Tensor& t : feeds) cpu_feeds.emplace_back(t.name, t);
-      auto cpu = make_backend("cpu")->compile(step.model, CompileOptions{step.state, step.updates, 3, 1});
+      CompileOptions unfused{step.state, step.updates, 3, 1};
+      unfused.fuse_elementwise = false;  // op by op: values inside the CPU's fused groups are fetched too
+      auto cpu = make_backend("cpu")->compile(step.model, unfused);
       const std::vector<Tensor> values = cpu->run(cpu_feeds, names);
       for (const auto& [u, copies] : units) {
         std::vector<Tensor> got;
