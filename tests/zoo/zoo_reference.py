@@ -354,7 +354,9 @@ def export_eval(a, model):
     ref = {}
     with torch.no_grad():
         ref["fp32"] = model(x).numpy()
-        state = {k: v.clone() for k, v in model.state_dict().items()}
+        fp32_state = model.state_dict()
+        state = collections.OrderedDict((k, v.clone()) for k, v in fp32_state.items())
+        state._metadata = getattr(fp32_state, "_metadata", None)  # MNASNet's loader reads its version there
         ref["fp64"] = model.double()(as_dtype(x, torch.float64)).numpy()
         for name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
             model.float().load_state_dict(state)
