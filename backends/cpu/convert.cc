@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "backends/cpu/vector_clones.h"
+
 namespace amp::cpu {
 namespace {
 
@@ -49,12 +51,12 @@ void narrow(const float* in, f16* out, int64_t n) {
 }
 
 // bf16 is the top half of an fp32: both directions vectorize once asked to (-O2 alone will not).
-void widen(const bf16* in, float* out, int64_t n) {
+AMP_VECTOR_CLONES void widen(const bf16* in, float* out, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_fp32(in[i].bits);
 }
 
-void narrow(const float* in, bf16* out, int64_t n) {
+AMP_VECTOR_CLONES void narrow(const float* in, bf16* out, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) out[i].bits = fp32_to_bf16(in[i]);
 }

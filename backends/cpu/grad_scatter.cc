@@ -3,6 +3,7 @@
 // (the sum over the axes a smaller shape was broadcast along). Sums run in fp64 in a fixed order,
 // so the result does not depend on the number of cores.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -172,6 +173,13 @@ class SliceGrad final : public Kernel {
   }
 };
 
+// a[j] += row[j] for j in [c0, c1), in fp64.
+template <class T>
+AMP_VECTOR_CLONES void add_row(double* a, const T* row, int64_t c0, int64_t c1) {
+#pragma omp simd
+  for (int64_t j = c0; j < c1; ++j) a[j] += static_cast<double>(load(row[j]));
+}
+
 class SumToShape final : public Kernel {
  public:
   SumToShape(const Node&, int64_t) {}
@@ -197,6 +205,10 @@ class SumToShape final : public Kernel {
     const View& dy = io.input(0);
     const std::vector<int64_t> to = shape_input(io.input(1));
     const std::vector<int64_t>& from = dy.dims;
+    if (from == to) {  // nothing to sum (autodiff emits these where broadcasting might have been)
+      std::memcpy(io.output(0).data, dy.data, dy.nbytes());
+      return;
+    }
     const size_t lead = from.size() - to.size();
     int64_t ext[kMaxRank];
     bool kept[kMaxRank];
@@ -238,9 +250,7 @@ class SumToShape final : public Kernel {
           for (int64_t r = 0; r < rows; ++r) {
             const T* row = x + r * inner;
             if (inner_kept) {
-              double* a = acc + at;
-#pragma omp simd
-              for (int64_t j = c0; j < c1; ++j) a[j] += static_cast<double>(load(row[j]));
+              add_row(acc + at, row, c0, c1);
             } else {
               double a = acc[at];
               for (int64_t j = 0; j < inner; ++j) a += static_cast<double>(load(row[j]));

@@ -13,6 +13,7 @@
 #include "backends/cpu/convert.h"
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/numeric.h"
+#include "backends/cpu/vector_clones.h"
 
 namespace amp::cpu {
 
@@ -28,15 +29,6 @@ void parallel_for(int64_t n, int threads, int64_t grain, F&& f) {
   for (int64_t c = 0; c < chunks; ++c) f(n * c / chunks, n * (c + 1) / chunks);
 }
 
-// A loop worth a wider vector unit is compiled three times and the variant the CPU runs is picked
-// when the program loads: AVX-512 (x86-64-v4), AVX2 (x86-64-v3) and the portable baseline. Each
-// element gets the same operations in the same order on every variant (the build turns FP
-// contraction off), so the results are the same bits; only per-element loops use it.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define AMP_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define AMP_VECTOR_CLONES
-#endif
 
 // Elements of work below which an elementwise loop stays on one core.
 constexpr int64_t kParallelGrain = 32768;
