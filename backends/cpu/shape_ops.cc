@@ -21,28 +21,65 @@ void dispatch_size(DType t, F&& f) {
 }
 
 // out (contiguous, dims) [i0, .., ik] = in[base + sum(i_d * strides[d])].
+// One output row: inner elements read `step` apart (Expand's broadcast rows read step 0).
+template <class E>
+AMP_VECTOR_CLONES void gather_row(const E* src, int64_t step, E* row, int64_t inner) {
+  if (step == 1) {
+    for (int64_t i = 0; i < inner; ++i) row[i] = src[i];
+  } else {
+    for (int64_t i = 0; i < inner; ++i) row[i] = src[i * step];
+  }
+}
+
 void strided_gather(const View& in, int64_t base, const std::vector<int64_t>& strides, View& out, int threads) {
-  const std::vector<int64_t>& dims = out.dims;
   if (out.numel() == 0) return;
-  const int64_t inner = dims.empty() ? 1 : dims.back();
-  const int64_t step = dims.empty() ? 0 : strides.back();
+  // Merge output dims that are contiguous in the input too (a [N,T,H,D] -> [N,H,T,D] transpose
+  // moves rows of D), and drop dims of extent 1: fewer, longer rows.
+  std::vector<int64_t> dims, st;
+  for (size_t d = 0; d < out.dims.size(); ++d) {
+    if (out.dims[d] == 1) continue;
+    if (!dims.empty() && st.back() == strides[d] * out.dims[d]) {
+      dims.back() *= out.dims[d];
+      st.back() = strides[d];
+      continue;
+    }
+    dims.push_back(out.dims[d]);
+    st.push_back(strides[d]);
+  }
+  if (dims.empty()) {
+    dims.push_back(1);
+    st.push_back(0);
+  }
+  constexpr size_t kMaxRank = 32;
+  if (dims.size() > kMaxRank) throw InputError("tensors of more than 32 dims are not supported");
+  const int64_t inner = dims.back(), step = st.back();
   const int64_t rows = out.numel() / inner;
+  const size_t outer = dims.size() - 1;
   dispatch_size(in.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const E* src = in.as<E>();
     E* dst = out.as<E>();
     parallel_for(rows, threads, std::max<int64_t>(1, kParallelGrain / inner), [&](int64_t r0, int64_t r1) {
+      // The first row's coordinate, then an odometer: no division per row.
+      int64_t coord[kMaxRank] = {};
+      int64_t off = base;
+      for (size_t d = outer, rest = static_cast<size_t>(r0); d-- > 0;) {
+        coord[d] = static_cast<int64_t>(rest) % dims[d];
+        rest /= static_cast<size_t>(dims[d]);
+        off += coord[d] * st[d];
+      }
       for (int64_t r = r0; r < r1; ++r) {
-        int64_t off = base, rest = r;
-        for (size_t d = dims.empty() ? 0 : dims.size() - 1; d-- > 0;) {
-          off += rest % dims[d] * strides[d];
-          rest /= dims[d];
-        }
         E* row = dst + r * inner;
-        if (step == 1)
+        if (step == 1 && inner >= 64)
           std::memcpy(row, src + off, static_cast<size_t>(inner) * sizeof(E));
         else
-          for (int64_t i = 0; i < inner; ++i) row[i] = src[off + i * step];
+          gather_row(src + off, step, row, inner);
+        for (size_t d = outer; d-- > 0;) {
+          off += st[d];
+          if (++coord[d] < dims[d]) break;
+          off -= st[d] * dims[d];
+          coord[d] = 0;
+        }
       }
     });
   });
