@@ -93,6 +93,29 @@ Program make_program(const Model& m, std::vector<const Node*>* nodes) {
   return p;
 }
 
+std::vector<size_t> ordered_topological_sort(const std::vector<std::vector<size_t>>& deps, const std::vector<size_t>& key) {
+  const size_t n = deps.size();
+  std::vector<std::vector<size_t>> readers(n);
+  std::vector<size_t> pending(n);
+  for (size_t i = 0; i < n; ++i) {
+    pending[i] = deps[i].size();
+    for (size_t d : deps[i]) readers[d].push_back(i);
+  }
+  auto later = [&](size_t a, size_t b) { return key[a] > key[b]; };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
+  for (size_t i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    const size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (size_t r : readers[i])
+      if (--pending[r] == 0) ready.push(r);
+  }
+  return order;
+}
+
 std::vector<int> steps_needed(const Program& p, const std::vector<int>& targets) {
   std::vector<bool> need_value(p.values.size(), false), need_step(p.steps.size(), false);
   std::vector<int> stack(targets.begin(), targets.end());

@@ -50,6 +50,11 @@ struct Program {
 // in step order, valid while the model lives, for creating kernels. InputError on a cycle.
 Program make_program(const Model& m, std::vector<const Node*>* nodes = nullptr);
 
+// Kahn's algorithm over items 0..n-1, deps[i] the items i needs first: among the ready items the
+// one with the smallest key goes next, so the order stays close to the keys' (a graph's order,
+// which memory plans were tuned on). Shorter than n when the dependencies have a cycle.
+std::vector<size_t> ordered_topological_sort(const std::vector<std::vector<size_t>>& deps, const std::vector<size_t>& key);
+
 // Steps the target values depend on, in run order.
 std::vector<int> steps_needed(const Program& p, const std::vector<int>& targets);
 

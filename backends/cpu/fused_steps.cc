@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -95,26 +94,14 @@ void fuse_elementwise_steps(const Model& m, const std::vector<std::string>& keep
   for (size_t i = 0; i < out.size(); ++i)
     for (int v : out[i].step.out)
       if (v >= 0) producer[static_cast<size_t>(v)] = static_cast<int>(i);
-  std::vector<size_t> pending(out.size(), 0);
-  std::vector<std::vector<size_t>> next(out.size());
-  for (size_t i = 0; i < out.size(); ++i)
+  std::vector<std::vector<size_t>> deps(out.size());
+  std::vector<size_t> key(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    key[i] = out[i].at;
     for (int v : out[i].step.in)
-      if (v >= 0 && producer[static_cast<size_t>(v)] >= 0) {
-        ++pending[i];
-        next[static_cast<size_t>(producer[static_cast<size_t>(v)])].push_back(i);
-      }
-  auto later = [&](size_t a, size_t b) { return out[a].at > out[b].at; };
-  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
-  for (size_t i = 0; i < out.size(); ++i)
-    if (pending[i] == 0) ready.push(i);
-  std::vector<size_t> order;
-  while (!ready.empty()) {
-    const size_t i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (size_t r : next[i])
-      if (--pending[r] == 0) ready.push(r);
+      if (v >= 0 && producer[static_cast<size_t>(v)] >= 0) deps[i].push_back(static_cast<size_t>(producer[static_cast<size_t>(v)]));
   }
+  const std::vector<size_t> order = ordered_topological_sort(deps, key);
   if (order.size() != out.size()) throw Error(p.path + ": internal: fused elementwise steps form a cycle");
 
   p.steps.clear();

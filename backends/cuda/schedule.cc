@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <map>
-#include <queue>
+#include <deque>
 #include <unordered_map>
 
 #include "backends/cpu/grad_kernels.h"
@@ -439,37 +439,22 @@ void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, 
     }
   }
   const size_t count = node_steps.size();
-  std::vector<std::vector<int>> deps(count);
+  std::vector<std::vector<size_t>> deps(count);
+  std::vector<size_t> first_step(count);
   for (size_t n = 0; n < count; ++n) {
     for (int s : node_steps[n])
       for (int in : reads(s)) {
         const int producer = in >= 0 ? program.values[in].producer : -1;
         const int d = producer >= 0 ? node_of_step[producer] : -1;
-        if (d >= 0 && d != static_cast<int>(n)) deps[n].push_back(d);
+        if (d >= 0 && d != static_cast<int>(n)) deps[n].push_back(static_cast<size_t>(d));
       }
     std::sort(deps[n].begin(), deps[n].end());
     deps[n].erase(std::unique(deps[n].begin(), deps[n].end()), deps[n].end());
+    first_step[n] = static_cast<size_t>(*std::min_element(node_steps[n].begin(), node_steps[n].end()));
   }
-  std::vector<std::vector<int>> readers_of(count);
-  std::vector<size_t> pending(count);
-  for (size_t n = 0; n < count; ++n) {
-    pending[n] = deps[n].size();
-    for (int d : deps[n]) readers_of[d].push_back(static_cast<int>(n));
-  }
-  auto first_step = [&](int n) { return *std::min_element(node_steps[n].begin(), node_steps[n].end()); };
-  auto later = [&](int a, int b) { return first_step(a) > first_step(b); };
-  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-  for (size_t n = 0; n < count; ++n)
-    if (pending[n] == 0) ready.push(static_cast<int>(n));
-  std::vector<int> order, rank(count, -1);
-  while (!ready.empty()) {
-    const int n = ready.top();
-    ready.pop();
-    rank[n] = static_cast<int>(order.size());
-    order.push_back(n);
-    for (int r : readers_of[n])
-      if (--pending[r] == 0) ready.push(r);
-  }
+  const std::vector<size_t> order = ordered_topological_sort(deps, first_step);
+  std::vector<int> rank(count, -1);
+  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = static_cast<int>(i);
   if (order.size() != count) throw Error(program.path + ": internal: products and what they absorbed form a cycle");
 
   std::vector<FusionCandidate> ops(count);
@@ -482,7 +467,7 @@ void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, 
       for (int64_t d : p.desc[program.steps[s].out[0]].dims) key += std::to_string(d) + ",";
       ops[i].shape = key;
     }
-    for (int d : deps[order[i]]) ops[i].producers.push_back(rank[d]);
+    for (size_t d : deps[order[i]]) ops[i].producers.push_back(rank[d]);
   }
 
   std::vector<bool> is_target(program.values.size(), false);
@@ -555,25 +540,9 @@ std::vector<size_t> Schedule::topological(const std::vector<const Unit*>& all,
   // Ties broken by first step, so the order stays close to the graph's (what the memory plan's
   // liveness was tuned on).
   const size_t count = all.size();
-  std::vector<std::vector<size_t>> readers_of(count);
-  std::vector<size_t> pending(count);
-  for (size_t u = 0; u < count; ++u) {
-    pending[u] = deps[u].size();
-    for (size_t d : deps[u]) readers_of[d].push_back(u);
-  }
-  auto first_step = [&](size_t u) { return *std::min_element(all[u]->steps.begin(), all[u]->steps.end()); };
-  auto later = [&](size_t a, size_t b) { return first_step(a) > first_step(b); };
-  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
-  for (size_t u = 0; u < count; ++u)
-    if (pending[u] == 0) ready.push(u);
-  std::vector<size_t> order;
-  while (!ready.empty()) {
-    const size_t u = ready.top();
-    ready.pop();
-    order.push_back(u);
-    for (size_t r : readers_of[u])
-      if (--pending[r] == 0) ready.push(r);
-  }
+  std::vector<size_t> first_step(count);
+  for (size_t u = 0; u < count; ++u) first_step[u] = static_cast<size_t>(*std::min_element(all[u]->steps.begin(), all[u]->steps.end()));
+  const std::vector<size_t> order = ordered_topological_sort(deps, first_step);
   if (order.size() != count) throw Error(program.path + ": internal: device units form a cycle");
   return order;
 }
