@@ -1,8 +1,8 @@
 #include "backends/cuda/schedule.h"
 
 #include <algorithm>
-#include <map>
 #include <deque>
+#include <map>
 #include <unordered_map>
 
 #include "backends/cpu/grad_kernels.h"
