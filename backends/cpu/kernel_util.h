@@ -97,6 +97,23 @@ void narrow(const float* in, T* out, int64_t n, int threads) {
 // out[j] = value(j) for j in [0, n), each value (fp32 or fp64) rounded once to T as convert<T>
 // rounds it. 16-bit results go through a block of fp32 (fp64 values rounded to odd, which keeps the
 // one rounding exact) and are narrowed with the vector conversions.
+namespace store_rows_detail {
+template <class V>
+AMP_VECTOR_CLONES void fill_block(float* block, int64_t b, int64_t e, const V& value) {
+  for (int64_t j = b; j < e; ++j) {
+    const auto v = value(j);
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, double>)
+      block[j - b] = double_to_float_round_odd(v);
+    else
+      block[j - b] = static_cast<float>(v);
+  }
+}
+template <class T, class V>
+AMP_VECTOR_CLONES void fill(T* out, int64_t n, const V& value) {
+  for (int64_t j = 0; j < n; ++j) out[j] = convert<T>(value(j));
+}
+}  // namespace store_rows_detail
+
 template <class T, class V>
 void store_rows(T* out, int64_t n, V&& value) {
   if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
@@ -104,17 +121,11 @@ void store_rows(T* out, int64_t n, V&& value) {
     float block[kBlock];
     for (int64_t b = 0; b < n; b += kBlock) {
       const int64_t e = std::min(n, b + kBlock);
-      for (int64_t j = b; j < e; ++j) {
-        const auto v = value(j);
-        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, double>)
-          block[j - b] = double_to_float_round_odd(v);
-        else
-          block[j - b] = static_cast<float>(v);
-      }
+      store_rows_detail::fill_block(block, b, e, value);
       narrow(block, out + b, e - b);
     }
   } else {
-    for (int64_t j = 0; j < n; ++j) out[j] = convert<T>(value(j));
+    store_rows_detail::fill(out, n, value);
   }
 }
 
