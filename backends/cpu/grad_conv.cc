@@ -228,7 +228,8 @@ class ConvGrad final : public Kernel {
           if (io.has_out(2)) db_part = fp32_scratch(m);
         }
       }
-      if ((io.has_out(1) && !fp32) || (io.has_out(2) && !io.has_out(1))) dw = fp32_scratch(weights);
+      // oneDNN writes bf16 weight gradients itself; fp16's are summed in fp32 across chunks.
+      if ((io.has_out(1) && half) || (io.has_out(2) && !io.has_out(1))) dw = fp32_scratch(weights);
       if (io.has_out(2) && !fp32) db = fp32_scratch(m);
     }
     size_t bytes() const { return dy + x + w + dx + dw + db + dw_part + db_part; }
@@ -248,7 +249,7 @@ class ConvGrad final : public Kernel {
           *db32 = take(st.db), *dw_part = take(st.dw_part), *db_part = take(st.db_part);
     const int threads = io.threads;
     const bool half = x.dtype == DType::kFloat16;
-    float* dw = dw32 ? dw32 : (io.has_out(1) ? io.output(1).as<float>() : nullptr);
+    void* dw = dw32 ? static_cast<void*>(dw32) : (io.has_out(1) ? io.output(1).data : nullptr);
     float* db = db32 ? db32 : (io.has_out(2) ? io.output(2).as<float>() : nullptr);
     if (!half) {
       fast.run(dy.data, x.data, w.data, io.has_out(0) ? io.output(0).data : nullptr, dw, db, scratch);
@@ -261,12 +262,12 @@ class ConvGrad final : public Kernel {
         widen(dy.as<f16>() + i * y_image, dy32, images * y_image, threads);
         widen(x.as<f16>() + i * x_image, x32, images * x_image, threads);
         const bool first = i == 0;
-        float* dw_to = first || !dw_part ? dw : dw_part;
+        float* dw_to = first || !dw_part ? dw32 : dw_part;
         float* db_to = first || !db_part ? db : db_part;
         fast.run(dy32, x32, w32, dx32, dw_to, db_to, scratch);
         if (io.has_out(0)) narrow(dx32, io.output(0).as<f16>() + i * x_image, images * x_image, threads);
         if (!first && dw_part) {
-          for (int64_t k = 0; k < w.numel(); ++k) dw[k] += dw_part[k];
+          for (int64_t k = 0; k < w.numel(); ++k) dw32[k] += dw_part[k];
           if (db_part)
             for (int64_t k = 0; k < w.dims[0]; ++k) db[k] += db_part[k];
         }
@@ -275,7 +276,7 @@ class ConvGrad final : public Kernel {
     if (x.dtype == DType::kFloat) return;
     dispatch(TypeList<f16, bf16>{}, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if (dw32 && io.has_out(1)) narrow(dw32, io.output(1).as<T>(), w.numel(), threads);
+      if (half && dw32 && io.has_out(1)) narrow(dw32, io.output(1).as<T>(), w.numel(), threads);
       if (db32) narrow(db32, io.output(2).as<T>(), io.output(2).numel(), threads);
     });
   }

@@ -83,8 +83,9 @@ class DnnlConvBackward {
   ~DnnlConvBackward();
   bool ok() const { return impl_ != nullptr; }
   size_t scratch_bytes() const;
-  // dy, x, w: the element type; dx: the element type; dw, db: fp32 (null when not wanted).
-  void run(const void* dy, const void* x, const void* w, void* dx, float* dw, float* db, void* scratch) const;
+  // dy, x, w: the element type; dx: the element type; dw: the element type (bf16 is oneDNN's fp32
+  // sums rounded once, as PyTorch asks for it) ; db: fp32 (null when not wanted).
+  void run(const void* dy, const void* x, const void* w, void* dx, void* dw, float* db, void* scratch) const;
 
  private:
   struct Impl;
