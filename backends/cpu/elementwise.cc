@@ -132,8 +132,8 @@ AMP_VECTOR_CLONES void binary_row(const A* pa, bool a_varies, const B* pb, bool 
 template <class R, class A, class B, class F>
 void apply_binary(const Broadcast& bc, const A* a, const B* b, R* out, int threads, F f) {
   const bool a_varies = bc.inner_stride(0) != 0, b_varies = bc.inner_stride(1) != 0;
-  for_each_row(bc, threads, [&](int64_t o, const int64_t* offs) {
-    binary_row(a + offs[0], a_varies, b + offs[1], b_varies, out + o, bc.inner(), f);
+  for_each_row(bc, threads, [&](int64_t o, const int64_t* offs, int64_t n) {
+    binary_row(a + offs[0], a_varies, b + offs[1], b_varies, out + o, n, f);
   });
 }
 
@@ -146,12 +146,12 @@ AMP_VECTOR_CLONES void binary_block(float* xa, const float* xb, int64_t m, F f) 
 // The same for 16-bit T, in fp32 blocks: f(float, float) -> float.
 template <class T, class F>
 void apply_binary_blocks(const Broadcast& bc, const T* a, const T* b, T* out, int threads, F f) {
-  for_each_row(bc, threads, [&](int64_t o, const int64_t* offs) {
+  for_each_row(bc, threads, [&](int64_t o, const int64_t* offs, int64_t n) {
     float xa[kBlock], xb[kBlock];
     const T* pa = a + offs[0];
     const T* pb = b + offs[1];
-    for (int64_t i0 = 0; i0 < bc.inner(); i0 += kBlock) {
-      const int64_t m = std::min(kBlock, bc.inner() - i0);
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      const int64_t m = std::min(kBlock, n - i0);
       if (bc.inner_stride(0))
         widen(pa + i0, xa, m);
       else
@@ -281,11 +281,10 @@ class Select final : public Kernel {
       const T* py = y.as<T>();
       T* po = io.output(0).as<T>();
       const int64_t sc = bc.inner_stride(0), sx = bc.inner_stride(1), sy = bc.inner_stride(2);
-      for_each_row(bc, ctx.threads, [&](int64_t o, const int64_t* offs) {
+      for_each_row(bc, ctx.threads, [&](int64_t o, const int64_t* offs, int64_t n) {
         const bool* rc = pc + offs[0];
         const T* rx = px + offs[1];
         const T* ry = py + offs[2];
-        const int64_t n = bc.inner();
         if (Row::op == ElemOp::kWhere && sc == 0 && sx == 1 && sy == 1) {  // one condition for the row
           const T* from = rc[0] ? rx : ry;
           std::copy(from, from + n, po + o);

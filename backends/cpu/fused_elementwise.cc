@@ -138,48 +138,46 @@ class FusedElementwise final : public Kernel {
     }
     const Broadcast bc(dims);
     const size_t n_in = io.in.size(), n_instr = program_.instrs.size();
-    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, bc.inner()));
     auto* workspace = static_cast<uint8_t*>(io.workspace);
-    parallel_for(bc.rows(), ctx.threads, grain, [&](int64_t r0, int64_t r1) {
+    for_each_span(bc, ctx.threads, [&](int64_t r, int64_t c0, int64_t n) {
       // This thread's slot: registers, offsets, staging for 16-bit rounding.
       uint8_t* slot = workspace + static_cast<size_t>(omp_get_thread_num()) * slot_bytes();
       float* regs = reinterpret_cast<float*>(slot);
       auto* offs = reinterpret_cast<int64_t*>(regs + n_instr * kBlock);
       auto** ptr = reinterpret_cast<const float**>(offs + std::max<size_t>(n_in, 1));  // each instruction's block
       auto* staging = reinterpret_cast<uint16_t*>(ptr + n_instr);
-      for (int64_t r = r0; r < r1; ++r) {
-        bc.row_offsets(r, offs);
-        for (int64_t i0 = 0; i0 < bc.inner(); i0 += kBlock) {
-          const int64_t m = std::min(kBlock, bc.inner() - i0);
-          for (size_t k = 0; k < n_instr; ++k) {
-            const ElemInstr& in = program_.instrs[k];
-            float* reg = regs + k * kBlock;
-            if (in.op == ElemOp::kInput) {
-              const View& v = io.input(static_cast<size_t>(in.input));
-              const int64_t at = offs[in.input];
-              if (!bc.inner_stride(static_cast<size_t>(in.input))) {
-                std::fill(reg, reg + m, load_one(v, at));
-              } else if (v.dtype == DType::kFloat) {
-                ptr[k] = v.as<float>() + at + i0;  // read in place
-                continue;
-              } else {
-                load_block(v, at + i0, reg, m);
-              }
-            } else if (in.op == ElemOp::kConstant) {
-              std::fill(reg, reg + m, in.alpha);
+      bc.row_offsets(r, offs);
+      for (size_t k = 0; k < n_in; ++k) offs[k] += c0 * bc.inner_stride(k);
+      for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+        const int64_t m = std::min(kBlock, n - i0);
+        for (size_t k = 0; k < n_instr; ++k) {
+          const ElemInstr& in = program_.instrs[k];
+          float* reg = regs + k * kBlock;
+          if (in.op == ElemOp::kInput) {
+            const View& v = io.input(static_cast<size_t>(in.input));
+            const int64_t at = offs[in.input];
+            if (!bc.inner_stride(static_cast<size_t>(in.input))) {
+              std::fill(reg, reg + m, load_one(v, at));
+            } else if (v.dtype == DType::kFloat) {
+              ptr[k] = v.as<float>() + at + i0;  // read in place
+              continue;
             } else {
-              const float* a = in.args.empty() ? reg : ptr[static_cast<size_t>(in.args[0])];
-              const float* b = in.args.size() > 1 ? ptr[static_cast<size_t>(in.args[1])] : a;
-              const float* c = in.args.size() > 2 ? ptr[static_cast<size_t>(in.args[2])] : b;
-              fns_[k](reg, a, b, c, m, ElemParamValues{in.alpha, in.beta});
-              round_block(reg, m, in.dtype, staging);
+              load_block(v, at + i0, reg, m);
             }
-            ptr[k] = reg;
+          } else if (in.op == ElemOp::kConstant) {
+            std::fill(reg, reg + m, in.alpha);
+          } else {
+            const float* a = in.args.empty() ? reg : ptr[static_cast<size_t>(in.args[0])];
+            const float* b = in.args.size() > 1 ? ptr[static_cast<size_t>(in.args[1])] : a;
+            const float* c = in.args.size() > 2 ? ptr[static_cast<size_t>(in.args[2])] : b;
+            fns_[k](reg, a, b, c, m, ElemParamValues{in.alpha, in.beta});
+            round_block(reg, m, in.dtype, staging);
           }
-          for (size_t o = 0; o < program_.outputs.size(); ++o)
-            if (io.has_out(o))
-              store_block(ptr[static_cast<size_t>(program_.outputs[o])], io.output(o), r * bc.inner() + i0, m);
+          ptr[k] = reg;
         }
+        for (size_t o = 0; o < program_.outputs.size(); ++o)
+          if (io.has_out(o))
+            store_block(ptr[static_cast<size_t>(program_.outputs[o])], io.output(o), r * bc.inner() + c0 + i0, m);
       }
     });
   }

@@ -68,18 +68,34 @@ class Broadcast {
   int64_t rows_ = 1, inner_ = 1;
 };
 
-// Walks the output's rows in parallel: f(first output element of the row, each input's offset).
-// At most 4 inputs (the fused elementwise kernel walks more itself).
+// Walks the output in spans, in parallel: f(row, first column, columns). Whole rows when there are
+// at least as many rows as threads; otherwise each row is cut into up to `threads` column spans, so
+// that one long row (two tensors of one shape merge into a single row) still uses every core.
+template <class F>
+void for_each_span(const Broadcast& b, int threads, F&& f) {
+  const int64_t inner = b.inner(), rows = b.rows();
+  const int64_t parts = rows >= threads ? 1 : std::clamp<int64_t>((inner + kParallelGrain - 1) / kParallelGrain, 1, threads);
+  const int64_t span = (inner + parts - 1) / parts;
+  parallel_for(rows * parts, threads, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, span)),
+               [&](int64_t t0, int64_t t1) {
+                 for (int64_t t = t0; t < t1; ++t) {
+                   const int64_t r = t / parts, c0 = t % parts * span, c1 = std::min(inner, c0 + span);
+                   if (c0 < c1) f(r, c0, c1 - c0);
+                 }
+               });
+}
+
+// The same with each span's first output element and each input's offset there: f(output
+// element, input offsets, elements). At most 4 inputs (the fused elementwise kernel walks more
+// itself).
 template <class F>
 void for_each_row(const Broadcast& b, int threads, F&& f) {
   if (b.inputs() > 4) throw Error("internal: for_each_row takes at most 4 inputs");
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, b.inner()));
-  parallel_for(b.rows(), threads, grain, [&](int64_t r0, int64_t r1) {
+  for_each_span(b, threads, [&](int64_t r, int64_t c0, int64_t n) {
     int64_t offs[4];
-    for (int64_t r = r0; r < r1; ++r) {
-      b.row_offsets(r, offs);
-      f(r * b.inner(), offs);
-    }
+    b.row_offsets(r, offs);
+    for (size_t i = 0; i < b.inputs(); ++i) offs[i] += c0 * b.inner_stride(i);
+    f(r * b.inner() + c0, offs, n);
   });
 }
 
