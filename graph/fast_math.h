@@ -19,20 +19,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
+
+#include "graph/half.h"
 
 namespace amp {
-
-inline uint32_t fast_math_float_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-inline float fast_math_bits_float(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
 
 // FN: the function qualifiers; AS_UINT / AS_FLOAT: the bit casts of each side.
 #define AMP_FAST_MATH_FUNCTIONS(FN, AS_UINT, AS_FLOAT)                                                     \
@@ -84,7 +74,7 @@ inline float fast_math_bits_float(uint32_t u) {
     return AS_FLOAT((AS_UINT(y) & 0x7fffffffu) | (AS_UINT(x) & 0x80000000u));                              \
   }
 
-AMP_FAST_MATH_FUNCTIONS(inline, fast_math_float_bits, fast_math_bits_float)
+AMP_FAST_MATH_FUNCTIONS(inline, float_bits, bits_float)  // graph/half.h's bit casts
 
 // For code templated on its compute type: fp32 through the functions above, double through libm.
 inline float fast_exp(float x) { return amp_expf(x); }

@@ -61,11 +61,12 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
   std::vector<const Node*> nodes;
   program_ = make_program(m, &nodes);
   std::vector<std::optional<FusedStep>> fused(program_.steps.size());
-  for (size_t s = 0; s < program_.steps.size(); ++s) seed_index_.push_back(static_cast<int>(s));
   if (options.fuse_elementwise) {
     std::vector<std::string> keep;
     for (const auto& [state, source] : options.state_updates) keep.push_back(source);
     fuse_elementwise_steps(m, keep, program_, nodes, fused, seed_index_);
+  } else {
+    for (size_t s = 0; s < program_.steps.size(); ++s) seed_index_.push_back(static_cast<int>(s));
   }
   threads_ = options.threads > 0 ? options.threads : omp_get_num_procs();
   // One pool of threads: OpenMP's. OpenBLAS runs each product on its caller's thread, and kernels

@@ -148,24 +148,32 @@ class FusedElementwise final : public Kernel {
       auto* staging = reinterpret_cast<uint16_t*>(ptr + n_instr);
       bc.row_offsets(r, offs);
       for (size_t k = 0; k < n_in; ++k) offs[k] += c0 * bc.inner_stride(k);
+      // Constants and inputs held along the span fill their registers once for all its blocks.
+      auto held = [&](const ElemInstr& in) {
+        return in.op == ElemOp::kConstant || (in.op == ElemOp::kInput && !bc.inner_stride(static_cast<size_t>(in.input)));
+      };
+      for (size_t k = 0; k < n_instr; ++k) {
+        const ElemInstr& in = program_.instrs[k];
+        if (!held(in)) continue;
+        float* reg = regs + k * kBlock;
+        std::fill(reg, reg + kBlock,
+                  in.op == ElemOp::kConstant ? in.alpha : load_one(io.input(static_cast<size_t>(in.input)), offs[in.input]));
+        ptr[k] = reg;
+      }
       for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
         const int64_t m = std::min(kBlock, n - i0);
         for (size_t k = 0; k < n_instr; ++k) {
           const ElemInstr& in = program_.instrs[k];
           float* reg = regs + k * kBlock;
+          if (held(in)) continue;
           if (in.op == ElemOp::kInput) {
             const View& v = io.input(static_cast<size_t>(in.input));
             const int64_t at = offs[in.input];
-            if (!bc.inner_stride(static_cast<size_t>(in.input))) {
-              std::fill(reg, reg + m, load_one(v, at));
-            } else if (v.dtype == DType::kFloat) {
+            if (v.dtype == DType::kFloat) {
               ptr[k] = v.as<float>() + at + i0;  // read in place
               continue;
-            } else {
-              load_block(v, at + i0, reg, m);
             }
-          } else if (in.op == ElemOp::kConstant) {
-            std::fill(reg, reg + m, in.alpha);
+            load_block(v, at + i0, reg, m);
           } else {
             const float* a = in.args.empty() ? reg : ptr[static_cast<size_t>(in.args[0])];
             const float* b = in.args.size() > 1 ? ptr[static_cast<size_t>(in.args[1])] : a;
