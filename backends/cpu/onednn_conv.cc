@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -35,10 +36,19 @@ tag weights_tag(size_t spatial, bool grouped) {
 struct Geometry {
   memory::dims src, weights, dst, bias, strides, dilations, pad_l, pad_r;
   tag act_tag, w_tag;
+  // Where the window never reaches the input's last rows or columns (ONNX's output size rounds
+  // down: a 1x1 stride-2 convolution of an even size skips the last row), oneDNN would need a
+  // negative right pad, which it rejects. The convolution then reads a cropped view of X instead:
+  // `src` holds the rows the window reaches, `full_src` the tensor's own dims and `src_strides`
+  // its dense strides. dX is zero outside the view.
+  memory::dims full_src, src_strides;
+  bool cropped() const { return !src_strides.empty(); }
+  memory::desc src_desc(dt t) const {
+    return cropped() ? memory::desc(src, t, src_strides) : memory::desc(src, t, act_tag);
+  }
 };
 
-// oneDNN's view of the convolution; nullopt for geometries it cannot express (a right pad that
-// would be negative: ONNX drops the input's last rows there, oneDNN cannot).
+// oneDNN's view of the convolution; nullopt for geometries it cannot express.
 std::optional<Geometry> geometry(const ConvShape& s) {
   const size_t r = s.in.size();
   if (r < 1 || r > 3 || s.n <= 0 || s.c <= 0 || s.m <= 0 || s.groups <= 0 || s.c % s.groups || s.m % s.groups) return std::nullopt;
@@ -58,12 +68,51 @@ std::optional<Geometry> geometry(const ConvShape& s) {
     g.dilations.push_back(s.dilations[i] - 1);
     g.pad_l.push_back(s.pads_begin[i]);
     const int64_t pr = (s.out[i] - 1) * s.strides[i] + (s.kernel[i] - 1) * s.dilations[i] + 1 - s.in[i] - s.pads_begin[i];
-    if (pr < 0 || s.out[i] <= 0) return std::nullopt;
-    g.pad_r.push_back(pr);
+    if (s.out[i] <= 0 || s.pads_begin[i] < 0) return std::nullopt;
+    if (pr < 0) g.src.back() += pr;  // crop: the rows past the window's last reach
+    if (g.src.back() <= 0) return std::nullopt;
+    g.pad_r.push_back(std::max<int64_t>(pr, 0));
   }
   g.act_tag = activation_tag(r);
   g.w_tag = weights_tag(r, s.groups > 1);
+  g.full_src = {s.n, s.c};
+  g.full_src.insert(g.full_src.end(), s.in.begin(), s.in.end());
+  if (g.full_src != g.src) {
+    g.src_strides.assign(g.full_src.size(), 1);
+    for (size_t i = g.full_src.size() - 1; i > 0; --i) g.src_strides[i - 1] = g.src_strides[i] * g.full_src[i];
+  }
   return g;
+}
+
+// Zeroes the elements of a dense [N, C, spatial...] tensor (`full` dims) outside its leading
+// `kept` corner: what a convolution over a cropped view leaves untouched in dX.
+void zero_outside(void* data, const memory::dims& full, const memory::dims& kept, size_t element) {
+  // Spatial dims as depth, height, width (missing leading ones are 1).
+  int64_t f[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  const size_t r = full.size() - 2;
+  for (size_t i = 0; i < r; ++i) {
+    f[3 - r + i] = full[2 + i];
+    k[3 - r + i] = kept[2 + i];
+  }
+  auto* p = static_cast<uint8_t*>(data);
+  const int64_t planes = full[0] * full[1], plane = f[0] * f[1] * f[2];
+  auto zero = [&](int64_t at, int64_t n) { std::memset(p + at * element, 0, static_cast<size_t>(n) * element); };
+  for (int64_t q = 0; q < planes; ++q) {
+    const int64_t base = q * plane;
+    for (int64_t z = 0; z < f[0]; ++z) {
+      const int64_t slab = base + z * f[1] * f[2];
+      if (z >= k[0]) {
+        zero(slab, f[1] * f[2]);
+        continue;
+      }
+      for (int64_t y = 0; y < f[1]; ++y) {
+        if (y >= k[1])
+          zero(slab + y * f[2], f[2]);
+        else if (k[2] < f[2])
+          zero(slab + y * f[2] + k[2], f[2] - k[2]);
+      }
+    }
+  }
 }
 
 // A tensor as the caller holds it (plain layout) and as a primitive wants it: when the layouts
@@ -150,7 +199,7 @@ DnnlConvForward::DnnlConvForward(const ConvShape& shape, DnnlType type, bool bia
     dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
     require_optimised(pd.impl_info_str());
     size_t used = 0;
-    impl->x.init(memory::desc(g->src, t, g->act_tag), pd.src_desc(), true, &used);
+    impl->x.init(g->src_desc(t), pd.src_desc(), true, &used);
     impl->w.init(memory::desc(g->weights, t, g->w_tag), pd.weights_desc(), true, &used);
     impl->y.init(memory::desc(g->dst, t, g->act_tag), pd.dst_desc(), false, &used);
     if (bias) impl->bias_mem = memory(bias_md, engine(), DNNL_MEMORY_NONE);
@@ -200,6 +249,8 @@ struct DnnlConvBackward::Impl {
   memory db_mem, scratchpad_d, scratchpad_w;
   size_t scratchpad_offset = 0, total = 0;
   std::unordered_map<int, memory> data_args, weights_args;
+  memory::dims full_src, kept_src;  // set when the convolution reads a cropped view of X
+  size_t element = 0;
 };
 
 DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool want_dx, bool want_dw, bool want_db,
@@ -211,11 +262,16 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
     auto impl = std::make_unique<Impl>();
     impl->threads = threads;
     impl->dx = want_dx;
+    if (g->cropped()) {
+      impl->full_src = g->full_src;
+      impl->kept_src = g->src;
+      impl->element = type == DnnlType::kF32 ? 4 : 2;
+    }
     impl->dw = want_dw || want_db;
     impl->db = want_db;
     const dt t = data_type(type);
     const auto alg = dnnl::algorithm::convolution_direct;
-    const memory::desc src_user(g->src, t, g->act_tag), dst_user(g->dst, t, g->act_tag),
+    const memory::desc src_user = g->src_desc(t), dst_user(g->dst, t, g->act_tag),
         w_user(g->weights, t, g->w_tag), dw_user(g->weights, t, g->w_tag), db_md(g->bias, dt::f32, tag::x);
     dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, any(g->src, t), any(g->weights, t),
                                        want_db ? memory::desc(g->bias, t, tag::x) : memory::desc(), any(g->dst, t),
@@ -290,6 +346,7 @@ void DnnlConvBackward::run(const void* dy, const void* x, const void* w, void* d
     p.scratchpad_d.set_data_handle(pad);
     p.data.execute(stream(), p.data_args);
     p.dx_d.finish_write();
+    if (!p.full_src.empty()) zero_outside(dx, p.full_src, p.kept_src, p.element);
   }
   if (p.dw) {
     p.x_w.read(x, base);

@@ -336,6 +336,13 @@ TEST(CpuKernels, ConvAndPoolMatchTorch) {
     cases.push_back(Case{"conv_1x1" + suffix(t), "Conv",
                          {{"x", random_tensor(t, {2, 8, 5, 5}, -1, 1, 44)}, {"w", random_tensor(t, {4, 8, 1, 1}, -1, 1, 45)}},
                          {}, 1, tolerance(t, 1, 1e-5)});
+    // A stride the input's size does not fill: the window never reaches the last row (oneDNN reads
+    // a cropped view there).
+    std::vector<Attribute> crop;
+    crop.push_back(Attribute::of_ints("strides", {2, 2}));
+    cases.push_back(Case{"conv_crop" + suffix(t), "Conv",
+                         {{"x", random_tensor(t, {2, 3, 8, 7}, -1, 1, 39)}, {"w", random_tensor(t, {5, 3, 2, 2}, -1, 1, 40)}},
+                         std::move(crop), 1, tolerance(t, 1, 1e-5)});
     std::vector<Attribute> conv1d;
     conv1d.push_back(Attribute::of_ints("pads", {1, 1}));
     cases.push_back(Case{"conv_1d" + suffix(t), "Conv",
@@ -590,6 +597,28 @@ TEST(CpuKernels, ConvGradMatchesTorchAutogradInEveryFloatType) {
     // dW sums 160 products of terms in [-1, 1] and can cancel: its error is bounded absolutely.
     c.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
     cases.push_back(std::move(c));
+    // Strides whose windows never reach the input's last rows or columns (ResNet's 1x1 stride-2
+    // downsampling of an even size; a 3x3 stride-2 window over 8 rows and 7 columns drops the last
+    // row): oneDNN reads a cropped view of X, and dX is zero on what it drops.
+    std::vector<Attribute> s1;
+    s1.push_back(Attribute::of_ints("strides", {2, 2}));
+    Case crop{"conv_grad_crop" + suffix(t), "ConvGrad",
+              {{"dy", random_tensor(t, {4, 6, 4, 3}, -1, 1, 77)},
+               {"x", random_tensor(t, {4, 4, 8, 6}, -1, 1, 78)},
+               {"w", random_tensor(t, {6, 4, 1, 1}, -1, 1, 79)}},
+              std::move(s1), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
+    crop.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
+    cases.push_back(std::move(crop));
+    std::vector<Attribute> s3;
+    s3.push_back(Attribute::of_ints("strides", {2, 2}));
+    s3.push_back(Attribute::of_int("group", 2));
+    Case crop3{"conv_grad_crop_3x3" + suffix(t), "ConvGrad",
+               {{"dy", random_tensor(t, {4, 6, 3, 3}, -1, 1, 80)},
+                {"x", random_tensor(t, {4, 4, 8, 7}, -1, 1, 81)},
+                {"w", random_tensor(t, {6, 2, 3, 3}, -1, 1, 82)}},
+               std::move(s3), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
+    crop3.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
+    cases.push_back(std::move(crop3));
     if (t == DType::kDouble) continue;  // 3-D gradients run on oneDNN only: see the test below
     std::vector<Attribute> a3;
     a3.push_back(Attribute::of_ints("strides", {1, 2, 1}));
