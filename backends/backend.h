@@ -44,6 +44,12 @@ struct CompileOptions {
   // fused kernel: one pass through memory instead of one per op, the same results bit for bit.
   // (The cuda backend always fuses.) Off: op by op, for tests that compare the two.
   bool fuse_elementwise = true;
+  // The CPU backend keeps convolution weights that only convolutions and elementwise ops touch
+  // (with their gradients and optimizer state) in the blocked layout oneDNN's convolutions use,
+  // from step to step, instead of reordering them in and out at every convolution. The same
+  // results bit for bit; read_state and write_state still see dense row-major tensors. Off: every
+  // tensor dense, for tests that compare the two.
+  bool native_weight_layouts = true;
 };
 
 // One buffer of the arena: a value of the graph, or a kernel's scratch (value "").

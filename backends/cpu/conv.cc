@@ -87,12 +87,19 @@ class Conv final : public Kernel {
     return sc.weights + sc.per_worker * static_cast<size_t>(sc.workers);
   }
 
+  std::vector<LayoutWish> layout_preferences(const KernelIO& io) const override {
+    const DnnlConvForward* fast = onednn(io.input(0), io.input(1), io.has_in(2), io.threads);
+    if (!fast || !fast->weights_layout()) return {};
+    return {{false, 1, fast->weights_layout()}};
+  }
+
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View &x = io.input(0), &w = io.input(1);
     if (const DnnlConvForward* fast = onednn(x, w, io.has_in(2), io.threads)) {
       run_onednn(*fast, io);
       return;
     }
+    if (w.layout) throw Error("Conv: W arrives in a blocked layout but oneDNN does not run this convolution");
     const Geometry g = geometry(x, w);
     const Scratch sc = scratch_layout(g, x.dtype, w.numel(), ctx.threads);
     dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
@@ -235,12 +242,12 @@ class Conv final : public Kernel {
   const DnnlConvForward* onednn(const View& x, const View& w, bool bias, int threads) const {
     if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
     if (w.dtype != x.dtype || w.rank() != x.rank()) return nullptr;
-    const int tag = static_cast<int>(x.dtype) * 2 + bias;
+    const int tag = (static_cast<int>(x.dtype) * 2 + bias) | w.layout << 8;
     return prepared_.find_or_make(x.dims, w.dims, tag, threads, [&]() -> std::unique_ptr<DnnlConvForward> {
       if (groups_ <= 0 || x.dims[1] != w.dims[1] * groups_) return nullptr;  // the im2col path reports it
       const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, window(x, w), x.dtype == DType::kFloat16);
       return std::make_unique<DnnlConvForward>(s, x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32,
-                                               bias, threads);
+                                               bias, threads, w.layout);
     });
   }
 

@@ -6,13 +6,17 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <iterator>
 #include <map>
 
 #include "backends/cpu/fused_steps.h"
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/onednn_layout.h"
 #include "backends/memory_plan.h"
 #include "graph/error.h"
+#include "graph/ops/elementwise_grouping.h"
 
 namespace amp::cpu {
 
@@ -51,6 +55,8 @@ struct CpuExecutable::Plan {
   std::vector<std::pair<int, int>> late_updates;
   std::vector<ArenaUse> peak_live;  // the arena's buffers live at the step of its peak
   size_t constant_bytes = 0;        // of `constants`
+  std::vector<int> state_layout;   // per state: the layout this plan's kernels read it in
+  std::vector<std::pair<int, int>> state_views;  // (value, state) pairs whose view points at the state's bytes
   std::vector<int> feeds;         // values whose view points at this run's feed
   std::vector<int> fetches;
   std::unique_ptr<uint8_t, FreeDeleter> arena;
@@ -69,6 +75,7 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
     for (size_t s = 0; s < program_.steps.size(); ++s) seed_index_.push_back(static_cast<int>(s));
   }
   threads_ = options.threads > 0 ? options.threads : omp_get_num_procs();
+  native_layouts_ = options.native_weight_layouts;
   // One pool of threads: OpenMP's. OpenBLAS runs each product on its caller's thread, and kernels
   // split products across cores themselves; two pools spinning for the same cores made the cnn
   // forward 15x slower on a loaded machine.
@@ -83,7 +90,9 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
   for (size_t s = 0; s < nodes.size(); ++s) {
     const Program::Step& step = program_.steps[s];
     profile_names_.push_back(fused[s] ? fused[s]->summary : step.op);
+    layout_role_.push_back(LayoutRole::kDense);
     if (fused[s]) {
+      layout_role_.back() = LayoutRole::kElementwise;
       for (int v : fused[s]->internal) fused_away_[static_cast<size_t>(v)] = true;
       at_node(step.where, [&] { kernels_.push_back(make_fused_elementwise_kernel(fused[s]->program)); });
       entries_.push_back(&fused_elementwise_ops().front());
@@ -103,6 +112,12 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
                        " on the cpu backend");
     at_node(step.where, [&] { kernels_.push_back(e->make(n, step.opset)); });
     entries_.push_back(e);
+    if (is_fusable_node(n))
+      layout_role_.back() = LayoutRole::kElementwise;
+    else if (n.op_type() == "AllFinite" || n.op_type() == "AllFiniteScaled")
+      layout_role_.back() = LayoutRole::kAnyInputs;
+    else if (n.op_type() == "AllReduce")
+      layout_role_.back() = LayoutRole::kPairwise;
     shape_inputs.push_back(e->shape_inputs);
     reads_data.push_back(e->reads_data);
   }
@@ -151,6 +166,7 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
       meta.dims = init.dims;
       init = std::move(meta);
     }
+  state_layout_.assign(state_.size(), 0);
   for (const auto& [state, source] : options.state_updates) {
     const int s = state_index(state);
     const int v = program_.find(source);
@@ -184,6 +200,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
       t = &program_.initializers[val.initializer];
     }
     if (t) views[v] = View{t->dtype, t->dims, const_cast<uint8_t*>(t->data())};
+    if (t && !fed[v] && state_of_[v] >= 0) plan->state_views.emplace_back(static_cast<int>(v), state_of_[v]);
   }
 
   std::vector<int> targets = fetches;
@@ -246,6 +263,9 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
   std::vector<BufferLife> lives;
   std::vector<std::pair<int, size_t>> owners;  // per life: (value, 0) or (-1, launch index) for scratch
   std::vector<int64_t> launch_at(static_cast<size_t>(end), -1);  // per position: its launch, or -1
+  std::vector<int64_t> scratch_life;   // per launch: its scratch's index in lives, or -1
+  std::vector<int64_t> launch_pos;     // per launch: its position
+  std::vector<bool> made_at_plan(views.size(), false);
   RunContext planning{threads_, seed_};
   for (int64_t pos = 0; pos < end; ++pos) {
     const int s = steps[pos];
@@ -283,6 +303,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
         if (out < 0) continue;
         plan->constants.emplace_back(views[out].dtype, views[out].dims);
         views[out].data = plan->constants.back().mutable_data();
+        made_at_plan[static_cast<size_t>(out)] = true;
       }
       std::vector<uint8_t> ws(scratch);
       io.workspace = ws.data();
@@ -294,17 +315,38 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
       if (const int st = in_place[static_cast<size_t>(out)];
           st >= 0 && views[out].dtype == state_[st].dtype && views[out].dims == state_[st].dims) {
         views[out].data = const_cast<uint8_t*>(state_[st].data());
+        plan->state_views.emplace_back(out, st);
         continue;
       }
       lives.push_back({views[out].nbytes(), pos, std::max(pos, last_use[out])});
       owners.emplace_back(out, 0);
     }
+    scratch_life.push_back(-1);
     if (scratch > 0) {
+      scratch_life.back() = static_cast<int64_t>(lives.size());
       lives.push_back({scratch, pos, pos});
       owners.emplace_back(-1, plan->launches.size());
     }
     launch_at[pos] = static_cast<int64_t>(plan->launches.size());
+    launch_pos.push_back(pos);
     plan->launches.push_back({s, std::move(io)});
+  }
+  plan->state_layout = assign_layouts(*plan, fed, made_at_plan);
+  // Kernels given a blocked operand size their scratch again (no reorder of it: never more).
+  for (size_t li = 0; li < plan->launches.size(); ++li) {
+    Plan::Launch& l = plan->launches[li];
+    const auto blocked = [](const View* v) { return v && v->layout != 0; };
+    if (std::none_of(l.io.in.begin(), l.io.in.end(), blocked) && std::none_of(l.io.out.begin(), l.io.out.end(), blocked))
+      continue;
+    if (layout_role_[static_cast<size_t>(l.step)] != LayoutRole::kDense) continue;
+    size_t scratch = 0;
+    at_node(program_.steps[l.step].where, [&] { scratch = kernels_[l.step]->infer(l.io); });
+    if (scratch_life[li] >= 0) {
+      lives[static_cast<size_t>(scratch_life[li])].bytes = scratch;
+    } else if (scratch > 0) {
+      lives.push_back({scratch, launch_pos[li], launch_pos[li]});
+      owners.emplace_back(-1, li);
+    }
   }
   for (const Tensor& t : plan->constants) plan->constant_bytes += t.nbytes();
 
@@ -354,6 +396,143 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
   return plan;
 }
 
+namespace {
+
+bool relayout_type(DType t) { return t == DType::kFloat || t == DType::kBFloat16 || t == DType::kFloat16; }
+
+dnnl::memory::data_type onednn_type(DType t) {
+  return t == DType::kFloat ? dnnl::memory::data_type::f32
+                            : t == DType::kBFloat16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f16;
+}
+
+}  // namespace
+
+// Values are joined into groups that must share one order of their elements: the operands of an
+// elementwise step of one shape (a scalar operand has no order), AllReduce's input and output, a
+// state and its update. A group keeps dense row-major order when any member is touched by anything
+// else: a kernel that reads or writes it dense, a broadcast against another shape, a fetch, a feed,
+// a constant. Otherwise it takes the layout its kernels' wishes (Kernel::layout_preferences) weigh
+// most — a layout a kernel writes (a convolution's weight gradient) counts 3, one it reads 2 — so
+// resnet18's weights, gradients and momentum stay in the layout its forward reads and its
+// backward-weights writes, and only backward-data reorders them.
+std::vector<int> CpuExecutable::assign_layouts(Plan& plan, const std::vector<const Tensor*>& fed,
+                                               const std::vector<bool>& made_at_plan) const {
+  std::vector<int> state_layout(state_.size(), 0);
+  if (!native_layouts_) return state_layout;
+  std::vector<View>& views = plan.views;
+  const size_t nv = views.size();
+  std::vector<int> parent(nv);
+  for (size_t v = 0; v < nv; ++v) parent[v] = static_cast<int>(v);
+  std::function<int(int)> find = [&](int v) { return parent[v] == v ? v : parent[v] = find(parent[v]); };
+  auto unite = [&](int a, int b) { parent[find(a)] = find(b); };
+  std::vector<bool> pinned(nv, false);
+  auto tensor = [&](int v) { return v >= 0 && views[v].numel() > 1; };
+  std::vector<std::vector<Kernel::LayoutWish>> wishes(plan.launches.size());
+  bool any_wish = false;
+  for (size_t li = 0; li < plan.launches.size(); ++li) {
+    const int s = plan.launches[li].step;
+    const Program::Step& st = program_.steps[s];
+    std::vector<int> operands(st.in);
+    operands.insert(operands.end(), st.out.begin(), st.out.end());
+    switch (layout_role_[static_cast<size_t>(s)]) {
+      case LayoutRole::kElementwise: {
+        const int first = st.out.empty() ? -1 : st.out[0];
+        bool same = first >= 0;
+        for (int v : operands)
+          if (tensor(v) && first >= 0 && views[v].dims != views[first].dims) same = false;
+        for (int v : operands)
+          if (tensor(v)) {
+            if (same)
+              unite(v, first);
+            else
+              pinned[v] = true;
+          }
+        break;
+      }
+      case LayoutRole::kAnyInputs:
+        for (int v : st.out)
+          if (v >= 0) pinned[v] = true;
+        break;
+      case LayoutRole::kPairwise:
+        for (size_t i = 0; i < st.in.size(); ++i) {
+          const int in = st.in[i], out = i >= 1 && i - 1 < st.out.size() ? st.out[i - 1] : -1;
+          if (in >= 0 && out >= 0 && views[in].dims == views[out].dims)
+            unite(in, out);
+          else if (in >= 0)
+            pinned[in] = true;
+        }
+        break;
+      case LayoutRole::kDense: {
+        wishes[li] = kernels_[s]->layout_preferences(plan.launches[li].io);
+        any_wish = any_wish || !wishes[li].empty();
+        auto wished = [&](bool output, size_t i) {
+          return std::any_of(wishes[li].begin(), wishes[li].end(),
+                             [&](const Kernel::LayoutWish& w) { return w.output == output && w.index == i; });
+        };
+        for (size_t i = 0; i < st.in.size(); ++i)
+          if (st.in[i] >= 0 && !wished(false, i)) pinned[st.in[i]] = true;
+        for (size_t i = 0; i < st.out.size(); ++i)
+          if (st.out[i] >= 0 && !wished(true, i)) pinned[st.out[i]] = true;
+        break;
+      }
+    }
+  }
+  if (!any_wish) return state_layout;
+  for (const auto& [s, v] : updates_) unite(program_.find(state_[s].name), v);
+  for (int v : plan.fetches) pinned[v] = true;
+  for (size_t v = 0; v < nv; ++v) {
+    const Program::Val& val = program_.values[v];
+    if (fed[v] || made_at_plan[v] || shape_value_[v] || (val.initializer >= 0 && state_of_[v] < 0)) pinned[v] = true;
+    if (state_of_[v] >= 0 && !relayout_type(views[v].dtype)) pinned[v] = true;
+  }
+  // Per group: pinned, and the weight of each wished layout.
+  std::vector<bool> group_pinned(nv, false);
+  for (size_t v = 0; v < nv; ++v)
+    if (pinned[v]) group_pinned[static_cast<size_t>(find(static_cast<int>(v)))] = true;
+  std::map<int, std::map<int, int>> votes;  // group -> layout -> weight
+  for (size_t li = 0; li < plan.launches.size(); ++li) {
+    const Program::Step& st = program_.steps[plan.launches[li].step];
+    for (const Kernel::LayoutWish& w : wishes[li]) {
+      const int v = w.output ? st.out[w.index] : st.in[w.index];
+      if (v < 0) continue;
+      const int g = find(v);
+      if (!group_pinned[static_cast<size_t>(g)]) votes[g][w.layout] += w.output ? 3 : 2;
+    }
+  }
+  std::map<int, int> chosen;  // group -> layout
+  for (const auto& [g, weights] : votes) {
+    int best = 0, best_weight = 0;
+    for (const auto& [layout, weight] : weights)
+      if (weight > best_weight) best = layout, best_weight = weight;
+    // Every kernel's wish in the group must view the tensor with the same groups.
+    bool consistent = true;
+    for (const auto& [layout, weight] : weights)
+      consistent = consistent && onednn::layout_groups(layout) == onednn::layout_groups(best);
+    if (best && consistent) chosen[g] = best;
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    const auto it = chosen.find(find(static_cast<int>(v)));
+    if (it != chosen.end() && !onednn::layout_fits(it->second, views[v].dims)) chosen.erase(it);
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    const auto it = chosen.find(find(static_cast<int>(v)));
+    if (it == chosen.end()) continue;
+    views[v].layout = it->second;
+    if (state_of_[v] >= 0) state_layout[static_cast<size_t>(state_of_[v])] = it->second;
+  }
+  return state_layout;
+}
+
+void CpuExecutable::set_state_layout(size_t s, int layout) {
+  Tensor& t = state_[s];
+  if (state_layout_[s] == layout) return;
+  if (t.nbytes() > 0) {
+    const std::string before(reinterpret_cast<const char*>(t.data()), t.nbytes());
+    onednn::relayout(before.data(), state_layout_[s], t.mutable_data(), layout, t.dims, onednn_type(t.dtype), threads_);
+  }
+  state_layout_[s] = layout;
+}
+
 std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                        const std::vector<std::string>& fetches) {
   const std::vector<const Tensor*> fed = bind_feeds(program_, feeds, "cpu");
@@ -366,6 +545,19 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<std::pair<std::string, 
   }
   Plan& plan = *it->second;
   last_plan_ = &plan;
+  // State in the layouts this plan reads it in (a plan made for another input shape may differ).
+  // A state that shared the model's bytes gets its own when converted: views are pointed again.
+  bool moved = false;
+  for (size_t st = 0; st < state_.size(); ++st) {
+    if (state_layout_[st] == plan.state_layout[st]) continue;
+    const uint8_t* before = state_[st].data();
+    set_state_layout(st, plan.state_layout[st]);
+    moved = moved || state_[st].data() != before;
+  }
+  if (moved) {
+    for (const auto& [v, st] : plan.state_views) plan.views[v].data = const_cast<uint8_t*>(state_[st].data());
+    for (auto p = plans_.begin(); p != plans_.end();) p = p->second.get() == &plan ? std::next(p) : plans_.erase(p);
+  }
   for (int v : plan.feeds) plan.views[v].data = const_cast<uint8_t*>(fed[v]->data());
 
   const uint64_t run_seed = splitmix64(seed_ ^ splitmix64(runs_));
@@ -422,6 +614,8 @@ Tensor CpuExecutable::read_state(const std::string& name) const {
   if (s < 0) throw InputError(program_.path + ": no state named '" + name + "'");
   const Tensor& t = state_[s];
   Tensor copy = Tensor::from_bytes(t.dtype, t.dims, std::string(reinterpret_cast<const char*>(t.data()), t.nbytes()));
+  if (state_layout_[s] && t.nbytes() > 0)
+    onednn::relayout(t.data(), state_layout_[s], copy.mutable_data(), 0, t.dims, onednn_type(t.dtype), threads_);
   copy.name = name;
   return copy;
 }
@@ -435,7 +629,10 @@ void CpuExecutable::write_state(const std::string& name, const Tensor& value) {
                      std::string(dtype_name(value.dtype)));
   if (value.dims == t.dims && !shape_value_[program_.find(name)]) {
     const uint8_t* before = t.data();
-    std::memcpy(t.mutable_data(), value.data(), t.nbytes());
+    if (state_layout_[s] && t.nbytes() > 0)
+      onednn::relayout(value.data(), 0, t.mutable_data(), state_layout_[s], t.dims, onednn_type(t.dtype), threads_);
+    else
+      std::memcpy(t.mutable_data(), value.data(), t.nbytes());
     if (t.data() != before) {  // it was shared with the model: plans point at the old bytes
       plans_.clear();
       last_plan_ = nullptr;
@@ -446,6 +643,7 @@ void CpuExecutable::write_state(const std::string& name, const Tensor& value) {
   t = Tensor::from_bytes(value.dtype, value.dims,
                          std::string(reinterpret_cast<const char*>(value.data()), value.nbytes()));
   t.name = name;
+  state_layout_[s] = 0;
   plans_.clear();
   last_plan_ = nullptr;
 }
@@ -467,6 +665,13 @@ MemoryStats CpuExecutable::memory() const {
     m.constant_bytes += last_plan_->constant_bytes;
   }
   return m;
+}
+
+std::vector<std::string> CpuExecutable::blocked_state() const {
+  std::vector<std::string> names;
+  for (size_t s = 0; s < state_.size(); ++s)
+    if (state_layout_[s]) names.push_back(state_[s].name);
+  return names;
 }
 
 void CpuExecutable::trim() {

@@ -29,11 +29,24 @@ class CpuExecutable final : public Executable {
   void write_state(const std::string& name, const Tensor& value) override;
   MemoryStats memory() const override;
   void trim() override;
+  // The state kept in a blocked layout now (CompileOptions::native_weight_layouts), by name.
+  std::vector<std::string> blocked_state() const;
 
  private:
   struct Plan;
   std::unique_ptr<Plan> build_plan(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches) const;
   int state_index(const std::string& name) const;
+  // Gives blocked layouts (View::layout) to the values of a plan that may keep one (see
+  // CompileOptions::native_weight_layouts); returns each state's layout in it.
+  std::vector<int> assign_layouts(Plan& plan, const std::vector<const Tensor*>& fed,
+                                  const std::vector<bool>& made_at_plan) const;
+  // Puts state s in `layout` (View::layout), converting its bytes.
+  void set_state_layout(size_t s, int layout);
+
+  // How a step treats the order of its operands' elements (View::layout): dense only (unless the
+  // kernel asks for a blocked layout), blind to it (elementwise), reading any order (AllFinite),
+  // or input i+1 and output i alike (AllReduce).
+  enum class LayoutRole : uint8_t { kDense, kElementwise, kAnyInputs, kPairwise };
 
   Program program_;
   std::vector<int> seed_index_;  // per step: its index before elementwise fusion, which random ops draw by
@@ -45,6 +58,9 @@ class CpuExecutable final : public Executable {
   std::vector<int> state_of_;                     // per value: index into state_, or -1
   std::vector<Tensor> state_;  // updated state is private so its bytes stay put; the rest may share the model's
   std::vector<std::pair<int, int>> updates_;      // state index <- value
+  std::vector<LayoutRole> layout_role_;           // per step
+  std::vector<int> state_layout_;                 // per state: the layout its bytes are in now
+  bool native_layouts_ = true;                    // CompileOptions::native_weight_layouts
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   const Plan* last_plan_ = nullptr;
   std::shared_ptr<Communicator> communicator_;

@@ -99,11 +99,22 @@ class ConvGrad final : public Kernel {
     return scratch_layout(x, w, geometry(x, w)).total;
   }
 
+  std::vector<LayoutWish> layout_preferences(const KernelIO& io) const override {
+    const DnnlConvBackward* fast = onednn(io);
+    if (!fast) return {};
+    std::vector<LayoutWish> wishes;
+    if (io.has_out(0) && fast->data_weights_layout()) wishes.push_back({false, 2, fast->data_weights_layout()});
+    if (io.has_out(1) && fast->diff_weights_layout()) wishes.push_back({true, 1, fast->diff_weights_layout()});
+    return wishes;
+  }
+
   void run(KernelIO& io, const RunContext& ctx) const override {
     if (const DnnlConvBackward* fast = onednn(io)) {
       run_onednn(*fast, io);
       return;
     }
+    if (io.input(2).layout || (io.has_out(1) && io.output(1).layout))
+      throw Error("ConvGrad: W or dW is in a blocked layout but oneDNN does not run this convolution");
     const View &dyv = io.input(0), &x = io.input(1), &w = io.input(2);
     const Geometry g = geometry(x, w);
     const Scratch s = scratch_layout(x, w, g);
@@ -289,11 +300,12 @@ class ConvGrad final : public Kernel {
     const View &x = io.input(1), &w = io.input(2);
     if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) return nullptr;
     const bool dx = io.has_out(0), dw = io.has_out(1), db = io.has_out(2);
-    const int tag = static_cast<int>(x.dtype) * 8 + dx * 4 + dw * 2 + db;
+    const int w_layout = w.layout, dw_layout = dw ? io.output(1).layout : 0;
+    const int tag = (static_cast<int>(x.dtype) * 8 + dx * 4 + dw * 2 + db) | w_layout << 8 | dw_layout << 18;
     return prepared_.find_or_make(x.dims, w.dims, tag, io.threads, [&] {
       const ConvShape s = conv_shape(x.dims, w.dims[0], groups_, window_of(x, w), x.dtype == DType::kFloat16);
       return std::make_unique<DnnlConvBackward>(s, x.dtype == DType::kBFloat16 ? DnnlType::kBF16 : DnnlType::kF32,
-                                                dx, dw, db, io.threads);
+                                                dx, dw, db, io.threads, w_layout, dw_layout);
     });
   }
 

@@ -26,6 +26,11 @@ struct View {
   DType dtype = DType::kUndefined;
   std::vector<int64_t> dims;
   void* data = nullptr;
+  // The order of the elements in memory: 0, dense row-major, unless a kernel asked for another
+  // (Kernel::layout_preferences) and the planner gave it; then a blocked layout of
+  // backends/cpu/onednn_layout.h, a permutation of the same elements that elementwise kernels,
+  // blind to the order, read and write alike.
+  int layout = 0;
 
   int64_t numel() const {
     int64_t n = 1;
@@ -72,6 +77,17 @@ class Kernel {
     return 0;
   }
   virtual void run(KernelIO& io, const RunContext& ctx) const = 0;
+
+  // The operands (after infer()) this kernel reads or writes faster in a blocked layout, and that
+  // layout: {is an output, operand index, layout}. The planner may give such an operand that
+  // layout or another the kernel named anywhere (it then calls infer() again); every other
+  // operand of every kernel stays dense row-major.
+  struct LayoutWish {
+    bool output;
+    size_t index;
+    int layout;
+  };
+  virtual std::vector<LayoutWish> layout_preferences(const KernelIO&) const { return {}; }
 
   // Binds the op's shape rule to this node's attributes, when the op has one (make_kernel does).
   void bind_shape_rule(const Node& n, int64_t opset);

@@ -1,5 +1,6 @@
 #include "backends/cpu/onednn_conv.h"
 
+#include "backends/cpu/onednn_layout.h"
 #include "backends/cpu/onednn_runtime.h"
 
 #include <algorithm>
@@ -42,7 +43,13 @@ struct Geometry {
   // `src` holds the rows the window reaches, `full_src` the tensor's own dims and `src_strides`
   // its dense strides. dX is zero outside the view.
   memory::dims full_src, src_strides;
+  std::vector<int64_t> onnx_weights;  // W's own dims: [M, C/g, k...]
+  int64_t groups = 1;
   bool cropped() const { return !src_strides.empty(); }
+  // W (or dW) as the caller holds it: dense, or in a blocked layout it keeps between steps.
+  memory::desc weights_desc(dt t, int layout) const {
+    return layout ? onednn::layout_desc(onnx_weights, t, layout) : memory::desc(weights, t, w_tag);
+  }
   memory::desc src_desc(dt t) const {
     return cropped() ? memory::desc(src, t, src_strides) : memory::desc(src, t, act_tag);
   }
@@ -75,6 +82,9 @@ std::optional<Geometry> geometry(const ConvShape& s) {
   }
   g.act_tag = activation_tag(r);
   g.w_tag = weights_tag(r, s.groups > 1);
+  g.groups = s.groups;
+  g.onnx_weights = {s.m, s.c / s.groups};
+  g.onnx_weights.insert(g.onnx_weights.end(), s.kernel.begin(), s.kernel.end());
   g.full_src = {s.n, s.c};
   g.full_src.insert(g.full_src.end(), s.in.begin(), s.in.end());
   if (g.full_src != g.src) {
@@ -176,9 +186,10 @@ struct DnnlConvForward::Impl {
   memory bias_mem, scratchpad;
   size_t scratchpad_offset = 0, total = 0;
   std::unordered_map<int, memory> args;  // made once: runs only repoint the memories
+  int weights_layout = 0;                // the primitive's own layout of W
 };
 
-DnnlConvForward::DnnlConvForward(const ConvShape& shape, DnnlType type, bool bias, int threads) {
+DnnlConvForward::DnnlConvForward(const ConvShape& shape, DnnlType type, bool bias, int threads, int w_layout) {
   const auto g = geometry(shape);
   if (!g) return;
   OmpThreads omp(threads);
@@ -200,7 +211,8 @@ DnnlConvForward::DnnlConvForward(const ConvShape& shape, DnnlType type, bool bia
     require_optimised(pd.impl_info_str());
     size_t used = 0;
     impl->x.init(g->src_desc(t), pd.src_desc(), true, &used);
-    impl->w.init(memory::desc(g->weights, t, g->w_tag), pd.weights_desc(), true, &used);
+    impl->w.init(g->weights_desc(t, w_layout), pd.weights_desc(), true, &used);
+    impl->weights_layout = onednn::weights_layout(pd.weights_desc(), g->onnx_weights, g->groups);
     impl->y.init(memory::desc(g->dst, t, g->act_tag), pd.dst_desc(), false, &used);
     if (bias) impl->bias_mem = memory(bias_md, engine(), DNNL_MEMORY_NONE);
     impl->scratchpad = memory(pd.scratchpad_desc(), engine(), DNNL_MEMORY_NONE);
@@ -222,6 +234,7 @@ DnnlConvForward::DnnlConvForward(const ConvShape& shape, DnnlType type, bool bia
 DnnlConvForward::~DnnlConvForward() = default;
 
 size_t DnnlConvForward::scratch_bytes() const { return impl_ ? impl_->total : 0; }
+int DnnlConvForward::weights_layout() const { return impl_ ? impl_->weights_layout : 0; }
 
 void DnnlConvForward::run(const void* x, const void* w, const void* bias, void* y, void* scratch) const {
   Impl& p = *impl_;
@@ -251,10 +264,11 @@ struct DnnlConvBackward::Impl {
   std::unordered_map<int, memory> data_args, weights_args;
   memory::dims full_src, kept_src;  // set when the convolution reads a cropped view of X
   size_t element = 0;
+  int data_weights_layout = 0, diff_weights_layout = 0;  // the primitives' own layouts of W and dW
 };
 
 DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool want_dx, bool want_dw, bool want_db,
-                                   int threads) {
+                                   int threads, int w_layout, int dw_layout) {
   const auto g = geometry(shape);
   if (!g || !(want_dx || want_dw || want_db)) return;
   OmpThreads omp(threads);
@@ -272,7 +286,7 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
     const dt t = data_type(type);
     const auto alg = dnnl::algorithm::convolution_direct;
     const memory::desc src_user = g->src_desc(t), dst_user(g->dst, t, g->act_tag),
-        w_user(g->weights, t, g->w_tag), dw_user(g->weights, t, g->w_tag), db_md(g->bias, dt::f32, tag::x);
+        w_user = g->weights_desc(t, w_layout), dw_user = g->weights_desc(t, dw_layout), db_md(g->bias, dt::f32, tag::x);
     dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, any(g->src, t), any(g->weights, t),
                                        want_db ? memory::desc(g->bias, t, tag::x) : memory::desc(), any(g->dst, t),
                                        g->strides, g->dilations, g->pad_l, g->pad_r);
@@ -285,6 +299,7 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
       require_optimised(pd.impl_info_str());
       impl->dy_d.init(dst_user, pd.diff_dst_desc(), true, &used);
       impl->w_d.init(w_user, pd.weights_desc(), true, &used);
+      impl->data_weights_layout = onednn::weights_layout(pd.weights_desc(), g->onnx_weights, g->groups);
       impl->dx_d.init(src_user, pd.diff_src_desc(), false, &used);
       impl->scratchpad_d = memory(pd.scratchpad_desc(), engine(), DNNL_MEMORY_NONE);
       scratchpad = std::max(scratchpad, pd.scratchpad_desc().get_size());
@@ -311,6 +326,7 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
       else
         impl->dy_w.init(dst_user, pd.diff_dst_desc(), true, &used);
       impl->dw_w.init(dw_user, pd.diff_weights_desc(), false, &used);
+      if (want_dw) impl->diff_weights_layout = onednn::weights_layout(pd.diff_weights_desc(), g->onnx_weights, g->groups);
       if (want_db) impl->db_mem = memory(db_md, engine(), DNNL_MEMORY_NONE);
       impl->scratchpad_w = memory(pd.scratchpad_desc(), engine(), DNNL_MEMORY_NONE);
       scratchpad = std::max(scratchpad, pd.scratchpad_desc().get_size());
@@ -332,6 +348,8 @@ DnnlConvBackward::DnnlConvBackward(const ConvShape& shape, DnnlType type, bool w
 DnnlConvBackward::~DnnlConvBackward() = default;
 
 size_t DnnlConvBackward::scratch_bytes() const { return impl_ ? impl_->total : 0; }
+int DnnlConvBackward::data_weights_layout() const { return impl_ ? impl_->data_weights_layout : 0; }
+int DnnlConvBackward::diff_weights_layout() const { return impl_ ? impl_->diff_weights_layout : 0; }
 
 void DnnlConvBackward::run(const void* dy, const void* x, const void* w, void* dx, void* dw, float* db,
                            void* scratch) const {

@@ -63,10 +63,14 @@ enum class DnnlType { kF32, kBF16 };
 
 class DnnlConvForward {
  public:
-  DnnlConvForward(const ConvShape& shape, DnnlType type, bool bias, int threads);
+  // w_layout: the layout the caller holds W in (View::layout; 0: dense).
+  DnnlConvForward(const ConvShape& shape, DnnlType type, bool bias, int threads, int w_layout = 0);
   ~DnnlConvForward();
   bool ok() const { return impl_ != nullptr; }
   size_t scratch_bytes() const;
+  // The blocked layout (backends/cpu/onednn_layout.h) the primitive reads W in, when it is a
+  // permutation of W; 0 otherwise. W held in it is read without a reorder.
+  int weights_layout() const;
   // y = conv(x, w) + bias; x, w, bias and y have the element type given at construction (bias may
   // be null when constructed without one). scratch: scratch_bytes(), 64-byte aligned.
   void run(const void* x, const void* w, const void* bias, void* y, void* scratch) const;
@@ -79,10 +83,16 @@ class DnnlConvForward {
 class DnnlConvBackward {
  public:
   // want_dx: the input's gradient; want_dw: the weights' (and, with want_db, the bias') gradient.
-  DnnlConvBackward(const ConvShape& shape, DnnlType type, bool want_dx, bool want_dw, bool want_db, int threads);
+  // w_layout, dw_layout: the layouts the caller holds W and dW in (View::layout; 0: dense).
+  DnnlConvBackward(const ConvShape& shape, DnnlType type, bool want_dx, bool want_dw, bool want_db, int threads,
+                   int w_layout = 0, int dw_layout = 0);
   ~DnnlConvBackward();
   bool ok() const { return impl_ != nullptr; }
   size_t scratch_bytes() const;
+  // The blocked layouts backward-data reads W in and backward-weights writes dW in (0: none that
+  // permutes W, or that primitive is not made).
+  int data_weights_layout() const;
+  int diff_weights_layout() const;
   // dy, x, w: the element type; dx: the element type; dw: the element type (bf16 is oneDNN's fp32
   // sums rounded once, as PyTorch asks for it) ; db: fp32 (null when not wanted).
   void run(const void* dy, const void* x, const void* w, void* dx, void* dw, float* db, void* scratch) const;
