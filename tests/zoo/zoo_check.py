@@ -64,7 +64,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Models whose architecture needs a larger input than --size (a fixed position embedding, or too
 # many stride-2 stages for 64x64).
-MIN_SIZE = {"vit_b_16": 224, "maxvit_t": 224, "inception_v3": 96, "alexnet": 224}
+# VGG's and AlexNet's adaptive pooling to 7x7 exports only where 7 divides the feature map.
+MIN_SIZE = {"vit_b_16": 224, "vit_b_32": 224, "maxvit_t": 224, "inception_v3": 96, "alexnet": 224}
+MIN_SIZE.update({v: 224 for v in ("vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn")})
 
 SGD_THRESHOLD = 2e-4
 LOSS_THRESHOLD = 5e-4
