@@ -16,35 +16,6 @@
 namespace amp::test {
 namespace {
 
-// Random feeds for the step's data inputs and a learning rate: floats in [-1, 1], integers
-// (labels, token ids) in [0, 10); symbolic dims: batch 4, sequence 8.
-std::vector<std::pair<std::string, Tensor>> step_feeds(const TrainingStep& step, uint32_t seed) {
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  std::mt19937 gen(seed);
-  for (const Value* v : step.model.graph->inputs()) {
-    if (v->has_initializer()) continue;
-    std::vector<int64_t> dims;
-    for (const Dim& d : v->type().shape->dims) dims.push_back(d.value ? *d.value : d.param == "T" ? 8 : 4);
-    Tensor t(v->dtype(), dims);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      switch (t.dtype) {
-        case DType::kFloat: t.mutable_as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(gen); break;
-        case DType::kInt64: t.mutable_as<int64_t>()[i] = static_cast<int64_t>(gen() % 10); break;
-        case DType::kInt32: t.mutable_as<int32_t>()[i] = static_cast<int32_t>(gen() % 10); break;
-        case DType::kBool: t.mutable_as<uint8_t>()[i] = 1; break;
-        default: ADD_FAILURE() << "feed " << v->name() << " of type " << dtype_name(t.dtype); break;
-      }
-    }
-    if (v->name() == step.lr) t.mutable_as<float>()[0] = 1e-2f;
-    feeds.emplace_back(v->name(), std::move(t));
-  }
-  return feeds;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype == b.dtype && a.dims == b.dims && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
-
 class CpuFusion : public ::testing::TestWithParam<std::tuple<std::string, DType>> {};
 
 TEST_P(CpuFusion, TrainingStepsGiveTheSameBitsFusedAndOpByOp) {
@@ -73,7 +44,7 @@ TEST_P(CpuFusion, TrainingStepsGiveTheSameBitsFusedAndOpByOp) {
   std::vector<std::string> fetches = {step.loss};
   if (!step.all_finite.empty()) fetches.push_back(step.all_finite);
   for (uint32_t s = 0; s < 3; ++s) {
-    const auto feeds = step_feeds(step, 7 + s);
+    const auto feeds = random_step_feeds(step, 7 + s);
     const std::vector<Tensor> ya = a->run(feeds, fetches), yb = b->run(feeds, fetches);
     for (size_t k = 0; k < fetches.size(); ++k) EXPECT_TRUE(same_bits(ya[k], yb[k])) << fetches[k] << " at step " << s;
   }

@@ -583,53 +583,39 @@ namespace {
 // the im2col path.
 TEST(CpuKernels, ConvGradMatchesTorchAutogradInEveryFloatType) {
   std::vector<Case> cases;
+  // One ConvGrad case: dY, X, W of these dims, drawn from seeds seed, seed+1, seed+2. dW sums up
+  // to 160 products of terms in [-1, 1] and can cancel: its error is bounded absolutely.
+  auto grad_case = [](const std::string& name, DType t, std::vector<Attribute> attrs, std::vector<int64_t> dy,
+                      std::vector<int64_t> x, std::vector<int64_t> w, uint32_t seed) {
+    Case c{name + suffix(t), "ConvGrad",
+           {{"dy", random_tensor(t, dy, -1, 1, seed)}, {"x", random_tensor(t, x, -1, 1, seed + 1)},
+            {"w", random_tensor(t, w, -1, 1, seed + 2)}},
+           std::move(attrs), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
+    c.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
+    return c;
+  };
   for (DType t : kFloatTypes) {
     std::vector<Attribute> a;
     a.push_back(Attribute::of_ints("strides", {2, 1}));
     a.push_back(Attribute::of_ints("pads", {1, 2, 1, 2}));
     a.push_back(Attribute::of_ints("dilations", {1, 2}));
     a.push_back(Attribute::of_int("group", 2));
-    Case c{"conv_grad" + suffix(t), "ConvGrad",
-           {{"dy", random_tensor(t, {4, 6, 5, 8}, -1, 1, 71)},
-            {"x", random_tensor(t, {4, 4, 9, 8}, -1, 1, 72)},
-            {"w", random_tensor(t, {6, 2, 3, 3}, -1, 1, 73)}},
-           std::move(a), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
-    // dW sums 160 products of terms in [-1, 1] and can cancel: its error is bounded absolutely.
-    c.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
-    cases.push_back(std::move(c));
+    cases.push_back(grad_case("conv_grad", t, std::move(a), {4, 6, 5, 8}, {4, 4, 9, 8}, {6, 2, 3, 3}, 71));
     // Strides whose windows never reach the input's last rows or columns (ResNet's 1x1 stride-2
     // downsampling of an even size; a 3x3 stride-2 window over 8 rows and 7 columns drops the last
     // row): oneDNN reads a cropped view of X, and dX is zero on what it drops.
     std::vector<Attribute> s1;
     s1.push_back(Attribute::of_ints("strides", {2, 2}));
-    Case crop{"conv_grad_crop" + suffix(t), "ConvGrad",
-              {{"dy", random_tensor(t, {4, 6, 4, 3}, -1, 1, 77)},
-               {"x", random_tensor(t, {4, 4, 8, 6}, -1, 1, 78)},
-               {"w", random_tensor(t, {6, 4, 1, 1}, -1, 1, 79)}},
-              std::move(s1), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
-    crop.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
-    cases.push_back(std::move(crop));
+    cases.push_back(grad_case("conv_grad_crop", t, std::move(s1), {4, 6, 4, 3}, {4, 4, 8, 6}, {6, 4, 1, 1}, 77));
     std::vector<Attribute> s3;
     s3.push_back(Attribute::of_ints("strides", {2, 2}));
     s3.push_back(Attribute::of_int("group", 2));
-    Case crop3{"conv_grad_crop_3x3" + suffix(t), "ConvGrad",
-               {{"dy", random_tensor(t, {4, 6, 3, 3}, -1, 1, 80)},
-                {"x", random_tensor(t, {4, 4, 8, 7}, -1, 1, 81)},
-                {"w", random_tensor(t, {6, 2, 3, 3}, -1, 1, 82)}},
-               std::move(s3), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
-    crop3.tol.atol = t == DType::kDouble ? 1e-12 : 2e-5;
-    cases.push_back(std::move(crop3));
+    cases.push_back(grad_case("conv_grad_crop_3x3", t, std::move(s3), {4, 6, 3, 3}, {4, 4, 8, 7}, {6, 2, 3, 3}, 80));
     if (t == DType::kDouble) continue;  // 3-D gradients run on oneDNN only: see the test below
     std::vector<Attribute> a3;
     a3.push_back(Attribute::of_ints("strides", {1, 2, 1}));
     a3.push_back(Attribute::of_ints("pads", {1, 0, 1, 1, 0, 1}));
-    Case c3{"conv_grad_3d" + suffix(t), "ConvGrad",
-            {{"dy", random_tensor(t, {2, 3, 4, 3, 5}, -1, 1, 74)},
-             {"x", random_tensor(t, {2, 2, 4, 7, 5}, -1, 1, 75)},
-             {"w", random_tensor(t, {3, 2, 3, 3, 3}, -1, 1, 76)}},
-            std::move(a3), 3, tolerance(t, 1, 1e-5), "ai.onnx_amp"};
-    c3.tol.atol = 2e-5;
-    cases.push_back(std::move(c3));
+    cases.push_back(grad_case("conv_grad_3d", t, std::move(a3), {2, 3, 4, 3, 5}, {2, 2, 4, 7, 5}, {3, 2, 3, 3, 3}, 74));
   }
   check(cases, "conv_grad");
 }

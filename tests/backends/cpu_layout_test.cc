@@ -19,33 +19,6 @@
 namespace amp::test {
 namespace {
 
-// Random feeds: images in [-1, 1], labels in [0, 10), the learning rate 1e-2.
-std::vector<std::pair<std::string, Tensor>> feeds_of(const TrainingStep& step, uint32_t seed) {
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  std::mt19937 gen(seed);
-  for (const Value* v : step.model.graph->inputs()) {
-    if (v->has_initializer()) continue;
-    std::vector<int64_t> dims;
-    for (const Dim& d : v->type().shape->dims) dims.push_back(d.value ? *d.value : 4);
-    Tensor t(v->dtype(), dims);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (t.dtype == DType::kFloat)
-        t.mutable_as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(gen);
-      else if (t.dtype == DType::kInt64)
-        t.mutable_as<int64_t>()[i] = static_cast<int64_t>(gen() % 10);
-      else
-        ADD_FAILURE() << "feed " << v->name() << " of type " << dtype_name(t.dtype);
-    }
-    if (v->name() == step.lr) t.mutable_as<float>()[0] = 1e-2f;
-    feeds.emplace_back(v->name(), std::move(t));
-  }
-  return feeds;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype == b.dtype && a.dims == b.dims && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
-
 class CpuLayouts : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CpuLayouts, TrainingStepsGiveTheSameBitsWithBlockedAndDenseWeights) {
@@ -59,7 +32,7 @@ TEST_P(CpuLayouts, TrainingStepsGiveTheSameBitsWithBlockedAndDenseWeights) {
   std::vector<std::string> fetches = {step.loss};
   if (!step.all_finite.empty()) fetches.push_back(step.all_finite);
   for (uint32_t s = 0; s < 3; ++s) {
-    const auto feeds = feeds_of(step, 11 + s);
+    const auto feeds = random_step_feeds(step, 11 + s);
     const std::vector<Tensor> ya = a->run(feeds, fetches), yb = b->run(feeds, fetches);
     for (size_t k = 0; k < fetches.size(); ++k) EXPECT_TRUE(same_bits(ya[k], yb[k])) << fetches[k] << " at step " << s;
   }
@@ -89,7 +62,7 @@ TEST_P(CpuLayouts, TrainingStepsGiveTheSameBitsWithBlockedAndDenseWeights) {
   a->write_state(names.front(), w);
   b->write_state(names.front(), w);
   EXPECT_TRUE(same_bits(a->read_state(names.front()), w));
-  const auto feeds = feeds_of(step, 21);
+  const auto feeds = random_step_feeds(step, 21);
   const std::vector<Tensor> ya = a->run(feeds, fetches), yb = b->run(feeds, fetches);
   EXPECT_TRUE(same_bits(ya[0], yb[0])) << "loss after write_state";
   for (const std::string& name : a->state_names())

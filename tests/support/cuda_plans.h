@@ -3,7 +3,12 @@
 // compile options, zero feeds and the plan for them; and one elementwise program with every op.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/schedule.h"
@@ -40,6 +45,35 @@ inline Model gpt_with_tanh_gelu() {
   for (Node* n : m.graph->nodes())
     if (n->domain() == kAmpDomain && n->op_type() == "Gelu") n->set_attr(Attribute::of_string("approximate", "tanh"));
   return m;
+}
+
+// Random feeds for the step's data inputs and a learning rate of 1e-2: floats in [-1, 1], integers
+// (labels, token ids) in [0, 10), masks true; symbolic dims: batch 4, sequence 8.
+inline std::vector<std::pair<std::string, Tensor>> random_step_feeds(const TrainingStep& step, uint32_t seed) {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::mt19937 gen(seed);
+  for (const Value* v : step.model.graph->inputs()) {
+    if (v->has_initializer()) continue;
+    std::vector<int64_t> dims;
+    for (const Dim& d : v->type().shape->dims) dims.push_back(d.value ? *d.value : d.param == "T" ? 8 : 4);
+    Tensor t(v->dtype(), dims);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      switch (t.dtype) {
+        case DType::kFloat: t.mutable_as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(gen); break;
+        case DType::kInt64: t.mutable_as<int64_t>()[i] = static_cast<int64_t>(gen() % 10); break;
+        case DType::kInt32: t.mutable_as<int32_t>()[i] = static_cast<int32_t>(gen() % 10); break;
+        case DType::kBool: t.mutable_as<uint8_t>()[i] = 1; break;
+        default: ADD_FAILURE() << "feed " << v->name() << " of type " << dtype_name(t.dtype); break;
+      }
+    }
+    if (v->name() == step.lr) t.mutable_as<float>()[0] = 1e-2f;
+    feeds.emplace_back(v->name(), std::move(t));
+  }
+  return feeds;
+}
+
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype == b.dtype && a.dims == b.dims && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
 inline CompileOptions step_options(const TrainingStep& step) {
