@@ -87,6 +87,11 @@ def build(name):
             mod.p = 0.0
         if isinstance(mod, torchvision.ops.StochasticDepth):
             mod.p = 0.0
+        # ViT zero-initialises its head: every output would be 0 (nothing for the forward checks
+        # to compare) and the first step's gradient would reach the head alone. Drawn as the
+        # other Linear layers of these models are.
+        if isinstance(mod, torch.nn.Linear) and not mod.weight.detach().any():
+            torch.nn.init.normal_(mod.weight, std=0.02)
     return m
 
 
