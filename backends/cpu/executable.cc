@@ -332,7 +332,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
     plan->launches.push_back({s, std::move(io)});
   }
   plan->state_layout = assign_layouts(*plan, fed, made_at_plan);
-  // Kernels given a blocked operand size their scratch again (no reorder of it: never more).
+  // Kernels given a blocked operand size their scratch again: that operand may need no reorder now.
   for (size_t li = 0; li < plan->launches.size(); ++li) {
     Plan::Launch& l = plan->launches[li];
     const auto blocked = [](const View* v) { return v && v->layout != 0; };
