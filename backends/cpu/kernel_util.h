@@ -29,7 +29,6 @@ void parallel_for(int64_t n, int threads, int64_t grain, F&& f) {
   for (int64_t c = 0; c < chunks; ++c) f(n * c / chunks, n * (c + 1) / chunks);
 }
 
-
 // Elements of work below which an elementwise loop stays on one core.
 constexpr int64_t kParallelGrain = 32768;
 

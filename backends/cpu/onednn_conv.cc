@@ -40,18 +40,21 @@ struct Geometry {
   // Where the window never reaches the input's last rows or columns (ONNX's output size rounds
   // down: a 1x1 stride-2 convolution of an even size skips the last row), oneDNN would need a
   // negative right pad, which it rejects. The convolution then reads a cropped view of X instead:
-  // `src` holds the rows the window reaches, `full_src` the tensor's own dims and `src_strides`
-  // its dense strides. dX is zero outside the view.
-  memory::dims full_src, src_strides;
+  // `src` holds the rows the window reaches, `full_src` the tensor's own dims. dX is zero outside
+  // the view.
+  memory::dims full_src;
   std::vector<int64_t> onnx_weights;  // W's own dims: [M, C/g, k...]
   int64_t groups = 1;
-  bool cropped() const { return !src_strides.empty(); }
+  bool cropped() const { return full_src != src; }
   // W (or dW) as the caller holds it: dense, or in a blocked layout it keeps between steps.
   memory::desc weights_desc(dt t, int layout) const {
     return layout ? onednn::layout_desc(onnx_weights, t, layout) : memory::desc(weights, t, w_tag);
   }
   memory::desc src_desc(dt t) const {
-    return cropped() ? memory::desc(src, t, src_strides) : memory::desc(src, t, act_tag);
+    if (!cropped()) return memory::desc(src, t, act_tag);
+    memory::dims strides(full_src.size(), 1);  // the whole tensor's dense strides
+    for (size_t i = full_src.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * full_src[i];
+    return memory::desc(src, t, strides);
   }
 };
 
@@ -87,10 +90,6 @@ std::optional<Geometry> geometry(const ConvShape& s) {
   g.onnx_weights.insert(g.onnx_weights.end(), s.kernel.begin(), s.kernel.end());
   g.full_src = {s.n, s.c};
   g.full_src.insert(g.full_src.end(), s.in.begin(), s.in.end());
-  if (g.full_src != g.src) {
-    g.src_strides.assign(g.full_src.size(), 1);
-    for (size_t i = g.full_src.size() - 1; i > 0; --i) g.src_strides[i - 1] = g.src_strides[i] * g.full_src[i];
-  }
   return g;
 }
 

@@ -41,15 +41,7 @@ TEST_P(CpuFusion, TrainingStepsGiveTheSameBitsFusedAndOpByOp) {
   off.fuse_elementwise = false;
   auto a = backend->compile(step.model, on);
   auto b = backend->compile(step.model, off);
-  std::vector<std::string> fetches = {step.loss};
-  if (!step.all_finite.empty()) fetches.push_back(step.all_finite);
-  for (uint32_t s = 0; s < 3; ++s) {
-    const auto feeds = random_step_feeds(step, 7 + s);
-    const std::vector<Tensor> ya = a->run(feeds, fetches), yb = b->run(feeds, fetches);
-    for (size_t k = 0; k < fetches.size(); ++k) EXPECT_TRUE(same_bits(ya[k], yb[k])) << fetches[k] << " at step " << s;
-  }
-  for (const std::string& name : a->state_names())
-    EXPECT_TRUE(same_bits(a->read_state(name), b->read_state(name))) << "state " << name;
+  expect_same_training(*a, *b, step, 7, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuFusion,

@@ -29,15 +29,7 @@ TEST_P(CpuLayouts, TrainingStepsGiveTheSameBitsWithBlockedAndDenseWeights) {
   off.native_weight_layouts = false;
   auto a = backend->compile(step.model, on);
   auto b = backend->compile(step.model, off);
-  std::vector<std::string> fetches = {step.loss};
-  if (!step.all_finite.empty()) fetches.push_back(step.all_finite);
-  for (uint32_t s = 0; s < 3; ++s) {
-    const auto feeds = random_step_feeds(step, 11 + s);
-    const std::vector<Tensor> ya = a->run(feeds, fetches), yb = b->run(feeds, fetches);
-    for (size_t k = 0; k < fetches.size(); ++k) EXPECT_TRUE(same_bits(ya[k], yb[k])) << fetches[k] << " at step " << s;
-  }
-  for (const std::string& name : a->state_names())
-    EXPECT_TRUE(same_bits(a->read_state(name), b->read_state(name))) << "state " << name;
+  expect_same_training(*a, *b, step, 11, 3);
 
   // The blocked layout was taken: the 16- and 32-channel convolutions' weights and the AdamW
   // moments that follow them; the dense run keeps none.
@@ -62,11 +54,7 @@ TEST_P(CpuLayouts, TrainingStepsGiveTheSameBitsWithBlockedAndDenseWeights) {
   a->write_state(names.front(), w);
   b->write_state(names.front(), w);
   EXPECT_TRUE(same_bits(a->read_state(names.front()), w));
-  const auto feeds = random_step_feeds(step, 21);
-  const std::vector<Tensor> ya = a->run(feeds, fetches), yb = b->run(feeds, fetches);
-  EXPECT_TRUE(same_bits(ya[0], yb[0])) << "loss after write_state";
-  for (const std::string& name : a->state_names())
-    EXPECT_TRUE(same_bits(a->read_state(name), b->read_state(name))) << "state " << name << " after write_state";
+  expect_same_training(*a, *b, step, 21, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cnn, CpuLayouts, ::testing::Values(DType::kFloat, DType::kFloat16, DType::kBFloat16),

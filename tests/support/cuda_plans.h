@@ -76,6 +76,22 @@ inline bool same_bits(const Tensor& a, const Tensor& b) {
   return a.dtype == b.dtype && a.dims == b.dims && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
+// Runs `steps` steps of `step` on both executables from the same random feeds (seeds first_seed,
+// first_seed + 1, ...) and expects the same bits: every fetched loss (and all-finite flag), then
+// every state.
+inline void expect_same_training(Executable& a, Executable& b, const TrainingStep& step, uint32_t first_seed,
+                                 uint32_t steps) {
+  std::vector<std::string> fetches = {step.loss};
+  if (!step.all_finite.empty()) fetches.push_back(step.all_finite);
+  for (uint32_t s = 0; s < steps; ++s) {
+    const auto feeds = random_step_feeds(step, first_seed + s);
+    const std::vector<Tensor> ya = a.run(feeds, fetches), yb = b.run(feeds, fetches);
+    for (size_t k = 0; k < fetches.size(); ++k) EXPECT_TRUE(same_bits(ya[k], yb[k])) << fetches[k] << " at step " << s;
+  }
+  for (const std::string& name : a.state_names())
+    EXPECT_TRUE(same_bits(a.read_state(name), b.read_state(name))) << "state " << name;
+}
+
 inline CompileOptions step_options(const TrainingStep& step) {
   CompileOptions options;
   options.state = step.state;

@@ -473,12 +473,12 @@ def fp16_loss_scale(d):
     return scale
 
 
-def train16_losses(o, d, dtype):
+def train16_losses(o, d, dtype, scale=None):
     """(losses, skipped steps) of 3 steps of SGD with momentum 0.9 in DTYPE (fp16 with the static
-    fp16_loss_scale) on the harness's batches. Raises RuntimeError."""
+    loss scale `scale`) on the harness's batches. Raises RuntimeError."""
     m = os.path.join(d, "train16_%s.jsonl" % dtype)
     if not os.path.exists(m):
-        extra = ["--loss-scale", str(fp16_loss_scale(d))] if dtype == "fp16" else []
+        extra = ["--loss-scale", str(scale)] if dtype == "fp16" else []
         rc, out = amp_train(o, d, ["--steps", "3", "--momentum", "0.9", "--dtype", dtype, "--metrics", m] + extra)
         if rc != 0:
             raise RuntimeError("amp-train --dtype %s: %s" % (dtype, last_error(out)))
@@ -518,9 +518,10 @@ def check_train16(d, ref, o):
     except RuntimeError as e:
         return False, str(e)
     cells, ok = [], True
+    scale = fp16_loss_scale(d)  # reads the first step's update once (1 GB for a VGG)
     for dtype in ("fp16", "bf16"):
         try:
-            losses, skipped = train16_losses(o, d, dtype)
+            losses, skipped = train16_losses(o, d, dtype, scale)
         except RuntimeError as e:
             return False, str(e)
         finite = len(losses) == len(fp32) and all(np.isfinite(losses))
@@ -529,8 +530,8 @@ def check_train16(d, ref, o):
             cells.append("%s not finite: %s" % (dtype, losses))
             continue
         diff = max(abs(a - b) / abs(b) for a, b in zip(losses, fp32))
-        scale = fp16_loss_scale(d) if dtype == "fp16" else FP16_LOSS_SCALE
-        cells.append("%s %.1e%s%s" % (dtype, diff, " (scale %d)" % scale if scale != FP16_LOSS_SCALE else "",
+        fitted = dtype == "fp16" and scale != FP16_LOSS_SCALE
+        cells.append("%s %.1e%s%s" % (dtype, diff, " (scale %d)" % scale if fitted else "",
                                       " (%d skipped)" % skipped if skipped else ""))
         if dtype == "bf16":
             cells[-1] += " (torch autocast %s)" % torch_autocast(d, ref, o)
