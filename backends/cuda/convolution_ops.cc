@@ -1,6 +1,6 @@
 // Convolutions and pooling through cuDNN's legacy API (forward, with its bias, residual and ReLU
-// fused where cuDNN allows; backward data, backward filter, backward bias; pooling forward and
-// backward), algorithms from cuDNN's heuristics once per plan. The _v7 heuristics rank algorithms
+// fused where cuDNN allows; backward data and backward filter; pooling forward and backward),
+// algorithms from cuDNN's heuristics once per plan. The _v7 heuristics rank algorithms
 // that cuDNN may then refuse when run: each call falls back along the ranking, each algorithm with
 // the math type it was ranked with, and the device remembers per shape the one that ran.
 // 16-bit convolutions accumulate in fp32 on Tensor Cores; fp32 ones use TF32 only when
@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/node_patterns.h"
+#include "backends/cuda/reduce.cuh"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/ops/conv_transpose.h"
@@ -225,6 +227,88 @@ Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const 
   return r;
 }
 
+// Whether convolutions rank their algorithms by measured time (order_by_measured_time);
+// AMP_CUDNN_FIND=0 keeps the heuristic's order, which is the same on every run.
+bool measure_algorithms() {
+  const char* v = std::getenv("AMP_CUDNN_FIND");
+  return !(v && std::string(v) == "0");
+}
+
+// Puts r's algorithms in the order of the times cuDNN measures running each of them once on
+// scratch buffers of the convolution's sizes (cudnnFind*AlgorithmEx, what PyTorch's
+// cudnn.benchmark does), each with the math type it was timed with; the ones it could not time
+// follow in the heuristic's order, for run_ranked to fall back on. The _v7 heuristic alone ranked
+// ALGO_1 first for the 16-bit backward-filter convolutions of models/cnn on an H200 (cuDNN 9.19):
+// 1.9 ms of a 2.7 ms training step, 20 times the fp32 step's ALGO_0. Measured once per shape and
+// device: the fastest is remembered (DeviceContext::remember_algorithm) and later plans of the
+// shape start with it unmeasured. find(x, w, y, workspace, workspace bytes, perfs, count, &found)
+// calls the direction's Find with the three operands in the convolution's own roles.
+template <class Algo, class Perf, class Find>
+void order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_bytes, size_t w_bytes, size_t y_bytes,
+                            DeviceContext& ctx, Find&& find) {
+  if (!measure_algorithms() || ctx.remembered_algorithm(r.key())) return;
+  const DeviceBuffer x(x_bytes), w(w_bytes), y(y_bytes), workspace(r.workspace());
+  for (const DeviceBuffer* b : {&x, &w, &y}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
+  AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(setup.conv->get(), setup.fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  std::vector<Perf> perfs(r.algos.size() + 8);
+  int found = 0;
+  const cudnnStatus_t status =
+      find(x.data(), w.data(), y.data(), workspace.data(), workspace.size(), perfs.data(), static_cast<int>(perfs.size()), &found);
+  AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  if (status != CUDNN_STATUS_SUCCESS) {  // the heuristic's order stands
+    cudaGetLastError();
+    ctx.report().record("convolution_measurement_failed",
+                        {{"direction", r.what}, {"shape", r.shape}, {"status", cudnnGetErrorString(status)}});
+    return;
+  }
+  std::vector<RankedAlgorithm<Algo>> ordered;
+  std::vector<bool> taken(r.algos.size(), false);
+  std::string measured;
+  for (int i = 0; i < found; ++i) {
+    const Perf& p = perfs[static_cast<size_t>(i)];
+    if (p.status != CUDNN_STATUS_SUCCESS) continue;
+    for (size_t k = 0; k < r.algos.size(); ++k)
+      if (!taken[k] && r.algos[k].algo == p.algo) {
+        taken[k] = true;
+        const cudnnMathType_t math = setup.fma_only ? CUDNN_FMA_MATH : p.mathType;
+        ordered.push_back({p.algo, math, std::max(r.algos[k].memory, p.memory)});
+        measured += (measured.empty() ? "" : ", ") + std::string(algorithm_name(p.algo)) + " (" + math_name(math) + ") " +
+                    std::to_string(p.time) + " ms";
+        break;
+      }
+  }
+  if (ordered.empty()) return;
+  for (size_t k = 0; k < r.algos.size(); ++k)
+    if (!taken[k]) ordered.push_back(r.algos[k]);
+  r.algos = std::move(ordered);
+  ctx.remember_algorithm(r.key(), static_cast<int>(r.algos[0].algo));
+  ctx.report().record("convolution_algorithms_measured",
+                      {{"direction", r.what}, {"shape", r.shape}, {"chosen", algorithm_name(r.algos[0].algo)}, {"measured", measured}});
+}
+
+// The three directions' Find, for order_by_measured_time.
+auto find_forward(const ConvSetup& setup, DeviceContext& ctx) {
+  return [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionFwdAlgoPerf_t* perfs, int n,
+                        int* found) {
+    return cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn(), setup.x->get(), x, setup.w->get(), w, setup.conv->get(),
+                                                  setup.y->get(), y, n, found, perfs, ws, ws_bytes);
+  };
+}
+auto find_backward_data(const ConvSetup& setup, DeviceContext& ctx) {
+  return [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdDataAlgoPerf_t* perfs,
+                        int n, int* found) {
+    return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.cudnn(), setup.w->get(), w, setup.y->get(), y,
+                                                       setup.conv->get(), setup.x->get(), x, n, found, perfs, ws, ws_bytes);
+  };
+}
+auto find_backward_filter(const ConvSetup& setup, DeviceContext& ctx) {
+  return [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdFilterAlgoPerf_t* perfs,
+                        int n, int* found) {
+    return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx.cudnn(), setup.x->get(), x, setup.y->get(), y,
+                                                         setup.conv->get(), setup.w->get(), w, n, found, perfs, ws, ws_bytes);
+  };
+}
+
 // Runs call(algorithm) with the current algorithm, its math type set on the descriptor first. A
 // status of cuDNN's BAD_PARAM category is this code's error and throws; any other failure hands
 // the call to the next ranked algorithm, for this and every later run, and the device remembers
@@ -281,7 +365,9 @@ class Conv final : public CudaOp {
     AMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
                                                            setup.y->get(), static_cast<int>(perfs.size()), &found,
                                                            perfs.data()));
-    const auto algos = ranked_algorithms<cudnnConvolutionFwdAlgo_t>(perfs, found, "forward convolution", setup, ctx, workspace_of);
+    auto algos = ranked_algorithms<cudnnConvolutionFwdAlgo_t>(perfs, found, "forward convolution", setup, ctx, workspace_of);
+    order_by_measured_time<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
+        algos, setup, s.in[0]->nbytes(), s.in[1]->nbytes(), s.out[0]->nbytes(), ctx, find_forward(setup, ctx));
     const bool has_bias = s.has_in(2), residual = epilogue_.residual, relu = epilogue_.relu;
     auto act = std::make_shared<CudnnActivation>(relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY);
     // A Conv with a bias runs cudnnConvolutionBiasActivationForward, which takes a ReLU with any
@@ -364,6 +450,8 @@ class ConvGrad final : public CudaOp {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                                 setup.conv->get(), setup.x->get(), a, bytes);
           });
+      order_by_measured_time<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
+          data, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_data(setup, ctx));
     }
     if (want_dw) {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
@@ -376,6 +464,17 @@ class ConvGrad final : public CudaOp {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.y->get(),
                                                                   setup.conv->get(), setup.w->get(), a, bytes);
           });
+      order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
+          filter, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_filter(setup, ctx));
+    }
+    // dB sums dY over every axis but the channels. cuDNN 9's cudnnConvolutionBackwardBias answered
+    // CUDNN_STATUS_NOT_SUPPORTED on an H200 (cuDNN 9.19) in fp32, fp16 and bf16 alike: a ReducePlan
+    // (fp32 accumulation, as ReduceSum) does it instead, after the two convolutions, in their scratch.
+    std::shared_ptr<ReducePlan> bias_sum;
+    if (want_db) {
+      std::vector<bool> reduced(s.in[0]->dims.size(), true);
+      reduced[1] = false;
+      bias_sum = std::make_shared<ReducePlan>(s.in[0]->dtype, s.in[0]->dims, reduced, ReduceKind::kSum, ctx.sm_count());
     }
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& c) {
@@ -392,11 +491,9 @@ class ConvGrad final : public CudaOp {
                                                     setup.conv->get(), a.algo, b.workspace, a.memory, &zero,
                                                     setup.w->get(), b.out[1]);
             });
-          if (want_db)
-            AMP_CUDNN_CHECK(cudnnConvolutionBackwardBias(c.cudnn(), &one, setup.y->get(), b.in[0], &zero,
-                                                         setup.bias->get(), b.out[2]));
+          if (want_db) bias_sum->enqueue(b.in[0], b.out[2], b.workspace, c.stream());
         },
-        std::max(data.workspace(), filter.workspace()));
+        std::max({data.workspace(), filter.workspace(), bias_sum ? bias_sum->workspace_bytes() : size_t{0}}));
   }
 
  private:
@@ -453,11 +550,14 @@ class ConvTranspose final : public CudaOp {
     AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                                 setup.conv->get(), setup.x->get(),
                                                                 static_cast<int>(perfs.size()), &found, perfs.data()));
-    const auto data = ranked_algorithms<cudnnConvolutionBwdDataAlgo_t>(
+    auto data = ranked_algorithms<cudnnConvolutionBwdDataAlgo_t>(
         perfs, found, "transposed convolution", setup, ctx, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                               setup.conv->get(), setup.x->get(), a, bytes);
         });
+    // The convolution's x is the transposed one's output Y, its y the input X.
+    order_by_measured_time<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
+        data, setup, y.nbytes(), w.nbytes(), x.nbytes(), ctx, find_backward_data(setup, ctx));
     const bool has_bias = s.has_in(2);
     return std::make_unique<PreparedFunction>(
         [setup, data, has_bias](const OpBuffers& b, DeviceContext& c) {

@@ -3,8 +3,8 @@
 //
 //  - tensors: N-d with explicit strides; filters: packed [K, C/groups, spatial...] (NCHW);
 //  - convolution: cross-correlation (CUDNN_CONVOLUTION, the flipped one, is not implemented),
-//    with pads, strides, dilations and groups; forward, backward data, backward filter and
-//    backward bias, each result = alpha * computed + beta * prior (prior not read when beta is 0);
+//    with pads, strides, dilations and groups; forward, backward data and backward filter, each
+//    result = alpha * computed + beta * prior (prior not read when beta is 0);
 //  - the fused forward convolution, cudnnConvolutionBiasActivationForward:
 //    y = act(alpha1 * conv(x) + alpha2 * z + bias), summed in fp32 and rounded once, z not read
 //    when alpha2 is 0. It refuses what its documentation lists, with cuDNN 9's sub-codes of the
@@ -34,6 +34,10 @@
 //    as a real cuDNN may for algorithms its heuristic ranked; AMP_STANDIN_CUDNN_REFUSE_FUSED=STATUS
 //    makes the fused call refuse everything with that status number (1 for 3000), as a real cuDNN
 //    may where its documentation says it takes the configuration;
+//  - cudnnFind*AlgorithmEx: the heuristic's algorithms, each checked as a call with its ranked math
+//    type would be (so AMP_STANDIN_CUDNN_FAIL's run and exec failures show as its status), timed
+//    as AMP_STANDIN_CUDNN_TIMES says (DIRECTION:ALGO=MILLISECONDS, comma-separated) or else 1 ms,
+//    2 ms, ... in rank order; successes fastest first, then failures;
 //  - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dimensions of size 1;
 //  - cudnnActivationForward, ReLU: y = alpha * relu(x) + beta * y, in place allowed;
 //  - pooling: max (NaN propagated under CUDNN_PROPAGATE_NAN; the gradient goes to the first
@@ -336,6 +340,43 @@ cudnnStatus_t ranked_algorithms(Direction dir, cudnnDataType_t data, const cudnn
   return CUDNN_STATUS_SUCCESS;
 }
 
+// What cudnnFind*AlgorithmEx answers: every algorithm the heuristic ranks, each "run" once with
+// the math type it is ranked with (algo_call_check: refusals and AMP_STANDIN_CUDNN_FAIL's run and
+// exec failures become the result's status), timed as AMP_STANDIN_CUDNN_TIMES says
+// (DIRECTION:ALGO=MILLISECONDS, comma-separated) or else at its rank (1 ms, 2 ms, ...); the
+// successes fastest first, then the failures. Computes nothing: the outputs are scratch.
+template <class Perf>
+cudnnStatus_t measured_algorithms(Direction dir, const Conv& g, cudnnDataType_t data, const cudnnConvolutionStruct& c,
+                                  void* workspace, size_t workspace_bytes, int requested, int* returned, Perf* perf) {
+  if (requested < 1 || !returned || !perf) return CUDNN_STATUS_BAD_PARAM;
+  static const char* kDirections[] = {"fwd", "bwd_data", "bwd_filter"};
+  const std::string times = "," + std::string(std::getenv("AMP_STANDIN_CUDNN_TIMES") ? std::getenv("AMP_STANDIN_CUDNN_TIMES") : "") + ",";
+  const std::vector<RankedAlgo> r = ranking(dir, is_half(data));
+  std::vector<Perf> all;
+  for (size_t i = 0; i < r.size(); ++i) {
+    Perf p{};
+    p.algo = static_cast<decltype(p.algo)>(r[i].algo);
+    const int math = ranked_math(dir, r[i].algo, data, c);
+    cudnnConvolutionStruct with_math = c;
+    with_math.math = math < 0 ? CUDNN_DEFAULT_MATH : static_cast<cudnnMathType_t>(math);
+    p.mathType = with_math.math;
+    p.status = algo_call_check(dir, g, r[i].algo, data, with_math, workspace, workspace_bytes);
+    if (p.status == CUDNN_STATUS_SUCCESS) algo_workspace(dir, g, r[i].algo, data, with_math, &p.memory);
+    p.time = 1.0f + static_cast<float>(i);
+    const std::string key = "," + std::string(kDirections[dir]) + ":" + std::to_string(r[i].algo) + "=";
+    if (const size_t at = times.find(key); at != std::string::npos) p.time = std::stof(times.substr(at + key.size()));
+    p.determinism = CUDNN_DETERMINISTIC;
+    all.push_back(p);
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Perf& a, const Perf& b) {
+    if ((a.status == CUDNN_STATUS_SUCCESS) != (b.status == CUDNN_STATUS_SUCCESS)) return a.status == CUDNN_STATUS_SUCCESS;
+    return a.status == CUDNN_STATUS_SUCCESS && a.time < b.time;
+  });
+  *returned = std::min<int>(requested, static_cast<int>(all.size()));
+  std::copy(all.begin(), all.begin() + *returned, perf);
+  return CUDNN_STATUS_SUCCESS;
+}
+
 struct Pool {
   std::vector<int> x, y;
 };
@@ -631,6 +672,66 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handl
   return algo_workspace(kBackwardFilter, g, algo, xDesc->type, *convDesc, sizeInBytes);
 }
 
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(cudnnHandle_t handle,
+                                       const cudnnTensorDescriptor_t xDesc,
+                                       const void *x,
+                                       const cudnnFilterDescriptor_t wDesc,
+                                       const void *w,
+                                       const cudnnConvolutionDescriptor_t convDesc,
+                                       const cudnnTensorDescriptor_t yDesc,
+                                       void *y,
+                                       const int requestedAlgoCount,
+                                       int *returnedAlgoCount,
+                                       cudnnConvolutionFwdAlgoPerf_t *perfResults,
+                                       void *workSpace,
+                                       size_t workSpaceSizeInBytes) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*xDesc, *wDesc, *convDesc, *yDesc, &g)) return s;
+  if (!on_device(x, *xDesc) || !on_device(y, *yDesc) || !w) return CUDNN_STATUS_BAD_PARAM;
+  return measured_algorithms(kForward, g, xDesc->type, *convDesc, workSpace, workSpaceSizeInBytes, requestedAlgoCount,
+                             returnedAlgoCount, perfResults);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(cudnnHandle_t handle,
+                                            const cudnnFilterDescriptor_t wDesc,
+                                            const void *w,
+                                            const cudnnTensorDescriptor_t dyDesc,
+                                            const void *dy,
+                                            const cudnnConvolutionDescriptor_t convDesc,
+                                            const cudnnTensorDescriptor_t dxDesc,
+                                            void *dx,
+                                            const int requestedAlgoCount,
+                                            int *returnedAlgoCount,
+                                            cudnnConvolutionBwdDataAlgoPerf_t *perfResults,
+                                            void *workSpace,
+                                            size_t workSpaceSizeInBytes) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*dxDesc, *wDesc, *convDesc, *dyDesc, &g)) return s;
+  if (!on_device(dx, *dxDesc) || !on_device(dy, *dyDesc) || !w) return CUDNN_STATUS_BAD_PARAM;
+  return measured_algorithms(kBackwardData, g, dxDesc->type, *convDesc, workSpace, workSpaceSizeInBytes,
+                             requestedAlgoCount, returnedAlgoCount, perfResults);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnnHandle_t handle,
+                                              const cudnnTensorDescriptor_t xDesc,
+                                              const void *x,
+                                              const cudnnTensorDescriptor_t dyDesc,
+                                              const void *y,
+                                              const cudnnConvolutionDescriptor_t convDesc,
+                                              const cudnnFilterDescriptor_t dwDesc,
+                                              void *dw,
+                                              const int requestedAlgoCount,
+                                              int *returnedAlgoCount,
+                                              cudnnConvolutionBwdFilterAlgoPerf_t *perfResults,
+                                              void *workSpace,
+                                              size_t workSpaceSizeInBytes) {
+  Conv g;
+  if (cudnnStatus_t s = conv_geometry(*xDesc, *dwDesc, *convDesc, *dyDesc, &g)) return s;
+  if (!on_device(x, *xDesc) || !on_device(y, *dyDesc) || !dw) return CUDNN_STATUS_BAD_PARAM;
+  return measured_algorithms(kBackwardFilter, g, xDesc->type, *convDesc, workSpace, workSpaceSizeInBytes,
+                             requestedAlgoCount, returnedAlgoCount, perfResults);
+}
+
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle,
                         const void *alpha,
                         const cudnnTensorDescriptor_t xDesc,
@@ -775,27 +876,6 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle,
       acc[static_cast<size_t>(wi)] += ld(dy, yt.type, offset(yt, yi)) * ld(x, xt.type, offset(xt, xi));
     });
     for (int64_t e = 0; e < count(g.w); ++e) blend(dw, wt, e, a, b, acc[static_cast<size_t>(e)]);
-  });
-}
-
-cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle,
-                             const void *alpha,
-                             const cudnnTensorDescriptor_t dyDesc,
-                             const void *dy,
-                             const void *beta,
-                             const cudnnTensorDescriptor_t dbDesc,
-                             void *db) {
-  const cudnnTensorStruct yt = *dyDesc, bt = *dbDesc;
-  if (bt.dims.size() != yt.dims.size() || bt.dims[1] != yt.dims[1] || count(bt.dims) != bt.dims[1])
-    return CUDNN_STATUS_BAD_PARAM;
-  if (!on_device(dy, yt) || !on_device(db, bt)) return CUDNN_STATUS_BAD_PARAM;
-  const float a = f(alpha), b = f(beta);
-  return run(handle, [=] {
-    for (int c = 0; c < yt.dims[1]; ++c) {
-      float s = 0.0f;
-      for_channel(yt, c, [&](const std::vector<int>& idx) { s += ld(dy, yt.type, offset(yt, idx)); });
-      blend(db, bt.type, static_cast<int64_t>(c) * bt.strides[1], a, b, s);
-    }
   });
 }
 
