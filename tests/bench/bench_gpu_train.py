@@ -34,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 try:
@@ -128,23 +129,27 @@ def time_amp(binary, name, steps):
 
     A failure (crash, unparsable output, a benchmark reporting an error) is printed and gives no
     rows for that model, so that the other models are still measured."""
-    try:
-        proc = subprocess.run(
-            [binary, f"--benchmark_filter=BM_TrainStep/{name}_", "--benchmark_format=json",
-             f"--benchmark_min_time={max(1, steps // 100)}"],
-            capture_output=True, text=True, env={**os.environ, "AMP_SOURCE_DIR": ROOT})
-    except OSError as e:
-        print(f"amp {name}: cannot run {binary}: {e}", flush=True)
-        return {}
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
-        print(f"amp {name}: {binary} exited with {proc.returncode}:\n{tail}", flush=True)
-        return {}
-    try:
-        benchmarks = json.loads(proc.stdout)["benchmarks"]
-    except (ValueError, KeyError) as e:
-        print(f"amp {name}: unreadable output of {binary} ({e}):\n{proc.stdout[-2000:]}", flush=True)
-        return {}
+    # The JSON goes to a file of its own: the backend's log lines (spdlog) share stdout.
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "bench.json")
+        try:
+            proc = subprocess.run(
+                [binary, f"--benchmark_filter=BM_TrainStep/{name}_", f"--benchmark_out={out}",
+                 "--benchmark_out_format=json", f"--benchmark_min_time={max(1, steps // 100)}"],
+                capture_output=True, text=True, env={**os.environ, "AMP_SOURCE_DIR": ROOT})
+        except OSError as e:
+            print(f"amp {name}: cannot run {binary}: {e}", flush=True)
+            return {}
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
+            print(f"amp {name}: {binary} exited with {proc.returncode}:\n{tail}", flush=True)
+            return {}
+        try:
+            with open(out) as f:
+                benchmarks = json.load(f)["benchmarks"]
+        except (OSError, ValueError, KeyError) as e:
+            print(f"amp {name}: unreadable {out} from {binary} ({e}):\n{proc.stdout[-2000:]}", flush=True)
+            return {}
     results = {}
     for b in benchmarks:
         if b.get("error_occurred"):
