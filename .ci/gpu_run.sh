@@ -16,6 +16,7 @@
 #            a smoke run: amp-run --device cuda on the models/ demo models (fp32 vs PyTorch's outputs,
 #            fp16 rewrite vs the CPU backend) and amp-train --device cuda vs --device cpu
 # 3. bench:  bench_cuda_train_step (JSON), python3 tests/bench/bench_gpu_train.py (table + JSON)
+# 4. kernels: .ci/kernel_times.py, one training step's GPU time by kernel under ncu (kernel_times.txt)
 # Logs: ${OUT:-/tmp/gpu-out}/gpu_tests.log and gpu_bench.log, gtest XML, the benchmarks' JSON, the
 # device report of each smoke step (device_report/*.jsonl: what cuBLASLt and cuDNN accepted and what
 # fell back, AMP_CUDA_REPORT) and summary.txt, which ends with the versions and the device's
@@ -23,6 +24,9 @@
 # the set-up failed (kit, libraries), 1 when a test or benchmark step failed or timed out (the
 # benchmarks run regardless), 0 when all passed. PYTHON names the Python with torch and numpy
 # (default python3); SMOKE_DEVICE=cpu runs the smoke step without a GPU, to check this script.
+# GPU_RUN_BENCH_FILTER (bench_cuda_train_step's --benchmark_filter), GPU_RUN_BENCH_MODELS (default
+# "mlp cnn gpt") and GPU_RUN_KERNEL_CONFIGS (kernel_times.py's --configs) narrow steps 3 and 4 when
+# little device time is left.
 set -uo pipefail
 START=$(date +%s)
 cd "$(dirname "$0")/.."
@@ -348,11 +352,20 @@ fi
 
 # --- 3. benchmarks ----------------------------------------------------------------------------
 step "bench_cuda_train_step" 120 "$BLOG" "$K/bin/bench_cuda_train_step" \
-  --benchmark_out="$OUT/bench_cuda_train_step.json" --benchmark_out_format=json
+  --benchmark_out="$OUT/bench_cuda_train_step.json" --benchmark_out_format=json \
+  ${GPU_RUN_BENCH_FILTER:+--benchmark_filter="$GPU_RUN_BENCH_FILTER"}
 [ "$HAVE_GPU" = 1 ] && grep -q '"error_occurred": true' "$OUT/bench_cuda_train_step.json" 2>/dev/null &&
   { RESULTS+=("  bench_cuda_train_step: some benchmarks reported an error (see gpu_bench.log)"); FAILED=1; }
 step "py:bench_gpu_train.py" 420 "$BLOG" "$PYTHON" \
-  "$ROOT/tests/bench/bench_gpu_train.py" --bench-bin "$WORK/wrap/bench_cuda_train_step" --json "$OUT/bench_gpu_train.json"
+  "$ROOT/tests/bench/bench_gpu_train.py" --bench-bin "$WORK/wrap/bench_cuda_train_step" --json "$OUT/bench_gpu_train.json" \
+  --models ${GPU_RUN_BENCH_MODELS:-mlp cnn gpt}
+
+# --- 4. where a step's GPU time goes: ncu's kernel times (.ci/kernel_times.py) ------------------
+if [ "$HAVE_GPU" = 1 ] && [ -f "$WORK/smoke/img.npz" ]; then
+  step "py:kernel_times.py (ncu)" 150 "$BLOG" "$PYTHON" "$ROOT/.ci/kernel_times.py" --bin "$K/bin" \
+    --models "$ROOT/models" --data "$WORK/smoke" --ld-library-path "$LDP" --out "$OUT/kernel_times.txt" \
+    ${GPU_RUN_KERNEL_CONFIGS:+--configs "$GPU_RUN_KERNEL_CONFIGS"}
+fi
 
 # --- summary ----------------------------------------------------------------------------------
 {
