@@ -135,15 +135,11 @@ class LayerNormalizationGrad final : public Kernel {
           for (int64_t r = t * chunk; r < std::min(rows, (t + 1) * chunk); ++r) {
             const T* xr = x + r * cols;
             const T* dyr = dy + r * cols;
-            double sum = 0, sq = 0;
-            for (int64_t j = 0; j < cols; ++j) sum += load(xr[j]);
-            const double mean = sum / static_cast<double>(cols);
-            for (int64_t j = 0; j < cols; ++j) {
-              const double d = load(xr[j]) - mean;
-              sq += d * d;
-            }
-            const double inv = 1.0 / std::sqrt(sq / static_cast<double>(cols) + static_cast<double>(epsilon_));
-            double mean_g = 0, mean_gx = 0;
+            // The row's sums through row_sums.h (vectorised, in an order fixed by the build); the
+            // element loops between them carry no sum and vectorise as they are.
+            const double mean = row_sum(xr, cols) / static_cast<double>(cols);
+            const double inv =
+                1.0 / std::sqrt(row_sum_sq_dev(xr, cols, mean) / static_cast<double>(cols) + static_cast<double>(epsilon_));
             for (int64_t j = 0; j < cols; ++j) {
               const size_t k = static_cast<size_t>(j);
               xhat[k] = (load(xr[j]) - mean) * inv;
@@ -151,11 +147,9 @@ class LayerNormalizationGrad final : public Kernel {
               my_ds[k] += d * xhat[k];
               my_db[k] += d;
               g[k] = d * scale[k];
-              mean_g += g[k];
-              mean_gx += g[k] * xhat[k];
             }
-            mean_g /= static_cast<double>(cols);
-            mean_gx /= static_cast<double>(cols);
+            const double mean_g = row_sum(g.data(), cols) / static_cast<double>(cols);
+            const double mean_gx = row_sum_prod_dev(g.data(), xhat.data(), cols, 0.0) / static_cast<double>(cols);
             for (int64_t j = 0; j < cols; ++j) {
               const size_t k = static_cast<size_t>(j);
               dx[r * cols + j] = convert<T>(inv * (g[k] - mean_g - xhat[k] * mean_gx));
