@@ -250,7 +250,7 @@ void order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_by
   const DeviceBuffer x(x_bytes), w(w_bytes), y(y_bytes), workspace(r.workspace());
   for (const DeviceBuffer* b : {&x, &w, &y}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
   AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(setup.conv->get(), setup.fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
-  std::vector<Perf> perfs(r.algos.size() + 8);
+  std::vector<Perf> perfs(2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT);  // every algorithm, with up to two math types each
   int found = 0;
   const cudnnStatus_t status =
       find(x.data(), w.data(), y.data(), workspace.data(), workspace.size(), perfs.data(), static_cast<int>(perfs.size()), &found);

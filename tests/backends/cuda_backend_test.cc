@@ -1125,6 +1125,31 @@ TEST(CudaBackendGpu, ConvolutionsWithTheirBiasResidualAndReluMatchTheCpu) {
   expect_parity(chain.m, chain.feeds, {chain.output});
 }
 
+// Compiles and runs, twice on one CUDA backend (two executables, one device), a convolution with
+// its ReLU and a ConvGrad of type t (random operands from seed), each compared with the CPU.
+void two_executables_of_a_convolution_and_its_gradient(DType t, uint32_t seed) {
+  test::ConvChainSpec spec;
+  spec.dtype = t;
+  spec.activation = "Relu";
+  const test::ConvChain chain = test::conv_chain(spec);
+  OneNode grad("ConvGrad",
+               {{"dy", random_tensor(t, {2, 6, 7, 7}, seed)}, {"x", random_tensor(t, {2, 4, 7, 7}, seed + 1, -1, 1)},
+                {"w", random_tensor(t, {6, 4, 3, 3}, seed + 2, -0.25f, 0.25f)}},
+               {t, t, t}, kAmpDomain);
+  grad.node->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  const double tol = t == DType::kFloat ? 10.0 : 2.0;
+  const auto forward_cpu = run_on("cpu", chain.m, chain.feeds, {chain.output});
+  const auto grad_cpu = run_on("cpu", grad.m, grad.feeds, grad.outputs);
+  auto backend = make_backend("cuda");
+  for (int executable = 0; executable < 2; ++executable) {
+    SCOPED_TRACE("executable " + std::to_string(executable));
+    const auto forward = backend->compile(chain.m, {})->run(chain.feeds, {chain.output});
+    expect_close(forward[0], forward_cpu[0], chain.output, tol);
+    const auto grads = backend->compile(grad.m, {})->run(grad.feeds, grad.outputs);
+    for (size_t k = 0; k < grads.size(); ++k) expect_close(grads[k], grad_cpu[k], grad.outputs[k], tol);
+  }
+}
+
 // cuDNN's _v7 heuristics rank algorithms that it may then refuse: a convolution runs the next one
 // ranked, with the math type it was ranked with, and the device remembers per shape the one that
 // ran. The stand-ins are told to refuse the first ones at the workspace query, when run, or to fail
@@ -1156,26 +1181,7 @@ TEST(CudaBackendGpu, ConvolutionsFallBackAlongCuDnnsRankingAndRememberWhatRan) {
     SCOPED_TRACE(std::string(dtype_name(c.t)) + ", cuDNN failing " + c.fail);
     const ScopedEnv fail("AMP_STANDIN_CUDNN_FAIL", c.fail);
     const DeviceReportFile report(std::string("conv_ranking_") + std::string(dtype_name(c.t)));
-    test::ConvChainSpec spec;
-    spec.dtype = c.t;
-    spec.activation = "Relu";
-    const test::ConvChain chain = test::conv_chain(spec);
-    OneNode grad("ConvGrad",
-                 {{"dy", random_tensor(c.t, {2, 6, 7, 7}, 110)}, {"x", random_tensor(c.t, {2, 4, 7, 7}, 111, -1, 1)},
-                  {"w", random_tensor(c.t, {6, 4, 3, 3}, 112, -0.25f, 0.25f)}},
-                 {c.t, c.t, c.t}, kAmpDomain);
-    grad.node->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
-    const double tol = c.t == DType::kFloat ? 10.0 : 2.0;
-    const auto forward_cpu = run_on("cpu", chain.m, chain.feeds, {chain.output});
-    const auto grad_cpu = run_on("cpu", grad.m, grad.feeds, grad.outputs);
-    auto backend = make_backend("cuda");
-    for (int executable = 0; executable < 2; ++executable) {
-      SCOPED_TRACE("executable " + std::to_string(executable));
-      const auto forward = backend->compile(chain.m, {})->run(chain.feeds, {chain.output});
-      expect_close(forward[0], forward_cpu[0], chain.output, tol);
-      const auto grads = backend->compile(grad.m, {})->run(grad.feeds, grad.outputs);
-      for (size_t k = 0; k < grads.size(); ++k) expect_close(grads[k], grad_cpu[k], grad.outputs[k], tol);
-    }
+    two_executables_of_a_convolution_and_its_gradient(c.t, 110);
     if (!on_standins()) continue;
     // Per direction: what the heuristic's order gave each executable, then what ran.
     for (const auto& [direction, ran] : std::vector<std::pair<std::string, std::string>>{
@@ -1213,26 +1219,7 @@ TEST(CudaBackendGpu, ConvolutionsRunTheAlgorithmCuDnnMeasuredFastest) {
   for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(t));
     const DeviceReportFile report(std::string("conv_measured_") + std::string(dtype_name(t)));
-    test::ConvChainSpec spec;
-    spec.dtype = t;
-    spec.activation = "Relu";
-    const test::ConvChain chain = test::conv_chain(spec);
-    OneNode grad("ConvGrad",
-                 {{"dy", random_tensor(t, {2, 6, 7, 7}, 120)}, {"x", random_tensor(t, {2, 4, 7, 7}, 121, -1, 1)},
-                  {"w", random_tensor(t, {6, 4, 3, 3}, 122, -0.25f, 0.25f)}},
-                 {t, t, t}, kAmpDomain);
-    grad.node->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
-    const double tol = t == DType::kFloat ? 10.0 : 2.0;
-    const auto forward_cpu = run_on("cpu", chain.m, chain.feeds, {chain.output});
-    const auto grad_cpu = run_on("cpu", grad.m, grad.feeds, grad.outputs);
-    auto backend = make_backend("cuda");
-    for (int executable = 0; executable < 2; ++executable) {
-      SCOPED_TRACE("executable " + std::to_string(executable));
-      const auto forward = backend->compile(chain.m, {})->run(chain.feeds, {chain.output});
-      expect_close(forward[0], forward_cpu[0], chain.output, tol);
-      const auto grads = backend->compile(grad.m, {})->run(grad.feeds, grad.outputs);
-      for (size_t k = 0; k < grads.size(); ++k) expect_close(grads[k], grad_cpu[k], grad.outputs[k], tol);
-    }
+    two_executables_of_a_convolution_and_its_gradient(t, 120);
     for (const auto& [direction, want] : expected) {
       SCOPED_TRACE(direction);
       std::vector<nlohmann::json> measured, ranked;
