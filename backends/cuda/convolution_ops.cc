@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
+#include "backends/cuda/widen.cuh"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/ops/conv_transpose.h"
@@ -242,11 +244,12 @@ bool measure_algorithms() {
 // 1.9 ms of a 2.7 ms training step, 20 times the fp32 step's ALGO_0. Measured once per shape and
 // device: the fastest is remembered (DeviceContext::remember_algorithm) and later plans of the
 // shape start with it unmeasured. find(x, w, y, workspace, workspace bytes, perfs, count, &found)
-// calls the direction's Find with the three operands in the convolution's own roles.
+// calls the direction's Find with the three operands in the convolution's own roles. Returns the
+// fastest time in milliseconds when it measured.
 template <class Algo, class Perf, class Find>
-void order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_bytes, size_t w_bytes, size_t y_bytes,
+std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_bytes, size_t w_bytes, size_t y_bytes,
                             DeviceContext& ctx, Find&& find) {
-  if (!measure_algorithms() || ctx.remembered_algorithm(r.key())) return;
+  if (!measure_algorithms() || ctx.remembered_algorithm(r.key())) return std::nullopt;
   const DeviceBuffer x(x_bytes), w(w_bytes), y(y_bytes), workspace(r.workspace());
   for (const DeviceBuffer* b : {&x, &w, &y}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
   AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(setup.conv->get(), setup.fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
@@ -259,11 +262,12 @@ void order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_by
     cudaGetLastError();
     ctx.report().record("convolution_measurement_failed",
                         {{"direction", r.what}, {"shape", r.shape}, {"status", cudnnGetErrorString(status)}});
-    return;
+    return std::nullopt;
   }
   std::vector<RankedAlgorithm<Algo>> ordered;
   std::vector<bool> taken(r.algos.size(), false);
   std::string measured;
+  float fastest = 0.0f;
   for (int i = 0; i < found; ++i) {
     const Perf& p = perfs[static_cast<size_t>(i)];
     if (p.status != CUDNN_STATUS_SUCCESS) continue;
@@ -271,19 +275,21 @@ void order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_by
       if (!taken[k] && r.algos[k].algo == p.algo) {
         taken[k] = true;
         const cudnnMathType_t math = setup.fma_only ? CUDNN_FMA_MATH : p.mathType;
+        if (ordered.empty()) fastest = p.time;
         ordered.push_back({p.algo, math, std::max(r.algos[k].memory, p.memory)});
         measured += (measured.empty() ? "" : ", ") + std::string(algorithm_name(p.algo)) + " (" + math_name(math) + ") " +
                     std::to_string(p.time) + " ms";
         break;
       }
   }
-  if (ordered.empty()) return;
+  if (ordered.empty()) return std::nullopt;
   for (size_t k = 0; k < r.algos.size(); ++k)
     if (!taken[k]) ordered.push_back(r.algos[k]);
   r.algos = std::move(ordered);
   ctx.remember_algorithm(r.key(), static_cast<int>(r.algos[0].algo));
   ctx.report().record("convolution_algorithms_measured",
                       {{"direction", r.what}, {"shape", r.shape}, {"chosen", algorithm_name(r.algos[0].algo)}, {"measured", measured}});
+  return fastest;
 }
 
 // The three directions' Find, for order_by_measured_time.
@@ -430,6 +436,105 @@ class Conv final : public CudaOp {
   ConvEpilogue epilogue_;
 };
 
+// The backward-filter algorithms the heuristic ranks for setup (ranked_algorithms).
+Ranked<cudnnConvolutionBwdFilterAlgo_t> ranked_backward_filter(const ConvSetup& setup, DeviceContext& ctx) {
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+  int found = 0;
+  AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.y->get(),
+                                                                setup.conv->get(), setup.w->get(),
+                                                                static_cast<int>(perfs.size()), &found, perfs.data()));
+  return ranked_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
+      perfs, found, "backward-filter convolution", setup, ctx, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.y->get(),
+                                                              setup.conv->get(), setup.w->get(), a, bytes);
+      });
+}
+
+size_t aligned(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
+
+// A 16-bit weight gradient computed in fp32: X and dY widened (exactly) into fp32 copies, cuDNN's
+// fp32 backward filter with TF32 allowed (fp16 and bf16 values are TF32 values, so the products are
+// exact and accumulate in fp32, as in a 16-bit Tensor Core convolution), dW rounded once to 16 bits.
+// On an H200 (cuDNN 9.19, NCHW) the 16-bit backward-filter kernels of models/cnn's shapes took
+// 0.6-0.9 ms a call where fp32's took 0.025: a ConvGrad takes this path when cuDNN's measured
+// fastest fp32 algorithm plus the measured casts beats its measured fastest 16-bit one, decided
+// once per shape and device (remembered under "fp32 " and the 16-bit key).
+struct WidenedFilter {
+  ConvSetup setup;  // fp32 descriptors, TF32 allowed
+  Ranked<cudnnConvolutionBwdFilterAlgo_t> ranked;
+  // The fp32 copies of X, dY and dW in the op's scratch, after what the convolution itself needs.
+  size_t x_offset = 0, dy_offset = 0, dw_offset = 0, bytes = 0;
+};
+
+// Milliseconds to widen X and dY and narrow dW once, on scratch buffers (the second of two runs).
+float cast_time(const TensorDesc& x, const TensorDesc& dy, const TensorDesc& w, DeviceContext& ctx) {
+  const DeviceBuffer x16(x.nbytes()), dy16(dy.nbytes()), w16(w.nbytes());
+  const DeviceBuffer x32(static_cast<size_t>(x.numel()) * 4), dy32(static_cast<size_t>(dy.numel()) * 4),
+      w32(static_cast<size_t>(w.numel()) * 4);
+  for (const DeviceBuffer* b : {&x16, &dy16, &w32}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
+  cudaEvent_t start = nullptr, end = nullptr;
+  AMP_CUDA_CHECK(cudaEventCreate(&start));
+  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_start(start, cudaEventDestroy);
+  AMP_CUDA_CHECK(cudaEventCreate(&end));
+  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_end(end, cudaEventDestroy);
+  for (int run = 0; run < 2; ++run) {
+    AMP_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
+    widen_to_float({{x.dtype, x16.data(), static_cast<float*>(x32.data()), x.numel()},
+                    {dy.dtype, dy16.data(), static_cast<float*>(dy32.data()), dy.numel()}},
+                   ctx.sm_count(), ctx.stream());
+    narrow_from_float(w.dtype, static_cast<const float*>(w32.data()), w16.data(), w.numel(), ctx.sm_count(), ctx.stream());
+    AMP_CUDA_CHECK(cudaEventRecord(end, ctx.stream()));
+  }
+  AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  float ms = 0.0f;
+  AMP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, end));
+  return ms;
+}
+
+// The widened path for a 16-bit ConvGrad's dW, when measured faster (WidenedFilter); t16: the
+// fastest 16-bit time order_by_measured_time measured, if it measured.
+std::optional<WidenedFilter> widened_filter(const WindowAttrs& attrs, const OpShapes& s,
+                                            const Ranked<cudnnConvolutionBwdFilterAlgo_t>& filter16,
+                                            std::optional<float> t16, DeviceContext& ctx) {
+  const DType t = s.in[0]->dtype;
+  if ((t != DType::kFloat16 && t != DType::kBFloat16) || !measure_algorithms()) return std::nullopt;
+  const std::string key = "fp32 " + filter16.key();
+  const std::optional<int> decided = ctx.remembered_algorithm(key);
+  if (decided ? *decided == 0 : !t16) return std::nullopt;
+  TensorDesc x = *s.in[1], w = *s.in[2], dy = *s.in[0];
+  for (TensorDesc* d : {&x, &w, &dy}) d->dtype = DType::kFloat;
+  const size_t copies = aligned(x.nbytes()) + aligned(dy.nbytes()) + aligned(w.nbytes());
+  if (copies > kMaxConvWorkspace) {
+    ctx.remember_algorithm(key, 0);
+    ctx.report().record("convolution_widened", {{"shape", filter16.shape}, {"chosen", "16-bit"},
+                                                {"why", "the fp32 copies need " + std::to_string(copies >> 20) + " MiB"}});
+    return std::nullopt;
+  }
+  WidenedFilter f;
+  f.setup = conv_setup(attrs, x, w, dy, /*tf32=*/true);
+  f.ranked = ranked_backward_filter(f.setup, ctx);
+  if (!decided) {
+    const std::optional<float> t32 = order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
+        f.ranked, f.setup, x.nbytes(), w.nbytes(), dy.nbytes(), ctx, find_backward_filter(f.setup, ctx));
+    const float casts = t32 ? cast_time(*s.in[1], *s.in[0], *s.in[2], ctx) : 0.0f;
+    const bool widen = t32 && *t32 + casts < *t16;
+    ctx.remember_algorithm(key, widen ? 1 : 0);
+    ctx.report().record("convolution_widened", {{"shape", filter16.shape},
+                                                {"chosen", widen ? "fp32" : "16-bit"},
+                                                {"16-bit ms", std::to_string(*t16)},
+                                                {"fp32 ms", t32 ? std::to_string(*t32) : "not measured"},
+                                                {"casts ms", std::to_string(casts)}});
+    if (!widen) return std::nullopt;
+  } else {
+    ctx.report().record("convolution_widened", {{"shape", filter16.shape}, {"chosen", "fp32"}, {"why", "remembered"}});
+  }
+  f.x_offset = aligned(f.ranked.workspace());
+  f.dy_offset = f.x_offset + aligned(x.nbytes());
+  f.dw_offset = f.dy_offset + aligned(dy.nbytes());
+  f.bytes = f.dw_offset + w.nbytes();
+  return f;
+}
+
 // ai.onnx_amp ConvGrad(dY, X, W) -> dX, dW, dB (each optional)
 class ConvGrad final : public CudaOp {
  public:
@@ -453,20 +558,15 @@ class ConvGrad final : public CudaOp {
       order_by_measured_time<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
           data, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_data(setup, ctx));
     }
+    std::optional<WidenedFilter> widened;
     if (want_dw) {
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-      int found = 0;
-      AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.y->get(),
-                                                                    setup.conv->get(), setup.w->get(),
-                                                                    static_cast<int>(perfs.size()), &found, perfs.data()));
-      filter = ranked_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
-          perfs, found, "backward-filter convolution", setup, ctx, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.y->get(),
-                                                                  setup.conv->get(), setup.w->get(), a, bytes);
-          });
-      order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
+      filter = ranked_backward_filter(setup, ctx);
+      const std::optional<float> t16 = order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
           filter, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_filter(setup, ctx));
+      widened = widened_filter(attrs_, s, filter, t16, ctx);
     }
+    const DType dtype = s.in[0]->dtype;
+    const int64_t x_count = s.in[1]->numel(), dy_count = s.in[0]->numel(), w_count = s.in[2]->numel();
     // dB sums dY over every axis but the channels. cuDNN 9's cudnnConvolutionBackwardBias answered
     // CUDNN_STATUS_NOT_SUPPORTED on an H200 (cuDNN 9.19) in fp32, fp16 and bf16 alike: a ReducePlan
     // (fp32 accumulation, as ReduceSum) does it instead, after the two convolutions, in their scratch.
@@ -485,15 +585,29 @@ class ConvGrad final : public CudaOp {
                                                   setup.conv->get(), a.algo, b.workspace, a.memory, &zero, setup.x->get(),
                                                   b.out[0]);
             });
-          if (want_dw)
+          if (want_dw && widened) {
+            char* scratch = static_cast<char*>(b.workspace);
+            float* x32 = reinterpret_cast<float*>(scratch + widened->x_offset);
+            float* dy32 = reinterpret_cast<float*>(scratch + widened->dy_offset);
+            float* dw32 = reinterpret_cast<float*>(scratch + widened->dw_offset);
+            widen_to_float({{dtype, b.in[1], x32, x_count}, {dtype, b.in[0], dy32, dy_count}}, c.sm_count(), c.stream());
+            const ConvSetup& f = widened->setup;
+            run_ranked(widened->ranked, f.conv->get(), c, [&](const RankedAlgorithm<cudnnConvolutionBwdFilterAlgo_t>& a) {
+              return cudnnConvolutionBackwardFilter(c.cudnn(), &one, f.x->get(), x32, f.y->get(), dy32, f.conv->get(), a.algo,
+                                                    b.workspace, a.memory, &zero, f.w->get(), dw32);
+            });
+            narrow_from_float(dtype, dw32, b.out[1], w_count, c.sm_count(), c.stream());
+          } else if (want_dw) {
             run_ranked(filter, setup.conv->get(), c, [&](const RankedAlgorithm<cudnnConvolutionBwdFilterAlgo_t>& a) {
               return cudnnConvolutionBackwardFilter(c.cudnn(), &one, setup.x->get(), b.in[1], setup.y->get(), b.in[0],
                                                     setup.conv->get(), a.algo, b.workspace, a.memory, &zero,
                                                     setup.w->get(), b.out[1]);
             });
+          }
           if (want_db) bias_sum->enqueue(b.in[0], b.out[2], b.workspace, c.stream());
         },
-        std::max({data.workspace(), filter.workspace(), bias_sum ? bias_sum->workspace_bytes() : size_t{0}}));
+        std::max({data.workspace(), filter.workspace(), bias_sum ? bias_sum->workspace_bytes() : size_t{0},
+                  widened ? widened->bytes : size_t{0}}));
   }
 
  private:

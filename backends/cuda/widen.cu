@@ -1,6 +1,6 @@
 // Widening of fp16/bf16 tensors to fp32, several per launch (widen.cuh): each thread walks every
 // task of the list grid-stride, one element a step; a bucket's tensors are a few KB to MB, so the
-// launch, not the loads, is what a list of 16 saves.
+// launch, not the loads, is what a list of 16 saves. Narrowing back: one tensor, grid-stride.
 #include "backends/cuda/widen.cuh"
 
 #include <algorithm>
@@ -40,7 +40,25 @@ __global__ void widen_kernel(const __grid_constant__ WideningList list) {
   }
 }
 
+template <class T>
+__global__ void narrow_kernel(const float* in, T* out, long long n) {
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n; i += step)
+    out[i] = from_float<T>(in[i]);
+}
+
 }  // namespace
+
+void narrow_from_float(DType dtype, const float* in, void* out, int64_t n, int sm_count, cudaStream_t stream) {
+  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16)
+    throw InputError("narrowing from float32 writes float16 or bfloat16, not " + std::string(dtype_name(dtype)));
+  if (n == 0) return;
+  if (dtype == DType::kBFloat16)
+    narrow_kernel<__nv_bfloat16><<<grid_stride_blocks(n, sm_count), 256, 0, stream>>>(in, static_cast<__nv_bfloat16*>(out), n);
+  else
+    narrow_kernel<__half><<<grid_stride_blocks(n, sm_count), 256, 0, stream>>>(in, static_cast<__half*>(out), n);
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
 
 void widen_to_float(const std::vector<Widening>& tasks, int sm_count, cudaStream_t stream) {
   for (size_t at = 0; at < tasks.size(); at += kMaxWidenings) {

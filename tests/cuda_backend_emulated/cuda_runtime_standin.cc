@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +54,9 @@ struct CUevent_st {
   CUstream_st* capture = nullptr;  // the origin of the capture it was last recorded in, else null
   CUstream_st* stream = nullptr;   // where it was recorded then
   size_t work = 0;                 // that stream's forked work at the record
+  // When it was recorded outside a capture (the work before it has run by then), for
+  // cudaEventElapsedTime: host time, as the emulated device's work is host work.
+  std::chrono::steady_clock::time_point at{};
 };
 struct CUgraph_st {
   std::vector<std::function<void()>> work;
@@ -356,7 +360,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     event->work = stream->forked_work;
   } else {
     event->capture = event->stream = nullptr;
+    event->at = std::chrono::steady_clock::now();
   }
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms || !start || !end) return record(cudaErrorInvalidValue);
+  if (start->capture || end->capture) return record(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
   return cudaSuccess;
 }
 

@@ -36,8 +36,9 @@
 //    may where its documentation says it takes the configuration;
 //  - cudnnFind*AlgorithmEx: the heuristic's algorithms, each checked as a call with its ranked math
 //    type would be (so AMP_STANDIN_CUDNN_FAIL's run and exec failures show as its status), timed
-//    as AMP_STANDIN_CUDNN_TIMES says (DIRECTION:ALGO=MILLISECONDS, comma-separated) or else 1 ms,
-//    2 ms, ... in rank order; successes fastest first, then failures;
+//    as AMP_STANDIN_CUDNN_TIMES says (DIRECTION[.TYPE]:ALGO=MILLISECONDS, comma-separated; TYPE
+//    float, half or bfloat16) or else 1 ms, 2 ms, ... in rank order; successes fastest first, then
+//    failures;
 //  - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dimensions of size 1;
 //  - cudnnActivationForward, ReLU: y = alpha * relu(x) + beta * y, in place allowed;
 //  - pooling: max (NaN propagated under CUDNN_PROPAGATE_NAN; the gradient goes to the first
@@ -229,6 +230,9 @@ std::vector<RankedAlgo> ranking(Direction dir, bool half) {
 }
 
 bool is_half(cudnnDataType_t t) { return t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16; }
+const char* type_name(cudnnDataType_t t) {
+  return t == CUDNN_DATA_HALF ? "half" : t == CUDNN_DATA_BFLOAT16 ? "bfloat16" : t == CUDNN_DATA_FLOAT ? "float" : "other";
+}
 
 // The math type the heuristic ranks `algo` with for this data and descriptor; -1 when it ranks it
 // as not runnable (or not at all).
@@ -343,7 +347,8 @@ cudnnStatus_t ranked_algorithms(Direction dir, cudnnDataType_t data, const cudnn
 // What cudnnFind*AlgorithmEx answers: every algorithm the heuristic ranks, each "run" once with
 // the math type it is ranked with (algo_call_check: refusals and AMP_STANDIN_CUDNN_FAIL's run and
 // exec failures become the result's status), timed as AMP_STANDIN_CUDNN_TIMES says
-// (DIRECTION:ALGO=MILLISECONDS, comma-separated) or else at its rank (1 ms, 2 ms, ...); the
+// (DIRECTION:ALGO=MILLISECONDS, or DIRECTION.TYPE:ALGO=MILLISECONDS for data of one type, TYPE
+// float, half or bfloat16; comma-separated) or else at its rank (1 ms, 2 ms, ...); the
 // successes fastest first, then the failures. Computes nothing: the outputs are scratch.
 template <class Perf>
 cudnnStatus_t measured_algorithms(Direction dir, const Conv& g, cudnnDataType_t data, const cudnnConvolutionStruct& c,
@@ -363,8 +368,10 @@ cudnnStatus_t measured_algorithms(Direction dir, const Conv& g, cudnnDataType_t 
     p.status = algo_call_check(dir, g, r[i].algo, data, with_math, workspace, workspace_bytes);
     if (p.status == CUDNN_STATUS_SUCCESS) algo_workspace(dir, g, r[i].algo, data, with_math, &p.memory);
     p.time = 1.0f + static_cast<float>(i);
-    const std::string key = "," + std::string(kDirections[dir]) + ":" + std::to_string(r[i].algo) + "=";
-    if (const size_t at = times.find(key); at != std::string::npos) p.time = std::stof(times.substr(at + key.size()));
+    const std::string algo = ":" + std::to_string(r[i].algo) + "=";
+    for (const std::string& key : {"," + std::string(kDirections[dir]) + algo,
+                                   "," + std::string(kDirections[dir]) + "." + type_name(data) + algo})
+      if (const size_t at = times.find(key); at != std::string::npos) p.time = std::stof(times.substr(at + key.size()));
     p.determinism = CUDNN_DETERMINISTIC;
     all.push_back(p);
   }

@@ -1,7 +1,9 @@
 // widen.cu on the fiber emulator (see cuda_kernels_emulated_test.cc for how the kernels run
 // without a GPU): fp16 and bf16 tensors widened to fp32, 40 of them (three launches of up to 16),
 // of sizes 0 to past the grid, with NaN, infinities, -0 and subnormals, each bit for bit what the
-// CPU backend's Cast to float computes (NaN as NaN: the device's canonical NaN is 0x7fffffff).
+// CPU backend's Cast to float computes (NaN as NaN: the device's canonical NaN is 0x7fffffff); and
+// fp32 narrowed back to fp16 and bf16, bit for bit the CPU backend's Cast from float (round to
+// nearest even, overflow to infinity, subnormals kept).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,6 +58,31 @@ TEST(CudaKernelsEmulated, WideningToFloatIsTheCpusCastForEveryTask) {
     }
   }
   EXPECT_THROW(cuda_emulated::widen_to_float({{DType::kFloat, nullptr, nullptr, 1}}, 2, nullptr), InputError);
+}
+
+TEST(CudaKernelsEmulated, NarrowingFromFloatIsTheCpusCast) {
+  for (DType t : {DType::kFloat16, DType::kBFloat16})
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5000}}) {
+      Tensor x = test::random_tensor(DType::kFloat, {n}, 600 + static_cast<uint32_t>(n), -70000, 70000);
+      // Ties between neighbours (1 + 2^-11 and 1 + 2^-8 round to even), beyond fp16's range,
+      // subnormals of either type, and the specials.
+      const float specials[] = {NAN, INFINITY, -0.0f, 1.0f + 0x1p-11f, 1.0f + 0x1p-8f, 65520.0f, 3e-6f, 1e-40f};
+      for (int64_t i = 0; i < n; i += 5) x.mutable_as<float>()[i] = specials[(i / 5) % 8];
+      test::OneNode cast("Cast", {{"x", x}}, {t});
+      cast.attr(Attribute::of_int("to", t == DType::kFloat16 ? 10 : 16));
+      const Tensor want = cast.run_cpu()[0];
+      test::GuardedBuffer in(x), out(static_cast<size_t>(n) * 2, 0xa5);
+      cuda_emulated::narrow_from_float(t, static_cast<const float*>(in.data()), out.data(), n, 2, nullptr);
+      const Tensor got = out.as(t, {n});
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t a = got.as<uint16_t>()[i], b = want.as<uint16_t>()[i];
+        if (a != b && !(std::isnan(got.element(i)) && std::isnan(want.element(i)))) {
+          ADD_FAILURE() << dtype_name(t) << "[" << i << "] of " << x.as<float>()[i] << ": " << std::hex << a << " want " << b;
+          break;
+        }
+      }
+    }
+  EXPECT_THROW(cuda_emulated::narrow_from_float(DType::kFloat, nullptr, nullptr, 1, 2, nullptr), InputError);
 }
 
 }  // namespace
