@@ -58,6 +58,9 @@ struct CpuExecutable::Plan {
   std::vector<int> state_layout;   // per state: the layout this plan's kernels read it in
   std::vector<std::pair<int, int>> state_views;  // (value, state) pairs whose view points at the state's bytes
   std::vector<int> feeds;         // values whose view points at this run's feed
+  // (value, root) pairs: a Reshape-like step's output viewing the arena buffer of the value its
+  // chain of such steps starts from, with no launch of its own (build_plan).
+  std::vector<std::pair<int, int>> aliases;
   std::vector<int> fetches;
   std::unique_ptr<uint8_t, FreeDeleter> arena;
   ArenaPlan layout;
@@ -260,8 +263,15 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
     }
   }
 
+  // Values that are the new value of some state: their buffer is copied into the state after the
+  // launch that makes them, so none of them is a view of another value's buffer.
+  std::vector<bool> updates_a_state(views.size(), false);
+  for (const auto& [st, v] : updates_) updates_a_state[static_cast<size_t>(v)] = true;
+
   std::vector<BufferLife> lives;
   std::vector<std::pair<int, size_t>> owners;  // per life: (value, 0) or (-1, launch index) for scratch
+  std::vector<int64_t> life_of(views.size(), -1);  // per value: its arena buffer's index in lives
+  std::vector<int> root_of(views.size(), -1);      // per value: the value whose buffer it views
   std::vector<int64_t> launch_at(static_cast<size_t>(end), -1);  // per position: its launch, or -1
   std::vector<int64_t> scratch_life;   // per launch: its scratch's index in lives, or -1
   std::vector<int64_t> launch_pos;     // per launch: its position
@@ -310,6 +320,22 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
       at_node(step.where, [&] { kernels_[s]->run(io, planning); });
       continue;
     }
+    // A Reshape-like step whose input has a buffer in the arena (made by a launch of this plan, not
+    // a feed, state, initializer or constant) views that buffer instead of copying it: the
+    // buffer's life is stretched to the view's last reader, and nothing writes into an arena
+    // buffer after the launch that made it.
+    if (kernels_[s]->aliases_input() && step.out.size() == 1 && step.out[0] >= 0 && !step.in.empty() && step.in[0] >= 0) {
+      const int in = step.in[0], out = step.out[0];
+      const int root = root_of[static_cast<size_t>(in)] >= 0 ? root_of[static_cast<size_t>(in)] : in;
+      if (life_of[static_cast<size_t>(root)] >= 0 && !updates_a_state[static_cast<size_t>(out)] &&
+          in_place[static_cast<size_t>(out)] < 0 && views[out].nbytes() == views[root].nbytes()) {
+        BufferLife& life = lives[static_cast<size_t>(life_of[static_cast<size_t>(root)])];
+        life.last = std::max({life.last, pos, last_use[out]});
+        root_of[static_cast<size_t>(out)] = root;
+        plan->aliases.emplace_back(out, root);
+        continue;
+      }
+    }
     for (int out : step.out) {
       if (out < 0) continue;
       if (const int st = in_place[static_cast<size_t>(out)];
@@ -318,6 +344,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
         plan->state_views.emplace_back(out, st);
         continue;
       }
+      life_of[static_cast<size_t>(out)] = static_cast<int64_t>(lives.size());
       lives.push_back({views[out].nbytes(), pos, std::max(pos, last_use[out])});
       owners.emplace_back(out, 0);
     }
@@ -393,6 +420,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
     else
       plan->launches[owners[i].second].io.workspace = at;
   }
+  for (const auto& [value, root] : plan->aliases) views[value].data = views[root].data;
   return plan;
 }
 
@@ -426,6 +454,8 @@ std::vector<int> CpuExecutable::assign_layouts(Plan& plan, const std::vector<con
   std::function<int(int)> find = [&](int v) { return parent[v] == v ? v : parent[v] = find(parent[v]); };
   auto unite = [&](int a, int b) { parent[find(a)] = find(b); };
   std::vector<bool> pinned(nv, false);
+  // A view and the buffer it views keep their dense order (the skipped copy was a dense kernel).
+  for (const auto& [value, root] : plan.aliases) pinned[value] = pinned[root] = true;
   auto tensor = [&](int v) { return v >= 0 && views[v].numel() > 1; };
   std::vector<std::vector<Kernel::LayoutWish>> wishes(plan.launches.size());
   bool any_wish = false;

@@ -89,6 +89,11 @@ class Kernel {
   };
   virtual std::vector<LayoutWish> layout_preferences(const KernelIO&) const { return {}; }
 
+  // True when output 0 is input 0's bytes unchanged under other dims (Reshape, Flatten, Squeeze,
+  // Unsqueeze, Identity): the planner may then make the output a view of the input's buffer and
+  // skip the launch (CpuExecutable::build_plan says when).
+  virtual bool aliases_input() const { return false; }
+
   // Binds the op's shape rule to this node's attributes, when the op has one (make_kernel does).
   void bind_shape_rule(const Node& n, int64_t opset);
 

@@ -94,6 +94,7 @@ class Copy final : public Kernel {
  public:
   Copy(const Node&, int64_t) {}
   void run(KernelIO& io, const RunContext&) const override { copy_data(io.input(0), io.output(0)); }
+  bool aliases_input() const override { return true; }
 };
 
 class Transpose final : public Kernel {

@@ -107,6 +107,52 @@ TEST(CpuMemory, TheExecutableHoldsNoReferenceToTheModelsCopyOfItsState) {
   EXPECT_EQ(exe->run({{"x", filled("x", 1.0f)}}, {"s_next"})[0].as<float>()[0], 4.0f);
 }
 
+// Reshape, Flatten, Squeeze, Unsqueeze and Identity of a value the run computes view its buffer
+// instead of copying it, and the buffer lives until the view's last reader: here c views a
+// (Reshape, then Identity) and is read after d is made, so d cannot take a's bytes. The arena then
+// holds a, d and y, not six buffers. A view is never a state's new value: s_next = Identity(t)
+// is copied into s as before.
+TEST(CpuMemory, ReshapeLikeStepsViewTheirInputsBuffer) {
+  Model m;
+  m.set_opset_version("", 17);
+  Graph& g = *m.graph;
+  Tensor square(DType::kInt64, {2});
+  square.mutable_as<int64_t>()[0] = square.mutable_as<int64_t>()[1] = 64;  // 64 * 64 = kN
+  square.name = "square";
+  Value* shape = g.add_initializer(square);
+  Value* s = g.add_initializer(filled("s", 3.0f));
+  Value* one = g.add_initializer(filled("one", 1.0f));
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({kN})));
+  Value* t = g.add_node("Add", {s, one}, {"t"})->output(0);
+  Value* next = g.add_node("Identity", {t}, {"s_next"})->output(0);
+  Value* a = g.add_node("Relu", {x}, {"a"})->output(0);
+  Value* b = g.add_node("Reshape", {a, shape}, {"b"})->output(0);
+  Value* c = g.add_node("Identity", {b}, {"c"})->output(0);
+  Value* d = g.add_node("Neg", {x}, {"d"})->output(0);
+  Value* e = g.add_node("Reshape", {d, shape}, {"e"})->output(0);
+  g.add_output(next);
+  g.add_output(g.add_node("Add", {c, e}, {"y"})->output(0));
+  auto exe = make_backend("cpu")->compile(m, step_options());
+  Tensor xs(DType::kFloat, {kN});
+  for (int64_t i = 0; i < kN; ++i) xs.mutable_as<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+  for (float before : {3.0f, 4.0f}) {
+    const auto out = exe->run({{"x", xs}}, {"y", "c"});
+    ASSERT_EQ(out[0].dims, (std::vector<int64_t>{64, 64}));
+    for (int64_t i = 0; i < kN; ++i) {
+      const float v = xs.as<float>()[i];
+      ASSERT_EQ(out[0].as<float>()[i], std::max(v, 0.0f) - v) << i;
+      ASSERT_EQ(out[1].as<float>()[i], std::max(v, 0.0f)) << i;
+    }
+    EXPECT_EQ(exe->read_state("s").as<float>()[kN - 1], before + 1);
+  }
+  // a, d and y; t and s_next (two buffers for the state's update, applied at once) come first.
+  const MemoryStats mem = exe->memory();
+  EXPECT_EQ(mem.intermediate_bytes, 5 * kN * sizeof(float));
+  EXPECT_FALSE(live_at_peak(mem, "b"));
+  EXPECT_FALSE(live_at_peak(mem, "c"));
+  EXPECT_FALSE(live_at_peak(mem, "e"));
+}
+
 TEST(CpuMemory, StatsAddUp) {
   Model m = step_model(true);
   auto exe = make_backend("cpu")->compile(m, step_options());

@@ -861,7 +861,9 @@ TEST(CudaSchedule, ComposedCopiesMoveWhatTheChainMoves) {
     const std::vector<int32_t> made = apply_copy(simplify(producer), source, static_cast<size_t>(made_size));
     const std::vector<int32_t> want = apply_copy(simplify(reader), made, static_cast<size_t>(read_size));
     const std::optional<StridedCopy> c = read_through(simplify(reader), simplify(producer));
-    if (c) EXPECT_EQ(apply_copy(*c, source, static_cast<size_t>(read_size)), want) << what;
+    if (c) {
+      EXPECT_EQ(apply_copy(*c, source, static_cast<size_t>(read_size)), want) << what;
+    }
     return c.has_value();
   };
   constexpr int64_t N = 2, T = 3, H = 2, D = 4, C = H * D;
