@@ -1,8 +1,9 @@
 // Convolutions and pooling through cuDNN's legacy API (forward, with its bias, residual and ReLU
 // fused where cuDNN allows; backward data and backward filter; pooling forward and backward),
-// algorithms from cuDNN's heuristics once per plan. The _v7 heuristics rank algorithms
-// that cuDNN may then refuse when run: each call falls back along the ranking, each algorithm with
-// the math type it was ranked with, and the device remembers per shape the one that ran.
+// algorithms from cuDNN's heuristics, put in the order of cuDNN's measured times once per shape and
+// device (order_by_measured_time). The _v7 heuristics rank algorithms that cuDNN may then refuse
+// when run: each call falls back along the ranking, each algorithm with the math type it was
+// ranked with, and the device remembers per shape the one that ran.
 // 16-bit convolutions accumulate in fp32 on Tensor Cores; fp32 ones use TF32 only when
 // allowed (--tf32, CompileOptions::tf32), as the products do. cuDNN pads symmetrically: asymmetric ONNX pads (odd SAME
 // padding) are refused with the node named rather than computed wrongly.
@@ -241,22 +242,22 @@ bool measure_algorithms() {
 // cudnn.benchmark does), each with the math type it was timed with; the ones it could not time
 // follow in the heuristic's order, for run_ranked to fall back on. The _v7 heuristic alone ranked
 // ALGO_1 first for the 16-bit backward-filter convolutions of models/cnn on an H200 (cuDNN 9.19):
-// 1.9 ms of a 2.7 ms training step, 20 times the fp32 step's ALGO_0. Measured once per shape and
+// 1.9 ms of a 2.7 ms training step, 23 times the fp32 step's ALGO_0 per call. Measured once per shape and
 // device: the fastest is remembered (DeviceContext::remember_algorithm) and later plans of the
 // shape start with it unmeasured. find(x, w, y, workspace, workspace bytes, perfs, count, &found)
 // calls the direction's Find with the three operands in the convolution's own roles. Returns the
 // fastest time in milliseconds when it measured.
 template <class Algo, class Perf, class Find>
-std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_bytes, size_t w_bytes, size_t y_bytes,
-                            DeviceContext& ctx, Find&& find) {
+std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_bytes, size_t w_bytes,
+                                            size_t y_bytes, DeviceContext& ctx, Find&& find) {
   if (!measure_algorithms() || ctx.remembered_algorithm(r.key())) return std::nullopt;
   const DeviceBuffer x(x_bytes), w(w_bytes), y(y_bytes), workspace(r.workspace());
   for (const DeviceBuffer* b : {&x, &w, &y}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
   AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(setup.conv->get(), setup.fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
   std::vector<Perf> perfs(2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT);  // every algorithm, with up to two math types each
   int found = 0;
-  const cudnnStatus_t status =
-      find(x.data(), w.data(), y.data(), workspace.data(), workspace.size(), perfs.data(), static_cast<int>(perfs.size()), &found);
+  const cudnnStatus_t status = find(x.data(), w.data(), y.data(), workspace.data(), workspace.size(), perfs.data(),
+                                    static_cast<int>(perfs.size()), &found);
   AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
   if (status != CUDNN_STATUS_SUCCESS) {  // the heuristic's order stands
     cudaGetLastError();
@@ -287,8 +288,10 @@ std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& se
     if (!taken[k]) ordered.push_back(r.algos[k]);
   r.algos = std::move(ordered);
   ctx.remember_algorithm(r.key(), static_cast<int>(r.algos[0].algo));
-  ctx.report().record("convolution_algorithms_measured",
-                      {{"direction", r.what}, {"shape", r.shape}, {"chosen", algorithm_name(r.algos[0].algo)}, {"measured", measured}});
+  ctx.report().record("convolution_algorithms_measured", {{"direction", r.what},
+                                                          {"shape", r.shape},
+                                                          {"chosen", algorithm_name(r.algos[0].algo)},
+                                                          {"measured", measured}});
   return fastest;
 }
 
@@ -561,8 +564,9 @@ class ConvGrad final : public CudaOp {
     std::optional<WidenedFilter> widened;
     if (want_dw) {
       filter = ranked_backward_filter(setup, ctx);
-      const std::optional<float> t16 = order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
-          filter, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_filter(setup, ctx));
+      const std::optional<float> t16 =
+          order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
+              filter, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_filter(setup, ctx));
       widened = widened_filter(attrs_, s, filter, t16, ctx);
     }
     const DType dtype = s.in[0]->dtype;

@@ -1233,7 +1233,8 @@ TEST(CudaBackendGpu, ConvolutionsRunTheAlgorithmCuDnnMeasuredFastest) {
       ASSERT_EQ(measured.size(), 1u) << "measured once, by the first executable";
       ASSERT_EQ(ranked.size(), 2u);
       const std::string chosen = measured[0]["chosen"], times = measured[0]["measured"];
-      std::printf("%s %s: %s (measured: %s)\n", std::string(dtype_name(t)).c_str(), direction.c_str(), chosen.c_str(), times.c_str());
+      std::printf("%s %s: %s (measured: %s)\n", std::string(dtype_name(t)).c_str(), direction.c_str(), chosen.c_str(),
+                  times.c_str());
       EXPECT_EQ(times.rfind(chosen + " (", 0), 0u) << "the fastest measured runs first";
       EXPECT_EQ(ranked[1]["chosen"], chosen) << "the second executable starts with the measured choice";
       EXPECT_TRUE(report.lines("convolution_algorithm_refused").empty());

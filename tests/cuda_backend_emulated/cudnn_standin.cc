@@ -355,7 +355,8 @@ cudnnStatus_t measured_algorithms(Direction dir, const Conv& g, cudnnDataType_t 
                                   void* workspace, size_t workspace_bytes, int requested, int* returned, Perf* perf) {
   if (requested < 1 || !returned || !perf) return CUDNN_STATUS_BAD_PARAM;
   static const char* kDirections[] = {"fwd", "bwd_data", "bwd_filter"};
-  const std::string times = "," + std::string(std::getenv("AMP_STANDIN_CUDNN_TIMES") ? std::getenv("AMP_STANDIN_CUDNN_TIMES") : "") + ",";
+  const char* told = std::getenv("AMP_STANDIN_CUDNN_TIMES");
+  const std::string times = "," + std::string(told ? told : "") + ",";
   const std::vector<RankedAlgo> r = ranking(dir, is_half(data));
   std::vector<Perf> all;
   for (size_t i = 0; i < r.size(); ++i) {
