@@ -610,8 +610,9 @@ class ConvGrad final : public CudaOp {
           }
           if (want_db) bias_sum->enqueue(b.in[0], b.out[2], b.workspace, c.stream());
         },
-        std::max({data.workspace(), filter.workspace(), bias_sum ? bias_sum->workspace_bytes() : size_t{0},
-                  widened ? widened->bytes : size_t{0}}));
+        // A widened dW needs its fp32 copies and that convolution's scratch, not the 16-bit one's.
+        std::max({data.workspace(), widened ? widened->bytes : filter.workspace(),
+                  bias_sum ? bias_sum->workspace_bytes() : size_t{0}}));
   }
 
  private:

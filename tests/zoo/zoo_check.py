@@ -69,6 +69,7 @@ MIN_SIZE = {"vit_b_16": 224, "vit_b_32": 224, "maxvit_t": 224, "inception_v3": 9
 MIN_SIZE.update({v: 224 for v in ("vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn")})
 
 SGD_THRESHOLD = 2e-4
+SGD_LR = 0.01  # every amp-train run's --lr, and zoo_reference.py's default
 LOSS_THRESHOLD = 5e-4
 
 
@@ -89,7 +90,7 @@ def last_error(out):
 def amp_train(o, d, extra):
     return run([os.path.join(o.build, "amp-train"), os.path.join(d, "model.onnx"), "--data",
                 os.path.join(d, "data.npz"), "--loss", "cross_entropy", "--no-shuffle", "--batch-size", str(o.batch),
-                "--threads", str(o.threads), "--lr", "0.01"] + extra)
+                "--threads", str(o.threads), "--lr", str(SGD_LR)] + extra)
 
 
 def update_errors(state, initial, theirs):
@@ -276,7 +277,7 @@ def check_dtype(dtype):
         theirs = np.load(os.path.join(d, "replay_" + dtype, "grad_%d.npz" % (k - 1)))
         state = np.load(os.path.join(ck, "checkpoint.npz"))
         largest = max(float(np.abs(theirs[n]).max()) for n in theirs.files)
-        worst = max((float(np.abs((state[n].astype(np.float64) - initial[n]) / -0.01 - theirs[n]).max()) / largest, n)
+        worst = max((float(np.abs((state[n].astype(np.float64) - initial[n]) / -SGD_LR - theirs[n]).max()) / largest, n)
                     for n in theirs.files)
         return None, "worst %.1e `%s` at step %d (%d skipped before, loss scale %g)" % (
             worst[0], worst[1], k, skipped, records[-1]["loss_scale"])
@@ -456,7 +457,6 @@ def check_memory(d, ref, o):
 # nothing. 1024 leaves 2^6 of headroom under fp16's 65504 for gradients up to 64 and still lifts
 # them 2^10 above the subnormal floor; a step that overflows anyway is counted as skipped.
 FP16_LOSS_SCALE = 1024
-SGD_LR = 0.01  # amp_train's --lr
 
 
 def fp16_loss_scale(d):
