@@ -11,6 +11,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <climits>
 #include <functional>
 #include <map>
@@ -325,6 +326,30 @@ void restore_lost_types(onnx::ModelProto& original, onnx::ModelProto& converted)
   });
 }
 
+// The converter's IR keeps no external-data reference: an initializer whose data lives in another
+// file comes back with no data at all. Each is restored by name from the original (the converter's
+// adapters rewrite nodes and attributes, never a weight's bytes); one whose type or dims changed
+// on the way is refused rather than guessed.
+void restore_external_initializers(onnx::ModelProto& original, onnx::ModelProto& converted, const std::string& what) {
+  std::map<std::string, const onnx::TensorProto*> external;
+  for_each_graph(original, [&](onnx::GraphProto& g) {
+    for (const auto& t : g.initializer())
+      if (t.data_location() == onnx::TensorProto::EXTERNAL) external.emplace(t.name(), &t);
+  });
+  if (external.empty()) return;
+  for_each_graph(converted, [&](onnx::GraphProto& g) {
+    for (auto& t : *g.mutable_initializer()) {
+      auto it = external.find(t.name());
+      if (it == external.end()) continue;
+      const onnx::TensorProto& o = *it->second;
+      if (t.data_type() != o.data_type() || !std::equal(t.dims().begin(), t.dims().end(), o.dims().begin(), o.dims().end()))
+        throw InputError(what + ": the converter changed the type or shape of '" + t.name() +
+                         "', whose data is external; convert the model with its weights inline");
+      t.CopyFrom(o);
+    }
+  });
+}
+
 // The converter rebuilds the graph from its own IR and drops what that IR does not hold; those
 // fields are carried over from the original.
 void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::string& path) {
@@ -342,6 +367,7 @@ void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::str
       throw InputError(what + ": " + one_line(e.what()));
     }
     restore_lost_types(p, converted);
+    restore_external_initializers(p, converted, what);
     converted.mutable_training_info()->Swap(p.mutable_training_info());
     converted.mutable_functions()->Swap(p.mutable_functions());
     converted.mutable_metadata_props()->Swap(p.mutable_metadata_props());
