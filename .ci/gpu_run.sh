@@ -17,16 +17,22 @@
 #            fp16 rewrite vs the CPU backend) and amp-train --device cuda vs --device cpu
 # 3. bench:  bench_cuda_train_step (JSON), python3 tests/bench/bench_gpu_train.py (table + JSON)
 # 4. kernels: .ci/kernel_times.py, one training step's GPU time by kernel under ncu (kernel_times.txt)
-# Logs: ${OUT:-/tmp/gpu-out}/gpu_tests.log and gpu_bench.log, gtest XML, the benchmarks' JSON, the
-# device report of each smoke step (device_report/*.jsonl: what cuBLASLt and cuDNN accepted and what
-# fell back, AMP_CUDA_REPORT) and summary.txt, which ends with the versions and the device's
-# capabilities (.ci/device_report.py). Every step has a timeout (GPU_RUN_BUDGET, default 540 s in all). Exit status: 2 when
+# 5. zoo:    when GPU_RUN_ZOO (default .gpu-zoo, made here by `tests/zoo/gpu_zoo.py prepare` and
+#            carried) holds models: gpu_zoo.py run (amp-run/amp-train --device cuda on torchvision
+#            models; its gpu_zoo_N.tar go back to `gpu_zoo.py check` here) and bench_gpu_train.py
+#            --zoo (those models' training step against PyTorch's, bench_gpu_zoo.json)
+# Logs: ${OUT:-/tmp/gpu-out}/gpu_tests.log, gpu_bench.log and summary.txt, which ends with the
+# versions and the device's capabilities (.ci/device_report.py); the gpu_zoo_N.tar; everything
+# else in more.tar.xz (the device tool brings back 8 files): gtest XML, the benchmarks' JSON,
+# kernel_times.txt and the device report of each smoke step (device_report/*.jsonl: what cuBLASLt
+# and cuDNN accepted and what fell back, AMP_CUDA_REPORT). Every step has a timeout (GPU_RUN_BUDGET, default 540 s in all). Exit status: 2 when
 # the set-up failed (kit, libraries), 1 when a test or benchmark step failed or timed out (the
 # benchmarks run regardless), 0 when all passed. PYTHON names the Python with torch and numpy
 # (default python3); SMOKE_DEVICE=cpu runs the smoke step without a GPU, to check this script.
 # GPU_RUN_BENCH_FILTER (bench_cuda_train_step's --benchmark_filter), GPU_RUN_BENCH_MODELS (default
 # "mlp cnn gpt") and GPU_RUN_KERNEL_CONFIGS (kernel_times.py's --configs) narrow steps 3 and 4 when
-# little device time is left.
+# little device time is left; GPU_RUN_STEPS (default "tests smoke bench kernels zoo") picks steps;
+# ZOO_DEVICE=cpu runs step 5's gpu_zoo.py on the CPU, to check this script.
 set -uo pipefail
 START=$(date +%s)
 cd "$(dirname "$0")/.."
@@ -190,6 +196,12 @@ cat >"$WORK/wrap/bench_cuda_train_step" <<EOF
 LD_LIBRARY_PATH='$LDP' exec '$K/bin/bench_cuda_train_step' "\$@"
 EOF
 chmod +x "$WORK/wrap/bench_cuda_train_step"
+for b in amp-run amp-train; do
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "'$LDP'" "'$K/bin/$b'" >"$WORK/wrap/$b"
+  chmod +x "$WORK/wrap/$b"
+done
+STEPS=" ${GPU_RUN_STEPS:-tests smoke bench kernels zoo} "
+want() { [[ $STEPS == *" $1 "* ]]; }
 export AMP_SOURCE_DIR=$ROOT            # models/, test data (tests/support/test_support.cc)
 export AMP_BINARY_DIR=$K/bin           # amp-run, amp-train, ... and test-tmp/
 export AMP_PYTHON=${AMP_PYTHON:-$(command -v "$PYTHON" || echo /usr/bin/python3)}  # numpy for the test references
@@ -255,12 +267,14 @@ gtest_counts() {  # gtest_counts NAME XML
 }
 
 # --- 2. tests ---------------------------------------------------------------------------------
+if want tests; then
 step "gtest test_backends (CUDA)" 200 "$TLOG" "$K/bin/test_backends" --gtest_filter='Cuda*:Nvrtc*:*Gpu*:MakeBackend.*-CudaCodegenHost.*' \
   --gtest_output="xml:$OUT/gtest_backends_cuda.xml"
 gtest_counts "test_backends" "$OUT/gtest_backends_cuda.xml"
 step "gtest test_frontends (amp-run)" 60 "$TLOG" "$K/bin/test_frontends" --gtest_filter='AmpRun.*' \
   --gtest_output="xml:$OUT/gtest_frontends_amprun.xml"
 gtest_counts "test_frontends" "$OUT/gtest_frontends_amprun.xml"
+fi
 
 # Smoke: the commands themselves with --device cuda.
 cat >"$WORK/smoke.sh" <<'EOF'
@@ -342,7 +356,9 @@ PYEOF
 exit $rc
 EOF
 # SMOKE_DEVICE=cpu runs the smoke steps without a GPU (to check this script).
-if [ "$HAVE_GPU" = 1 ] || [ -n "${SMOKE_DEVICE:-}" ]; then
+if ! want smoke; then
+  :
+elif [ "$HAVE_GPU" = 1 ] || [ -n "${SMOKE_DEVICE:-}" ]; then
   step "smoke amp-run/amp-train --device ${SMOKE_DEVICE:-cuda}" 150 "$TLOG" bash "$WORK/smoke.sh" "$WORK/smoke" \
     "${SMOKE_DEVICE:-cuda}" "$OUT/device_report"
 else
@@ -351,6 +367,7 @@ else
 fi
 
 # --- 3. benchmarks ----------------------------------------------------------------------------
+if want bench; then
 step "bench_cuda_train_step" 120 "$BLOG" "$K/bin/bench_cuda_train_step" \
   --benchmark_out="$OUT/bench_cuda_train_step.json" --benchmark_out_format=json \
   ${GPU_RUN_BENCH_FILTER:+--benchmark_filter="$GPU_RUN_BENCH_FILTER"}
@@ -359,12 +376,31 @@ step "bench_cuda_train_step" 120 "$BLOG" "$K/bin/bench_cuda_train_step" \
 step "py:bench_gpu_train.py" 420 "$BLOG" "$PYTHON" \
   "$ROOT/tests/bench/bench_gpu_train.py" --bench-bin "$WORK/wrap/bench_cuda_train_step" --json "$OUT/bench_gpu_train.json" \
   --models ${GPU_RUN_BENCH_MODELS:-mlp cnn gpt}
+fi
 
 # --- 4. where a step's GPU time goes: ncu's kernel times (.ci/kernel_times.py) ------------------
-if [ "$HAVE_GPU" = 1 ] && [ -f "$WORK/smoke/img.npz" ]; then
+if want kernels && [ "$HAVE_GPU" = 1 ] && [ -f "$WORK/smoke/img.npz" ]; then
   step "py:kernel_times.py (ncu)" 150 "$BLOG" "$PYTHON" "$ROOT/.ci/kernel_times.py" --bin "$K/bin" \
     --models "$ROOT/models" --data "$WORK/smoke" --ld-library-path "$LDP" --out "$OUT/kernel_times.txt" \
     ${GPU_RUN_KERNEL_CONFIGS:+--configs "$GPU_RUN_KERNEL_CONFIGS"}
+fi
+
+# --- 5. the model zoo on the device (tests/zoo/gpu_zoo.py) --------------------------------------
+ZOO=${GPU_RUN_ZOO:-$ROOT/.gpu-zoo}
+if want zoo && compgen -G "$ZOO/*/model.onnx" >/dev/null; then
+  if [ "$HAVE_GPU" = 1 ] || [ -n "${ZOO_DEVICE:-}" ]; then
+    now=$(date +%s)
+    step "py:gpu_zoo.py run" 300 "$TLOG" "$PYTHON" "$ROOT/tests/zoo/gpu_zoo.py" run --bin "$WORK/wrap" --zoo "$ZOO" \
+      --out "$OUT" --device "${ZOO_DEVICE:-cuda}" --budget $(( (DEADLINE - now) * 3 / 5 ))
+  else
+    RESULTS+=("py:gpu_zoo.py run: skipped (no GPU)")
+  fi
+  if [ "$HAVE_GPU" = 1 ]; then
+    step "py:bench_gpu_train.py --zoo" 300 "$BLOG" "$PYTHON" "$ROOT/tests/bench/bench_gpu_train.py" \
+      --bench-bin "$WORK/wrap/bench_cuda_train_step" --json "$OUT/bench_gpu_zoo.json" --models --zoo "$ZOO"
+  fi
+elif want zoo; then
+  say "== zoo: no models in $ZOO (tests/zoo/gpu_zoo.py prepare makes them), skipped"
 fi
 
 # --- summary ----------------------------------------------------------------------------------
@@ -377,4 +413,8 @@ fi
   echo "== device capabilities, per smoke step (device_report/*.jsonl)"
   "$PYTHON" "$ROOT/.ci/device_report.py" "$OUT/device_report" 2>&1 | sed 's/^/   /'
 } | tee "$OUT/summary.txt" | tee -a "$TLOG" | tee -a "$BLOG"
+# The device tool brings back 8 files: the logs, the summary and the zoo's parts stay as they are,
+# the rest goes into more.tar.xz.
+( cd "$OUT" && rest=$(ls -A | grep -vE '^(summary\.txt|gpu_tests\.log|gpu_bench\.log|gpu_zoo_[0-9]+\.tar|more\.tar\.xz)$') &&
+  if [ -n "$rest" ]; then tar -cJf more.tar.xz $rest && rm -rf $rest; fi )
 exit "$FAILED"

@@ -7,11 +7,17 @@
 // data-parallel step (gradients averaged by AllReduce nodes) over NCCL at world size 1: what the
 // collectives, their stream and their joins cost beside the same step without them.
 //
-//   build/bench_cuda_train_step [--benchmark_filter=gpt] [--benchmark_format=json]
+// --zoo DIR adds the training exports DIR/*/bench.onnx (tests/zoo/gpu_zoo.py prepare: torchvision
+// models exported for training at batch 32) as BM_ZooStep/NAME_{fp32,fp16,bf16}, at the export's
+// batch and image size, with SGD (momentum 0.9, lr 0.01) as the zoo harness trains.
+//
+//   build/bench_cuda_train_step [--benchmark_filter=gpt] [--benchmark_format=json] [--zoo DIR]
 //
 // Without a usable GPU every benchmark reports the CUDA runtime's reason and is skipped.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -41,7 +47,13 @@ amp::Tensor random_tensor(amp::DType t, std::vector<int64_t> dims, int64_t class
   return x;
 }
 
-void BM_TrainStep(benchmark::State& state, const std::string& name, amp::DType precision, int64_t batch,
+// A model to train and its feeds: the demo models by name (models/NAME.train.onnx), or a zoo export.
+struct BenchModel {
+  std::string name, path;
+  bool zoo = false;
+};
+
+void BM_TrainStep(benchmark::State& state, const BenchModel& model, amp::DType precision, int64_t batch,  // 0: the export's
                   bool data_parallel) {
   std::unique_ptr<amp::Backend> backend;
   try {
@@ -54,13 +66,30 @@ void BM_TrainStep(benchmark::State& state, const std::string& name, amp::DType p
   }
   amp::TrainingSpec spec;
   spec.loss.kind = amp::LossKind::kCrossEntropy;
-  spec.optimizer.kind = amp::OptimizerSpec::Kind::kAdamW;
-  spec.optimizer.weight_decay = 0.01f;
+  if (model.zoo) {
+    spec.optimizer.kind = amp::OptimizerSpec::Kind::kSgd;
+    spec.optimizer.momentum = 0.9f;
+  } else {
+    spec.optimizer.kind = amp::OptimizerSpec::Kind::kAdamW;
+    spec.optimizer.weight_decay = 0.01f;
+  }
   spec.precision = precision;
   spec.check_finite = precision != amp::DType::kFloat;
   if (precision == amp::DType::kFloat16) spec.loss_scale.mode = amp::LossScaleSpec::Mode::kDynamic;
   spec.data_parallel.enabled = data_parallel;
-  amp::TrainingStep step = amp::build_training_step(amp::load_model(model_path(name)), spec);
+  amp::Model loaded = amp::load_model(model.zoo ? model.path : model_path(model.name));
+  // The zoo exports' one image input: its dims after the batch.
+  std::vector<int64_t> image{1, 28, 28};
+  std::string input = "input";
+  if (model.zoo) {
+    const amp::Value* in = loaded.graph->inputs().at(0);
+    input = in->name();
+    image.clear();
+    const auto& dims = in->type().shape.value().dims;
+    batch = dims.at(0).value.value();
+    for (size_t i = 1; i < dims.size(); ++i) image.push_back(dims[i].value.value());
+  }
+  amp::TrainingStep step = amp::build_training_step(std::move(loaded), spec);
   amp::CompileOptions options;
   options.state = step.state;
   options.state_updates = step.updates;
@@ -69,13 +98,15 @@ void BM_TrainStep(benchmark::State& state, const std::string& name, amp::DType p
 
   // gpt: [batch, 32] tokens over a 64-symbol vocabulary, labels the next tokens; images otherwise.
   std::vector<std::pair<std::string, amp::Tensor>> feeds;
-  const bool gpt = name == "gpt";
+  const bool gpt = model.name == "gpt";
+  std::vector<int64_t> images{batch};
+  images.insert(images.end(), image.begin(), image.end());
   feeds.push_back(gpt ? std::make_pair(std::string("tokens"), random_tensor(amp::DType::kInt64, {batch, 32}, 64))
-                      : std::make_pair(std::string("input"), random_tensor(amp::DType::kFloat, {batch, 1, 28, 28}, 0)));
+                      : std::make_pair(input, random_tensor(amp::DType::kFloat, images, 0)));
   feeds.push_back({step.labels, gpt ? random_tensor(amp::DType::kInt64, {batch, 32}, 64)
                                     : random_tensor(amp::DType::kInt64, {batch}, 10)});
   amp::Tensor lr(amp::DType::kFloat, {});
-  lr.mutable_as<float>()[0] = 1e-3f;
+  lr.mutable_as<float>()[0] = model.zoo ? 1e-2f : 1e-3f;
   feeds.push_back({step.lr, lr});
   for (int warm = 0; warm < 5; ++warm) exe->run(feeds, {step.loss});  // plan, compile kernels, capture the graph
   for (auto _ : state) benchmark::DoNotOptimize(exe->run(feeds, {step.loss}));
@@ -87,26 +118,61 @@ void BM_TrainStep(benchmark::State& state, const std::string& name, amp::DType p
   state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+const std::pair<const char*, amp::DType> kPrecisions[] = {
+    {"fp32", amp::DType::kFloat}, {"fp16", amp::DType::kFloat16}, {"bf16", amp::DType::kBFloat16}};
+
 void register_all() {
-  const std::pair<const char*, amp::DType> precisions[] = {
-      {"fp32", amp::DType::kFloat}, {"fp16", amp::DType::kFloat16}, {"bf16", amp::DType::kBFloat16}};
   const std::pair<const char*, int64_t> models[] = {{"mlp", 256}, {"cnn", 128}, {"gpt", 16}};
   for (const auto& [model, batch] : models)
-    for (const auto& [tag, precision] : precisions)
+    for (const auto& [tag, precision] : kPrecisions)
       for (bool data_parallel : {false, true}) {
         if (data_parallel && precision != amp::DType::kFloat16) continue;
         benchmark::RegisterBenchmark(
             (std::string("BM_TrainStep/") + model + "_" + tag + (data_parallel ? "_nccl1" : "")).c_str(), BM_TrainStep,
-            model, precision, batch, data_parallel)
+            BenchModel{model, "", false}, precision, batch, data_parallel)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
       }
 }
 
+// Every DIR/NAME/bench.onnx, sorted by name; the batch is the export's (BM_TrainStep reads it).
+void register_zoo(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (std::filesystem::exists(entry.path() / "bench.onnx")) found.push_back(entry.path());
+  std::sort(found.begin(), found.end());
+  for (const auto& d : found)
+    for (const auto& [tag, precision] : kPrecisions)
+      benchmark::RegisterBenchmark((std::string("BM_ZooStep/") + d.filename().string() + "_" + tag).c_str(),
+                                   BM_TrainStep, BenchModel{d.filename().string(), (d / "bench.onnx").string(), true},
+                                   precision, 0, false)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --zoo DIR is ours: taken out before Google Benchmark reads the rest.
+  std::string zoo;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--zoo" && i + 1 < argc) {
+      zoo = argv[++i];
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
   register_all();
+  if (!zoo.empty()) {
+    if (!std::filesystem::is_directory(zoo)) {
+      std::fprintf(stderr, "bench_cuda_train_step: --zoo %s: no such folder\n", zoo.c_str());
+      return 2;
+    }
+    register_zoo(zoo);
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -18,7 +18,14 @@ precision), and peak device memory (PyTorch: max_memory_allocated; amp: plan are
 resident state).
 
   python3 tests/bench/bench_gpu_train.py --build build [--steps 200] [--models gpt]
-      [--bench-bin PATH] [--json FILE]
+      [--bench-bin PATH] [--json FILE] [--zoo DIR]
+
+--zoo DIR adds torchvision models: DIR/NAME/bench.onnx and meta.json from tests/zoo/gpu_zoo.py
+prepare (training exports of torchvision 0.14's NAME, 10 classes, dropout 0, batch 32 of 3xSxS
+images). torch builds the same architecture from this machine's torchvision (random weights,
+the same dropout), both sides train with SGD (momentum 0.9, lr 0.01) on random in-memory images,
+and torch compile is left out (minutes of compilation per model). Models that are not
+torchvision's (gpu_zoo.py's tiny_*) are skipped.
 
 --bench-bin names the bench_cuda_train_step executable when it is not in BUILD/tests (the GPU
 session kit's, see .ci/gpu_run.sh); --json also writes the rows to FILE (rewritten after each row,
@@ -76,8 +83,47 @@ def gpt_flops_per_step(model, batch):
     return per_token * batch * CONTEXT
 
 
+ZOO = {}  # name: (batch, image size), from --zoo
+
+
+def zoo_models(folder):
+    """{name: (batch, size)} of the torchvision models gpu_zoo.py prepared in folder."""
+    import torchvision
+    known = set(torchvision.models.list_models()) if hasattr(torchvision.models, "list_models") else None
+    found = {}
+    for name in sorted(os.listdir(folder)):
+        meta = os.path.join(folder, name, "meta.json")
+        if not os.path.exists(os.path.join(folder, name, "bench.onnx")) or not os.path.exists(meta):
+            continue
+        if known is not None and name not in known:
+            print(f"{name}: not a torchvision model here, skipped", flush=True)
+            continue
+        with open(meta) as f:
+            m = json.load(f)
+        found[name] = (m["bench_batch"], m["size"])
+    return found
+
+
+def build_zoo(name):
+    """torchvision's NAME as zoo_reference.py builds it: 10 classes, no dropout or stochastic depth."""
+    import torchvision
+    kw = {"num_classes": 10}
+    if name in ("googlenet", "inception_v3"):
+        kw.update(aux_logits=False, transform_input=False, init_weights=True)
+    m = torchvision.models.get_model(name, weights=None, **kw)
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.Dropout) or isinstance(mod, torchvision.ops.StochasticDepth):
+            mod.p = 0.0
+    return m
+
+
 def batch_for(name, device):
     g = torch.Generator(device="cpu").manual_seed(1)
+    if name in ZOO:
+        b, size = ZOO[name]
+        x = torch.randn(b, 3, size, size, generator=g)
+        y = torch.randint(0, 10, (b,), generator=g)
+        return x.to(device), y.to(device)
     b = BATCH[name]
     if name == "gpt":
         x = torch.randint(0, 64, (b, CONTEXT), generator=g)
@@ -91,8 +137,9 @@ def batch_for(name, device):
 def time_torch(name, variant, steps, warmup):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    model = torch_models.build(name).cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    model = (build_zoo(name) if name in ZOO else torch_models.build(name)).cuda().train()
+    opt = (torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if name in ZOO
+           else torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01))
     x, y = batch_for(name, "cuda")
     dtype = {"torch amp fp16": torch.float16, "torch compile": torch.float16, "torch amp bf16": torch.bfloat16}.get(variant)
     # torch.amp.GradScaler("cuda") from PyTorch 2.3 on; torch.cuda.amp's before.
@@ -124,7 +171,7 @@ def time_torch(name, variant, steps, warmup):
     return statistics.median(times), torch.cuda.max_memory_allocated() / 2**20, precision, flops
 
 
-def time_amp(binary, name, steps):
+def time_amp(binary, name, steps, zoo=None):
     """Runs bench_cuda_train_step for one model; returns {precision: (seconds, MiB)}.
 
     A failure (crash, unparsable output, a benchmark reporting an error) is printed and gives no
@@ -134,8 +181,9 @@ def time_amp(binary, name, steps):
         out = os.path.join(tmp, "bench.json")
         try:
             proc = subprocess.run(
-                [binary, f"--benchmark_filter=BM_TrainStep/{name}_", f"--benchmark_out={out}",
-                 "--benchmark_out_format=json", f"--benchmark_min_time={max(1, steps // 100)}"],
+                [binary, f"--benchmark_filter=BM_{'ZooStep' if zoo else 'TrainStep'}/{name}_", f"--benchmark_out={out}",
+                 "--benchmark_out_format=json", f"--benchmark_min_time={max(1, steps // 100)}"]
+                + (["--zoo", zoo] if zoo else []),
                 capture_output=True, text=True, env={**os.environ, "AMP_SOURCE_DIR": ROOT})
         except OSError as e:
             print(f"amp {name}: cannot run {binary}: {e}", flush=True)
@@ -167,10 +215,11 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="CMake build folder with bench_cuda_train_step")
     ap.add_argument("--steps", type=int, default=200, help="timed steps per PyTorch variant")
     ap.add_argument("--warmup", type=int, default=30, help="untimed steps first (torch.compile compiles here)")
-    ap.add_argument("--models", nargs="+", default=["mlp", "cnn", "gpt"], choices=["mlp", "cnn", "gpt"])
+    ap.add_argument("--models", nargs="*", default=["mlp", "cnn", "gpt"], choices=["mlp", "cnn", "gpt"])
     ap.add_argument("--skip-amp", action="store_true", help="PyTorch rows only")
     ap.add_argument("--bench-bin", help="the bench_cuda_train_step executable (default: BUILD/tests/bench_cuda_train_step)")
     ap.add_argument("--json", help="also write the rows to this JSON file")
+    ap.add_argument("--zoo", help="also the torchvision models gpu_zoo.py prepared in this folder")
     args = ap.parse_args()
     bench_bin = args.bench_bin or os.path.join(args.build, "tests", "bench_cuda_train_step")
     if not args.skip_amp and not os.access(bench_bin, os.X_OK):
@@ -180,13 +229,16 @@ def main():
 
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "steps": args.steps, "rows": []}
-    print(f"{'model':5} {'variant':16} {'step ms':>9} {'samples/s':>11} {'tokens/s':>11} {'MFU':>7} {'peak MiB':>9}")
+    if args.zoo:
+        ZOO.update(zoo_models(args.zoo))
+        BATCH.update({name: b for name, (b, _) in ZOO.items()})
+    print(f"{'model':18} {'variant':16} {'step ms':>9} {'samples/s':>11} {'tokens/s':>11} {'MFU':>7} {'peak MiB':>9}")
 
     def row(name, variant, seconds, mib, precision, flops):
         samples = BATCH[name] / seconds
         tokens = f"{samples * CONTEXT:11.0f}" if name == "gpt" else f"{'':11}"
         mfu = f"{100 * flops / seconds / peak_flops(precision):6.2f}%" if flops else f"{'':7}"
-        print(f"{name:5} {variant:16} {1e3 * seconds:9.3f} {samples:11.0f} {tokens} {mfu} {mib:9.1f}", flush=True)
+        print(f"{name:18} {variant:16} {1e3 * seconds:9.3f} {samples:11.0f} {tokens} {mfu} {mib:9.1f}", flush=True)
         if args.json:
             report["rows"].append({"model": name, "variant": variant, "step_ms": 1e3 * seconds, "samples_per_s": samples,
                                    "tokens_per_s": samples * CONTEXT if name == "gpt" else None,
@@ -195,18 +247,20 @@ def main():
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=1)
 
-    for name in args.models:
+    for name in args.models + list(ZOO):
         flops = None
-        for variant in ("torch fp32", "torch amp fp16", "torch amp bf16", "torch compile"):
+        variants = ("torch fp32", "torch amp fp16", "torch amp bf16") + (() if name in ZOO else ("torch compile",))
+        for variant in variants:
             try:
                 seconds, mib, precision, flops = time_torch(name, variant, args.steps, args.warmup)
             except Exception as e:  # e.g. torch.compile without a working compiler: the other rows still count
-                print(f"{name:5} {variant:16} failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+                print(f"{name:18} {variant:16} failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
                       flush=True)
                 continue
             row(name, variant, seconds, mib, precision, flops)
         if not args.skip_amp:
-            for precision, (seconds, mib) in sorted(time_amp(bench_bin, name, args.steps).items()):
+            zoo = args.zoo if name in ZOO else None
+            for precision, (seconds, mib) in sorted(time_amp(bench_bin, name, args.steps, zoo).items()):
                 row(name, f"amp {precision}", seconds, mib, precision, flops)
 
 

@@ -106,15 +106,11 @@ def update_errors(state, initial, theirs):
     return errors
 
 
-def replay_decisions(d, ref, o, name, weights, momentum, at=False):
-    """The reference on our forward's pieces: for each step s, our forward's inputs to every Relu
-    and Clip (amp-run on the model with those as extra outputs, weights[s] as its initializers,
-    batch s), then zoo_reference.py --replay: torch's float64 steps on the pieces our forward
-    chose. Returns (update npz over the steps, replay.json) or raises RuntimeError."""
+def probe_model(d, ref):
+    """model.onnx with our forward's input to every Relu, Clip and MaxPool as extra outputs, in
+    torch's call order: (the onnx ModelProto, the names of those inputs). Raises RuntimeError when
+    the export's kinks do not pair with torch's."""
     import onnx  # only here: the rest of the driver needs numpy alone
-    from onnx import numpy_helper
-    r = os.path.join(d, name)
-    os.makedirs(r, exist_ok=True)
     m = onnx.load(os.path.join(d, "model.onnx"))
     names = [n.input[0] for n in m.graph.node if n.op_type in ("Relu", "Clip", "MaxPool")]
     shapes = ref["kink_shapes"]
@@ -122,6 +118,32 @@ def replay_decisions(d, ref, o, name, weights, momentum, at=False):
         raise RuntimeError("%d ReLU/Clip/MaxPool calls in torch, %d such nodes in the export" % (len(shapes), len(names)))
     for n, dims in dict(zip(names, shapes)).items():
         m.graph.output.append(onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, dims))
+    return m, names
+
+
+def replay(d, o, r, steps, momentum, at=False):
+    """zoo_reference.py --replay on the folder r (kinks.json, acts_S.npz for each step S, and with
+    `at` weights_S.npz): torch's float64 steps on the pieces those activations chose. Returns
+    (update npz over the steps, replay.json) or raises RuntimeError."""
+    rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), o.name, d, "--size", str(o.size),
+                   "--batch", str(o.batch), "--replay", r, "--replay-steps", str(steps), "--replay-momentum",
+                   str(momentum)] + (["--replay-at"] if at else []))
+    if rc != 0:
+        raise RuntimeError("replay: " + last_error(out))
+    with open(os.path.join(r, "replay.json")) as f:
+        return np.load(os.path.join(r, "update.npz")), json.load(f)
+
+
+def replay_decisions(d, ref, o, name, weights, momentum, at=False):
+    """The reference on our forward's pieces: for each step s, our forward's inputs to every Relu
+    and Clip (amp-run on the model with those as extra outputs, weights[s] as its initializers,
+    batch s), then zoo_reference.py --replay: torch's float64 steps on the pieces our forward
+    chose. Returns (update npz over the steps, replay.json) or raises RuntimeError."""
+    from onnx import numpy_helper
+    import onnx
+    r = os.path.join(d, name)
+    os.makedirs(r, exist_ok=True)
+    m, names = probe_model(d, ref)
     with open(os.path.join(r, "kinks.json"), "w") as f:
         json.dump(names, f)
     data = np.load(os.path.join(d, "data.npz"))["input"]
@@ -138,13 +160,7 @@ def replay_decisions(d, ref, o, name, weights, momentum, at=False):
                        str(o.threads)])
         if rc != 0:
             raise RuntimeError("amp-run: " + last_error(out))
-    rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), o.name, d, "--size", str(o.size),
-                   "--batch", str(o.batch), "--replay", r, "--replay-steps", str(len(weights)), "--replay-momentum",
-                   str(momentum)] + (["--replay-at"] if at else []))
-    if rc != 0:
-        raise RuntimeError("replay: " + last_error(out))
-    with open(os.path.join(r, "replay.json")) as f:
-        return np.load(os.path.join(r, "update.npz")), json.load(f)
+    return replay(d, o, r, len(weights), momentum, at)
 
 
 def ref_params(d):

@@ -1,0 +1,387 @@
+#!/usr/bin/python3
+"""The model zoo on a GPU: amp-train --device cuda on torchvision models, checked against torch
+float64 and against the CPU backend. Three phases, because the GPU machine has neither torch 1.13
+(whose exporter made the zoo's models) nor the time to run references:
+
+  prepare (here)   /usr/bin/python3 tests/zoo/gpu_zoo.py prepare --build BUILD --out DIR MODEL...
+                   zoo_reference.py's training export, data and float64 reference for each MODEL
+                   (into BUILD/zoo-gpu/MODEL), and in DIR/MODEL what the GPU machine needs:
+                   model.onnx and probe.onnx (the same graph with our forward's input to every
+                   Relu, Clip and MaxPool as extra outputs, zoo_check.probe_model) and bench.onnx
+                   (the training export at batch 32, for the memory check and
+                   bench_cuda_train_step --zoo), sharing one external weights file; data.npz,
+                   input0.npz (the first batch) and meta.json.
+  run (GPU)        python3 gpu_zoo.py run --bin KIT/bin --zoo DIR --out OUT [--device cuda]
+                   needs numpy only. Per model: amp-run of probe.onnx (the device's forward
+                   decisions at the initial weights), one SGD step (lr 0.01) with a checkpoint,
+                   3 steps of SGD with momentum 0.9 in fp32, fp16 (the harness's static loss scale,
+                   in meta.json) and bf16, and backend memory at batch 32 in each precision. Writes
+                   OUT/gpu_zoo_N.tar (each under 15 MiB: the device tool brings back 8 files of
+                   16 MiB at most) and prints what ran.
+  check (here)     /usr/bin/python3 tests/zoo/gpu_zoo.py check --build BUILD --zoo DIR TAR...
+                   unpacks the results and, per model, prints one table row:
+     sgd           the device's one-step update against torch float64 replaying the device's own
+                   forward decisions (zoo_check's sgd check, the same 2e-4 of the largest update).
+     vs cpu        the same update against amp-train --device cpu's (reported).
+     momentum      the 3 fp32 momentum losses: against CPU's (reported) and torch float64's
+                   trajectory (within 5e-4 relative, or "n/a (chaotic)" where torch's own fp32
+                   misses float64 by more, as in zoo_check).
+     fp16 / bf16   3 steps finite (judged); the first loss (forward only, before any update) within
+                   1e-2 relative of the CPU backend's loss in the same precision (judged: the CPU
+                   rounds as the GPU does, so only summation order separates them); the 3 losses
+                   against fp32's on the device (reported).
+     memory        backend bytes (arena + state) of a training step at batch 32, fp16 and bf16 over
+                   fp32 on the device: must be below 1.
+                   Exits non-zero when a judged check fails.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import zoo_check  # noqa: E402  (numpy alone at import)
+
+BATCH = 4
+MEMORY_BATCH = zoo_check.MEMORY_BATCH
+FIRST_LOSS_TOLERANCE = 1e-2
+PART_BYTES = 15 << 20
+
+
+def run(cmd, log=None):
+    t = time.time()
+    rc, out = zoo_check.run(cmd)
+    if log is not None:
+        log.write("$ %s\n%s(exit %d, %.1f s)\n" % (" ".join(cmd), out, rc, time.time() - t))
+    return rc, out
+
+
+# --- prepare (here) ----------------------------------------------------------------------------
+
+def prepare(a):
+    import onnx
+    os.makedirs(a.out, exist_ok=True)
+    for name in a.models:
+        d = os.path.join(a.build, "zoo-gpu", name)
+        size = max(a.size, zoo_check.MIN_SIZE.get(name, 0))
+        if not os.path.exists(os.path.join(d, "reference.json")):
+            rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), name, d, "--size", str(size),
+                           "--batch", str(BATCH)])
+            if rc != 0:
+                sys.exit("%s: export: %s" % (name, zoo_check.last_error(out)))
+        with open(os.path.join(d, "reference.json")) as f:
+            ref = json.load(f)
+        m, kinks = zoo_check.probe_model(d, ref)
+        g = os.path.join(a.out, name)
+        shutil.rmtree(g, ignore_errors=True)
+        os.makedirs(g)
+        # probe.onnx writes the weights once; model.onnx is the same graph without the extra outputs,
+        # pointing at the same file.
+        onnx.save_model(m, os.path.join(g, "probe.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="weights.bin", size_threshold=0)
+        p = onnx.load(os.path.join(g, "probe.onnx"), load_external_data=False)
+        del p.graph.output[len(p.graph.output) - len(set(kinks)):]
+        onnx.save_model(p, os.path.join(g, "model.onnx"))
+        # The training export at batch 32 (memory, and the benchmark's step), the same weights:
+        # its initializers point into weights.bin too.
+        big = os.path.join(d, "batch%d" % MEMORY_BATCH)
+        if not os.path.exists(os.path.join(big, "model.onnx")):
+            rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), name, big, "--size", str(size),
+                           "--batch", str(MEMORY_BATCH), "--steps", "1", "--export-only"])
+            if rc != 0:
+                sys.exit("%s: export at batch %d: %s" % (name, MEMORY_BATCH, zoo_check.last_error(out)))
+        share_weights(onnx.load(os.path.join(big, "model.onnx")), p, g, "bench.onnx")
+        shutil.copy(os.path.join(d, "data.npz"), os.path.join(g, "data.npz"))
+        x = np.load(os.path.join(d, "data.npz"))["input"]
+        np.savez(os.path.join(g, "input0.npz"), input=x[:BATCH])
+        with open(os.path.join(g, "meta.json"), "w") as f:
+            json.dump({"name": name, "size": size, "kinks": kinks, "fp16_scale": zoo_check.fp16_loss_scale(d),
+                       "params": ref["params"], "numel": ref["numel"], "bench_batch": MEMORY_BATCH}, f)
+        print("%s: %s (%.1f MiB)" % (name, g, sum(os.path.getsize(os.path.join(g, n)) for n in os.listdir(g)) / 2**20))
+
+
+def share_weights(m, external, g, name):
+    """Saves the ModelProto m as g/name with each initializer that `external` (a model loaded with
+    load_external_data=False whose weights are in g) holds with the same name and the same bytes
+    pointing at external's copy instead. The others stay inline: BatchNorm's running statistics,
+    which the export's traced training-mode forward updated on a batch of another size."""
+    import onnx
+    from onnx import numpy_helper
+    theirs = {t.name: t for t in external.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
+    shared = 0
+    for t in m.graph.initializer:
+        e = theirs.get(t.name)
+        if e is None:
+            continue
+        if np.array_equal(numpy_helper.to_array(e, base_dir=g), numpy_helper.to_array(t)):
+            t.CopyFrom(e)
+            shared += 1
+    onnx.save_model(m, os.path.join(g, name))
+    return shared
+
+
+# --- run (on the GPU machine) --------------------------------------------------------------------
+
+def train_cmd(a, g, extra):
+    return [os.path.join(a.bin, "amp-train"), os.path.join(g, "model.onnx"), "--data", os.path.join(g, "data.npz"),
+            "--loss", "cross_entropy", "--no-shuffle", "--batch-size", str(BATCH), "--lr", str(zoo_check.SGD_LR),
+            "--device", a.device] + extra
+
+
+def run_model(a, g, r):
+    """Every device run of one model into r; returns a line of what happened."""
+    with open(os.path.join(g, "meta.json")) as f:
+        meta = json.load(f)
+    os.makedirs(r, exist_ok=True)
+    failures = []
+    with open(os.path.join(r, "log.txt"), "w") as log:
+        def go(what, cmd):
+            rc, out = run(cmd, log)
+            if rc != 0:
+                failures.append("%s: %s" % (what, zoo_check.last_error(out)))
+            return rc == 0, out
+        go("amp-run probe", [os.path.join(a.bin, "amp-run"), os.path.join(g, "probe.onnx"), "--inputs",
+                             os.path.join(g, "input0.npz"), "--outputs", os.path.join(r, "acts_0.npz"), "--device", a.device])
+        ok, _ = go("sgd", train_cmd(a, g, ["--steps", "1", "--checkpoint", os.path.join(r, "sgd")]))
+        if ok:  # the parameters alone: the checkpoint's other entries are the optimizer's
+            ck = np.load(os.path.join(r, "sgd", "checkpoint.npz"))
+            np.savez(os.path.join(r, "sgd.npz"), **{k: ck[k] for k in ck.files if not k.endswith("_buffer")})
+            shutil.rmtree(os.path.join(r, "sgd"))
+        for dtype in ("fp32", "fp16", "bf16"):
+            extra = ["--loss-scale", str(meta["fp16_scale"])] if dtype == "fp16" else []
+            go("momentum %s" % dtype, train_cmd(a, g, ["--steps", "3", "--momentum", "0.9", "--dtype", dtype, "--metrics",
+                                                     os.path.join(r, "momentum_%s.jsonl" % dtype)] + extra))
+        # Memory at batch 32: samples of data.npz drawn with replacement (images or token sequences).
+        x = np.load(os.path.join(g, "data.npz"))
+        pick = np.random.default_rng(0).integers(0, len(x["labels"]), MEMORY_BATCH)
+        big = os.path.join(r, "memory_data.npz")
+        np.savez(big, input=x["input"][pick], labels=x["labels"][pick])
+        memory = {}
+        for dtype in ("fp16", "bf16"):
+            ok, out = go("memory %s" % dtype, [os.path.join(a.bin, "amp-train"), os.path.join(g, "bench.onnx"),
+                                               "--data", big,
+                                               "--loss", "cross_entropy", "--batch-size", str(MEMORY_BATCH), "--steps", "1",
+                                               "--momentum", "0.9", "--dtype", dtype, "--compare-fp32", "--device", a.device])
+            row = [l[14:].split() for l in out.splitlines() if l.startswith("backend bytes")]
+            if ok and row:
+                memory[dtype] = (float(row[0][0]), float(row[0][2]))
+        os.remove(big)
+        with open(os.path.join(r, "memory.json"), "w") as f:
+            json.dump(memory, f)
+    return failures
+
+
+def run_all(a):
+    res = os.path.join(a.out, "gpu_zoo")
+    shutil.rmtree(res, ignore_errors=True)
+    os.makedirs(res)
+    # torchvision's models first: when the budget runs out, the small transformers are what is left.
+    names = sorted((n for n in os.listdir(a.zoo) if os.path.exists(os.path.join(a.zoo, n, "model.onnx"))),
+                   key=lambda n: (n.startswith("tiny_"), n))
+    failed = 0
+    deadline = time.time() + a.budget
+    for name in names:
+        if time.time() > deadline:
+            print("%s: NOT RUN, the time budget is spent" % name, flush=True)
+            failed += 1
+            continue
+        t = time.time()
+        failures = run_model(a, os.path.join(a.zoo, name), os.path.join(res, name))
+        failed += bool(failures)
+        print("%s: %s (%.0f s)" % (name, "; ".join(failures) if failures else "every run ok", time.time() - t), flush=True)
+    # Parts of at most PART_BYTES: the files, largest first, each into the first part it fits.
+    files = sorted(glob.glob(os.path.join(res, "*", "*")), key=os.path.getsize, reverse=True)
+    parts = []  # [bytes, [files]]
+    for f in files:
+        size = os.path.getsize(f)
+        fit = next((p for p in parts if p[0] + size <= PART_BYTES), None)
+        if fit is None:
+            fit = [0, []]
+            parts.append(fit)
+        fit[0] += size
+        fit[1].append(f)
+    for n, (_, members) in enumerate(parts, 1):
+        with tarfile.open(os.path.join(a.out, "gpu_zoo_%d.tar" % n), "w") as t:
+            for f in members:
+                t.add(f, arcname=os.path.relpath(f, res))
+    n = len(parts)
+    shutil.rmtree(res)
+    print("gpu_zoo: %d part(s) in %s" % (n, a.out))
+    sys.exit(1 if failed else 0)
+
+
+# --- check (here) ------------------------------------------------------------------------------
+
+def losses(path):
+    if not os.path.exists(path):
+        return None
+    return [json.loads(l) for l in open(path) if '"loss"' in l]
+
+
+def rel(xs, ys):
+    return max(abs(x - y) / abs(y) for x, y in zip(xs, ys))
+
+
+def check_model(a, name, r):
+    """(row cells, failed?) for one model's device results in r."""
+    g = os.path.join(a.zoo, name)
+    d = os.path.join(a.build, "zoo-gpu", name)
+    with open(os.path.join(g, "meta.json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(d, "reference.json")) as f:
+        ref = json.load(f)
+    o = argparse.Namespace(build=a.build, name=name, size=meta["size"], batch=BATCH, threads=a.threads)
+    cells, failed = [], False
+    initial = np.load(os.path.join(d, "initial.npz"))
+
+    # sgd: against torch float64 on the device's pieces.
+    if not (os.path.exists(os.path.join(r, "sgd.npz")) and os.path.exists(os.path.join(r, "acts_0.npz"))):
+        cells += ["FAIL: no device run (see log.txt)", "-"]
+        failed = True
+    else:
+        state = np.load(os.path.join(r, "sgd.npz"))
+        rp = os.path.join(r, "replay")
+        os.makedirs(rp, exist_ok=True)
+        with open(os.path.join(rp, "kinks.json"), "w") as f:
+            json.dump(meta["kinks"], f)
+        shutil.copy(os.path.join(r, "acts_0.npz"), os.path.join(rp, "acts_0.npz"))
+        try:
+            replayed, info = zoo_check.replay(d, o, rp, 1, 0.0)
+            errors = zoo_check.update_errors(state, initial, replayed)
+            u32 = np.load(os.path.join(rp, "update32.npz"))
+            largest = max(float(np.abs(replayed[k]).max()) for k in replayed.files)
+            torch32 = max(float(np.abs(u32[k] - replayed[k]).max()) for k in replayed.files) / largest
+            worst_e, worst_k = max((e, k) for k, e in errors.items())
+            ok = worst_e <= zoo_check.SGD_THRESHOLD
+            failed |= not ok
+            cells.append("%s %.1e%s (torch fp32 on the same pieces %.1e)" % (
+                "ok" if ok else "FAIL", worst_e, "" if ok else " `%s`" % worst_k, torch32))
+        except (KeyError, RuntimeError) as e:
+            cells.append("FAIL: %s" % e)
+            failed = True
+            largest = None
+        # The CPU backend's update from the same weights and batch.
+        ck = os.path.join(r, "cpu_sgd")
+        rc, out = zoo_check.amp_train(o, d, ["--steps", "1", "--checkpoint", ck])
+        if rc == 0 and largest:
+            cpu = np.load(os.path.join(ck, "checkpoint.npz"))
+            diff = max(float(np.abs(state[k].astype(np.float64) - cpu[k]).max()) for k in replayed.files) / largest
+            cells.append("%.1e" % diff)
+        else:
+            cells.append("n/a (%s)" % (zoo_check.last_error(out) if rc else "no reference"))
+
+    # Momentum, fp16, bf16: the device's losses against the CPU backend's and torch float64's.
+    device = {dt: losses(os.path.join(r, "momentum_%s.jsonl" % dt)) for dt in ("fp32", "fp16", "bf16")}
+    cpu = {}
+    for dt in ("fp32", "fp16", "bf16"):
+        m = os.path.join(r, "cpu_momentum_%s.jsonl" % dt)
+        extra = ["--loss-scale", str(meta["fp16_scale"])] if dt == "fp16" else []
+        rc, out = zoo_check.amp_train(o, d, ["--steps", "3", "--momentum", "0.9", "--dtype", dt, "--metrics", m] + extra)
+        cpu[dt] = losses(m) if rc == 0 else None
+    f32 = device["fp32"]
+    if not f32 or len(f32) != 3:
+        cells.append("FAIL: no fp32 run")
+        failed = True
+    else:
+        ours = [x["loss"] for x in f32]
+        e64 = rel(ours, ref["losses"])
+        torch32 = ref["torch_fp32"]["loss_error"]
+        verdict = "ok" if e64 <= zoo_check.LOSS_THRESHOLD else (
+            "n/a (chaotic)" if torch32 > zoo_check.LOSS_THRESHOLD else "FAIL")
+        failed |= verdict == "FAIL"
+        cpu_text = "%.1e" % rel(ours, [x["loss"] for x in cpu["fp32"]]) if cpu["fp32"] else "n/a"
+        cells.append("%s %.1e (torch fp32 %.1e); vs cpu %s" % (verdict, e64, torch32, cpu_text))
+    for dt in ("fp16", "bf16"):
+        got = device[dt]
+        if not got or len(got) != 3 or not all(np.isfinite([x["loss"] for x in got])):
+            cells.append("FAIL: %s" % ("no run" if not got else "not finite: %s" % [x["loss"] for x in got]))
+            failed = True
+            continue
+        ls = [x["loss"] for x in got]
+        skipped = sum(1 for x in got if x.get("skipped"))
+        text = ""
+        ok = True
+        if cpu[dt]:
+            first = abs(ls[0] - cpu[dt][0]["loss"]) / abs(cpu[dt][0]["loss"])
+            ok = first <= FIRST_LOSS_TOLERANCE
+            text = "first loss vs cpu %.1e" % first
+        else:
+            text = "cpu run failed"
+            ok = False
+        failed |= not ok
+        if f32 and len(f32) == 3:
+            text += ", 3 losses vs fp32 %.1e" % rel(ls, [x["loss"] for x in f32])
+        if skipped:
+            text += " (%d skipped)" % skipped
+        cells.append("%s %s" % ("ok" if ok else "FAIL", text))
+    mem_path = os.path.join(r, "memory.json")
+    mem = json.load(open(mem_path)) if os.path.exists(mem_path) else {}
+    if set(mem) != {"fp16", "bf16"}:
+        cells.append("FAIL: no memory figures")
+        failed = True
+    else:
+        ok = all(low < f32b for f32b, low in mem.values())
+        failed |= not ok
+        cells.append("%s %.2f, %.2f (%.1f MiB)" % ("ok" if ok else "FAIL", mem["fp16"][1] / mem["fp16"][0],
+                                                   mem["bf16"][1] / mem["bf16"][0], mem["fp16"][0]))
+    return cells, failed
+
+
+def check(a):
+    res = os.path.join(a.build, "zoo-gpu", "results")
+    shutil.rmtree(res, ignore_errors=True)
+    os.makedirs(res)
+    for t in a.tars:
+        with tarfile.open(t) as f:
+            f.extractall(res)
+    names = sorted(os.listdir(res))
+    cols = ["sgd vs fp64 (device's pieces)", "sgd vs cpu", "momentum: 3 losses vs fp64", "fp16", "bf16",
+            "memory fp16, bf16 (of fp32)"]
+    print("| model | parameters | " + " | ".join(cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    failed = 0
+    for name in names:
+        with open(os.path.join(a.zoo, name, "meta.json")) as f:
+            meta = json.load(f)
+        cells, bad = check_model(a, name, os.path.join(res, name))
+        failed += bad
+        print("| %s | %d (%.1fM) | %s |" % (name, meta["params"], meta["numel"] / 1e6, " | ".join(cells)), flush=True)
+    sys.exit(1 if failed else 0)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="phase", required=True)
+    q = sub.add_parser("prepare")
+    q.add_argument("models", nargs="+")
+    q.add_argument("--build", required=True)
+    q.add_argument("--out", required=True)
+    q.add_argument("--size", type=int, default=64)
+    q = sub.add_parser("run")
+    q.add_argument("--bin", required=True, help="the folder with amp-run and amp-train")
+    q.add_argument("--zoo", required=True, help="prepare's --out")
+    q.add_argument("--out", required=True)
+    q.add_argument("--device", default="cuda")
+    q.add_argument("--budget", type=float, default=300, help="seconds; models not started by then are not run")
+    q = sub.add_parser("check")
+    q.add_argument("tars", nargs="+")
+    q.add_argument("--build", required=True)
+    q.add_argument("--zoo", required=True, help="prepare's --out")
+    q.add_argument("--threads", type=int, default=1)
+    a = p.parse_args()
+    for k in ("build", "out", "zoo", "bin"):
+        if getattr(a, k, None):
+            setattr(a, k, os.path.abspath(getattr(a, k)))
+    {"prepare": prepare, "run": run_all, "check": check}[a.phase](a)
+
+
+if __name__ == "__main__":
+    main()
