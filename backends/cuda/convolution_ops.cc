@@ -29,6 +29,11 @@ namespace amp::cuda {
 namespace {
 
 constexpr size_t kMaxConvWorkspace = size_t{256} << 20;
+// The workspace a convolution reserves beyond its chosen algorithm's for the ones it may fall back
+// on: cuBLASLt's products reserve as much (Gemm::kMaxWorkspace), so the plan's shared scratch rarely
+// grows for it. Reserving every ranked algorithm's need instead (up to kMaxConvWorkspace each) made
+// the plan's scratch the largest need of any algorithm ranked for any convolution, run or not.
+constexpr size_t kFallbackWorkspace = size_t{32} << 20;
 
 // Window attributes of Conv and the pools, resolved against the actual dims. cuDNN needs at least
 // two spatial dims, so 1-D windows get a second of size 1.
@@ -171,9 +176,20 @@ struct Ranked {
   std::string what, shape;  // "forward convolution", ConvSetup::shape: the key the device remembers it by
   std::string key() const { return what + " " + shape; }
   std::shared_ptr<std::atomic<size_t>> current = std::make_shared<std::atomic<size_t>>(0);
-  size_t workspace() const {
+  // The largest need of any ranked algorithm: the scratch a measurement of them all takes.
+  size_t largest_workspace() const {
     size_t bytes = 0;
     for (const RankedAlgorithm<Algo>& a : algos) bytes = std::max(bytes, a.memory);
+    return bytes;
+  }
+  // The workspace the plan reserves: the first algorithm's need, and the others' up to
+  // kFallbackWorkspace or the first's, whichever is more. run_ranked never falls back on an
+  // algorithm that needs more than this.
+  size_t workspace() const {
+    const size_t budget = std::max(algos.empty() ? size_t{0} : algos[0].memory, kFallbackWorkspace);
+    size_t bytes = 0;
+    for (const RankedAlgorithm<Algo>& a : algos)
+      if (a.memory <= budget) bytes = std::max(bytes, a.memory);
     return bytes;
   }
 };
@@ -251,7 +267,7 @@ template <class Algo, class Perf, class Find>
 std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_bytes, size_t w_bytes,
                                             size_t y_bytes, DeviceContext& ctx, Find&& find) {
   if (!measure_algorithms() || ctx.remembered_algorithm(r.key())) return std::nullopt;
-  const DeviceBuffer x(x_bytes), w(w_bytes), y(y_bytes), workspace(r.workspace());
+  const DeviceBuffer x(x_bytes), w(w_bytes), y(y_bytes), workspace(r.largest_workspace());
   for (const DeviceBuffer* b : {&x, &w, &y}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
   AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(setup.conv->get(), setup.fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
   std::vector<Perf> perfs(2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT);  // every algorithm, with up to two math types each
@@ -320,29 +336,41 @@ auto find_backward_filter(const ConvSetup& setup, DeviceContext& ctx) {
 
 // Runs call(algorithm) with the current algorithm, its math type set on the descriptor first. A
 // status of cuDNN's BAD_PARAM category is this code's error and throws; any other failure hands
-// the call to the next ranked algorithm, for this and every later run, and the device remembers
-// it for the shape; the last one's failure throws.
+// the call to the next ranked algorithm that fits the reserved workspace (Ranked::workspace), for
+// this and every later run, and the device remembers it for the shape; when none is left, the
+// failure throws.
 template <class Algo, class Call>
 void run_ranked(const Ranked<Algo>& r, cudnnConvolutionDescriptor_t conv, DeviceContext& c, Call&& call) {
-  for (size_t i = r.current->load();; ++i) {
+  const size_t reserved = r.workspace();
+  auto next_fitting = [&](size_t i) {
+    for (size_t j = i + 1; j < r.algos.size(); ++j)
+      if (r.algos[j].memory <= reserved) return j;
+    return r.algos.size();
+  };
+  for (size_t i = r.current->load();;) {
     const RankedAlgorithm<Algo>& a = r.algos[i];
     AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, a.math));
     const cudnnStatus_t status = call(a);
     if (status == CUDNN_STATUS_SUCCESS) return;
-    if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_BAD_PARAM || i + 1 == r.algos.size()) {
-      const std::string call_name = "the " + r.what + " with " + algorithm_name(a.algo) + " (" +
-                                    std::to_string(i + 1) + " of " + std::to_string(r.algos.size()) + " ranked algorithms)";
+    const size_t j = next_fitting(i);
+    if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_BAD_PARAM || j == r.algos.size()) {
+      std::string call_name = "the " + r.what + " with " + algorithm_name(a.algo) + " (" + std::to_string(i + 1) +
+                              " of " + std::to_string(r.algos.size()) + " ranked algorithms";
+      if (j == r.algos.size() && i + 1 < r.algos.size())
+        call_name += "; the rest need more than its " + std::to_string(reserved) + "-byte workspace";
+      call_name += ")";
       check_cudnn(status, call_name.c_str(), __FILE__, __LINE__);
     }
     cudaGetLastError();  // a failed launch leaves its error for the next call to report
-    const RankedAlgorithm<Algo>& next = r.algos[i + 1];
+    const RankedAlgorithm<Algo>& next = r.algos[j];
     c.report().record("convolution_algorithm_refused", {{"direction", r.what},
                                                         {"shape", r.shape},
                                                         {"algorithm", algorithm_name(a.algo)},
                                                         {"status", cudnnGetErrorString(status)},
                                                         {"next", algorithm_name(next.algo)}});
-    r.current->store(i + 1);
+    r.current->store(j);
     c.remember_algorithm(r.key(), static_cast<int>(next.algo));
+    i = j;
   }
 }
 

@@ -1245,6 +1245,51 @@ TEST(CudaBackendGpu, ConvolutionsRunTheAlgorithmCuDnnMeasuredFastest) {
   }
 }
 
+// A convolution reserves the workspace of the algorithm it runs, and of the ones it may fall back
+// on up to Gemm::kMaxWorkspace (32 MiB), not the largest any ranked algorithm would need (on an
+// H200, MobileNet-size training steps held 200-250 MiB of backend memory at batch 4). On the
+// stand-ins GEMM is told to need 96 MiB: measured slower than IMPLICIT_GEMM it is never reserved
+// for; measured fastest it runs and is; in the heuristic's order with the two before it refused
+// at run time, the call fails naming the workspace rather than running GEMM without its own.
+// Results match the CPU's wherever they run.
+TEST(CudaBackendGpu, ConvolutionsReserveTheWorkspaceOfTheAlgorithmTheyRun) {
+  REQUIRE_GPU();
+  const ScopedEnv big("AMP_STANDIN_CUDNN_WORKSPACE", "fwd:2=96");
+  auto conv = [](int64_t channels) {  // a shape of its own per case: the device remembers choices by shape
+    OneNode c("Conv", {{"x", random_tensor(DType::kFloat, {1, channels, 9, 9}, 130)},
+                       {"w", random_tensor(DType::kFloat, {4, channels, 3, 3}, 131, -0.5f, 0.5f)}},
+              {DType::kFloat});
+    c.node->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+    return c;
+  };
+  constexpr size_t kTold = size_t{96} << 20;
+  auto backend = make_backend("cuda");
+  for (const bool gemm_fastest : {false, true}) {
+    SCOPED_TRACE(gemm_fastest ? "GEMM measured fastest" : "IMPLICIT_GEMM measured fastest");
+    const ScopedEnv times("AMP_STANDIN_CUDNN_TIMES", gemm_fastest ? "fwd:2=0.1" : "fwd:0=0.1");
+    const OneNode c = conv(gemm_fastest ? 5 : 3);
+    auto exe = backend->compile(c.m, {});
+    const auto got = exe->run(c.feeds, c.outputs);
+    expect_close(got[0], c.run_cpu()[0], "out0", 10.0);
+    const size_t arena = exe->memory().arena_bytes;
+    std::printf("arena %zu bytes\n", arena);
+    if (on_standins()) {
+      if (gemm_fastest) EXPECT_GE(arena, kTold) << "GEMM runs with the workspace it needs";
+      else EXPECT_LT(arena, kTold) << "GEMM never runs here: nothing is reserved for it";
+    }
+  }
+  if (!on_standins()) return;  // a GPU's cuDNN refuses what it refuses: the rest needs told refusals
+  const ScopedEnv heuristic("AMP_CUDNN_FIND", "0");
+  const ScopedEnv refuse("AMP_STANDIN_CUDNN_FAIL", "run:fwd:0,run:fwd:1");
+  const OneNode c = conv(7);
+  try {
+    backend->compile(c.m, {})->run(c.feeds, c.outputs);
+    ADD_FAILURE() << "GEMM ran without the workspace it needs";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the rest need more than its"), std::string::npos) << e.what();
+  }
+}
+
 // A 16-bit ConvGrad computes dW in fp32 (X and dY widened, cuDNN's fp32 backward filter, dW
 // rounded once) when cuDNN's fastest fp32 algorithm plus the casts measures faster than its fastest
 // 16-bit one: on an H200 the 16-bit backward-filter kernels of models/cnn took 23 to 35 times

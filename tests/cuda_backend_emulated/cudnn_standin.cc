@@ -248,7 +248,9 @@ int ranked_math(Direction dir, int algo, cudnnDataType_t data, const cudnnConvol
 
 // Workspace of an algorithm: IMPLICIT_PRECOMP_GEMM one 32-bit index per filter tap (C/G channels
 // times the window) and output position of one image, GEMM one fp32 value per the same; the
-// others none. An algorithm not ranked runnable: NOT_SUPPORTED_SHAPE.
+// others none; AMP_STANDIN_CUDNN_WORKSPACE (DIRECTION:ALGO=MIB, comma-separated) tells others, as
+// a real cuDNN's FFT algorithms need hundreds of MiB. An algorithm not ranked runnable:
+// NOT_SUPPORTED_SHAPE.
 cudnnStatus_t algo_workspace(Direction dir, const Conv& g, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c,
                              size_t* bytes) {
   if (ranked_math(dir, algo, data, c) < 0) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
@@ -260,6 +262,13 @@ cudnnStatus_t algo_workspace(Direction dir, const Conv& g, int algo, cudnnDataTy
     for (size_t d = 1; d < g.w.size(); ++d) taps *= g.w[d];
     for (size_t d = 2; d < g.y.size(); ++d) positions *= g.y[d];
     *bytes = static_cast<size_t>(taps * positions) * 4;
+  }
+  if (const char* told = std::getenv("AMP_STANDIN_CUDNN_WORKSPACE")) {
+    static const char* kDirections[] = {"fwd", "bwd_data", "bwd_filter"};
+    const std::string all = "," + std::string(told) + ",";
+    const std::string key = "," + std::string(kDirections[dir]) + ":" + std::to_string(algo) + "=";
+    if (const size_t at = all.find(key); at != std::string::npos)
+      *bytes = static_cast<size_t>(std::stod(all.substr(at + key.size())) * (1 << 20));
   }
   return CUDNN_STATUS_SUCCESS;
 }
