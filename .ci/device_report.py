@@ -6,9 +6,11 @@ Reads DIR/*.jsonl, one file per model step, each the device report (AMP_CUDA_REP
 backends/cuda/device_report.h) of one command run with --device cuda. Prints, per step: the
 products by the epilogue they wanted and the one they ran with, with what ran after them and why
 cuBLASLt's better ones were not taken; heuristic results cuBLASLt refused when run; per
-convolution shape and direction the algorithm that ran, the ones cuDNN refused when run and the
-ones skipped before; fused convolutions accepted or refused; and once for the run, the ReLU-mask
-probe's answer per type. Identical lines are counted, not repeated.
+convolution shape and direction the algorithm that ran (cuDNN's measured fastest, or the
+heuristic's first where nothing was measured), a 16-bit weight gradient's fp32-or-16-bit decision,
+the ones cuDNN refused when run and the ones skipped before; fused convolutions accepted or
+refused; the time cuDNN's measurements took; and once for the run, the ReLU-mask probe's answer per
+type. Identical lines are counted, not repeated.
 
 Usage: device_report.py DIR
 """
@@ -62,6 +64,10 @@ def step_report(lines):
     for l in lines:
         if l.get("event") == "convolution_algorithm_refused":
             refused[(l.get("direction"), l.get("shape"))].append(l)
+    # The heuristic's first (convolution_algorithms) unless cuDNN's measurement ordered them
+    # (convolution_algorithms_measured, after it), then the measured fastest.
+    measured = {(l.get("direction"), l.get("shape")): l for l in lines if l.get("event") == "convolution_algorithms_measured"}
+    widened = {l.get("shape"): l for l in lines if l.get("event") == "convolution_widened"}
     shown = set()
     for l in lines:
         if l.get("event") != "convolution_algorithms":
@@ -71,8 +77,15 @@ def step_report(lines):
             continue
         shown.add(key)
         r = refused.get(key, [])
-        ran = r[-1].get("next") if r else l.get("chosen")
+        m = measured.get(key)
+        ran = r[-1].get("next") if r else (m or l).get("chosen")
         line = f"{l.get('direction')} {l.get('shape')}: {ran}"
+        line += f" (measured fastest: {m.get('measured')})" if m else " (the heuristic's first)"
+        w = widened.get(l.get("shape")) if l.get("direction") == "backward-filter convolution" else None
+        if w:
+            line += f"; dW computed in {w.get('chosen')}" + (
+                f" (16-bit {w.get('16-bit ms')} ms, fp32 {w.get('fp32 ms')} ms + casts {w.get('casts ms')} ms)"
+                if w.get("16-bit ms") else f" ({w.get('why')})")
         if r:
             line += " after cuDNN refused " + ", ".join(counted([f"{x.get('algorithm')} ({x.get('status')})" for x in r]))
         if l.get("skipped"):
@@ -81,6 +94,10 @@ def step_report(lines):
     for t in counted([f"{l.get('result')}{' ' + l['status'] if l.get('status') else ''} with {l.get('algorithm')}: "
                       f"{l.get('shape')} [{l.get('unit')}]" for l in lines if l.get("event") == "fused_convolution"]):
         out.append(f"fused convolution {t}")
+    finds = [float(l["find ms"]) for l in lines if "find ms" in l]
+    if finds:
+        out.append(f"cuDNN algorithm measurement: {len(finds)} convolutions, {sum(finds) / 1e3:.2f} s in all, "
+                   f"the slowest {max(finds):.0f} ms")
     for l in lines:
         if l.get("event") == "unreadable":
             out.append(f"UNREADABLE {l['why']}")

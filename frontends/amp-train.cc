@@ -86,10 +86,10 @@ void print_memory_report(const char* label, const TrainResult& r) {
 }
 
 void print_summary(const char* label, const TrainResult& r) {
-  std::printf("%s: %lld steps (%lld skipped), final loss %.6f, %.2f ms/step, %.0f samples/s, peak memory %s "
-              "(backend state + arena %s)\n",
+  std::printf("%s: %lld steps (%lld skipped), final loss %.6f, %.2f ms/step (the first %.2f s: it plans the step), "
+              "%.0f samples/s, peak memory %s (backend state + arena %s)\n",
               label, static_cast<long long>(r.steps), static_cast<long long>(r.skipped), r.final_loss,
-              r.seconds_per_step * 1e3, r.samples_per_second, mib(r.peak_rss_bytes).c_str(),
+              r.seconds_per_step * 1e3, r.first_step_seconds, r.samples_per_second, mib(r.peak_rss_bytes).c_str(),
               mib(r.backend_peak_bytes).c_str());
   if (r.val_loss >= 0)
     std::printf("%s: val_loss %.6f%s\n", label, r.val_loss,
@@ -141,6 +141,7 @@ int run(TrainOptions o, const Flags& f) {
   if (!b.root) return kExitOk;
   std::printf("%-14s %14s %14s\n", "", "fp32", f.dtype.c_str());
   std::printf("%-14s %14.3f %14.3f\n", "ms/step", a.seconds_per_step * 1e3, b.seconds_per_step * 1e3);
+  std::printf("%-14s %14.3f %14.3f\n", "first step s", a.first_step_seconds, b.first_step_seconds);
   std::printf("%-14s %14.0f %14.0f\n", "samples/s", a.samples_per_second, b.samples_per_second);
   std::printf("%-14s %14s %14s\n", "peak memory", mib(a.peak_rss_bytes).c_str(), mib(b.peak_rss_bytes).c_str());
   std::printf("%-14s %14s %14s\n", "backend bytes", mib(a.backend_peak_bytes).c_str(), mib(b.backend_peak_bytes).c_str());

@@ -637,6 +637,7 @@ TrainResult Trainer::run() {
   result_.steps = steps_ - first_step;
   result_.skipped = skipped_;
   result_.seconds_per_step = timed_steps ? timed_seconds / static_cast<double>(timed_steps) : first_seconds;
+  result_.first_step_seconds = first_seconds;
   result_.samples_per_second =
       result_.seconds_per_step > 0 ? static_cast<double>(samples_per_step) / result_.seconds_per_step : 0;
   result_.backend_peak_bytes = step_memory_.state_bytes + step_memory_.arena_bytes;

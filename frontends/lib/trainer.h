@@ -80,6 +80,8 @@ struct TrainResult {
   int64_t skipped = 0;  // of those, skipped for inf/NaN gradients
   double final_loss = 0;
   double seconds_per_step = 0;  // mean over the steps after the first (which plans the shapes), if any
+  double first_step_seconds = 0;  // the first step of this process: planning (on a GPU also cuDNN's
+                                  // algorithm measurements and kernel compilation) and its run
   double samples_per_second = 0;  // of every process together
   size_t backend_peak_bytes = 0;  // state + the plan's arena, as the backend reports them
   size_t peak_rss_bytes = 0;      // the process's peak resident memory

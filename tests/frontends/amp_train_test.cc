@@ -132,6 +132,7 @@ TEST_F(AmpTrain, MetricsHaveAStepRecordPerStepAndAValidationRecordPerEpoch) {
   EXPECT_EQ(steps, 16);
   EXPECT_EQ(validations, 2);
   EXPECT_NE(out.find("ms/step"), std::string::npos) << out;
+  EXPECT_NE(out.find("ms/step (the first "), std::string::npos) << "the first step's planning time is shown\n" << out;
   EXPECT_NE(out.find("peak memory"), std::string::npos) << out;
 }
 
@@ -251,7 +252,7 @@ TEST_F(AmpTrain, WithoutEpochsOrStepsTrainsOneEpochAndSaysSo) {
 TEST_F(AmpTrain, CompareFp32PrintsBothRuns) {
   std::string out;
   ASSERT_EQ(train(common("mlp", 3) + " --dtype bf16 --compare-fp32", &out), 0) << out;
-  for (const char* k : {"fp32", "bf16", "ms/step", "peak memory", "final loss"})
+  for (const char* k : {"fp32", "bf16", "ms/step", "first step s", "peak memory", "final loss"})
     EXPECT_NE(out.find(k), std::string::npos) << k << "\n" << out;
 }
 
