@@ -32,6 +32,8 @@
 # GPU_RUN_BENCH_FILTER (bench_cuda_train_step's --benchmark_filter), GPU_RUN_BENCH_MODELS (default
 # "mlp cnn gpt") and GPU_RUN_KERNEL_CONFIGS (kernel_times.py's --configs) narrow steps 3 and 4 when
 # little device time is left; GPU_RUN_STEPS (default "tests smoke bench kernels zoo") picks steps;
+# GPU_RUN_ZOO_BENCH_MODELS (default "mobilenet_v2 shufflenet_v2_x0_5") the zoo models benchmarked
+# (each costs its start-up three times: about a minute on an H200 in 16-bit);
 # ZOO_DEVICE=cpu runs step 5's gpu_zoo.py on the CPU, to check this script.
 set -uo pipefail
 START=$(date +%s)
@@ -397,7 +399,8 @@ if want zoo && compgen -G "$ZOO/*/model.onnx" >/dev/null; then
   fi
   if [ "$HAVE_GPU" = 1 ]; then
     step "py:bench_gpu_train.py --zoo" 300 "$BLOG" "$PYTHON" "$ROOT/tests/bench/bench_gpu_train.py" \
-      --bench-bin "$WORK/wrap/bench_cuda_train_step" --json "$OUT/bench_gpu_zoo.json" --models --zoo "$ZOO"
+      --bench-bin "$WORK/wrap/bench_cuda_train_step" --json "$OUT/bench_gpu_zoo.json" --models --zoo "$ZOO" \
+      --zoo-models ${GPU_RUN_ZOO_BENCH_MODELS:-mobilenet_v2 shufflenet_v2_x0_5}
   fi
 elif want zoo; then
   say "== zoo: no models in $ZOO (tests/zoo/gpu_zoo.py prepare makes them), skipped"

@@ -220,6 +220,7 @@ def main():
     ap.add_argument("--bench-bin", help="the bench_cuda_train_step executable (default: BUILD/tests/bench_cuda_train_step)")
     ap.add_argument("--json", help="also write the rows to this JSON file")
     ap.add_argument("--zoo", help="also the torchvision models gpu_zoo.py prepared in this folder")
+    ap.add_argument("--zoo-models", nargs="*", help="only these of --zoo's models")
     args = ap.parse_args()
     bench_bin = args.bench_bin or os.path.join(args.build, "tests", "bench_cuda_train_step")
     if not args.skip_amp and not os.access(bench_bin, os.X_OK):
@@ -230,7 +231,7 @@ def main():
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "steps": args.steps, "rows": []}
     if args.zoo:
-        ZOO.update(zoo_models(args.zoo))
+        ZOO.update({n: v for n, v in zoo_models(args.zoo).items() if not args.zoo_models or n in args.zoo_models})
         BATCH.update({name: b for name, (b, _) in ZOO.items()})
     print(f"{'model':18} {'variant':16} {'step ms':>9} {'samples/s':>11} {'tokens/s':>11} {'MFU':>7} {'peak MiB':>9}")
 
