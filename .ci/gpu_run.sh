@@ -32,8 +32,9 @@
 # GPU_RUN_BENCH_FILTER (bench_cuda_train_step's --benchmark_filter), GPU_RUN_BENCH_MODELS (default
 # "mlp cnn gpt") and GPU_RUN_KERNEL_CONFIGS (kernel_times.py's --configs) narrow steps 3 and 4 when
 # little device time is left; GPU_RUN_STEPS (default "tests smoke bench kernels zoo") picks steps;
-# GPU_RUN_ZOO_BENCH_MODELS (default "mobilenet_v2 shufflenet_v2_x0_5") the zoo models benchmarked
-# (each costs its start-up three times: about a minute on an H200 in 16-bit);
+# GPU_RUN_ZOO_MODELS (default: every prepared model, torchvision's first) the zoo models run, in
+# that order; GPU_RUN_ZOO_BENCH_MODELS (default "resnet50 mobilenet_v2") the ones benchmarked (each
+# costs its start-up three times: about a minute for mobilenet_v2 on an H200);
 # ZOO_DEVICE=cpu runs step 5's gpu_zoo.py on the CPU, to check this script.
 set -uo pipefail
 START=$(date +%s)
@@ -390,17 +391,20 @@ fi
 # --- 5. the model zoo on the device (tests/zoo/gpu_zoo.py) --------------------------------------
 ZOO=${GPU_RUN_ZOO:-$ROOT/.gpu-zoo}
 if want zoo && compgen -G "$ZOO/*/model.onnx" >/dev/null; then
+  # A copy to work in: the run draws the large models' weights beside their graphs.
+  cp -r "$ZOO" "$WORK/zoo" && ZOO=$WORK/zoo
   if [ "$HAVE_GPU" = 1 ] || [ -n "${ZOO_DEVICE:-}" ]; then
     now=$(date +%s)
     step "py:gpu_zoo.py run" 300 "$TLOG" "$PYTHON" "$ROOT/tests/zoo/gpu_zoo.py" run --bin "$WORK/wrap" --zoo "$ZOO" \
-      --out "$OUT" --device "${ZOO_DEVICE:-cuda}" --budget $(( (DEADLINE - now) * 3 / 5 ))
+      --out "$OUT" --device "${ZOO_DEVICE:-cuda}" --budget $(( (DEADLINE - now) * 3 / 5 )) \
+      ${GPU_RUN_ZOO_MODELS:+--models $GPU_RUN_ZOO_MODELS}
   else
     RESULTS+=("py:gpu_zoo.py run: skipped (no GPU)")
   fi
   if [ "$HAVE_GPU" = 1 ]; then
     step "py:bench_gpu_train.py --zoo" 300 "$BLOG" "$PYTHON" "$ROOT/tests/bench/bench_gpu_train.py" \
       --bench-bin "$WORK/wrap/bench_cuda_train_step" --json "$OUT/bench_gpu_zoo.json" --models --zoo "$ZOO" \
-      --zoo-models ${GPU_RUN_ZOO_BENCH_MODELS:-mobilenet_v2 shufflenet_v2_x0_5}
+      --zoo-models ${GPU_RUN_ZOO_BENCH_MODELS:-resnet50 mobilenet_v2}
   fi
 elif want zoo; then
   say "== zoo: no models in $ZOO (tests/zoo/gpu_zoo.py prepare makes them), skipped"

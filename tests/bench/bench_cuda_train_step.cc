@@ -53,7 +53,8 @@ struct BenchModel {
   bool zoo = false;
 };
 
-void BM_TrainStep(benchmark::State& state, const BenchModel& model, amp::DType precision, int64_t batch,  // 0: the export's
+// One training step of `model` at `batch` samples (a zoo export's own batch: the argument is unused).
+void BM_TrainStep(benchmark::State& state, const BenchModel& model, amp::DType precision, int64_t batch,
                   bool data_parallel) {
   std::unique_ptr<amp::Backend> backend;
   try {
@@ -83,11 +84,20 @@ void BM_TrainStep(benchmark::State& state, const BenchModel& model, amp::DType p
   std::string input = "input";
   if (model.zoo) {
     const amp::Value* in = loaded.graph->inputs().at(0);
+    const auto& type = in->type();
+    if (type.elem != amp::DType::kFloat || !type.shape || !type.shape->is_static() || type.shape->rank() < 2) {
+      state.SkipWithError((model.path + ": the zoo benchmark feeds float images of static dims; input '" + in->name() +
+                           "' is " + type.str())
+                              .c_str());
+      for (auto _ : state) {
+      }
+      return;
+    }
     input = in->name();
     image.clear();
-    const auto& dims = in->type().shape.value().dims;
-    batch = dims.at(0).value.value();
-    for (size_t i = 1; i < dims.size(); ++i) image.push_back(dims[i].value.value());
+    const auto& dims = type.shape->dims;
+    batch = *dims[0].value;
+    for (size_t i = 1; i < dims.size(); ++i) image.push_back(*dims[i].value);
   }
   amp::TrainingStep step = amp::build_training_step(std::move(loaded), spec);
   amp::CompileOptions options;
