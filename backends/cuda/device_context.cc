@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "backends/cuda/cuda_check.h"
@@ -115,7 +116,16 @@ void DeviceContext::start_collectives(Communicator& run) {
 cudaKernel_t DeviceContext::load_kernel(const GeneratedKernel& k) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = kernels_.find(k.name); it != kernels_.end()) return it->second.second;
+  // What start-up spends on kernels, in the report: an NVRTC compilation, or a read from the disk.
+  const size_t compiles = images_.compiles(), disk_hits = images_.disk_hits();
+  const auto started = std::chrono::steady_clock::now();
   const CompiledKernelImage& image = images_.get(k.source, k.name, nvrtc_target_);
+  if (images_.compiles() != compiles || images_.disk_hits() != disk_hits)
+    report_.record("kernel_image", {{"kernel", k.name},
+                                    {"from", images_.compiles() != compiles ? "NVRTC" : "disk cache"},
+                                    {"ms", std::to_string(std::chrono::duration<double, std::milli>(
+                                                              std::chrono::steady_clock::now() - started)
+                                                              .count())}});
   cudaLibrary_t lib = nullptr;
   AMP_CUDA_CHECK(cudaLibraryLoadData(&lib, image.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   cudaKernel_t kernel = nullptr;

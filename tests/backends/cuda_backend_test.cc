@@ -1245,6 +1245,26 @@ TEST(CudaBackendGpu, ConvolutionsRunTheAlgorithmCuDnnMeasuredFastest) {
   }
 }
 
+// Start-up on a GPU (a 16-bit mobilenet_v2 step took 15-20 s to plan on an H200) shows in the
+// device report: each generated kernel's image, whether NVRTC compiled it or the disk cache
+// ($AMP_KERNEL_CACHE_DIR) had it, and how long that took. A HardSigmoid with an alpha of its own
+// is a kernel no earlier test compiled; it still computes what the CPU does.
+TEST(CudaBackendGpu, TheDeviceReportRecordsEachGeneratedKernelsImage) {
+  REQUIRE_GPU();
+  const DeviceReportFile report("kernel_images");
+  OneNode h("HardSigmoid", {{"x", random_tensor(DType::kFloat, {3, 5}, 140)}}, {DType::kFloat});
+  h.attr(Attribute::of_float("alpha", 0.1234567f));
+  expect_parity(h.m, h.feeds, h.outputs);
+  const auto lines = report.lines("kernel_image");
+  ASSERT_FALSE(lines.empty()) << "no kernel image recorded";
+  for (const nlohmann::json& l : lines) {
+    const std::string from = l["from"];
+    EXPECT_TRUE(from == "NVRTC" || from == "disk cache") << from;
+    EXPECT_GE(std::stod(l["ms"].get<std::string>()), 0.0);
+    EXPECT_FALSE(l["kernel"].get<std::string>().empty());
+  }
+}
+
 // A convolution reserves the workspace of the algorithm it runs, and of the ones it may fall back
 // on up to Gemm::kMaxWorkspace (32 MiB), not the largest any ranked algorithm would need (on an
 // H200, MobileNet-size training steps held 200-250 MiB of backend memory at batch 4). On the

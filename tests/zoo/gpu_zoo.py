@@ -140,11 +140,16 @@ def run(cmd, log=None, report=None):
 
 
 def find_seconds(report):
-    """", of which cuDNN's algorithm measurements N s" from a device report, or ""."""
+    """", of which cuDNN's algorithm measurements N s (K), NVRTC M s (J)" from a device report, or
+    ""."""
     if not report or not os.path.exists(report):
         return ""
-    ms = [float(json.loads(l)["find ms"]) for l in open(report) if '"find ms"' in l]
-    return ", of which cuDNN's algorithm measurements %.1f s (%d)" % (sum(ms) / 1e3, len(ms)) if ms else ""
+    lines = [json.loads(l) for l in open(report) if l.strip()]
+    find = [float(l["find ms"]) for l in lines if "find ms" in l]
+    nvrtc = [float(l["ms"]) for l in lines if l.get("event") == "kernel_image" and l.get("from") == "NVRTC"]
+    parts = ["cuDNN's algorithm measurements %.1f s (%d)" % (sum(find) / 1e3, len(find))] if find else []
+    parts += ["NVRTC %.1f s (%d kernels)" % (sum(nvrtc) / 1e3, len(nvrtc))] if nvrtc else []
+    return ", of which " + ", ".join(parts) if parts else ""
 
 
 # --- prepare (here) ----------------------------------------------------------------------------
