@@ -158,7 +158,7 @@ def prepare(a):
     import onnx
     os.makedirs(a.out, exist_ok=True)
     for name in a.models:
-        d = os.path.join(a.build, "zoo-gpu", name)
+        d = os.path.join(a.work, name)
         size = max(a.size, zoo_check.MIN_SIZE.get(name, 0))
         if not os.path.exists(os.path.join(d, "reference.json")):
             rc, out = run(["/usr/bin/python3", os.path.join(HERE, "zoo_reference.py"), name, d, "--size", str(size),
@@ -181,7 +181,7 @@ def prepare(a):
         initial = np.load(os.path.join(d, "initial.npz"))
         meta = {"name": name, "size": size, "fp16_scale": zoo_check.fp16_loss_scale(d), "params": ref["params"],
                 "numel": ref["numel"], "bench_batch": MEMORY_BATCH}
-        if sum(initial[k].nbytes for k in initial.files) > DRAW_ABOVE:
+        if sum(initial[k].nbytes for k in initial.files) > a.draw_above_mib * 2**20:
             # Parameters drawn from a seed with torch's initial mean and spread, per tensor: the
             # float64 reference (torch's weights) no longer applies, the CPU backend's runs on the
             # same drawn weights do (check). No probe: its activations would not travel back either.
@@ -366,7 +366,7 @@ def rel(xs, ys):
 def check_model(a, name, r):
     """(row cells, failed?) for one model's device results in r."""
     g = os.path.join(a.zoo, name)
-    d = os.path.join(a.build, "zoo-gpu", name)
+    d = os.path.join(a.work, name)
     with open(os.path.join(g, "meta.json")) as f:
         meta = json.load(f)
     with open(os.path.join(d, "reference.json")) as f:
@@ -380,7 +380,7 @@ def check_model(a, name, r):
 
     # sgd: against torch float64 on the device's pieces.
     if drawn:
-        cells += ["n/a: drawn weights (%.0f MiB of parameters do not travel)" % (
+        cells += ["n/a: drawn weights (%.1f MiB of parameters do not travel)" % (
             sum(initial[k].nbytes for k in initial.files) / 2**20), "-"]
     elif not (os.path.exists(os.path.join(r, "sgd.npz")) and os.path.exists(os.path.join(r, "acts_0.npz"))):
         cells += ["FAIL: no device run (see log.txt)", "-"]
@@ -484,7 +484,7 @@ def check_model(a, name, r):
 
 
 def check(a):
-    res = os.path.join(a.build, "zoo-gpu", "results")
+    res = os.path.join(a.work, "results")
     shutil.rmtree(res, ignore_errors=True)
     os.makedirs(res)
     for t in a.tars:
@@ -513,6 +513,9 @@ def main():
     q.add_argument("--build", required=True)
     q.add_argument("--out", required=True)
     q.add_argument("--size", type=int, default=64)
+    q.add_argument("--work", help="the exports and references (default BUILD/zoo-gpu)")
+    q.add_argument("--draw-above-mib", type=float, default=DRAW_ABOVE / 2**20,
+                   help="models with more MiB of parameters travel without them (drawn from a seed)")
     q = sub.add_parser("run")
     q.add_argument("--bin", required=True, help="the folder with amp-run and amp-train")
     q.add_argument("--zoo", required=True, help="prepare's --out")
@@ -524,9 +527,12 @@ def main():
     q.add_argument("tars", nargs="+")
     q.add_argument("--build", required=True)
     q.add_argument("--zoo", required=True, help="prepare's --out")
+    q.add_argument("--work", help="prepare's --work (default BUILD/zoo-gpu)")
     q.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
-    for k in ("build", "out", "zoo", "bin"):
+    if hasattr(a, "work") and a.build:
+        a.work = a.work or os.path.join(a.build, "zoo-gpu")
+    for k in ("build", "out", "zoo", "bin", "work"):
         if getattr(a, k, None):
             setattr(a, k, os.path.abspath(getattr(a, k)))
     {"prepare": prepare, "run": run_all, "check": check}[a.phase](a)
