@@ -14,8 +14,9 @@
 // its outputs are first read, or at the end of the step, inside the capture as outside it.
 //
 // Environment: AMP_CUDA_GRAPHS=0 runs without graph capture; AMP_CUDA_TF32=1 lets fp32 products
-// and convolutions use TF32 (as CompileOptions::tf32, amp-train --tf32, does); AMP_KERNEL_CACHE_DIR
-// keeps NVRTC's output between processes.
+// and convolutions use TF32 (as CompileOptions::tf32, amp-train --tf32, does); NVRTC's output is
+// kept between processes in ${XDG_CACHE_HOME:-~/.cache}/onnx-amp/kernels/DEVICE, or in
+// AMP_KERNEL_CACHE_DIR when set (set empty: nowhere).
 #pragma once
 
 #include <map>

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 
@@ -11,9 +12,23 @@
 namespace amp::cuda {
 namespace {
 
-std::string cache_dir_from_environment() {
-  const char* dir = std::getenv("AMP_KERNEL_CACHE_DIR");
-  return dir && *dir ? dir : "";
+// Where NVRTC's images stay between processes: $AMP_KERNEL_CACHE_DIR when set (set empty: nowhere,
+// memory only), else ${XDG_CACHE_HOME:-$HOME/.cache}/onnx-amp/kernels/DEVICE, as CUDA's own JIT
+// cache and Triton keep theirs. An image's key is its source, NVRTC's version, the target and the
+// options (KernelImageCache::get), so no stale image can be found; the folder per device name keeps
+// the host stand-ins' images apart from a GPU's.
+std::string kernel_cache_dir(const std::string& device_name) {
+  if (const char* dir = std::getenv("AMP_KERNEL_CACHE_DIR")) return dir;
+  std::string base;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    base = xdg;
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    base = std::string(home) + "/.cache";
+  else
+    return "";
+  std::string folder;
+  for (char c : device_name) folder += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return base + "/onnx-amp/kernels/" + folder;
 }
 
 }  // namespace
@@ -59,7 +74,7 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);
 }
 
-DeviceContext::DeviceContext(int device) : device_(device), images_(cache_dir_from_environment()) {
+DeviceContext::DeviceContext(int device) : device_(device) {
   const std::string why = device_unavailable_reason();
   if (!why.empty()) throw Error("cuda backend: " + why);
   AMP_CUDA_CHECK(cudaSetDevice(device));
@@ -69,6 +84,7 @@ DeviceContext::DeviceContext(int device) : device_(device), images_(cache_dir_fr
   sm_count_ = prop.multiProcessorCount;
   name_ = prop.name;
   nvrtc_target_ = nvrtc_target_for(arch_);
+  images_ = std::make_unique<KernelImageCache>(kernel_cache_dir(name_));
   AMP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   AMP_CUBLAS_CHECK(cublasLtCreate(&lt_));
   AMP_CUDNN_CHECK(cudnnCreate(&dnn_));
@@ -117,12 +133,12 @@ cudaKernel_t DeviceContext::load_kernel(const GeneratedKernel& k) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = kernels_.find(k.name); it != kernels_.end()) return it->second.second;
   // What start-up spends on kernels, in the report: an NVRTC compilation, or a read from the disk.
-  const size_t compiles = images_.compiles(), disk_hits = images_.disk_hits();
+  const size_t compiles = images_->compiles(), disk_hits = images_->disk_hits();
   const auto started = std::chrono::steady_clock::now();
-  const CompiledKernelImage& image = images_.get(k.source, k.name, nvrtc_target_);
-  if (images_.compiles() != compiles || images_.disk_hits() != disk_hits)
+  const CompiledKernelImage& image = images_->get(k.source, k.name, nvrtc_target_);
+  if (images_->compiles() != compiles || images_->disk_hits() != disk_hits)
     report_.record("kernel_image", {{"kernel", k.name},
-                                    {"from", images_.compiles() != compiles ? "NVRTC" : "disk cache"},
+                                    {"from", images_->compiles() != compiles ? "NVRTC" : "disk cache"},
                                     {"ms", std::to_string(std::chrono::duration<double, std::milli>(
                                                               std::chrono::steady_clock::now() - started)
                                                               .count())}});

@@ -82,10 +82,11 @@ class DeviceContext {
   void start_collectives(Communicator& run);
   NcclCommunicator* collectives() const { return nccl_.get(); }
 
-  // The kernel of generated source, ready to launch: NVRTC through the image cache (memory, and
-  // the folder in $AMP_KERNEL_CACHE_DIR when set) on first use, then a lookup by name.
+  // The kernel of generated source, ready to launch: NVRTC through the image cache (memory, and a
+  // folder kept between processes: kernel_cache_dir in device_context.cc) on first use, then a
+  // lookup by name.
   cudaKernel_t load_kernel(const GeneratedKernel& k);
-  const KernelImageCache& kernel_images() const { return images_; }
+  const KernelImageCache& kernel_images() const { return *images_; }
 
  private:
   int device_ = 0, arch_ = 0, sm_count_ = 0;
@@ -97,7 +98,7 @@ class DeviceContext {
   DeviceReport report_;
   std::map<std::string, int> conv_algorithms_;
   std::map<DType, ReluMaskConvention> relu_masks_;
-  KernelImageCache images_;
+  std::unique_ptr<KernelImageCache> images_;
   std::string nvrtc_target_;
   std::mutex mutex_, probe_mutex_;
   std::unordered_map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> kernels_;

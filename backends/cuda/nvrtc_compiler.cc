@@ -1,6 +1,7 @@
 #include "backends/cuda/nvrtc_compiler.h"
 
 #include <nvrtc.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -99,7 +100,14 @@ CompiledKernelImage compile_cuda_source(const std::string& source, const std::st
 }
 
 KernelImageCache::KernelImageCache(std::string disk_dir) : disk_dir_(std::move(disk_dir)) {
-  if (!disk_dir_.empty()) std::filesystem::create_directories(disk_dir_);
+  if (disk_dir_.empty()) return;
+  std::error_code error;
+  std::filesystem::create_directories(disk_dir_, error);
+  if (error) {  // a cache, not a requirement: compile every time instead
+    spdlog::warn("kernel cache: cannot create {} ({}); generated kernels are compiled in every process", disk_dir_,
+                 error.message());
+    disk_dir_.clear();
+  }
 }
 
 const CompiledKernelImage& KernelImageCache::get(const std::string& source, const std::string& kernel_name,
@@ -123,14 +131,22 @@ const CompiledKernelImage& KernelImageCache::get(const std::string& source, cons
     *image = compile_cuda_source(source, kernel_name, target);
     ++compiles_;
     if (!disk_dir_.empty()) {
-      // Write then rename, so a concurrent reader never sees half a file.
+      // Write then rename, so a concurrent reader never sees half a file. A failure leaves this
+      // process's image in memory and stops writing (a full disk must not stop training).
       const std::filesystem::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
+      bool written = false;
       {
         std::ofstream out(tmp, std::ios::binary);
         out.write(image->image.data(), static_cast<std::streamsize>(image->image.size()));
-        if (!out) throw Error("kernel cache: cannot write " + tmp.string());
+        written = static_cast<bool>(out);
       }
-      std::filesystem::rename(tmp, file);
+      std::error_code error;
+      if (written) std::filesystem::rename(tmp, file, error);
+      if (!written || error) {
+        std::filesystem::remove(tmp, error);
+        spdlog::warn("kernel cache: cannot write {}; no more images are kept there", tmp.string());
+        disk_dir_.clear();
+      }
     }
   }
   return *images_.emplace(key, std::move(image)).first->second;

@@ -9,6 +9,7 @@ TEST(CudaCodegen, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvcc
 #else
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "backends/cuda/elementwise_codegen.h"
@@ -207,6 +208,22 @@ TEST(Nvrtc, CompileErrorsCarryTheLog) {
     const std::string what = e.what();
     EXPECT_NE(what.find("broken"), std::string::npos) << what;
     EXPECT_NE(what.find("undefined_thing"), std::string::npos) << "the NVRTC log is in the message: " << what;
+  }
+}
+
+// The disk cache is on by default (DeviceContext: ~/.cache/onnx-amp/kernels/DEVICE): a folder that
+// cannot be made must cost only the cache, never the run. Here its parent is a regular file.
+TEST(Nvrtc, ACacheFolderThatCannotBeMadeLeavesTheCacheInMemory) {
+  const std::string dir = test::temp_dir("kernel_cache_blocked");
+  const std::string blocker = dir + "/a_file";
+  std::ofstream(blocker) << "not a folder";
+  const ElementwiseProgram p = ElementwiseProgram::parse(swish("float32"));
+  const GeneratedKernel k = generate_elementwise_kernel(p, {InputIndexing::kSame});
+  for (int process = 0; process < 2; ++process) {
+    KernelImageCache cache(blocker + "/kernels");
+    EXPECT_FALSE(cache.get(k.source, k.name, "sm_90").image.empty());
+    EXPECT_EQ(cache.compiles(), 1u) << "compiled again: nothing was kept on disk";
+    EXPECT_EQ(cache.disk_hits(), 0u);
   }
 }
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -63,6 +64,12 @@ struct CUkern_st {
 };
 
 namespace {
+
+// This "CUBIN" names a shared object in one build folder, so it must not outlive that folder in
+// the backend's kernel cache kept between processes (~/.cache/onnx-amp/kernels by default,
+// device_context.cc): another build's tests would find it and dlopen a file that is gone. Unless
+// the caller chose a folder, the cache stays in memory.
+const bool kMemoryOnlyKernelCache = [] { return setenv("AMP_KERNEL_CACHE_DIR", "", /*overwrite=*/0) == 0; }();
 
 constexpr const char* kImageMagic = "AMP-HOST-KERNEL-SO ";
 
