@@ -34,7 +34,8 @@
 # little device time is left; GPU_RUN_STEPS (default "tests smoke bench kernels zoo") picks steps;
 # GPU_RUN_ZOO_MODELS (default: every prepared model, torchvision's first) the zoo models run, in
 # that order; GPU_RUN_ZOO_BENCH_MODELS (default "resnet50 mobilenet_v2") the ones benchmarked (each
-# costs its start-up three times: about a minute for mobilenet_v2 on an H200);
+# costs its start-up three times: about a minute for mobilenet_v2 on an H200); GPU_RUN_KERNEL_ZOO
+# (e.g. "zoo/resnet50:fp32,zoo/resnet50:fp16", default none) profiles zoo models' steps under ncu;
 # ZOO_DEVICE=cpu runs step 5's gpu_zoo.py on the CPU, to check this script.
 set -uo pipefail
 START=$(date +%s)
@@ -405,6 +406,12 @@ if want zoo && compgen -G "$ZOO/*/model.onnx" >/dev/null; then
     step "py:bench_gpu_train.py --zoo" 300 "$BLOG" "$PYTHON" "$ROOT/tests/bench/bench_gpu_train.py" \
       --bench-bin "$WORK/wrap/bench_cuda_train_step" --json "$OUT/bench_gpu_zoo.json" --models --zoo "$ZOO" \
       --zoo-models ${GPU_RUN_ZOO_BENCH_MODELS:-resnet50 mobilenet_v2}
+  fi
+  # Where a zoo model's step goes, kernel by kernel (off unless asked: about a minute a configuration).
+  if [ "$HAVE_GPU" = 1 ] && [ -n "${GPU_RUN_KERNEL_ZOO:-}" ]; then
+    step "py:kernel_times.py (ncu, zoo)" 240 "$BLOG" "$PYTHON" "$ROOT/.ci/kernel_times.py" --bin "$K/bin" \
+      --models "$ROOT/models" --data "$WORK/smoke" --zoo "$ZOO" --ld-library-path "$LDP" \
+      --out "$OUT/kernel_times_zoo.txt" --configs "$GPU_RUN_KERNEL_ZOO"
   fi
 elif want zoo; then
   say "== zoo: no models in $ZOO (tests/zoo/gpu_zoo.py prepare makes them), skipped"

@@ -15,7 +15,11 @@ writes the same to --out. Each kernel runs alone under ncu (serialised, clocks l
 --clock-control none), so the total is the sum of kernel times, not the step's wall time.
 
 DIR holds img.npz (input [N,1,28,28], labels) and tok.npz (tokens, labels), as .ci/gpu_run.sh's
-smoke step writes them. Run by .ci/gpu_run.sh on the GPU machine; needs ncu (Nsight Compute).
+smoke step writes them. With --zoo ZOO, a configuration zoo/NAME:dtype profiles ZOO/NAME/bench.onnx
+(tests/zoo/gpu_zoo.py prepare: a torchvision model's training export at batch 32) on 32 of
+ZOO/NAME/data.npz's samples drawn with replacement, with SGD (momentum 0.9, lr 0.01) and, for fp16,
+the model's static loss scale (meta.json), as the zoo trains it. Run by .ci/gpu_run.sh on the GPU
+machine; needs ncu (Nsight Compute).
 """
 import argparse
 import collections
@@ -75,15 +79,39 @@ def kernel_sums(ncu, cmd, tmp, tag, find):
     return sums
 
 
+def zoo_run(args, name, dtype, tmp):
+    """(model file, data file, batch, training options) of a zoo/NAME configuration."""
+    import json
+    import numpy as np
+    folder = os.path.join(args.zoo, name)
+    with open(os.path.join(folder, "meta.json")) as f:
+        meta = json.load(f)
+    batch = meta["bench_batch"]
+    x = np.load(os.path.join(folder, "data.npz"))
+    pick = np.random.default_rng(0).integers(0, len(x["labels"]), batch)
+    data = os.path.join(tmp, name + ".npz")
+    np.savez(data, input=x["input"][pick], labels=x["labels"][pick])
+    options = ["--momentum", "0.9", "--lr", "0.01"]
+    if dtype == "fp16":
+        options += ["--loss-scale", str(meta["fp16_scale"])]
+    return os.path.join(folder, "bench.onnx"), data, batch, options
+
+
 def per_step(ncu, args, model, dtype, tmp):
-    data, batch = RUNS[model]
+    if model.startswith("zoo/"):
+        if not args.zoo:
+            raise RuntimeError("%s needs --zoo" % model)
+        path, data, batch, options = zoo_run(args, model[4:], dtype, tmp)
+    else:
+        data, batch = RUNS[model]
+        path, data = os.path.join(args.models, model + ".train.onnx"), os.path.join(args.data, data)
+        options = ["--optimizer", "adamw", "--lr", "0.001"]
     runs = []
     for steps in (FEW, MANY):
         cmd = (["env", "LD_LIBRARY_PATH=" + args.ld_library_path] if args.ld_library_path else []) + [
-               os.path.join(args.bin, "amp-train"), os.path.join(args.models, model + ".train.onnx"),
-               "--data", os.path.join(args.data, data), "--loss", "cross_entropy", "--steps", str(steps),
-               "--batch-size", str(batch), "--optimizer", "adamw", "--lr", "0.001", "--no-shuffle", "--seed", "0",
-               "--dtype", dtype, "--device", "cuda"]
+               os.path.join(args.bin, "amp-train"), path, "--data", data, "--loss", "cross_entropy", "--steps",
+               str(steps), "--batch-size", str(batch), "--no-shuffle", "--seed", "0", "--dtype", dtype,
+               "--device", "cuda"] + options
         runs.append(kernel_sums(ncu, cmd, tmp, f"{model}.{dtype}.{steps}", args.find))
     few, many = runs
     rows = []
@@ -101,8 +129,9 @@ def main():
     ap.add_argument("--bin", required=True, help="folder with amp-train")
     ap.add_argument("--models", required=True, help="the repository's models/ folder")
     ap.add_argument("--data", required=True, help="folder with img.npz and tok.npz")
+    ap.add_argument("--zoo", help="tests/zoo/gpu_zoo.py prepare's folder, for zoo/NAME configurations")
     ap.add_argument("--configs", default="cnn:fp32,cnn:fp16,cnn:bf16,gpt:fp32,gpt:bf16",
-                    help="comma-separated model:dtype (models: mlp, cnn, gpt; dtypes: fp32, fp16, bf16)")
+                    help="comma-separated model:dtype (models: mlp, cnn, gpt, zoo/NAME; dtypes: fp32, fp16, bf16)")
     ap.add_argument("--ld-library-path", help="LD_LIBRARY_PATH for amp-train alone (not for ncu)")
     ap.add_argument("--find", action="store_true",
                     help="let cuDNN measure the convolution algorithms under ncu (default: the heuristic's order)")
