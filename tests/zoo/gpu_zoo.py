@@ -26,11 +26,6 @@ float64 and against the CPU backend. Three phases, because the GPU machine has n
      momentum      the 3 fp32 momentum losses: against CPU's (reported) and torch float64's
                    trajectory (within 5e-4 relative, or "n/a (chaotic)" where torch's own fp32
                    misses float64 by more, as in zoo_check).
-   Models whose parameters exceed DRAW_ABOVE travel without them: prepare draws them from a seed
-   (torch's initial mean and spread per tensor, draw_weights) and run draws them again on the GPU
-   machine, checked by SHA-256. They have no float64 reference and no probe (sgd: n/a); their
-   first fp32 loss (the forward alone) must be within 1e-4 of the CPU backend's on the same drawn
-   weights, and the rest is as above against the CPU's runs.
      fp16 / bf16   3 steps finite (judged). Reported: the first loss (forward only, before any
                    update) against the CPU backend's in the same precision, beside the CPU's own
                    distance from its fp32 first loss (what rounding to that precision moves this
@@ -41,6 +36,13 @@ float64 and against the CPU backend. Three phases, because the GPU machine has n
      memory        backend bytes (arena + state) of a training step at batch 32, fp16 and bf16 over
                    fp32 on the device: must be below 1.
                    Exits non-zero when a judged check fails.
+
+Models whose parameters exceed DRAW_ABOVE (8 MiB; prepare --draw-above-mib) travel without them:
+prepare draws them from a seed (torch's initial mean and spread per tensor, draw_weights) and run
+draws them again on the GPU machine, checked by SHA-256. They have no float64 reference and no
+probe (sgd: n/a); their first fp32 loss (the forward alone) must be within 1e-4 of the CPU
+backend's on the same drawn weights, and the rest is as above against the CPU's runs. prepare and
+check take --work for the exports and references (default BUILD/zoo-gpu).
 """
 import argparse
 import glob
