@@ -82,15 +82,14 @@ def kernel_sums(ncu, cmd, tmp, tag, find):
 def zoo_run(args, name, dtype, tmp):
     """(model file, data file, batch, training options) of a zoo/NAME configuration."""
     import json
-    import numpy as np
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "zoo"))
+    import gpu_zoo  # numpy alone
     folder = os.path.join(args.zoo, name)
     with open(os.path.join(folder, "meta.json")) as f:
         meta = json.load(f)
     batch = meta["bench_batch"]
-    x = np.load(os.path.join(folder, "data.npz"))
-    pick = np.random.default_rng(0).integers(0, len(x["labels"]), batch)
     data = os.path.join(tmp, name + ".npz")
-    np.savez(data, input=x["input"][pick], labels=x["labels"][pick])
+    gpu_zoo.resample(os.path.join(folder, "data.npz"), batch, data)
     options = ["--momentum", "0.9", "--lr", "0.01"]
     if dtype == "fp16":
         options += ["--loss-scale", str(meta["fp16_scale"])]

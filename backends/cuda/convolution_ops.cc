@@ -347,18 +347,15 @@ auto find_backward_filter(const ConvSetup& setup, DeviceContext& ctx) {
 // failure throws.
 template <class Algo, class Call>
 void run_ranked(const Ranked<Algo>& r, cudnnConvolutionDescriptor_t conv, DeviceContext& c, Call&& call) {
-  const size_t reserved = r.workspace();
-  auto next_fitting = [&](size_t i) {
-    for (size_t j = i + 1; j < r.algos.size(); ++j)
-      if (r.algos[j].memory <= reserved) return j;
-    return r.algos.size();
-  };
   for (size_t i = r.current->load();;) {
     const RankedAlgorithm<Algo>& a = r.algos[i];
     AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, a.math));
     const cudnnStatus_t status = call(a);
     if (status == CUDNN_STATUS_SUCCESS) return;
-    const size_t j = next_fitting(i);
+    // Refused: the next algorithm that fits the reserved workspace, if any.
+    const size_t reserved = r.workspace();
+    size_t j = i + 1;
+    while (j < r.algos.size() && r.algos[j].memory > reserved) ++j;
     if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_BAD_PARAM || j == r.algos.size()) {
       std::string call_name = "the " + r.what + " with " + algorithm_name(a.algo) + " (" + std::to_string(i + 1) +
                               " of " + std::to_string(r.algos.size()) + " ranked algorithms";

@@ -60,6 +60,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -234,6 +235,20 @@ const char* type_name(cudnnDataType_t t) {
   return t == CUDNN_DATA_HALF ? "half" : t == CUDNN_DATA_BFLOAT16 ? "bfloat16" : t == CUDNN_DATA_FLOAT ? "float" : "other";
 }
 
+// A number the environment variable `env` tells for (dir, algo): its comma-separated items are
+// DIRECTION:ALGO=NUMBER, or DIRECTION.TYPE:ALGO=NUMBER for data of one type (float, half or
+// bfloat16), which wins.
+std::optional<double> told(const char* env, Direction dir, int algo, cudnnDataType_t data) {
+  static const char* kDirections[] = {"fwd", "bwd_data", "bwd_filter"};
+  const char* value = std::getenv(env);
+  if (!value) return std::nullopt;
+  const std::string all = "," + std::string(value) + ",", at_algo = ":" + std::to_string(algo) + "=";
+  for (const std::string& key : {"," + std::string(kDirections[dir]) + "." + type_name(data) + at_algo,
+                                 "," + std::string(kDirections[dir]) + at_algo})
+    if (const size_t at = all.find(key); at != std::string::npos) return std::stod(all.substr(at + key.size()));
+  return std::nullopt;
+}
+
 // The math type the heuristic ranks `algo` with for this data and descriptor; -1 when it ranks it
 // as not runnable (or not at all).
 int ranked_math(Direction dir, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c) {
@@ -248,7 +263,7 @@ int ranked_math(Direction dir, int algo, cudnnDataType_t data, const cudnnConvol
 
 // Workspace of an algorithm: IMPLICIT_PRECOMP_GEMM one 32-bit index per filter tap (C/G channels
 // times the window) and output position of one image, GEMM one fp32 value per the same; the
-// others none; AMP_STANDIN_CUDNN_WORKSPACE (DIRECTION:ALGO=MIB, comma-separated) tells others, as
+// others none; AMP_STANDIN_CUDNN_WORKSPACE (told: DIRECTION[.TYPE]:ALGO=MIB) tells others, as
 // a real cuDNN's FFT algorithms need hundreds of MiB. An algorithm not ranked runnable:
 // NOT_SUPPORTED_SHAPE.
 cudnnStatus_t algo_workspace(Direction dir, const Conv& g, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c,
@@ -263,13 +278,8 @@ cudnnStatus_t algo_workspace(Direction dir, const Conv& g, int algo, cudnnDataTy
     for (size_t d = 2; d < g.y.size(); ++d) positions *= g.y[d];
     *bytes = static_cast<size_t>(taps * positions) * 4;
   }
-  if (const char* told = std::getenv("AMP_STANDIN_CUDNN_WORKSPACE")) {
-    static const char* kDirections[] = {"fwd", "bwd_data", "bwd_filter"};
-    const std::string all = "," + std::string(told) + ",";
-    const std::string key = "," + std::string(kDirections[dir]) + ":" + std::to_string(algo) + "=";
-    if (const size_t at = all.find(key); at != std::string::npos)
-      *bytes = static_cast<size_t>(std::stod(all.substr(at + key.size())) * (1 << 20));
-  }
+  if (const std::optional<double> mib = told("AMP_STANDIN_CUDNN_WORKSPACE", dir, algo, data))
+    *bytes = static_cast<size_t>(*mib * (1 << 20));
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -363,9 +373,6 @@ template <class Perf>
 cudnnStatus_t measured_algorithms(Direction dir, const Conv& g, cudnnDataType_t data, const cudnnConvolutionStruct& c,
                                   void* workspace, size_t workspace_bytes, int requested, int* returned, Perf* perf) {
   if (requested < 1 || !returned || !perf) return CUDNN_STATUS_BAD_PARAM;
-  static const char* kDirections[] = {"fwd", "bwd_data", "bwd_filter"};
-  const char* told = std::getenv("AMP_STANDIN_CUDNN_TIMES");
-  const std::string times = "," + std::string(told ? told : "") + ",";
   const std::vector<RankedAlgo> r = ranking(dir, is_half(data));
   std::vector<Perf> all;
   for (size_t i = 0; i < r.size(); ++i) {
@@ -377,11 +384,7 @@ cudnnStatus_t measured_algorithms(Direction dir, const Conv& g, cudnnDataType_t 
     p.mathType = with_math.math;
     p.status = algo_call_check(dir, g, r[i].algo, data, with_math, workspace, workspace_bytes);
     if (p.status == CUDNN_STATUS_SUCCESS) algo_workspace(dir, g, r[i].algo, data, with_math, &p.memory);
-    p.time = 1.0f + static_cast<float>(i);
-    const std::string algo = ":" + std::to_string(r[i].algo) + "=";
-    for (const std::string& key : {"," + std::string(kDirections[dir]) + algo,
-                                   "," + std::string(kDirections[dir]) + "." + type_name(data) + algo})
-      if (const size_t at = times.find(key); at != std::string::npos) p.time = std::stof(times.substr(at + key.size()));
+    p.time = static_cast<float>(told("AMP_STANDIN_CUDNN_TIMES", dir, r[i].algo, data).value_or(1.0 + static_cast<double>(i)));
     p.determinism = CUDNN_DETERMINISTIC;
     all.push_back(p);
   }

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_check  # noqa: E402
 import zoo_reference as zr  # noqa: E402
 
 
@@ -174,15 +175,10 @@ def main():
     print("| model | gradient: torch fp32 | fp32 storage | + fp32 convs | forward: torch fp32 | fp32 storage | + fp32 convs |")
     print("|---|---|---|---|---|---|---|")
     for name in a.models:
-        size = max(a.size, zr_min_size(name))
+        size = max(a.size, zoo_check.MIN_SIZE.get(name, 0))
         grad, forward = floor(name, size)
         print("| %s%s | %s |" % (name, "" if size == 64 else " (%d×%d)" % (size, size),
                                  " | ".join("%.1e" % v for v in grad + forward)), flush=True)
-
-
-def zr_min_size(name):
-    import zoo_check
-    return zoo_check.MIN_SIZE.get(name, 0)
 
 
 if __name__ == "__main__":

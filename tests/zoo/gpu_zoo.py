@@ -49,7 +49,6 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import time
@@ -133,9 +132,7 @@ def run(cmd, log=None, report=None):
     """(exit status, output) of cmd, logged with its time; with `report`, the device report
     (AMP_CUDA_REPORT) goes there."""
     t = time.time()
-    env = dict(os.environ, AMP_CUDA_REPORT=report) if report else None
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    rc, out = r.returncode, r.stdout
+    rc, out = zoo_check.run(cmd, {"AMP_CUDA_REPORT": report} if report else None)
     if log is not None:
         log.write("$ %s\n%s(exit %d, %.1f s%s)\n" % (" ".join(cmd), out, rc, time.time() - t, find_seconds(report)))
     return rc, out
@@ -230,19 +227,22 @@ def share_weights(m, external, g, name):
     import onnx
     from onnx import numpy_helper
     theirs = {t.name: t for t in external.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
-    shared = 0
     for t in m.graph.initializer:
         e = theirs.get(t.name)
-        if e is None:
-            continue
-        if np.array_equal(numpy_helper.to_array(e, base_dir=g), numpy_helper.to_array(t)):
+        if e is not None and np.array_equal(numpy_helper.to_array(e, base_dir=g), numpy_helper.to_array(t)):
             t.CopyFrom(e)
-            shared += 1
     onnx.save_model(m, os.path.join(g, name))
-    return shared
 
 
 # --- run (on the GPU machine) --------------------------------------------------------------------
+
+def resample(data, n, out):
+    """Writes to out n samples of the .npz data (input and labels: images or token sequences),
+    drawn with replacement by a fixed seed: a batch of another size from a model's few samples."""
+    x = np.load(data)
+    pick = np.random.default_rng(0).integers(0, len(x["labels"]), n)
+    np.savez(out, input=x["input"][pick], labels=x["labels"][pick])
+
 
 def train_cmd(a, g, extra):
     return [os.path.join(a.bin, "amp-train"), os.path.join(g, "model.onnx"), "--data", os.path.join(g, "data.npz"),
@@ -277,20 +277,18 @@ def run_model(a, g, r):
             extra = ["--loss-scale", str(meta["fp16_scale"])] if dtype == "fp16" else []
             go("momentum %s" % dtype, train_cmd(a, g, ["--steps", "3", "--momentum", "0.9", "--dtype", dtype, "--metrics",
                                                      os.path.join(r, "momentum_%s.jsonl" % dtype)] + extra))
-        # Memory at batch 32: samples of data.npz drawn with replacement (images or token sequences).
-        x = np.load(os.path.join(g, "data.npz"))
-        pick = np.random.default_rng(0).integers(0, len(x["labels"]), MEMORY_BATCH)
+        # Memory at batch 32.
         big = os.path.join(r, "memory_data.npz")
-        np.savez(big, input=x["input"][pick], labels=x["labels"][pick])
+        resample(os.path.join(g, "data.npz"), MEMORY_BATCH, big)
         memory = {}
         for dtype in ("fp16", "bf16"):
             ok, out = go("memory %s" % dtype, [os.path.join(a.bin, "amp-train"), os.path.join(g, "bench.onnx"),
                                                "--data", big,
                                                "--loss", "cross_entropy", "--batch-size", str(MEMORY_BATCH), "--steps", "1",
                                                "--momentum", "0.9", "--dtype", dtype, "--compare-fp32", "--device", a.device])
-            row = [l[14:].split() for l in out.splitlines() if l.startswith("backend bytes")]
-            if ok and row:
-                memory[dtype] = (float(row[0][0]), float(row[0][2]))
+            both = zoo_check.backend_bytes(out)
+            if ok and both:
+                memory[dtype] = both
         os.remove(big)
         with open(os.path.join(r, "memory.json"), "w") as f:
             json.dump(memory, f)

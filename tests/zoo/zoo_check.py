@@ -73,9 +73,11 @@ SGD_LR = 0.01  # every amp-train run's --lr, and zoo_reference.py's default
 LOSS_THRESHOLD = 5e-4
 
 
-def run(cmd):
-    """(exit status, output); the output's last line names the error when amp-train refuses."""
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run(cmd, env=None):
+    """(exit status, output); the output's last line names the error when amp-train refuses.
+    env: variables to add to this process's environment."""
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=dict(os.environ, **env) if env else None)
     return r.returncode, r.stdout
 
 
@@ -439,6 +441,12 @@ def check_rewrite(dtype):
 MEMORY_BATCH = 32
 
 
+def backend_bytes(out):
+    """(fp32 MiB, low-precision MiB) from amp-train --compare-fp32's "backend bytes" row, or None."""
+    row = [l[14:].split() for l in out.splitlines() if l.startswith("backend bytes")]
+    return (float(row[0][0]), float(row[0][2])) if row else None  # "12.3 MiB 8.1 MiB"
+
+
 def check_memory(d, ref, o):
     """Backend bytes (the backend's state plus the plan's arena, as amp-train --compare-fp32 prints
     them, in MiB to 0.1) of one training step (SGD with momentum) in fp16 and in bf16 against fp32,
@@ -458,10 +466,10 @@ def check_memory(d, ref, o):
                        "--compare-fp32"])
         if rc != 0:
             return False, "amp-train --dtype %s --compare-fp32: %s" % (dtype, last_error(out))
-        row = [l[14:].split() for l in out.splitlines() if l.startswith("backend bytes")]
-        if not row:
+        both = backend_bytes(out)
+        if not both:
             return False, "amp-train --compare-fp32 printed no backend bytes"
-        fp32, low = float(row[0][0]), float(row[0][2])  # "12.3 MiB 8.1 MiB"
+        fp32, low = both
         ok = ok and low < fp32
         cells.append("%s %.2f" % (dtype, low / fp32))
     return ok, "%s of fp32's %.1f MiB (batch %d)" % (", ".join(cells), fp32, MEMORY_BATCH)
