@@ -67,8 +67,16 @@ ordered_json plan_report(const Model& m, const CompileOptions& options, const st
       fused_nodes += u->steps.size();
     }
   }
+  // Host steps by op: what planning computed from constants, dims and shape feeds (Shape, the
+  // arithmetic on it, constant subgraphs), so a reader can tell that none of them is device work.
   size_t host_steps = 0;
-  for (int st : p.steps) host_steps += s.host_step[st] ? 1 : 0;
+  ordered_json host_ops = ordered_json::object();
+  for (int st : p.steps) {
+    if (!s.host_step[st]) continue;
+    ++host_steps;
+    const std::string& op = s.program.steps[st].op;
+    host_ops[op] = host_ops.value(op, 0) + 1;
+  }
   ordered_json views = ordered_json::object();
   for (const Unit* u : p.views) views[u->kind] = views.value(u->kind, 0) + 1;
   ordered_json j;
@@ -76,6 +84,7 @@ ordered_json plan_report(const Model& m, const CompileOptions& options, const st
   j["fused_kernels"] = {{"units", fused}, {"nodes", fused_nodes}, {"multi_tensor", multi_tensor}};
   j["views"] = views;
   j["host_steps"] = host_steps;
+  j["host_step_ops"] = host_ops;
   j["read_through"] = p.read_through.size();
   j["nodes"] = s.program.steps.size();
   j["memory"] = {{"arena_bytes", layout.arena.arena_bytes},

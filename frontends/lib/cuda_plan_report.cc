@@ -123,7 +123,10 @@ std::string cuda_plan_text(const ordered_json& j) {
     view_kinds += (view_kinds.empty() ? "" : ", ") + std::to_string(n.get<int>()) + " " + kind;
   }
   s << "views:        " << views << (views ? " (" + view_kinds + "): the same bytes, nothing runs" : "") << "\n";
-  s << "host steps:   " << j["host_steps"] << " (shape arithmetic and constants, computed while planning)\n";
+  s << "host steps:   " << j["host_steps"] << " (shape arithmetic and constants, computed while planning";
+  std::string ops;
+  for (const auto& [op, n] : j["host_step_ops"].items()) ops += (ops.empty() ? ": " : ", ") + op + " " + n.dump();
+  s << ops << ")\n";
   if (j["read_through"].get<size_t>() > 0)
     s << "read through: " << j["read_through"]
       << " (copies composed into their readers', pass-throughs, their views: every reader reads past them)\n";

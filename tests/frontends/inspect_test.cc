@@ -92,6 +92,10 @@ TEST(Inspect, CudaPlanPlacesEveryNodeAndSizesTheArena) {
   const int64_t nodes = json::parse(ref)["nodes"].get<int64_t>();
   EXPECT_EQ(plan["nodes"].get<int64_t>(), nodes);
   int64_t placed = plan["host_steps"].get<int64_t>() + plan["read_through"].get<int64_t>();
+  int64_t host_by_op = 0;  // the host steps, counted again by op type
+  for (const auto& [op, n] : plan["host_step_ops"].items()) host_by_op += n.get<int64_t>();
+  EXPECT_EQ(host_by_op, plan["host_steps"].get<int64_t>());
+  EXPECT_GT(plan["host_step_ops"].value("Shape", 0), 0) << "the attention's head shapes are computed while planning";
   for (const auto& [kind, n] : plan["views"].items()) placed += n.get<int64_t>();
   for (const auto& u : plan["units"]) placed += u["nodes"].get<int64_t>();
   EXPECT_EQ(placed, nodes);

@@ -16,25 +16,31 @@ torch float64 with those decisions (Decisions in zoo_reference.py): the true gra
 function our forward evaluated. Each check also reports the plain float64 comparison and torch's
 own fp32 error, so the conditioning of the model is in the table.
 
+Every judged number is an error against that float64 reference, and passes when it is at most
+max(bound, 2 x torch fp32's error against the same reference on the same pieces) (judge(); the
+cell names which of the two decided). The bounds are what a well-conditioned model meets; on the
+deepest networks fp32 storage and fp32 convolutions alone exceed them (tests/zoo/fp32_floor.py),
+and a failure means more error than fp32 arithmetic explains.
+
   sgd       one step of plain SGD (lr 0.01): every parameter's update (the weights in amp-train's
             final --checkpoint minus the initial ones) against the reference's. The error of a
             parameter is its largest element difference divided by the largest update of any
             parameter in the model (an error relative to the parameter's own update would flag
             parameters whose true gradient is ~0, such as a BatchNorm bias whose shift the next
-            BatchNorm removes). Fails above 2e-4 and names the parameters that do.
+            BatchNorm removes). Bound 2e-4; names the parameters over the limit.
   steps     each of the first three steps of SGD with momentum 0.9 on its own: the gradient
             amp-train took (from its checkpointed momentum buffers) against the reference's
-            gradient at amp-train's own weights before that step (2e-4 of the largest), and the
-            loss there (5e-4 relative). Checks every step without the trajectory's chaos.
-  momentum  the first three losses of that run, each within 5e-4 relative of the reference's
-            trajectory. Where torch's own fp32 trajectory misses float64 by more than that, the
-            model amplifies rounding past what any fp32 run can hold (3 steps at lr 0.01 with
-            momentum already diverge on some of these at batch 4) and the check says "n/a".
+            gradient at amp-train's own weights before that step (bound 2e-4 of the largest), and
+            the loss there (bound 5e-4 relative), each step judged against torch fp32's error at
+            that step. Checks every step without the trajectory's chaos.
+  momentum  the first three losses of that run against the reference's trajectory on our pieces
+            (bound 5e-4 relative), judged against torch fp32's own trajectory on the same pieces:
+            3 steps at lr 0.01 with momentum already amplify rounding on some of these at batch 4.
 
 With --amp, also (AMP_CHECKS; these need zoo_reference.py --eval's eval-mode export, made once):
 
-  forward       the eval export's fp32 forward in amp-run against torch's fp32 eval output on the
-                first batch: max|diff| <= 1e-4 of max|output|.
+  forward       the eval export's fp32 forward in amp-run against torch's float64 eval output on
+                the first batch: max|diff| over max|output|, bound 1e-4 (judged as above).
   fp16 rewrite  amp-rewrite --dtype fp16 of the eval export: passes onnx.checker's full check,
   bf16 rewrite  rewriting it again changes no byte, runs in amp-run (fp16: and in ONNX Runtime);
                 its error against torch fp32 is reported beside an emulated all-16-bit
@@ -43,6 +49,8 @@ With --amp, also (AMP_CHECKS; these need zoo_reference.py --eval's eval-mode exp
                 bf16 over fp32: must be below 1.
   train16       3 steps of fp16 and bf16 training stay finite; their losses' distance from fp32's
                 is reported.
+  cuda plan     the bf16 training step planned by the CUDA backend (amp-inspect --cuda-plan, no
+                GPU needed): every op a device unit or a host step computed while planning.
 
 --dtypes adds the older one-step bf16 / fp16 gradient columns; --only NAMES picks checks by name.
 
@@ -71,6 +79,22 @@ MIN_SIZE.update({v: 224 for v in ("vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg
 SGD_THRESHOLD = 2e-4
 SGD_LR = 0.01  # every amp-train run's --lr, and zoo_reference.py's default
 LOSS_THRESHOLD = 5e-4
+
+
+def judge(error, bound, torch32):
+    """The zoo's verdict (issue 30): an error against float64 on our own pieces passes when it is at
+    most max(bound, 2 x torch fp32's error against the same reference). The bounds (2e-4 of the
+    largest update, 5e-4 of a loss, 1e-4 of an output) are what a well-conditioned model meets;
+    on the deepest models fp32 storage and fp32 convolutions alone exceed them (fp32_floor.py:
+    resnet152's gradient misses by 3.3e-4 with exact arithmetic inside every op), and then torch's
+    own fp32 error on the same pieces is the floor to judge by. Returns (ok, text): the error, the
+    limit and which of the two decided it."""
+    if bound >= 2 * torch32:
+        limit, decided = bound, "bound"
+    else:
+        limit, decided = 2 * torch32, "2x torch fp32"
+    ok = error <= limit
+    return ok, "%.1e %s %.1e (%s)" % (error, "<=" if ok else ">", limit, decided)
 
 
 def run(cmd, env=None):
@@ -187,15 +211,17 @@ def check_sgd(d, ref, o):
         torch32_same = max(float(np.abs(u32[k] - replayed[k]).max()) for k in replayed.files) / largest
     except (KeyError, RuntimeError) as e:
         return False, str(e)
-    off = sorted((e, k) for k, e in errors.items() if not e <= SGD_THRESHOLD)
     worst_e, worst_k = max((e, k) for k, e in errors.items())
+    ok, verdict = judge(worst_e, SGD_THRESHOLD, torch32_same)
     context = "torch fp32 on the same pieces %.1e; %d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
         torch32_same, flips, plain, ref["torch_fp32"]["sgd_error"])
-    if off:
+    if not ok:
+        limit = max(SGD_THRESHOLD, 2 * torch32_same)
+        off = sorted((e, k) for k, e in errors.items() if not e <= limit)
         names = ", ".join(k for _, k in sorted(off, reverse=True)[:3])
-        return False, "%d/%d off, worst %.1e `%s` (%s%s); %s" % (len(off), len(errors), worst_e, worst_k, names,
-                                                             ", ..." if len(off) > 3 else "", context)
-    return True, "worst %.1e; %s" % (worst_e, context)
+        return False, "%s, %d/%d off (%s%s); %s" % (verdict, len(off), len(errors), names,
+                                                    ", ..." if len(off) > 3 else "", context)
+    return True, "%s `%s`; %s" % (verdict, worst_k, context)
 
 
 def momentum_run(d, o, steps):
@@ -228,21 +254,26 @@ def check_steps(d, ref, o):
     except RuntimeError as e:
         return False, str(e)
     r = os.path.join(d, "replay_steps")
-    worst, worst32 = (0.0, "", 0), 0.0
+    # Each step is judged on its own (judge: its own torch fp32 error on the same pieces); the cell
+    # shows the step that came closest to its limit, for the gradient and for the loss.
+    grad, loss = [], []
     for s in range(steps):
         theirs = np.load(os.path.join(r, "grad_%d.npz" % s))
         torch32 = np.load(os.path.join(r, "grad32_%d.npz" % s))
         largest = max(float(np.abs(theirs[k]).max()) for k in theirs.files)
+        worst, worst32 = (0.0, ""), 0.0
         for k in theirs.files:
             buf = cks[s][k + ".momentum_buffer"].astype(np.float64)
             prev = cks[s - 1][k + ".momentum_buffer"].astype(np.float64) if s else 0.0
-            e = float(np.abs(buf - 0.9 * prev - theirs[k]).max()) / largest
-            worst = max(worst, (e, k, s + 1))
+            worst = max(worst, (float(np.abs(buf - 0.9 * prev - theirs[k]).max()) / largest, k))
             worst32 = max(worst32, float(np.abs(torch32[k] - theirs[k]).max()) / largest)
-    loss_err = max(abs(a - b) / abs(b) for a, b in zip(ours, info["losses"]))
-    ok = worst[0] <= SGD_THRESHOLD and loss_err <= LOSS_THRESHOLD
-    return ok, "gradient worst %.1e `%s` (step %d), torch fp32 on the same pieces %.1e; loss worst %.1e" % (
-        worst[0], worst[1], worst[2], worst32, loss_err)
+        grad.append((worst[0] / max(SGD_THRESHOLD, 2 * worst32), s + 1, worst[1], judge(worst[0], SGD_THRESHOLD, worst32)))
+        ref64, ref32 = info["losses"][s], info["losses32"][s]
+        e, e32 = abs(ours[s] - ref64) / abs(ref64), abs(ref32 - ref64) / abs(ref64)
+        loss.append((e / max(LOSS_THRESHOLD, 2 * e32), s + 1, judge(e, LOSS_THRESHOLD, e32)))
+    ok = all(g[3][0] for g in grad) and all(l[2][0] for l in loss)
+    g, l = max(grad), max(loss)
+    return ok, "gradient %s `%s` (step %d); loss %s (step %d)" % (g[3][1], g[2], g[1], l[2][1], l[1])
 
 
 def check_momentum(d, ref, o):
@@ -255,15 +286,14 @@ def check_momentum(d, ref, o):
     except RuntimeError as e:
         return False, str(e)
     rel = [abs(a - b) / abs(b) for a, b in zip(ours, info["losses"])]
+    # torch fp32's own trajectory on the same pieces: where momentum amplifies rounding within
+    # three steps (resnet50 and the deep ResNets at batch 4 from random init), this is how far
+    # fp32 arithmetic alone carries a trajectory, and judge() holds ours to twice it.
+    rel32 = [abs(a - b) / abs(b) for a, b in zip(info["losses32"], info["losses"])]
     plain = max(abs(a - b) / abs(b) for a, b in zip(ours, ref["losses"]))
-    torch32 = ref["torch_fp32"]["loss_error"]
-    text = "worst %.1e (step %d); %d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
-        max(rel), rel.index(max(rel)) + 1, info["flips"], plain, torch32)
-    if max(rel) > LOSS_THRESHOLD and torch32 > LOSS_THRESHOLD:
-        # torch's own fp32 run misses float64 by more than the threshold: the trajectory amplifies
-        # rounding past it, so no fp32 implementation can be judged by it (the steps check can).
-        return None, "chaotic, " + text
-    return max(rel) <= LOSS_THRESHOLD, text
+    ok, verdict = judge(max(rel), LOSS_THRESHOLD, max(rel32))
+    return ok, "%s (step %d); %d ReLU/MaxPool decisions differ from fp64's; plain fp64 %.1e; torch fp32 %.1e" % (
+        verdict, rel.index(max(rel)) + 1, info["flips"], plain, ref["torch_fp32"]["loss_error"])
 
 
 def check_dtype(dtype):
@@ -332,8 +362,11 @@ def relative(got, ref):
 
 
 def check_forward(d, ref, o):
-    """fp32 forward of the eval export in amp-run against torch's fp32 eval output on the same
-    batch: max|diff| <= 1e-4 of max|output|. torch fp32's own distance from float64 is shown."""
+    """fp32 forward of the eval export in amp-run against torch's float64 eval output on the same
+    batch, judged by judge(): max|diff| over max|output| at most max(1e-4, 2 x torch fp32's own
+    distance from float64). The forward needs no replay of our pieces: ReLU, ReLU6 and MaxPool are
+    continuous, so which side of a kink rounding puts an input moves the output by no more than the
+    rounding itself (only gradients jump there). Also shown: the distance from torch fp32's output."""
     try:
         r = eval_export(d, o)
         ours = amp_run(o, os.path.join(d, "eval.onnx"), os.path.join(d, "eval_input.npz"), os.path.join(d, "eval_fp32.npz"))
@@ -341,8 +374,8 @@ def check_forward(d, ref, o):
         return False, str(e)
     if ours.shape != r["fp32"].shape:
         return False, "output shape %s, torch's %s" % (ours.shape, r["fp32"].shape)
-    e = relative(ours, r["fp32"])
-    return e <= FORWARD_THRESHOLD, "%.1e (torch fp32 vs fp64 %.1e)" % (e, relative(r["fp32"], r["fp64"]))
+    ok, verdict = judge(relative(ours, r["fp64"]), FORWARD_THRESHOLD, relative(r["fp32"], r["fp64"]))
+    return ok, "%s; vs torch fp32 %.1e" % (verdict, relative(ours, r["fp32"]))
 
 
 def ort_run(model, x, work, optimization=None):
@@ -563,11 +596,34 @@ def check_train16(d, ref, o):
     return ok, "loss vs fp32: %s; fp32 vs torch fp64 %.1e, torch fp32 %.1e" % (", ".join(cells), f64,
                                                                               ref["torch_fp32"]["loss_error"])
 
+def check_cuda_plan(d, ref, o):
+    """The bf16 training step (amp-train --dtype bf16 --save-training-graph, SGD with momentum, one
+    step on the harness's batch) planned by the CUDA backend: amp-inspect --cuda-plan --json, which
+    needs no GPU. Passes when every step of it is a device unit or a host step that planning
+    computes from constants and dims (an op without a CUDA kernel fails the plan by name, file and
+    node). Shows the device units, generated kernels, arena, bytes moved and the host steps by op."""
+    step = os.path.join(d, "step.bf16.onnx")
+    if not os.path.exists(step):
+        rc, out = amp_train(o, d, ["--steps", "1", "--momentum", "0.9", "--dtype", "bf16", "--save-training-graph", step])
+        if rc != 0:
+            return False, "amp-train --dtype bf16: " + last_error(out)
+    r = subprocess.run([os.path.join(o.build, "amp-inspect"), step, "--cuda-plan", "--json"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        return False, last_error(r.stderr + r.stdout).replace(step, os.path.basename(step))
+    plan = json.loads(r.stdout)["cuda_plan"]
+    mem = plan["memory"]
+    host = ", ".join("%s %d" % kv for kv in sorted(plan["host_step_ops"].items(), key=lambda kv: -kv[1]))
+    return True, "%d units (%d generated), arena %.1f MiB, moved %.1f MiB; host steps %d%s" % (
+        plan["device_units"], plan["fused_kernels"]["units"], mem["arena_bytes"] / 2**20, mem["moved_bytes"] / 2**20,
+        plan["host_steps"], " (%s)" % host if host else "")
+
+
 CHECKS = [("sgd", check_sgd), ("steps", check_steps), ("momentum", check_momentum)]
 DTYPE_CHECKS = [("bf16", check_dtype("bf16")), ("fp16", check_dtype("fp16"))]
 # The eval export's forward, the fp16/bf16 rewrites, and mixed-precision training (--amp).
 AMP_CHECKS = [("forward", check_forward), ("fp16 rewrite", check_rewrite("fp16")), ("bf16 rewrite", check_rewrite("bf16")),
-              ("memory", check_memory), ("train16", check_train16)]
+              ("memory", check_memory), ("train16", check_train16), ("cuda plan", check_cuda_plan)]
 ALL_CHECKS = CHECKS + DTYPE_CHECKS + AMP_CHECKS
 
 
@@ -607,6 +663,8 @@ def main():
                    help="also the eval forward, fp16/bf16 rewrite, memory and train16 checks")
     p.add_argument("--keep", action="store_true", help="keep each model's exports and runs (default: removed after its checks)")
     p.add_argument("--only", help="only these checks, comma-separated (the table's column names)")
+    p.add_argument("--results", help="append each model's results to this file, one JSON line a model (the table's "
+                                     "cells as data, so that runs in parts make one table)")
     o = p.parse_args()
     o.build = os.path.abspath(o.build)
     o.base_size = o.size
@@ -626,6 +684,11 @@ def main():
         r = check_model(name, o)
         cells = [{True: "ok, ", False: "FAIL: ", None: "n/a: "}[ok] + text for ok, text in r["results"]]
         failed += any(ok is False for ok, _ in r["results"])
+        if o.results:
+            with open(o.results, "a") as f:
+                f.write(json.dumps({"model": r["model"], "params": r["params"], "seconds": round(r["seconds"]),
+                                    "checks": {n: {"ok": ok, "text": text} for (n, _), (ok, text) in zip(o.checks, r["results"])}})
+                        + "\n")
         if o.table:
             print("| %s | %s | %s | %.0f |" % (r["model"], r["params"], " | ".join(cells), r["seconds"]), flush=True)
         else:
