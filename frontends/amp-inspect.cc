@@ -1,16 +1,20 @@
-// amp-inspect MODEL [--nodes] [--json] [--dot FILE] [--cuda-plan --dim N=32]: what a model is, what a
-// rewrite did to it, and what the cuda backend would run for it.
+// amp-inspect MODEL [--nodes] [--json] [--dot FILE] [--html FILE] [--explain NODE] [--cuda-plan --dim N=32]:
+// what a model is, what a rewrite did to it, and what the cuda backend would run for it.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
 #include "frontends/lib/cuda_plan_report.h"
 #include "frontends/lib/dot_writer.h"
+#include "frontends/lib/html_page.h"
 #include "frontends/lib/model_summary.h"
 #include "frontends/lib/tool_main.h"
 #include "graph/atomic_file.h"
+#include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "passes/amp/decision_record.h"
+#include "passes/training/training_info.h"
 
 namespace amp {
 
@@ -41,13 +45,44 @@ static void print_nodes(const Graph& g) {
   }
 }
 
-static int inspect(const std::string& path, bool nodes, bool json, const std::string& dot, bool cuda_plan,
-                   const std::vector<std::string>& dim_args) {
+// The chain of reasons behind each named node's precision, read from the model's decision records
+// (a saved training step's nodes are looked up in the whole step graph), as amp-rewrite --explain
+// printed it when it wrote the model.
+static void print_explanations(const Model& m, const std::vector<std::string>& names) {
+  std::optional<TrainingStep> step;
+  if (!m.training_info.empty()) step = step_from_training_info(m);
+  const Graph& g = step ? *step->model.graph : *m.graph;
+  const AmpDecisions recorded = recorded_decisions(g);
+  if (recorded.nodes.empty())
+    throw InputError(m.path + ": --explain: the model has no decision records (written neither by amp-rewrite nor by "
+                              "amp-train --dtype fp16|bf16)");
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Node* found = nullptr;
+    for (const Node* n : g.nodes())
+      if (n->name == names[i] || node_ref(n) == names[i]) found = n;
+    if (!found) throw InputError(m.path + ": --explain: no node named '" + names[i] + "'");
+    if (i) std::cout << "\n";
+    for (const std::string& line : explain_recorded(recorded, *found)) std::cout << line << "\n";
+  }
+}
+
+static int inspect(const std::string& path, bool nodes, bool json, const std::string& dot, const std::string& html,
+                   const std::vector<std::string>& explain, bool cuda_plan, const std::vector<std::string>& dim_args) {
   std::map<std::string, int64_t> dims;
   for (const std::string& a : dim_args) dims.insert(parse_dim_assignment(a));
   LoadOptions options;
   options.target_opset = 0;  // show the model as it is, not as the rewrite would see it
   Model m = load_model(path, options);
+  if (!html.empty()) {
+    const auto dir = std::filesystem::absolute(html).parent_path();
+    if (!std::filesystem::is_directory(dir)) throw InputError(html + ": no such directory '" + dir.string() + "'");
+    write_html_page(html, m, {path, nullptr});
+  }
+  if (!explain.empty()) {
+    print_explanations(m, explain);
+    return kExitOk;
+  }
+  if (!html.empty() && !nodes && !json && dot.empty() && !cuda_plan) return kExitOk;
   auto summary = summarize(m);
   if (const std::string* settings = m.metadata(kRewriteSettingsKey)) {
     std::map<std::string, int64_t> rules;
@@ -87,17 +122,24 @@ static int inspect(const std::string& path, bool nodes, bool json, const std::st
 
 int main(int argc, char** argv) {
   CLI::App app{"Show an ONNX model: summary, per-node precision, a picture of the graph.", "amp-inspect"};
-  std::string model, dot;
+  std::string model, dot, html;
+  std::vector<std::string> explain;
   bool nodes = false, json = false;
   app.add_option("model", model, "the .onnx file")->required();
   app.add_flag("--nodes", nodes, "one line per node: name, op, precision, inputs and outputs with types");
   app.add_flag("--json", json, "the summary as JSON on stdout");
   app.add_option("--dot", dot, "write a Graphviz DOT picture, nodes coloured by precision");
+  app.add_option("--html", html,
+                 "write one self-contained HTML page: the graph by scope (Graphviz layout), each node's precision and "
+                 "the reasons for it, a summary; opens offline in any browser");
+  app.add_option("--explain", explain,
+                 "print the chain of reasons behind a node's precision, from the model's decision records (repeatable)")
+      ->allow_extra_args(false);
   bool cuda_plan = false;
   std::vector<std::string> dims;
   app.add_flag("--cuda-plan", cuda_plan,
                "what the cuda backend would run (device units in order, fused kernels, views, planned memory), "
                "worked out without a GPU; a training step saved by amp-train is planned whole");
   app.add_option("--dim", dims, "NAME=VALUE for a symbolic input dim, for --cuda-plan (e.g. --dim N=32 --dim T=128)");
-  return amp::tool_main(app, argc, argv, [&] { return amp::inspect(model, nodes, json, dot, cuda_plan, dims); });
+  return amp::tool_main(app, argc, argv, [&] { return amp::inspect(model, nodes, json, dot, html, explain, cuda_plan, dims); });
 }
