@@ -197,11 +197,14 @@
   function find(q) {
     q = q.trim().toLowerCase();
     if (!q) return [];
-    const out = [];
+    // Nodes of that very op first, then names and ops that contain the text.
+    const exact = [], partial = [];
     D.nodes.forEach((n, k) => {
-      if (n.op.toLowerCase() === q || nodeLabel(k).toLowerCase().includes(q) || n.op.toLowerCase().includes(q)) out.push(k);
+      const op = n.op.toLowerCase();
+      if (op === q) exact.push(k);
+      else if (nodeLabel(k).toLowerCase().includes(q) || op.includes(q)) partial.push(k);
     });
-    return out;
+    return exact.concat(partial);
   }
   function showResults() {
     const hits = find(search.value);
