@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <unordered_map>
 
 #include "frontends/lib/cuda_plan_report.h"
 #include "frontends/lib/dot_writer.h"
@@ -14,7 +15,6 @@
 #include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "passes/amp/decision_record.h"
-#include "passes/training/training_info.h"
 
 namespace amp {
 
@@ -46,21 +46,23 @@ static void print_nodes(const Graph& g) {
 }
 
 // The chain of reasons behind each named node's precision, read from the model's decision records
-// (a saved training step's nodes are looked up in the whole step graph), as amp-rewrite --explain
-// printed it when it wrote the model.
+// (a saved training step's in its inference and algorithm graphs), as amp-rewrite --explain printed
+// it when it wrote the model.
 static void print_explanations(const Model& m, const std::vector<std::string>& names) {
-  std::optional<TrainingStep> step;
-  if (!m.training_info.empty()) step = step_from_training_info(m);
-  const Graph& g = step ? *step->model.graph : *m.graph;
-  const AmpDecisions recorded = recorded_decisions(g);
+  std::vector<const Graph*> graphs = {m.graph.get()};
+  for (const TrainingInfo& t : m.training_info)
+    if (t.algorithm) graphs.push_back(t.algorithm.get());
+  const AmpDecisions recorded = recorded_decisions(graphs);
   if (recorded.nodes.empty())
     throw InputError(m.path + ": --explain: the model has no decision records (written neither by amp-rewrite nor by "
                               "amp-train --dtype fp16|bf16)");
+  std::unordered_map<std::string, const Node*> by_name;  // names, and node_ref() for unnamed nodes
+  for (const Graph* g : graphs)
+    for (const Node* n : g->nodes()) by_name.emplace(n->name.empty() ? node_ref(n) : n->name, n);
   for (size_t i = 0; i < names.size(); ++i) {
-    const Node* found = nullptr;
-    for (const Node* n : g.nodes())
-      if (n->name == names[i] || node_ref(n) == names[i]) found = n;
-    if (!found) throw InputError(m.path + ": --explain: no node named '" + names[i] + "'");
+    auto it = by_name.find(names[i]);
+    if (it == by_name.end()) throw InputError(m.path + ": --explain: no node named '" + names[i] + "'");
+    const Node* found = it->second;
     if (i) std::cout << "\n";
     for (const std::string& line : explain_recorded(recorded, *found)) std::cout << line << "\n";
   }

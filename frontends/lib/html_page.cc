@@ -10,6 +10,7 @@
 #include "frontends/lib/model_summary.h"
 #include "frontends/lib/rewrite_report.h"
 #include "graph/atomic_file.h"
+#include "graph/error.h"
 #include "passes/amp/decision_record.h"
 #include "passes/amp/tensor_core_alignment.h"
 #include "passes/training/training_info.h"
@@ -88,8 +89,20 @@ double text_width(const std::string& s, double font_px) { return 0.62 * font_px 
 
 class PageBuilder {
  public:
-  PageBuilder(const Model& shown, const Model& file, const HtmlPageOptions& o, const TrainingStep* step)
-      : m_(shown), g_(*shown.graph), file_(file), options_(o), step_(step) {}
+  // A saved training step is drawn as one graph, its inference and algorithm graphs read together
+  // by value name (as ONNX runs them), without joining them into a copy: a GPT-2's step carries
+  // 2 GB of weights and moments, which step_from_training_info() copies twice (6.5 s here).
+  PageBuilder(const Model& m, const HtmlPageOptions& o) : m_(m), options_(o) {
+    graphs_.push_back(m.graph.get());
+    if (!m.training_info.empty() && m.training_info[0].algorithm) graphs_.push_back(m.training_info[0].algorithm.get());
+    if (const std::string* meta = m.metadata(kTrainingMetadataKey)) {
+      try {
+        step_names_ = nlohmann::json::parse(*meta);
+      } catch (const std::exception& e) {
+        throw InputError(m.path + ": metadata '" + std::string(kTrainingMetadataKey) + "' is not valid JSON: " + e.what());
+      }
+    }
+  }
 
   ordered_json build() {
     index_values();
@@ -97,7 +110,7 @@ class PageBuilder {
     build_scope_tree();
     ordered_json page;
     page["title"] = options_.title;
-    page["training"] = step_ != nullptr;
+    page["training"] = training();
     page["summary"] = summary();
     page["nodes"] = nodes_json();
     page["lines"] = lines_;  // the reasons' lines, which nodes_json() numbers
@@ -125,22 +138,54 @@ class PageBuilder {
     int ref;
   };
 
+  bool training() const { return graphs_.size() > 1; }
+
+  // Values by name across the graphs: type, kind, producer and consumers.
+  struct Val {
+    std::string name, type;
+    const char* kind = "";  // "initializer", "input", "output" or ""
+    int producer = -1;
+    std::vector<int> consumers;
+  };
+
+  int value_id(const Value* v) {
+    auto [it, added] = value_by_name_.emplace(v->name(), static_cast<int>(vals_.size()));
+    if (added) vals_.push_back(Val{v->name(), v->type().str(), "", -1, {}});
+    Val& val = vals_[it->second];
+    if (v->type().known() && (val.type.empty() || !v->graph() || v->producer() || v->has_initializer()))
+      val.type = v->type().str();
+    return it->second;
+  }
+
   void index_values() {
-    for (const Node* n : g_.nodes()) {
-      node_index_[n] = static_cast<int>(nodes_.size());
-      nodes_.push_back(n);
-    }
-    auto add = [&](const Value* v) {
-      if (v && !value_index_.count(v)) {
-        value_index_[v] = static_cast<int>(values_.size());
-        values_.push_back(v);
+    for (const Graph* g : graphs_)
+      for (const Node* n : g->nodes()) {
+        node_index_[n] = static_cast<int>(nodes_.size());
+        nodes_.push_back(n);
       }
-    };
-    for (const Value* v : g_.inputs()) add(v);
-    for (const Node* n : nodes_) {
-      for (const Value* v : n->inputs()) add(v);
-      for (const Value* v : n->outputs()) add(v);
+    for (const Graph* g : graphs_)
+      for (const Value* v : g->inputs()) vals_[value_id(v)].kind = v->has_initializer() ? "initializer" : "input";
+    node_inputs_.resize(nodes_.size());
+    node_outputs_.resize(nodes_.size());
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      for (const Value* v : nodes_[k]->outputs()) {
+        node_outputs_[k].push_back(v ? value_id(v) : -1);
+        if (v) vals_[node_outputs_[k].back()].producer = static_cast<int>(k);
+      }
     }
+    for (size_t k = 0; k < nodes_.size(); ++k)
+      for (const Value* v : nodes_[k]->inputs()) {
+        node_inputs_[k].push_back(v ? value_id(v) : -1);
+        if (v) vals_[node_inputs_[k].back()].consumers.push_back(static_cast<int>(k));
+      }
+    // The step's outputs are those of its algorithm graph (the updated state, the loss); an
+    // inference graph's, its own.
+    for (const Value* v : graphs_.back()->outputs()) vals_[value_id(v)].kind = "output";
+    if (training())
+      for (const Value* v : graphs_.front()->outputs()) {
+        Val& val = vals_[value_id(v)];
+        if (val.consumers.empty()) val.kind = "output";
+      }
   }
 
   // A node's scope: its exporter name's, or for the nodes the rewrite and the training step made
@@ -170,11 +215,11 @@ class PageBuilder {
         settled[k] = true;
         continue;
       }
-      std::vector<const Value*> touched(n->outputs().begin(), n->outputs().end());
-      touched.insert(touched.end(), n->inputs().begin(), n->inputs().end());
-      for (const Value* v : touched) {
-        if (!v) continue;
-        const std::string s = scope_of_value_name(v->name());
+      std::vector<int> touched = node_outputs_[k];
+      touched.insert(touched.end(), node_inputs_[k].begin(), node_inputs_[k].end());
+      for (int v : touched) {
+        if (v < 0) continue;
+        const std::string s = scope_of_value_name(vals_[v].name);
         if (!s.empty()) {
           scope_path_[k] = s;
           settled[k] = true;
@@ -182,10 +227,9 @@ class PageBuilder {
         }
       }
       if (settled[k]) continue;
-      for (auto it = n->inputs().rbegin(); it != n->inputs().rend(); ++it) {
-        const Value* v = *it;
-        if (!v || !v->producer() || !node_index_.count(v->producer())) continue;
-        const int p = node_index_.at(v->producer());
+      for (auto it = node_inputs_[k].rbegin(); it != node_inputs_[k].rend(); ++it) {
+        if (*it < 0 || vals_[*it].producer < 0) continue;
+        const int p = vals_[*it].producer;
         if (!settled[p]) continue;
         scope_path_[k] = scope_path_[p];
         settled[k] = true;
@@ -194,11 +238,9 @@ class PageBuilder {
     }
     for (size_t k = nodes_.size(); k-- > 0;) {
       if (settled[k]) continue;
-      for (const Value* v : nodes_[k]->outputs()) {
-        if (!v || v->uses().empty()) continue;
-        const Node* c = v->uses().front().node;
-        if (!node_index_.count(c)) continue;
-        scope_path_[k] = scope_path_[node_index_.at(c)];
+      for (int v : node_outputs_[k]) {
+        if (v < 0 || vals_[v].consumers.empty()) continue;
+        scope_path_[k] = scope_path_[vals_[v].consumers.front()];
         break;
       }
     }
@@ -297,7 +339,7 @@ class PageBuilder {
   }
 
   ordered_json nodes_json() {
-    const AmpDecisions recorded = recorded_decisions(g_);
+    const AmpDecisions recorded = recorded_decisions(graphs_);
     has_records_ = !recorded.nodes.empty();
     ordered_json out = ordered_json::array();
     for (size_t k = 0; k < nodes_.size(); ++k) {
@@ -309,11 +351,8 @@ class PageBuilder {
       j["p"] = short_precision(node_precision(*n));
       j["scope"] = node_scope_[k];
       j["view"] = home_view(static_cast<int>(k));
-      ordered_json ins = ordered_json::array(), outs = ordered_json::array();
-      for (const Value* v : n->inputs()) ins.push_back(v ? value_index_.at(v) : -1);
-      for (const Value* v : n->outputs()) outs.push_back(v ? value_index_.at(v) : -1);
-      j["in"] = ins;
-      j["out"] = outs;
+      j["in"] = node_inputs_[k];
+      j["out"] = node_outputs_[k];
       ordered_json attrs = ordered_json::array();
       for (const Attribute& a : n->attributes()) attrs.push_back({a.name, attribute_text(a)});
       if (!attrs.empty()) j["attrs"] = attrs;
@@ -337,11 +376,9 @@ class PageBuilder {
 
   ordered_json values_json() const {
     ordered_json out = ordered_json::array();
-    for (const Value* v : values_) {
-      ordered_json j = {v->name(), v->type().str()};
-      if (v->has_initializer()) j.push_back("initializer");
-      else if (v->is_input()) j.push_back("input");
-      else if (v->is_output()) j.push_back("output");
+    for (const Val& v : vals_) {
+      ordered_json j = {v.name, v.type};
+      if (*v.kind) j.push_back(v.kind);
       out.push_back(std::move(j));
     }
     return out;
@@ -435,15 +472,14 @@ class PageBuilder {
     for (size_t k = 0; k < nodes_.size(); ++k) {
       const int to = holder(static_cast<int>(k));
       if (to < 0) continue;
-      for (const Value* v : nodes_[k]->inputs()) {
-        if (!v || v->has_initializer()) continue;
-        const int value = value_index_.at(v);
-        int from = v->producer() && node_index_.count(v->producer()) ? holder(node_index_.at(v->producer())) : -1;
+      for (int value : node_inputs_[k]) {
+        if (value < 0 || std::string(vals_[value].kind) == "initializer") continue;
+        int from = vals_[value].producer >= 0 ? holder(vals_[value].producer) : -1;
         if (from == to) continue;
         if (from < 0) {
           auto it = input_stub.find(value);
           if (it == input_stub.end()) {
-            const std::string label = v->name();
+            const std::string& label = vals_[value].name;
             it = input_stub.emplace(value, add_item({ItemKind::kInput, value}, text_width(label, 10) + 20, 24,
                                                     LayoutInput::Node::Shape::kEllipse, -1)).first;
           }
@@ -456,13 +492,12 @@ class PageBuilder {
     for (size_t k = 0; k < nodes_.size(); ++k) {
       const int from = holder(static_cast<int>(k));
       if (from < 0) continue;
-      for (const Value* v : nodes_[k]->outputs()) {
-        if (!v) continue;
-        bool leaves = v->is_output();
-        for (const Use& u : v->uses()) leaves = leaves || !node_index_.count(u.node) || holder(node_index_.at(u.node)) < 0;
+      for (int value : node_outputs_[k]) {
+        if (value < 0) continue;
+        bool leaves = std::string(vals_[value].kind) == "output";
+        for (int c : vals_[value].consumers) leaves = leaves || holder(c) < 0;
         if (!leaves) continue;
-        const int value = value_index_.at(v);
-        const std::string label = v->name();
+        const std::string& label = vals_[value].name;
         const int stub = add_item({ItemKind::kOutput, value}, text_width(label, 10) + 20, 24,
                                   LayoutInput::Node::Shape::kEllipse, -1);
         edges.insert({from, stub, value});
@@ -509,15 +544,15 @@ class PageBuilder {
   }
 
   ordered_json summary() {
-    ordered_json s = summarize(file_);
+    ordered_json s = summarize(m_);
     ordered_json out;
     out["file"] = s["file"];
     out["producer"] = s["producer"];
     out["opsets"] = s["opsets"];
-    out["nodes"] = g_.num_nodes();
+    out["nodes"] = nodes_.size();
     std::map<std::string, int64_t> precisions, ops;
     int64_t casts = 0;
-    for (const Node* n : g_.nodes()) {
+    for (const Node* n : nodes_) {
       const std::string p = short_precision(node_precision(*n));
       ++precisions[p.empty() ? "-" : p];
       ++ops[n->qualified_op_type()];
@@ -526,9 +561,9 @@ class PageBuilder {
     out["precisions"] = precisions;
     out["ops"] = ops;
     out["casts"] = casts;
-    if (const std::string* settings = file_.metadata(kRewriteSettingsKey)) out["rewrite"] = *settings;
+    if (const std::string* settings = m_.metadata(kRewriteSettingsKey)) out["rewrite"] = *settings;
     std::map<std::string, int64_t> rules;
-    for (const Node* n : g_.nodes())
+    for (const Node* n : nodes_)
       if (auto r = read_decision_record(*n)) ++rules[r->precision + " " + r->rule];
     out["decisions"] = rules;
     out["parameters"] = s["parameters_by_dtype"];
@@ -539,28 +574,29 @@ class PageBuilder {
       out["rewrite_activation_bytes"] = (*report)["activation_bytes"];
       out["warnings"] = (*report)["warnings"];
     }
-    if (step_) {
+    if (training()) {
       ordered_json t;
-      t["loss"] = step_->loss;
-      t["loss_scale"] = step_->loss_scale;
-      t["all_finite"] = step_->all_finite;
-      t["loss_scale_nodes"] = nodes_reading(step_->loss_scale);
+      t["loss"] = step_name("loss");
+      t["loss_scale"] = step_name("loss_scale");
+      t["all_finite"] = step_name("all_finite");
+      t["loss_scale_nodes"] = nodes_reading(step_name("loss_scale"));
       t["inf_check_nodes"] = inf_check_nodes();
       out["training"] = t;
     }
     return out;
   }
 
+  std::string step_name(const char* key) const {
+    return step_names_.contains(key) && step_names_[key].is_string() ? step_names_[key].get<std::string>() : "";
+  }
+
   // Indices of the nodes that read the named value.
   ordered_json nodes_reading(const std::string& name) const {
     ordered_json out = ordered_json::array();
-    if (name.empty()) return out;
-    for (size_t k = 0; k < nodes_.size(); ++k)
-      for (const Value* v : nodes_[k]->inputs())
-        if (v && v->name() == name) {
-          out.push_back(k);
-          break;
-        }
+    auto it = value_by_name_.find(name);
+    if (name.empty() || it == value_by_name_.end()) return out;
+    for (int k : vals_[it->second].consumers)
+      if (out.empty() || out.back() != k) out.push_back(k);
     return out;
   }
 
@@ -568,11 +604,10 @@ class PageBuilder {
   // updates skipped, the loss scale's update).
   ordered_json inf_check_nodes() const {
     ordered_json out = ordered_json::array();
-    if (!step_ || step_->all_finite.empty()) return out;
-    for (size_t k = 0; k < nodes_.size(); ++k)
-      for (const Value* v : nodes_[k]->outputs())
-        if (v && v->name() == step_->all_finite) out.push_back(k);
-    for (const auto& k : nodes_reading(step_->all_finite)) out.push_back(k);
+    auto it = value_by_name_.find(step_name("all_finite"));
+    if (it == value_by_name_.end()) return out;
+    if (vals_[it->second].producer >= 0) out.push_back(vals_[it->second].producer);
+    for (const auto& k : nodes_reading(step_name("all_finite"))) out.push_back(k);
     return out;
   }
 
@@ -594,14 +629,14 @@ class PageBuilder {
 
  private:
   const Model& m_;
-  const Graph& g_;
-  const Model& file_;
   const HtmlPageOptions& options_;
-  const TrainingStep* step_;
+  std::vector<const Graph*> graphs_;  // the inference graph, then a training step's algorithm
+  nlohmann::json step_names_;
   std::vector<const Node*> nodes_;
   std::unordered_map<const Node*, int> node_index_;
-  std::vector<const Value*> values_;
-  std::unordered_map<const Value*, int> value_index_;
+  std::vector<std::vector<int>> node_inputs_, node_outputs_;  // value ids, -1 for absent
+  std::vector<Val> vals_;
+  std::unordered_map<std::string, int> value_by_name_;
   std::map<std::string, std::string> module_scope_;
   std::vector<std::string> scope_path_;
   std::vector<int> node_scope_;
@@ -647,9 +682,7 @@ std::string html_escape(const std::string& s) {
 }  // namespace
 
 std::string html_page(const Model& m, const HtmlPageOptions& options) {
-  std::optional<TrainingStep> step;
-  if (!m.training_info.empty()) step = step_from_training_info(m);
-  PageBuilder builder(step ? step->model : m, m, options, step ? &*step : nullptr);
+  PageBuilder builder(m, options);
   ordered_json page = builder.build();
   builder.finish_summary(page);
   std::string html;

@@ -86,9 +86,11 @@ DecisionRecord make_decision_record(const Decision& d, DType target) {
   return r;
 }
 
-AmpDecisions recorded_decisions(const Graph& g) {
+AmpDecisions recorded_decisions(const Graph& g) { return recorded_decisions(std::vector<const Graph*>{&g}); }
+
+AmpDecisions recorded_decisions(const std::vector<const Graph*>& graphs) {
   std::vector<const Node*> nodes;
-  collect(g, nodes);
+  for (const Graph* g : graphs) collect(*g, nodes);
   AmpDecisions d;
   for (const Node* n : nodes)
     if (auto r = read_decision_record(*n)) {

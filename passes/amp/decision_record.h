@@ -45,6 +45,8 @@ DecisionRecord make_decision_record(const Decision& d, DType target);
 // them, so explain() gives the chain of reasons from a saved model as amp-rewrite gave it. Nodes
 // without a record are left out; the target is the low type the records name (fp16 when none).
 AmpDecisions recorded_decisions(const Graph& g);
+// The same over several graphs read as one (a saved training step's inference and algorithm graphs).
+AmpDecisions recorded_decisions(const std::vector<const Graph*>& graphs);
 
 // explain() for a node of a saved model: its chain from the records, or one line saying that the
 // node has none (a training step's gradient, loss-scaling and optimizer nodes are made after the
