@@ -163,8 +163,10 @@ class PageBuilder {
         node_index_[n] = static_cast<int>(nodes_.size());
         nodes_.push_back(n);
       }
-    for (const Graph* g : graphs_)
+    for (const Graph* g : graphs_) {
       for (const Value* v : g->inputs()) vals_[value_id(v)].kind = v->has_initializer() ? "initializer" : "input";
+      for (const Value* v : g->initializers()) vals_[value_id(v)].kind = "initializer";
+    }
     node_inputs_.resize(nodes_.size());
     node_outputs_.resize(nodes_.size());
     for (size_t k = 0; k < nodes_.size(); ++k) {
