@@ -3,10 +3,9 @@
 // Nothing is drawn here (html_page.cc draws), so the picture's markup is the project's own: each
 // node an element with its id and text, which a page can search and click.
 //
-// In process rather than `dot -Tsvg`: a page lays out one graph per scope (html_page.h), a
-// GPT-2's step a few hundred of them, and a process per graph plus writing and parsing its text
-// would cost more than the layouts (about 5 ms to start dot, 0.1-0.3 s for all the layouts of a
-// GPT-2 forward here). Edge labels are not given to dot: it lays a labelled edge out with a node
+// In process rather than `dot -Tsvg`: a page lays out one graph per view (html_page.h), 68 for a
+// GPT-2-small training step, and a process per graph plus writing and parsing its text would cost
+// more than the layouts (the 48 views of a GPT-2-small forward take about 0.1 s here). Edge labels are not given to dot: it lays a labelled edge out with a node
 // for its label in the middle, which tripled the time of a 1,200-node graph (0.73 s -> 2.72 s);
 // the page writes each label at its edge's midpoint instead.
 #pragma once

@@ -30,8 +30,9 @@ struct HtmlPageOptions {
   const nlohmann::ordered_json* rewrite_report = nullptr;
 };
 
-// The page for a model (an inference graph, a rewritten one, or a saved training step, drawn as
-// the whole step graph). Throws InputError for a training step that cannot be read back.
+// The page for a model (an inference graph, a rewritten one, or a saved training step, whose
+// inference and algorithm graphs are drawn as one). Throws InputError for a step whose metadata
+// is not valid JSON.
 std::string html_page(const Model& m, const HtmlPageOptions& options);
 
 // html_page() written atomically to `path`.
