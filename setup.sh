@@ -17,6 +17,7 @@ DEBS=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev libzip-dev zlib1g-dev graphviz
   dataset-fashion-mnist openmpi-bin libopenmpi-dev
   librsvg2-bin fonts-dejavu-core tesseract-ocr libpng-dev tmux
+  libgraphviz-dev chromium
 )
 
 deps() {
@@ -34,6 +35,10 @@ deps() {
   # ONNX Runtime (CPU) for the reference runs; skip its post-install, which fetches CUDA providers.
   if [ ! -d tests/ort/node_modules/onnxruntime-node ] && [ -f tests/ort/package.json ]; then
     (cd tests/ort && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --loglevel=error)
+  fi
+  # playwright-core drives Debian's Chromium for the --html page tests; it downloads no browser.
+  if [ ! -d tests/browser/node_modules/playwright-core ] && [ -f tests/browser/package.json ]; then
+    (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
   fi
 }
 

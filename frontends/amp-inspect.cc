@@ -1,14 +1,18 @@
-// amp-inspect MODEL [--nodes] [--json] [--dot FILE] [--cuda-plan --dim N=32]: what a model is, what a
-// rewrite did to it, and what the cuda backend would run for it.
+// amp-inspect MODEL [--nodes] [--json] [--dot FILE] [--html FILE] [--explain NODE] [--cuda-plan --dim N=32]:
+// what a model is, what a rewrite did to it, and what the cuda backend would run for it.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
+#include <unordered_map>
 
 #include "frontends/lib/cuda_plan_report.h"
 #include "frontends/lib/dot_writer.h"
+#include "frontends/lib/html_page.h"
 #include "frontends/lib/model_summary.h"
 #include "frontends/lib/tool_main.h"
 #include "graph/atomic_file.h"
+#include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "passes/amp/decision_record.h"
 
@@ -41,13 +45,46 @@ static void print_nodes(const Graph& g) {
   }
 }
 
-static int inspect(const std::string& path, bool nodes, bool json, const std::string& dot, bool cuda_plan,
-                   const std::vector<std::string>& dim_args) {
+// The chain of reasons behind each named node's precision, read from the model's decision records
+// (a saved training step's in its inference and algorithm graphs), as amp-rewrite --explain printed
+// it when it wrote the model.
+static void print_explanations(const Model& m, const std::vector<std::string>& names) {
+  std::vector<const Graph*> graphs = {m.graph.get()};
+  for (const TrainingInfo& t : m.training_info)
+    if (t.algorithm) graphs.push_back(t.algorithm.get());
+  const AmpDecisions recorded = recorded_decisions(graphs);
+  if (recorded.nodes.empty())
+    throw InputError(m.path + ": --explain: the model has no decision records (written neither by amp-rewrite nor by "
+                              "amp-train --dtype fp16|bf16)");
+  std::unordered_map<std::string, const Node*> by_name;  // names, and node_ref() for unnamed nodes
+  for (const Graph* g : graphs)
+    for (const Node* n : g->nodes()) by_name.emplace(n->name.empty() ? node_ref(n) : n->name, n);
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = by_name.find(names[i]);
+    if (it == by_name.end()) throw InputError(m.path + ": --explain: no node named '" + names[i] + "'");
+    const Node* found = it->second;
+    if (i) std::cout << "\n";
+    for (const std::string& line : explain_recorded(recorded, *found)) std::cout << line << "\n";
+  }
+}
+
+static int inspect(const std::string& path, bool nodes, bool json, const std::string& dot, const std::string& html,
+                   const std::vector<std::string>& explain, bool cuda_plan, const std::vector<std::string>& dim_args) {
   std::map<std::string, int64_t> dims;
   for (const std::string& a : dim_args) dims.insert(parse_dim_assignment(a));
   LoadOptions options;
   options.target_opset = 0;  // show the model as it is, not as the rewrite would see it
   Model m = load_model(path, options);
+  if (!html.empty()) {
+    const auto dir = std::filesystem::absolute(html).parent_path();
+    if (!std::filesystem::is_directory(dir)) throw InputError(html + ": no such directory '" + dir.string() + "'");
+    write_html_page(html, m, {path, nullptr});
+  }
+  if (!explain.empty()) {
+    print_explanations(m, explain);
+    return kExitOk;
+  }
+  if (!html.empty() && !nodes && !json && dot.empty() && !cuda_plan) return kExitOk;
   auto summary = summarize(m);
   if (const std::string* settings = m.metadata(kRewriteSettingsKey)) {
     std::map<std::string, int64_t> rules;
@@ -87,17 +124,24 @@ static int inspect(const std::string& path, bool nodes, bool json, const std::st
 
 int main(int argc, char** argv) {
   CLI::App app{"Show an ONNX model: summary, per-node precision, a picture of the graph.", "amp-inspect"};
-  std::string model, dot;
+  std::string model, dot, html;
+  std::vector<std::string> explain;
   bool nodes = false, json = false;
   app.add_option("model", model, "the .onnx file")->required();
   app.add_flag("--nodes", nodes, "one line per node: name, op, precision, inputs and outputs with types");
   app.add_flag("--json", json, "the summary as JSON on stdout");
   app.add_option("--dot", dot, "write a Graphviz DOT picture, nodes coloured by precision");
+  app.add_option("--html", html,
+                 "write one self-contained HTML page: the graph by scope (Graphviz layout), each node's precision and "
+                 "the reasons for it, a summary; opens offline in any browser");
+  app.add_option("--explain", explain,
+                 "print the chain of reasons behind a node's precision, from the model's decision records (repeatable)")
+      ->allow_extra_args(false);
   bool cuda_plan = false;
   std::vector<std::string> dims;
   app.add_flag("--cuda-plan", cuda_plan,
                "what the cuda backend would run (device units in order, fused kernels, views, planned memory), "
                "worked out without a GPU; a training step saved by amp-train is planned whole");
   app.add_option("--dim", dims, "NAME=VALUE for a symbolic input dim, for --cuda-plan (e.g. --dim N=32 --dim T=128)");
-  return amp::tool_main(app, argc, argv, [&] { return amp::inspect(model, nodes, json, dot, cuda_plan, dims); });
+  return amp::tool_main(app, argc, argv, [&] { return amp::inspect(model, nodes, json, dot, html, explain, cuda_plan, dims); });
 }

@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "frontends/lib/amp_config.h"
+#include "frontends/lib/html_page.h"
 #include "frontends/lib/rewrite_report.h"
 #include "frontends/lib/tool_main.h"
 #include "graph/amp_ops.h"
@@ -21,7 +22,8 @@ namespace amp {
 namespace {
 
 struct Options {
-  std::string model, output, dtype, weights, config, report, explain;
+  std::string model, output, dtype, weights, config, report, html;
+  std::vector<std::string> explain;
   bool keep_io = false, no_keep_io = false, verify_each = false, force = false;
   std::vector<std::string> allow, deny, infer, clear, block;
 };
@@ -92,7 +94,7 @@ int rewrite(const Options& o) {
   const AmpPolicy policy = make_policy(o);
   const std::string output = o.output.empty() ? default_output(o.model, policy.target()) : o.output;
   check_overwrite(o, output);
-  for (const std::string& out : {output, o.report}) {
+  for (const std::string& out : {output, o.report, o.html}) {
     if (out.empty()) continue;
     const auto dir = std::filesystem::absolute(out).parent_path();
     if (!std::filesystem::is_directory(dir)) throw InputError(out + ": no such directory '" + dir.string() + "'");
@@ -101,8 +103,8 @@ int rewrite(const Options& o) {
   if (!m.training_info.empty())
     throw InputError(o.model + ": has training_info; amp-rewrite rewrites inference graphs (amp-train rewrites "
                                "training steps)");
-  if (!o.explain.empty() && !has_node_named(*m.graph, o.explain))
-    throw InputError(o.model + ": --explain: no node named '" + o.explain + "'");
+  for (const std::string& name : o.explain)
+    if (!has_node_named(*m.graph, name)) throw InputError(o.model + ": --explain: no node named '" + name + "'");
   RewriteFacts facts{o.model, output, "", count_casts(m), 0, activation_bytes(m), 0};
   AmpResult result;
   PassManager pm = amp_rewrite_pipeline(policy, result, o.verify_each);
@@ -137,9 +139,11 @@ int rewrite(const Options& o) {
     out.write(text.data(), text.size());
     out.commit();
   }
-  if (!o.explain.empty()) {
-    const NodeDecision* nd = result.decisions.find(o.explain);
-    if (!nd) std::cout << o.explain << ": removed by cast-cleanup before colouring (a Cast that changed nothing)\n";
+  if (!o.html.empty()) write_html_page(o.html, m, {output, &report});
+  for (size_t i = 0; i < o.explain.size(); ++i) {
+    if (i) std::cout << "\n";
+    const NodeDecision* nd = result.decisions.find(o.explain[i]);
+    if (!nd) std::cout << o.explain[i] << ": removed by cast-cleanup before colouring (a Cast that changed nothing)\n";
     if (nd)
       for (const std::string& line : explain(result.decisions, *nd)) std::cout << line << "\n";
   }
@@ -172,7 +176,12 @@ int main(int argc, char** argv) {
   app.add_option("--weights", o.weights, "keep: fp32 weights cast at use (default); lowp: stored in low precision")
       ->check(CLI::IsMember({"keep", "lowp"}));
   app.add_option("--report", o.report, "write every node's precision and reason, casts, clamps as JSON");
-  app.add_option("--explain", o.explain, "print the chain of reasons behind one node's precision");
+  app.add_option("--explain", o.explain,
+                 "print the chain of reasons behind a node's precision (repeatable; a blank line between nodes)")
+      ->allow_extra_args(false);
+  app.add_option("--html", o.html,
+                 "write one self-contained HTML page of the rewritten model: the graph by scope, each node's "
+                 "precision and reasons, a summary (opens offline in any browser)");
   app.add_flag("--verify-each", o.verify_each, "check the graph after every pass and name the pass that broke it");
   return amp::tool_main(app, argc, argv, [&] { return amp::rewrite(o); });
 }

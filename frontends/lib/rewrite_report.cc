@@ -36,7 +36,7 @@ std::string bytes_text(int64_t bytes) {
 
 }  // namespace
 
-int64_t activation_bytes(const Model& m) {
+int64_t activation_bytes(const Model& m, bool low_precision_as_fp32) {
   // Activations are what depends on the graph's inputs; values computed from weights alone (the
   // Casts of fp32 weights kept as masters) are not counted.
   std::unordered_set<const Value*> activation;
@@ -55,7 +55,8 @@ int64_t activation_bytes(const Model& m) {
       if (!v->type().is_tensor() || !v->type().shape) continue;
       int64_t elems = 1;
       for (const Dim& d : v->type().shape->dims) elems *= d.is_static() ? *d.value : 1;
-      total += elems * static_cast<int64_t>(dtype_size(v->dtype()));
+      const bool low = v->dtype() == DType::kFloat16 || v->dtype() == DType::kBFloat16;
+      total += elems * static_cast<int64_t>(dtype_size(low && low_precision_as_fp32 ? DType::kFloat : v->dtype()));
     }
   });
   return total;

@@ -24,8 +24,9 @@ struct RewriteFacts {
 
 // Bytes of every node output that depends on a graph input, in every graph: an estimate of
 // activation memory without reuse. A symbolic dim (batch, sequence) counts as 1, so the figure is
-// per unit of each symbolic dim.
-int64_t activation_bytes(const Model& m);
+// per unit of each symbolic dim. `low_precision_as_fp32` counts fp16/bf16 values at 4 bytes: the
+// same graph's activations in fp32.
+int64_t activation_bytes(const Model& m, bool low_precision_as_fp32 = false);
 // Cast nodes in all graphs.
 int64_t count_casts(const Model& m);
 

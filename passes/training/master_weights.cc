@@ -14,6 +14,9 @@ bool MasterWeightsPass::run(Model& m) {
   if (low_ == DType::kBFloat16) m.set_metadata(kBfloat16WhereFloat16Key, "1");
   AmpColourPass(policy, result_).run(m);
   AmpInsertCastsPass(policy, result_).run(m);
+  // The step saved with --save-training-graph says why each forward node runs in its precision,
+  // as a rewritten model does (amp-inspect --explain, --html).
+  AmpRecordDecisionsPass(policy, result_).run(m);
   count("casts added", result_.casts.casts_added);
   count("values retyped", result_.casts.values_retyped);
   return result_.casts.casts_added + result_.casts.values_retyped > 0;

@@ -1,7 +1,8 @@
 // Mixed-precision forward for training: amp-rewrite's colouring and cast insertion (passes/amp)
 // with the weights kept fp32 (WeightStorage::kKeep) and Cast at use. The fp32 initializers stay
 // the master weights the optimizer updates; the forward and, through the Casts' gradients, the
-// backward run on their fp16/bf16 copies, and each gradient arrives back in fp32.
+// backward run on their fp16/bf16 copies, and each gradient arrives back in fp32. Each forward node
+// gets its decision record (decision_record.h), so a saved step says why it runs as it does.
 #pragma once
 
 #include "passes/amp/amp_passes.h"

@@ -14,7 +14,7 @@ namespace amp {
 
 namespace {
 
-constexpr char kMetadataKey[] = "onnx_amp.training";
+constexpr const char* kMetadataKey = kTrainingMetadataKey;
 
 nlohmann::json names_of(const TrainingStep& s) {
   nlohmann::json loss{{"target", s.loss_spec.target}, {"labels", s.loss_spec.labels}};

@@ -19,6 +19,9 @@
 
 namespace amp {
 
+// metadata_props key of the step's names (loss, labels, lr, loss_scale, all_finite, ...), as JSON.
+inline constexpr const char* kTrainingMetadataKey = "onnx_amp.training";
+
 // `state`: the current value of every state tensor (the initializers are written with them).
 Model to_training_info_model(const TrainingStep& step, const std::vector<std::pair<std::string, Tensor>>& state);
 // Throws InputError naming the file when the model has no training_info amp-train can run.

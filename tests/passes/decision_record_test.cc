@@ -37,5 +37,21 @@ TEST(DecisionRecord, NodesWithoutARecordHaveNone) {
   EXPECT_FALSE(read_decision_record(*n));
 }
 
+TEST(DecisionRecord, FieldsFollowTheRecordAndAreReplacedWithIt) {
+  Graph g;
+  Node* n = g.add_node("Relu", {}, 1);
+  n->doc_string = "exported from torch";
+  write_decision_record(*n, {"fp16", "next-to-low", "next to a low op", {{"from", "/a/Conv (Conv)"}, {"max_error", "3e-4"}}});
+  EXPECT_EQ(n->doc_string,
+            "exported from torch\namp: fp16 next-to-low: next to a low op\namp.from: /a/Conv (Conv)\namp.max_error: 3e-4");
+  auto r = read_decision_record(*n);
+  ASSERT_TRUE(r);
+  const std::vector<std::pair<std::string, std::string>> fields = {{"from", "/a/Conv (Conv)"}, {"max_error", "3e-4"}};
+  EXPECT_EQ(r->fields, fields);
+  write_decision_record(*n, {"fp32", "deny-list", "on the deny list", {}});
+  EXPECT_EQ(n->doc_string, "exported from torch\namp: fp32 deny-list: on the deny list");
+  EXPECT_TRUE(read_decision_record(*n)->fields.empty());
+}
+
 }  // namespace
 }  // namespace amp
