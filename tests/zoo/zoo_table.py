@@ -3,8 +3,8 @@
 
     /usr/bin/python3 tests/zoo/zoo_table.py RESULTS.jsonl... [--expect-all]
 
-One row a model (the last result of a model wins, so a model run again replaces its row), one
-compact column a check. A judged number shows as "error ≤ limit" (or ">" and FAIL) with the
+One row a model, one compact column a check; a check run again for a model (zoo_check.py --only)
+replaces that cell, and the seconds add up. A judged number shows as "error ≤ limit" (or ">" and FAIL) with the
 limit's origin: b = the check's bound, t = twice torch fp32's error on the same pieces
 (zoo_check.judge). --expect-all names the in-scope models (run_zoo.sh's ZOO) that have no row and
 exits non-zero if any.
@@ -70,7 +70,11 @@ def main():
         for line in open(path):
             if line.strip():
                 r = json.loads(line)
-                rows[r["model"]] = r
+                if r["model"] in rows:  # a later run of some checks replaces those cells only
+                    rows[r["model"]]["checks"].update(r["checks"])
+                    rows[r["model"]]["seconds"] += r["seconds"]
+                else:
+                    rows[r["model"]] = r
     order = in_scope()
     names = [m for m in order if m in rows] + sorted(m for m in rows if m not in order)
     print("| model | parameters | " + " | ".join(title for _, title, _ in COLUMNS) + " | s |")
