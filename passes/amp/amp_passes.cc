@@ -35,7 +35,7 @@ bool record_graph(Graph& g, const AmpResult& result, DType target) {
     const Decision d = n->domain().empty() && n->op_type() == "Cast" ? cast_decision(*n) : nd ? nd->decision : Decision{};
     if (!nd && d.rule != Rule::kCast) continue;
     const std::string before = n->doc_string;
-    write_decision_record(*n, {precision_name(d.precision, target), rule_name(d.rule), d.reason});
+    write_decision_record(*n, {precision_name(d.precision, target), rule_name(d.rule), d.reason, d.measurements});
     changed |= n->doc_string != before;
   }
   return changed;

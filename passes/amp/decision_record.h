@@ -5,13 +5,20 @@
 //   amp: <precision> <rule>: <reason>
 //
 // precision is "fp16", "bf16", "fp32" or "-" (moves no floating data), rule one of rule_name()'s
-// words ("allow-list", "deny-path", "cast", ...), reason free text to the end of the line. Other
+// words ("allow-list", "deny-path", "cast", ...), reason free text to the end of the line. A
+// decision backed by measurements (rule "calibration") carries them on a second line,
+//
+//   amp-measured: <key>=<value>; <key>=<value>; ...
+//
+// keys and values free text without ';' and '=' in keys (the pairs are kept in order). Other
 // doc_string lines are kept; writing again replaces the record. The model as a whole records the
 // settings of the rewrite in metadata_props under kRewriteSettingsKey.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "graph/model.h"
 
@@ -21,6 +28,7 @@ struct DecisionRecord {
   std::string precision;
   std::string rule;
   std::string reason;
+  std::vector<std::pair<std::string, std::string>> measurements;  // empty for list and propagation rules
 };
 
 inline constexpr const char* kRewriteSettingsKey = "onnx-amp.rewrite";

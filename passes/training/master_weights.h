@@ -4,6 +4,9 @@
 // backward run on their fp16/bf16 copies, and each gradient arrives back in fp32.
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "passes/amp/amp_passes.h"
 #include "passes/pass.h"
 
@@ -11,8 +14,10 @@ namespace amp {
 
 class MasterWeightsPass final : public Pass {
  public:
-  // `low`: kFloat16 or kBFloat16; kFloat leaves the model alone.
-  explicit MasterWeightsPass(DType low) : low_(low) {}
+  // `low`: kFloat16 or kBFloat16; kFloat leaves the model alone. `calibrated`: nodes (by name)
+  // that calibration keeps fp32 (amp-train --calibrate; AmpPolicy::keep_calibrated).
+  explicit MasterWeightsPass(DType low, std::map<std::string, CalibratedNode> calibrated = {})
+      : low_(low), calibrated_(std::move(calibrated)) {}
   std::string name() const override { return "master-weights"; }
   std::string summary() const override { return "low-precision forward over fp32 master weights (Cast at use)"; }
   bool run(Model& m) override;
@@ -20,6 +25,7 @@ class MasterWeightsPass final : public Pass {
 
  private:
   DType low_;
+  std::map<std::string, CalibratedNode> calibrated_;
   AmpResult result_;
 };
 

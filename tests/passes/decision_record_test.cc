@@ -29,6 +29,24 @@ TEST(DecisionRecord, KeepsOtherDocLinesAndReplacesAnOldRecord) {
   EXPECT_EQ(read_decision_record(*n)->rule, "inputs-low");
 }
 
+TEST(DecisionRecord, MeasurementsRideOnASecondLineAndReadBackInOrder) {
+  Graph g;
+  Node* n = g.add_node("Conv", {}, 1);
+  n->doc_string = "exported from torch";
+  write_decision_record(*n, {"fp32", "calibration", "kept", {{"own_error", "inf"}, {"overflow", "12"}, {"a;b", "x=y;z"}}});
+  EXPECT_EQ(n->doc_string,
+            "exported from torch\namp: fp32 calibration: kept\namp-measured: own_error=inf; overflow=12; a,b=x=y,z");
+  const auto r = read_decision_record(*n);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->rule, "calibration");
+  using M = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(r->measurements, (M{{"own_error", "inf"}, {"overflow", "12"}, {"a,b", "x=y,z"}}));
+  // Writing again without measurements drops the old ones.
+  write_decision_record(*n, {"fp16", "allow-list", "Conv is on the allow list"});
+  EXPECT_EQ(n->doc_string, "exported from torch\namp: fp16 allow-list: Conv is on the allow list");
+  EXPECT_TRUE(read_decision_record(*n)->measurements.empty());
+}
+
 TEST(DecisionRecord, NodesWithoutARecordHaveNone) {
   Graph g;
   Node* n = g.add_node("Relu", {}, 1);
