@@ -75,5 +75,6 @@ base = 1000 + rng.uniform(0, 1, (32, 1))
 x_ill = np.concatenate([base + rng.uniform(0.05, 0.15, (32, 1)), base], axis=1).astype(np.float32)
 np.savez(f"{out}/ill_calib.npz", x=x_ill)
 y = x_ill.astype(np.float64) @ D.astype(np.float64)
-y16 = x_ill.astype(np.float16).astype(np.float64)  # 1000 + small: fp16 range, precision rounding only @ D.astype(np.float64)
+# 1000 + small is inside fp16's range: rounding changes the precision only.
+y16 = x_ill.astype(np.float16).astype(np.float64) @ D.astype(np.float64)
 json.dump({"floor_inputs": float(np.abs(y16 - y).max() / np.abs(y).max())}, open(f"{out}/ill_floor.json", "w"))
