@@ -80,6 +80,8 @@ def occ(model_path, calib, tolerance, macs, work):
         return convert(model, **kw)
 
     auto_mixed_precision.float16.convert_float_to_float16 = remembering
+    import warnings
+    warnings.filterwarnings("ignore")  # float16.py warns for every clamped constant, at every attempt
 
     def validate(res1, res2):
         return all(np.isfinite(b).all() and np.abs(b.astype(np.float64) - a).max() <= tolerance * np.abs(a).max()
@@ -152,10 +154,13 @@ def main():
         if not a.no_occ:
             o = occ(m, load_npz(os.path.join(work, name + ".calib.npz")), float(cal["target"]), macs, work)
             o["error"] = error(ref, ort_run(o["model"], feeds)) if o["model"] else float("nan")
+            # ONNX Runtime's CPU provider has no fp16 Conv: it casts around it and computes in fp32, so
+            # OCC's search (and ORT) cannot see a GPU's fp16 overflow; amp-run computes as a GPU does.
+            o["error_amp_run"] = error(ref, amp_run(a.build, o["model"], heldout, work)) if o["model"] else float("nan")
             res["occ"] = o
         occ_cells = ["-"] * 4 if o is None else (
             [o["failure"], "-", "-", "%d runs, %.1f s" % (o["runs"], o["seconds"])] if o["failure"] else
-            [fmt(o["error"]), "%.1f%%" % (100 * o["macs_low"] / cal["macs"]["total"]), str(o["kept"]),
+            [fmt(o["error_amp_run"]) + " / " + fmt(o["error"]), "%.1f%%" % (100 * o["macs_low"] / cal["macs"]["total"]), str(o["kept"]),
              "%.1f s (%d runs; %.1f s less %.2f s start-up each)" % (
                  o["seconds"], o["runs"], max(o["seconds"] - o["runs"] * startup, 0), startup)])
         rows.append([name, fmt(res["oplist_amp_run"]) + " / " + fmt(res["oplist_ort"]),
@@ -164,7 +169,7 @@ def main():
                      "%.2f s (%d evaluations; command %.2f s)" % (res["seconds"], res["evaluations"], wall)] + occ_cells)
     head = ["model", "error, op lists (amp-run / ORT)", "error, calibrated (amp-run / ORT)", "E (floor)",
             "MACs in fp16 (op lists -> calibrated)", "kept fp32", "calibration time",
-            "OCC error (ORT)", "OCC MACs in fp16", "OCC kept fp32", "OCC time"]
+            "OCC error (amp-run / ORT)", "OCC MACs in fp16", "OCC kept fp32", "OCC time"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows:
@@ -186,7 +191,17 @@ def main():
         if np.isfinite(res["oplist_amp_run"]) and res["oplist_amp_run"] < 1:
             failures.append("%s: the op-list rewrite did not break (%s): the model does not test calibration" % (
                 name, fmt(res["oplist_amp_run"])))
-        if res["share_cal"] < 0.85:
+    # The rescaled block: its two convolutions and the ReLU between them, at least 85% of the
+    # multiply-adds still fp16. The SSD heads: the extra layer, its ReLU and the two heads reading it.
+    expected = {"resnet18_rescaled": {"/layer1/layer1.0/conv1/Conv", "/layer1/layer1.0/relu/Relu",
+                                      "/layer1/layer1.0/conv2/Conv"},
+                "ssd_heads": {"/extra/extra.0/Conv", "/extra/extra.1/Relu", "/loc.1/Conv", "/conf.1/Conv"}}
+    for name, nodes in expected.items():
+        if name in results and set(results[name]["kept"]) != nodes:
+            failures.append("%s: kept %s, expected %s" % (name, sorted(results[name]["kept"]), sorted(nodes)))
+    for name in ["resnet18_rescaled"]:
+        res = results.get(name)
+        if res and res["share_cal"] < 0.85:
             failures.append("%s: %.1f%% of multiply-adds left in fp16, under 85%%" % (name, 100 * res["share_cal"]))
     for base in set(UNMODIFIED.values()) & set(results):
         if results[base]["kept"]:

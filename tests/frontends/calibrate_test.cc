@@ -7,6 +7,7 @@
 // in-memory entry point a binding calls.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -175,6 +176,31 @@ TEST_F(Calibrate, BadDataIsOneLineNamingTheFileAndInput) {
     EXPECT_EQ(out, "amp-rewrite: error: " + c.message + "\n");
     EXPECT_FALSE(std::filesystem::exists(path("bad.onnx")));
   }
+}
+
+// amp-train --calibrate: the step's forward keeps the same nodes fp32, so the first step's loss is
+// finite (NaN without) and within fp16's rounding of the fp32 step's (2 unit roundoffs, 2^-10).
+TEST_F(Calibrate, TrainingStepKeepsTheSameNodes) {
+  write_npz(path("train.npz"), {{"x", read_npz(path("calib.npz")).at(0).second}, {"labels", Tensor(DType::kFloat, {64, 8})}});
+  auto first_loss = [&](const std::string& args) {
+    std::string out;
+    EXPECT_EQ(test::run_command(tool("amp-train") + " " + path("overflow.onnx") + " --data " + path("train.npz") +
+                                    " --loss mse --steps 1 --batch-size 64 --no-shuffle --metrics " + path("m.jsonl") +
+                                    " " + args + " 2>&1",
+                                &out),
+              0)
+        << out;
+    const std::string log = test::read_file(path("m.jsonl"));
+    const json step = json::parse(log.substr(0, log.find('\n')));
+    return std::make_pair(step["loss"].is_null() ? NAN : step["loss"].get<double>(), out);
+  };
+  const double fp32 = first_loss("--dtype fp32").first;
+  EXPECT_TRUE(std::isnan(first_loss("--dtype fp16").first));
+  const auto [calibrated, out] = first_loss("--dtype fp16 --calibrate " + path("calib.npz"));
+  EXPECT_NEAR(calibrated, fp32, std::ldexp(fp32, -10)) << out;
+  EXPECT_NE(out.find("kept 3 nodes in fp32 (3 overflow, 0 error): fc2 (MatMul), relu2 (Relu), fc3 (MatMul)"),
+            std::string::npos)
+      << out;
 }
 
 // What a binding (onnx_amp.rewrite(..., calibrate=feeds)) calls: the model and feeds in memory.
