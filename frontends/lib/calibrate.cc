@@ -301,9 +301,8 @@ CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPol
   }
   probed.clear();
 
-  // 2-3. The floor: inputs at 16-bit precision, then inputs and the weights the op lists lower.
+  // 2. The floor: inputs and the weights the op lists lower at 16-bit precision.
   const Feeds rounded_feeds = with_low_precision(feeds, low);
-  r.floor_inputs = model_error(outputs, ref, eval.run(prepared, rounded_feeds, outputs), options.metric).error;
   {
     Model weights_rounded = clone_model(prepared);
     std::set<std::string> low_nodes;
@@ -321,6 +320,9 @@ CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPol
   r.target = options.max_error.value_or(default_target);
   r.below_floor = r.target < r.floor;
   const double goal = r.below_floor ? default_target : r.target;
+  // 3. Below the floor, what the inputs alone cost: whether any model of the data reaches E.
+  if (r.below_floor)
+    r.floor_inputs = model_error(outputs, ref, eval.run(prepared, rounded_feeds, outputs), options.metric).error;
 
   // 4-6. Rewrites with a set of nodes kept, each one evaluation.
   struct Evaluated {
@@ -437,7 +439,7 @@ nlohmann::ordered_json calibration_json(const CalibrationResult& r) {
   j["metric"] = calibration_metric_name(r.metric);
   j["target"] = value(r.target);
   j["target_is_default"] = r.target_is_default;
-  j["floor_inputs"] = value(r.floor_inputs);
+  if (r.below_floor) j["floor_inputs"] = value(r.floor_inputs);
   j["floor"] = value(r.floor);
   j["below_floor"] = r.below_floor;
   j["error_op_list"] = value(r.error_op_list);
@@ -488,8 +490,8 @@ std::string calibration_summary_text(const CalibrationResult& r) {
                   " s; output error (" + calibration_metric_name(r.metric) + ") " + num(r.error_op_list) +
                   " by op lists -> " + num(r.error_calibrated) + " calibrated, E " + num(r.target) +
                   (r.target_is_default ? " (default: 2 x floor)" : "") + "; floor " + num(r.floor) +
-                  " (inputs and weights at " + r.dtype + " precision; inputs alone " +
-                  num(r.floor_inputs) + ")\n";
+                  " (inputs and weights at " + r.dtype + " precision" +
+                  (r.below_floor ? "; inputs alone " + num(r.floor_inputs) : "") + ")\n";
   std::map<std::string, int> why;
   for (const KeptNode& k : r.kept) ++why[k.why];
   std::string names;

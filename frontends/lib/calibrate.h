@@ -9,17 +9,18 @@
 // Evaluations of the whole model, each one compile + run on the CPU backend:
 //   1. the fp32 model with a 16-bit twin of every low-precision node beside it, fed the fp32
 //      values its original reads rounded once (the node's own error, overflow and underflow);
-//   2. the fp32 model on inputs with 16-bit precision (11 significant bits for fp16, 8 for
-//      bf16; fp32's range: overflow and underflow are what placement removes), 3. with the
-//      weights the op lists lower too: the floor, below which no 16-bit placement goes; the
-//      default E is twice the floor (storing activations in 16 bits adds about as much again);
+//   2. the fp32 model with its inputs and the weights the op lists lower at 16-bit precision
+//      (11 significant bits for fp16, 8 for bf16; fp32's range: overflow and underflow are what
+//      placement removes): the floor, below which no 16-bit placement goes; the default E is
+//      twice the floor (storing activations in 16 bits adds about as much again);
+//   3. only when E is below the floor: the inputs alone at 16-bit precision, for the report;
 //   4. the op-list rewrite (the error before);
 //   5. with the nodes whose own 16-bit result overflows kept (one evaluation, all at once: an inf
 //      reaches every output downstream);
 //   6. then nodes whose own error is beyond what rounding explains, cheapest first, the rest by
 //      error, in batches that double (1, 2, 4, ...), one evaluation per batch, and a bisection
 //      inside the batch that reached E for its shortest sufficient prefix.
-// A model that needs nothing takes 4 evaluations; log2 of the suspects more otherwise — not a
+// A model that needs nothing takes 3 evaluations; log2 of the suspects more otherwise — not a
 // search over the node list with one evaluation per candidate subset.
 #pragma once
 
@@ -82,7 +83,7 @@ struct CalibrationResult {
   CalibrationMetric metric = CalibrationMetric::kMaxRelative;
   double target = 0;              // E as used
   bool target_is_default = false;   // E was not given: twice the floor
-  double floor_inputs = 0;        // error with only the inputs at 16-bit precision
+  double floor_inputs = 0;        // error with only the inputs at 16-bit precision (measured when below_floor)
   double floor = 0;               // with the inputs and the weights at 16-bit precision
   double error_op_list = 0;       // the op-list rewrite's error (inf when it is not finite)
   double error_calibrated = 0;    // with `kept` in fp32
