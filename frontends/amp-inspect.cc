@@ -27,10 +27,15 @@ static std::string io_list(const std::vector<Value*>& values) {
   return s;
 }
 
-// "rule: reason" of the rewrite's decision for n, "" when the model was not rewritten.
+// "rule: reason" of the rewrite's decision for n (and "; measured: k=v, ..." after a calibration
+// rule), "" when the model was not rewritten.
 static std::string decision_text(const Node& n) {
   auto r = read_decision_record(n);
-  return r ? r->rule + ": " + r->reason : "";
+  if (!r) return "";
+  std::string text = r->rule + ": " + r->reason, measured;
+  for (const auto& [name, value] : r->fields)
+    if (name != kRecordFieldFrom) measured += (measured.empty() ? "; measured: " : ", ") + name + "=" + value;
+  return text + measured;
 }
 
 static void print_nodes(const Graph& g) {

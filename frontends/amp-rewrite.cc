@@ -6,7 +6,9 @@
 
 #include "backends/backend.h"
 #include "frontends/lib/amp_config.h"
+#include "frontends/lib/calibrate.h"
 #include "frontends/lib/html_page.h"
+#include "frontends/lib/npz.h"
 #include "frontends/lib/rewrite_report.h"
 #include "frontends/lib/tool_main.h"
 #include "graph/amp_ops.h"
@@ -25,6 +27,9 @@ struct Options {
   std::string model, output, dtype, weights, config, report, html;
   std::vector<std::string> explain;
   bool keep_io = false, no_keep_io = false, verify_each = false, force = false;
+  std::string calibrate, metric = "max-relative";
+  double max_error = -1;  // < 0: the floor
+  bool write_unmet = false;
   std::vector<std::string> allow, deny, infer, clear, block;
 };
 
@@ -91,7 +96,7 @@ void check_overwrite(const Options& o, const std::string& output) {
 }
 
 int rewrite(const Options& o) {
-  const AmpPolicy policy = make_policy(o);
+  AmpPolicy policy = make_policy(o);
   const std::string output = o.output.empty() ? default_output(o.model, policy.target()) : o.output;
   check_overwrite(o, output);
   for (const std::string& out : {output, o.report, o.html}) {
@@ -105,6 +110,21 @@ int rewrite(const Options& o) {
                                "training steps)");
   for (const std::string& name : o.explain)
     if (!has_node_named(*m.graph, name)) throw InputError(o.model + ": --explain: no node named '" + name + "'");
+  // --calibrate: the nodes that break accuracy on the data are kept fp32 (calibrate.h), then the
+  // rewrite runs as always with them in the policy.
+  std::optional<CalibrationResult> calibration;
+  if (!o.calibrate.empty()) {
+    CalibrationOptions options;
+    options.metric = parse_calibration_metric(o.metric);
+    if (o.max_error >= 0) options.max_error = o.max_error;
+    calibration = calibrate(m, read_npz(o.calibrate), policy, options, o.calibrate);
+    if (calibration->below_floor && !o.write_unmet) {
+      std::cerr << "amp-rewrite: " << o.model << ": " << calibration_floor_text(*calibration)
+                << ". Nothing written (--write-unmet writes that placement).\n";
+      return kExitBadInput;
+    }
+    calibration->apply(policy);
+  }
   RewriteFacts facts{o.model, output, "", count_casts(m), 0, activation_bytes(m), 0};
   AmpResult result;
   PassManager pm = amp_rewrite_pipeline(policy, result, o.verify_each);
@@ -117,8 +137,13 @@ int rewrite(const Options& o) {
   if (saving.external_threshold > 0 && std::filesystem::exists(external_data_path(output)))
     facts.external_data_path = external_data_path(output);
 
-  const auto report = rewrite_report(facts, policy, result, pm.runs());
+  auto report = rewrite_report(facts, policy, result, pm.runs());
   std::cerr << rewrite_summary_text(report);
+  if (calibration) {
+    report["calibration"] = calibration_json(*calibration);
+    std::cerr << calibration_summary_text(*calibration);
+    if (calibration->below_floor) std::cerr << "  calibration: warning: " << calibration_floor_text(*calibration) << "\n";
+  }
   // An op amp-run cannot run does not stop a rewrite (its output is valid ONNX for other runtimes),
   // but it is never silent: one line per op type, naming the file and the first such node.
   {
@@ -182,6 +207,18 @@ int main(int argc, char** argv) {
   app.add_option("--html", o.html,
                  "write one self-contained HTML page of the rewritten model: the graph by scope, each node's "
                  "precision and reasons, a summary (opens offline in any browser)");
+  app.add_option("--calibrate", o.calibrate,
+                 "an .npz of inputs (keys = graph inputs): keep in fp32 the fewest nodes, cheapest first, that bring "
+                 "every output within --max-error on them (measured on the CPU backend's GPU-faithful 16-bit math)");
+  app.add_option("--max-error", o.max_error,
+                 "with --calibrate: largest error allowed per output, relative to max |fp32| (or top-1 disagreement "
+                 "with --metric top1); default: twice the floor, the error with only inputs and weights rounded")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--metric", o.metric, "with --calibrate: max-relative (default) or top1")
+      ->check(CLI::IsMember({"max-relative", "top1"}));
+  app.add_flag("--write-unmet", o.write_unmet,
+               "with --calibrate: write the rewrite calibrated for the floor when --max-error is below it (default: "
+               "say so and write nothing)");
   app.add_flag("--verify-each", o.verify_each, "check the graph after every pass and name the pass that broke it");
   return amp::tool_main(app, argc, argv, [&] { return amp::rewrite(o); });
 }

@@ -212,6 +212,14 @@ int main(int argc, char** argv) {
   app.add_flag("--memory-report", f.memory_report,
                "print where the peak memory goes: weights, optimizer state, the arena (low-precision weight copies, "
                "gradients, activations, scratch at its peak), everything else (also the last --metrics record)");
+  app.add_option("--calibrate", o.calibrate,
+                 "an .npz of forward inputs (other keys, such as labels, are ignored): keep in fp32 the fewest "
+                 "forward nodes, cheapest first, that bring every output within --max-error on them (as "
+                 "amp-rewrite --calibrate; measured in eval mode)");
+  app.add_option("--max-error", o.calibrate_max_error,
+                 "with --calibrate: largest error allowed per output, relative to max |fp32|; default: twice the "
+                 "floor (the error with only inputs and weights at 16-bit precision)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--plot", f.plot, "draw the loss curves, validation, loss scale and skipped steps here (.svg)");
   app.add_option("--bucket-mb", f.bucket_mb,
                  "data-parallel runs (mpirun -np N amp-train ...): MiB of gradients per all-reduce (default 25, as "

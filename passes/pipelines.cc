@@ -6,11 +6,25 @@
 
 namespace amp {
 
-PassManager amp_rewrite_pipeline(const AmpPolicy& policy, AmpResult& result, bool verify_each) {
-  PassManager pm(verify_each);
+namespace {
+
+void add_amp_prepare(PassManager& pm) {
   pm.add(std::make_unique<NameNodesPass>());
   pm.add(std::make_unique<RecognizeLayerNormPass>());
   pm.add(std::make_unique<CastCleanupPass>());
+}
+
+}  // namespace
+
+PassManager amp_prepare_pipeline(bool verify_each) {
+  PassManager pm(verify_each);
+  add_amp_prepare(pm);
+  return pm;
+}
+
+PassManager amp_rewrite_pipeline(const AmpPolicy& policy, AmpResult& result, bool verify_each) {
+  PassManager pm(verify_each);
+  add_amp_prepare(pm);
   pm.add(std::make_unique<AmpColourPass>(policy, result));
   pm.add(std::make_unique<AmpInsertCastsPass>(policy, result));
   pm.add(std::make_unique<CastCleanupPass>());

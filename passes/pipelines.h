@@ -15,5 +15,9 @@ namespace amp {
 // trips the new Casts made with old ones), amp-record-decisions. The passes fill `result`, which
 // must outlive the manager.
 PassManager amp_rewrite_pipeline(const AmpPolicy& policy, AmpResult& result, bool verify_each);
+// amp_rewrite_pipeline's first three passes (name-nodes, recognize-layer-norm, cast-cleanup): the
+// model as colouring sees it, in fp32. Calibration measures that model; rewriting it again is a
+// no-op for these passes, so its node names are the rewrite's.
+PassManager amp_prepare_pipeline(bool verify_each = false);
 
 }  // namespace amp

@@ -92,6 +92,11 @@ ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, 
     n["rule"] = rule_name(d.rule);
     n["reason"] = d.reason;
     if (!d.from.empty()) n["from"] = d.from;
+    if (!d.measurements.empty()) {
+      ordered_json measured = ordered_json::object();
+      for (const auto& [key, value] : d.measurements) measured[key] = value;
+      n["measurements"] = measured;
+    }
     nodes.push_back(std::move(n));
   }
   ordered_json counts = ordered_json::object();

@@ -8,10 +8,12 @@
 #include <set>
 
 #include "backends/backend.h"
+#include "frontends/lib/calibrate.h"
 #include "frontends/lib/checkpoint.h"
 #include "frontends/lib/data_parallel.h"
 #include "frontends/lib/metrics_log.h"
 #include "frontends/lib/non_finite.h"
+#include "frontends/lib/npz.h"
 #include "frontends/lib/training_data.h"
 #include "frontends/lib/training_progress.h"
 #include "graph/amp_ops.h"
@@ -19,6 +21,7 @@
 #include "graph/onnx_io.h"
 #include "passes/fusion/recognize_gelu.h"
 #include "passes/fusion/recognize_layer_norm.h"
+#include "passes/name_nodes.h"
 #include "passes/training/eval_mode.h"
 #include "passes/training/master_weights.h"
 #include "passes/training/training_info.h"
@@ -120,9 +123,39 @@ Model inference_model(const std::string& path) {
   return m;
 }
 
+// --calibrate: the nodes of the forward (named first, as the step will be) that calibration keeps
+// fp32 in the step's mixed-precision forward, measured as MasterWeightsPass places the rest.
+std::map<std::string, CalibratedNode> calibrate_forward(Model& forward, const TrainOptions& o) {
+  if (!is_low_precision(o.spec.precision)) throw InputError("--calibrate needs --dtype fp16 or bf16");
+  NameNodesPass().run(forward);
+  Feeds feeds;  // the data's labels and other keys are not the forward's inputs
+  for (auto& [key, t] : read_npz(o.calibrate)) {
+    const Value* v = forward.graph->value(key);
+    if (v && v->is_input()) feeds.emplace_back(key, std::move(t));
+  }
+  AmpPolicy policy(o.spec.precision);  // MasterWeightsPass's
+  policy.weights = WeightStorage::kKeep;
+  policy.beyond_opset_schemas = true;
+  CalibrationOptions options;
+  if (o.calibrate_max_error >= 0) options.max_error = o.calibrate_max_error;
+  options.threads = o.threads;
+  options.training_forward = true;
+  const CalibrationResult r = calibrate(forward, feeds, policy, options, o.calibrate);
+  if (r.below_floor) throw InputError(o.model + ": " + calibration_floor_text(r));
+  if (!o.quiet) spdlog::info("calibration on {}:\n{}", o.calibrate, calibration_summary_text(r));
+  r.apply(policy);
+  return policy.calibrated_nodes();
+}
+
 Models build_models(const TrainOptions& o) {
   register_amp_op_schemas();
   Model forward = load_model(o.model);
+  std::map<std::string, CalibratedNode> calibrated;
+  if (!o.calibrate.empty()) {
+    if (!forward.training_info.empty())
+      throw InputError(o.model + ": --calibrate calibrates a forward model, not a saved training step");
+    calibrated = calibrate_forward(forward, o);
+  }
   Models out;
   for (const Value* v : forward.graph->initializers()) out.weights.insert(v->name());
   if (!forward.training_info.empty()) {
@@ -133,6 +166,7 @@ Models build_models(const TrainOptions& o) {
     for (const std::string& name : out.step.params) out.weights.insert(name);
   } else {
     TrainingSpec spec = o.spec;
+    spec.calibrated = calibrated;
     spec.data_parallel.enabled = o.communicator != nullptr;
     // In every dtype: a NaN from the data or an fp32 overflow skips its step as an fp16 overflow
     // does, instead of writing NaN into every weight.
@@ -158,7 +192,8 @@ Models build_models(const TrainOptions& o) {
     add_loss(out.eval, out.step.loss_spec);
     RecognizeGeluPass().run(out.eval);  // as the step computes it
     RecognizeLayerNormPass().run(out.eval);
-    MasterWeightsPass(o.spec.precision).run(out.eval);
+    if (!calibrated.empty()) NameNodesPass().run(out.eval);  // the names calibration used
+    MasterWeightsPass(o.spec.precision, calibrated).run(out.eval);
   }
   return out;
 }

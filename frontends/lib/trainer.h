@@ -29,6 +29,10 @@ struct TrainOptions {
   int threads = 0;
   bool tf32 = false;  // fp32 products and convolutions on TF32 Tensor Cores (cuda)
   std::string save, checkpoint, resume, metrics, save_training_graph;
+  // --calibrate DATA.npz [--max-error E]: the forward's nodes that break accuracy on DATA stay
+  // fp32 in the step (calibrate.h); max_error < 0: the default E.
+  std::string calibrate;
+  double calibrate_max_error = -1;
   bool quiet = false;  // no progress or log lines
   bool memory_report = false;  // end --metrics with a record {"memory": MemoryReport's parts}
   bool strict_data = false;        // NaN or inf in the data is an error, not a warning

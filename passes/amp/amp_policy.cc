@@ -102,4 +102,10 @@ const std::string* AmpPolicy::blocked_by(const Node& n) const {
   return nullptr;
 }
 
+const CalibratedNode* AmpPolicy::calibrated(const Node& n) const {
+  if (n.name.empty()) return nullptr;
+  auto it = calibrated_.find(n.name);
+  return it == calibrated_.end() ? nullptr : &it->second;
+}
+
 }  // namespace amp

@@ -6,6 +6,7 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/dtype.h"
@@ -25,6 +26,16 @@ struct OpListEntry {
 enum class WeightStorage {
   kKeep,          // stay fp32 and are Cast at use: the master weights a training step updates
   kLowPrecision,  // stored in the target type when every use is low precision
+};
+
+// Measured figures behind a decision, in order: (what, value as text). Decision records carry them.
+using Measurements = std::vector<std::pair<std::string, std::string>>;
+
+// A node that numerical calibration (frontends/lib/calibrate.h) keeps in fp32: why, in one line
+// (what keeping it bought), and what was measured on it.
+struct CalibratedNode {
+  std::string reason;
+  Measurements measurements;
 };
 
 // Edits of the op lists, as the command line and config files give them: per category, op types
@@ -64,10 +75,17 @@ class AmpPolicy {
   // The pattern that blocks this node, or nullptr.
   const std::string* blocked_by(const Node& n) const;
 
+  // Nodes (by name) that calibration keeps in fp32: colour() decides them fp32 with the rule
+  // "calibration", before the op lists are read, and they do not propagate fp32 to neighbours.
+  void keep_calibrated(const std::string& node_name, CalibratedNode why) { calibrated_[node_name] = std::move(why); }
+  const CalibratedNode* calibrated(const Node& n) const;
+  const std::map<std::string, CalibratedNode>& calibrated_nodes() const { return calibrated_; }
+
  private:
   DType target_;
   std::map<std::string, OpListEntry> lists_;
   std::vector<std::pair<std::string, std::regex>> blocked_;
+  std::map<std::string, CalibratedNode> calibrated_;
 };
 
 }  // namespace amp

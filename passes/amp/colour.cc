@@ -27,6 +27,7 @@ const char* rule_name(Rule r) {
     case Rule::kInputFp32: return "input-fp32";
     case Rule::kNotListed: return "not-listed";
     case Rule::kBlocked: return "blocked";
+    case Rule::kCalibration: return "calibration";
     case Rule::kSchemaForbids: return "schema-forbids";
     case Rule::kTypeFromAttribute: return "type-from-attribute";
     case Rule::kOtherType: return "other-type";
@@ -111,7 +112,7 @@ class Colouring {
   }
 
   void decide(int i, Precision p, Rule r, std::string reason, int from = kNone) {
-    decision(i) = Decision{p, r, std::move(reason), from == kNone ? std::string() : ref(from)};
+    decision(i) = Decision{p, r, std::move(reason), from == kNone ? std::string() : ref(from), {}};
     decided_[i] = true;
   }
 
@@ -148,6 +149,11 @@ class Colouring {
       return decide(i, Precision::kNone, Rule::kNoFloatData, "moves no floating data: reads any precision");
     if (const std::string* pattern = policy_.blocked_by(*n))
       return decide(i, Precision::kFp32, Rule::kBlocked, "blocked by node pattern '" + *pattern + "'");
+    if (const CalibratedNode* c = policy_.calibrated(*n)) {
+      decide(i, Precision::kFp32, Rule::kCalibration, c->reason);
+      decision(i).measurements = c->measurements;
+      return;
+    }
     const OpListEntry* entry = policy_.entry(n->domain(), n->op_type());
     if (!entry)
       return decide(i, Precision::kFp32, Rule::kNotListed, n->op_type() + " is on no op list; unlisted ops stay fp32");
@@ -328,7 +334,7 @@ class Colouring {
 Decision cast_decision(const Node& cast) {
   const DType to = static_cast<DType>(cast.attr_int("to", 0));
   const Precision p = is_low_precision(to) ? Precision::kLow : to == DType::kFloat ? Precision::kFp32 : Precision::kNone;
-  return Decision{p, Rule::kCast, "Cast to " + std::string(dtype_name(to)) + ": its type is its 'to' attribute", ""};
+  return Decision{p, Rule::kCast, "Cast to " + std::string(dtype_name(to)) + ": its type is its 'to' attribute", "", {}};
 }
 
 AmpDecisions colour(const Model& m, const AmpPolicy& policy) {
@@ -344,6 +350,11 @@ std::vector<std::string> explain(const AmpDecisions& d, const NodeDecision& node
     const Decision& dec = at->decision;
     lines.push_back(at->ref + ": " + precision_name(dec.precision, d.target) + ", " + rule_name(dec.rule) + ": " +
                     dec.reason);
+    if (!dec.measurements.empty()) {
+      std::string m;
+      for (const auto& [key, value] : dec.measurements) m += (m.empty() ? "" : ", ") + key + "=" + value;
+      lines.push_back("  measured: " + m);
+    }
     at = dec.from.empty() ? nullptr : d.find(dec.from);
   }
   return lines;

@@ -48,6 +48,7 @@ enum class Rule {
   kInputFp32,          // some input is fp32, or none is low (step 5)
   kNotListed,
   kBlocked,
+  kCalibration,        // kept fp32 by numerical calibration (AmpPolicy::keep_calibrated)
   kSchemaForbids,      // the data's type variable does not allow the target type
   kTypeFromAttribute,  // the output type is an attribute (RandomNormal's dtype, ConstantOfShape)
   kOtherType,          // the data is double or the other 16-bit type: left alone
@@ -64,6 +65,7 @@ struct Decision {
   Rule rule = Rule::kNoFloatData;
   std::string reason;  // one line for people
   std::string from;    // node_ref() of the neighbour the decision came from; "" for list rules
+  Measurements measurements;  // what calibration measured (kCalibration); empty otherwise
 };
 
 // One node's decision with what the rewrite needs about it. `node` points at the node as it was
@@ -99,7 +101,8 @@ AmpDecisions colour(const Model& m, const AmpPolicy& policy);
 Decision cast_decision(const Node& cast);
 
 // The chain of reasons for one node: its decision, then that of the node it came from, and so on
-// to a list rule; one line each, "ref: precision, rule: reason".
+// to a list rule; one line each, "ref: precision, rule: reason", and under a node with
+// measurements one more, "  measured: key=value, key=value".
 std::vector<std::string> explain(const AmpDecisions& d, const NodeDecision& node);
 
 }  // namespace amp

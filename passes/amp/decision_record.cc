@@ -83,6 +83,7 @@ std::optional<DecisionRecord> read_decision_record(const Node& n) {
 DecisionRecord make_decision_record(const Decision& d, DType target) {
   DecisionRecord r{precision_name(d.precision, target), rule_name(d.rule), d.reason, {}};
   if (!d.from.empty()) r.fields.emplace_back(kRecordFieldFrom, d.from);
+  for (const auto& [name, value] : d.measurements) r.fields.emplace_back(name, value);
   return r;
 }
 
@@ -107,8 +108,11 @@ AmpDecisions recorded_decisions(const std::vector<const Graph*>& graphs) {
                                                                                   : Precision::kLow;
     dec.rule = *rule;
     dec.reason = r->reason;
-    for (const auto& [name, value] : r->fields)
-      if (name == kRecordFieldFrom) dec.from = value;
+    for (auto& [name, value] : r->fields)
+      if (name == kRecordFieldFrom)
+        dec.from = value;
+      else
+        dec.measurements.emplace_back(name, value);  // what a calibration measured, shown by explain()
     d.index[n] = d.nodes.size();
     d.nodes.push_back(NodeDecision{n, n->name, node_ref(n), n->op_type(), std::move(dec), {}});
   }

@@ -11,6 +11,7 @@ bool MasterWeightsPass::run(Model& m) {
   policy.keep_io_types = true;
   // The step runs on our backends: bf16 Conv, MaxPool... though opset 17's schemas leave bf16 out.
   policy.beyond_opset_schemas = true;
+  for (const auto& [name, why] : calibrated_) policy.keep_calibrated(name, why);
   if (low_ == DType::kBFloat16) m.set_metadata(kBfloat16WhereFloat16Key, "1");
   AmpColourPass(policy, result_).run(m);
   AmpInsertCastsPass(policy, result_).run(m);

@@ -5,6 +5,9 @@
 // gets its decision record (decision_record.h), so a saved step says why it runs as it does.
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "passes/amp/amp_passes.h"
 #include "passes/pass.h"
 
@@ -12,8 +15,10 @@ namespace amp {
 
 class MasterWeightsPass final : public Pass {
  public:
-  // `low`: kFloat16 or kBFloat16; kFloat leaves the model alone.
-  explicit MasterWeightsPass(DType low) : low_(low) {}
+  // `low`: kFloat16 or kBFloat16; kFloat leaves the model alone. `calibrated`: nodes (by name)
+  // that calibration keeps fp32 (amp-train --calibrate; AmpPolicy::keep_calibrated).
+  explicit MasterWeightsPass(DType low, std::map<std::string, CalibratedNode> calibrated = {})
+      : low_(low), calibrated_(std::move(calibrated)) {}
   std::string name() const override { return "master-weights"; }
   std::string summary() const override { return "low-precision forward over fp32 master weights (Cast at use)"; }
   bool run(Model& m) override;
@@ -21,6 +26,7 @@ class MasterWeightsPass final : public Pass {
 
  private:
   DType low_;
+  std::map<std::string, CalibratedNode> calibrated_;
   AmpResult result_;
 };
 

@@ -35,7 +35,7 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
   // the compute type in between.
   pipeline.add(std::make_unique<RecognizeLayerNormPass>());
   pipeline.add(std::make_unique<SelectParametersPass>(tg, spec.freeze));
-  pipeline.add(std::make_unique<MasterWeightsPass>(spec.precision));
+  pipeline.add(std::make_unique<MasterWeightsPass>(spec.precision, spec.calibrated));
   pipeline.add(std::make_unique<GradientsPass>(tg));
   pipeline.add(std::make_unique<LossScalePass>(tg, spec.loss_scale));
   pipeline.add(std::make_unique<AccumulateGradientsPass>(tg, spec.accumulate));

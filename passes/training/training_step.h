@@ -12,10 +12,12 @@
 // data-parallel run decides and updates alike.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "passes/amp/amp_policy.h"
 #include "passes/pass_manager.h"
 #include "passes/training/loss.h"
 #include "passes/training/all_reduce_gradients.h"
@@ -34,6 +36,8 @@ struct TrainingSpec {
   bool check_finite = false;  // the inf/NaN check (on whenever precision is low or the loss scaled)
   std::string freeze;         // regex of parameter names that do not train
   DataParallelSpec data_parallel;
+  // Nodes of the forward (by name) that calibration keeps in fp32 (amp-train --calibrate).
+  std::map<std::string, CalibratedNode> calibrated;
 };
 
 struct TrainingStep {

@@ -75,5 +75,37 @@ TEST(AmpPipeline, EveryNodeCarriesItsDecisionRecord) {
   EXPECT_EQ(b.m.graph->lookup("same"), nullptr);
 }
 
+// A node calibration keeps is decided fp32 with the rule "calibration" before the op lists are read,
+// carries its measurements into the record and --explain, and paints nothing around it: the
+// producer of its input stays low.
+TEST(AmpPipeline, CalibrationKeepsANodeInFp32WithItsMeasurements) {
+  test::ModelBuilder b;
+  Value* x = b.input("x");
+  Value* h = b.op("MatMul", {x, b.weight("w1")}, "h");
+  Value* y = b.op("MatMul", {h, b.weight("w2")}, "y");
+  b.output(y);
+  b.producer("y")->name = "second";
+  b.producer("h")->name = "first";
+  AmpPolicy policy;
+  policy.keep_calibrated("second", {"kept fp32 by calibration: overflows", {{"overflow", "3"}, {"own_error", "inf"}}});
+  AmpResult result;
+  amp_rewrite_pipeline(policy, result, /*verify_each=*/true).run(b.m);
+  test::expect_sound(b.m);
+  const NodeDecision* second = result.decisions.find("second");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->decision.precision, Precision::kFp32);
+  EXPECT_EQ(second->decision.rule, Rule::kCalibration);
+  EXPECT_EQ(result.decisions.find("first")->decision.precision, Precision::kLow);
+  const auto record = read_decision_record(*b.producer("y"));
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->rule, "calibration");
+  EXPECT_EQ(record->reason, "kept fp32 by calibration: overflows");
+  using Fields = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(record->fields, (Fields{{"overflow", "3"}, {"own_error", "inf"}}));
+  EXPECT_EQ(explain(result.decisions, *second),
+            (std::vector<std::string>{"second (MatMul): fp32, calibration: kept fp32 by calibration: overflows",
+                                      "  measured: overflow=3, own_error=inf"}));
+}
+
 }  // namespace
 }  // namespace amp

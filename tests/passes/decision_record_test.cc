@@ -29,6 +29,28 @@ TEST(DecisionRecord, KeepsOtherDocLinesAndReplacesAnOldRecord) {
   EXPECT_EQ(read_decision_record(*n)->rule, "inputs-low");
 }
 
+// A calibration's measurements are fields of the record (after `from`, in order), and a decision
+// read back from the model gets them again, for --explain and the --html panel.
+TEST(DecisionRecord, MeasurementsAreFieldsAndReadBackIntoTheDecision) {
+  Graph g;
+  Node* n = g.add_node("MatMul", {}, 1);
+  n->name = "mm";
+  Decision d;
+  d.precision = Precision::kFp32;
+  d.rule = Rule::kCalibration;
+  d.reason = "kept";
+  d.measurements = {{"own_error", "inf"}, {"overflow", "12"}};
+  write_decision_record(*n, make_decision_record(d, DType::kFloat16));
+  EXPECT_EQ(n->doc_string, "amp: fp32 calibration: kept\namp.own_error: inf\namp.overflow: 12");
+  const AmpDecisions recorded = recorded_decisions(g);
+  const NodeDecision* nd = recorded.find(n);
+  ASSERT_TRUE(nd);
+  EXPECT_EQ(nd->decision.measurements, d.measurements);
+  // Writing again without measurements drops the old ones.
+  write_decision_record(*n, {"fp16", "allow-list", "MatMul is on the allow list", {}});
+  EXPECT_EQ(n->doc_string, "amp: fp16 allow-list: MatMul is on the allow list");
+}
+
 TEST(DecisionRecord, NodesWithoutARecordHaveNone) {
   Graph g;
   Node* n = g.add_node("Relu", {}, 1);
