@@ -24,7 +24,8 @@ NamedTensors feeds_for(const Model& m, const NamedTensors& feeds) {
   for (const auto& [name, t] : feeds) {
     const Value* v = m.graph->value(name);
     const DType want = v ? v->dtype() : t.dtype;
-    out.emplace_back(name, t.dtype == DType::kFloat && is_low_precision(want) ? convert_tensor(t, want, nullptr) : t);
+    ClampRecord clamps{name};
+    out.emplace_back(name, t.dtype == DType::kFloat && is_low_precision(want) ? convert_tensor(t, want, &clamps) : t);
   }
   return out;
 }

@@ -61,13 +61,16 @@ def test_drop_in_on_the_zoo(work, name):
     assert ours <= naive, "ONNX Runtime error %.2e, a whole-model float16 conversion's %.2e" % (ours, naive)
 
     # keep_io_types=False (onnxconverter-common's default): the script feeds float16 where the
-    # model asks for it.
+    # model asks for it. The float16 output adds one rounding of its own (at most half an ulp of
+    # the largest output, 2**-11 relative), which the emulated conversion's float32 output lacks.
     m = users_script(float16, os.path.join(d, "eval.onnx"), out, keep_io_types=False)
     onnx.checker.check_model(out, full_check=True)
     elem = m.graph.input[0].type.tensor_type.elem_type
     feed = x.astype(np.float16) if elem == onnx.TensorProto.FLOAT16 else x
     assert x.dtype != np.float32 or elem == onnx.TensorProto.FLOAT16, "a float image input stays float32"
-    assert relative(ort(out, feed, work), ref["fp32"]) <= max(naive, relative(ref["fp16"], ref["fp32"]))
+    assert m.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
+    ours = relative(ort(out, feed, work), ref["fp32"])
+    assert ours <= max(naive, 2.0 ** -11), "ONNX Runtime error %.2e, a whole-model float16 conversion's %.2e" % (ours, naive)
 
 
 def test_arguments_of_onnxconverter_common(work):
@@ -87,7 +90,8 @@ def test_arguments_of_onnxconverter_common(work):
     assert onnx.TensorProto.FLOAT16 in weights.values()
     # Converting the converted model again changes nothing (onnxconverter-common refuses, since
     # for it a second conversion breaks the model).
-    again = float16.convert_float_to_float16(m, keep_io_types=True)
+    again = float16.convert_float_to_float16(m, keep_io_types=True, op_block_list=["Conv"],
+                                             node_block_list=[first_matmul])
     assert again.SerializeToString() == m.SerializeToString()
     path = os.path.join(work, "m.onnx")
     onnx.save(model, path)
