@@ -17,7 +17,7 @@ DEBS=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev libzip-dev zlib1g-dev graphviz
   dataset-fashion-mnist openmpi-bin libopenmpi-dev
   librsvg2-bin fonts-dejavu-core tesseract-ocr libpng-dev tmux
-  libgraphviz-dev chromium
+  libgraphviz-dev chromium pybind11-dev python3-dev python3-pytest
 )
 
 deps() {
@@ -45,6 +45,21 @@ deps() {
 build() {
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   ninja -C "$BUILD" -j"$JOBS"
+  install_python
+}
+
+# `import onnx_amp` for Debian's /usr/bin/python3: a .pth file in its site-packages
+# (/usr/local/lib/python3.11/dist-packages, AMP_PYTHON_SITE overrides) naming $BUILD/python, where
+# the build assembles the package (the extension module beside the .py files). A rebuild is then
+# what python3 imports, with nothing to copy, and the extension finds the CUDA backend's module
+# in the build folder it was built in.
+install_python() {
+  local site=${AMP_PYTHON_SITE:-$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')}
+  local sudo=""; [ -w "$(dirname "$site")" ] || [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo mkdir -p "$site"
+  echo "$BUILD/python" | $sudo tee "$site/onnx_amp.pth" >/dev/null
+  /usr/bin/python3 -c "import site; site.addsitedir('$site'); import onnx_amp" ||
+    { echo "setup: python3 cannot import onnx_amp from $BUILD/python" >&2; return 1; }
 }
 
 run_tests() {

@@ -8,6 +8,7 @@
 
 #include "frontends/lib/data_parallel.h"
 #include "frontends/lib/tool_main.h"
+#include "frontends/lib/train_flags.h"
 #include "frontends/lib/trainer.h"
 #include "frontends/lib/training_plot.h"
 #include "graph/error.h"
@@ -15,54 +16,6 @@
 namespace amp {
 
 namespace {
-
-struct Flags {
-  std::string loss, optimizer = "sgd", schedule = "constant", dtype = "fp32", loss_scale, plot;
-  double lr = 0.01, momentum = 0, weight_decay = 0, clip_norm = 0, bucket_mb = 25;
-  bool nesterov = false, no_shuffle = false, compare_fp32 = false, memory_report = false;
-};
-
-TrainOptions options_from(TrainOptions o, const Flags& f) {
-  if (!f.loss.empty()) {
-    o.spec.loss.kind = loss_kind_from_name(f.loss);
-    if (!o.spec.loss.kind) throw InputError("--loss must be cross_entropy, mse or bce_with_logits, not '" + f.loss + "'");
-  }
-  auto kind = optimizer_kind_from_name(f.optimizer);
-  if (!kind) throw InputError("--optimizer must be sgd, adam or adamw, not '" + f.optimizer + "'");
-  o.spec.optimizer.kind = *kind;
-  o.spec.optimizer.momentum = static_cast<float>(f.momentum);
-  o.spec.optimizer.nesterov = f.nesterov;
-  o.spec.optimizer.weight_decay = static_cast<float>(f.weight_decay);
-  if (!(f.bucket_mb > 0)) throw InputError("--bucket-mb must be positive");
-  o.spec.data_parallel.bucket_bytes = static_cast<int64_t>(f.bucket_mb * (1 << 20));
-  if (f.nesterov && (f.momentum <= 0 || *kind != OptimizerSpec::Kind::kSgd))
-    throw InputError("--nesterov needs --optimizer sgd with --momentum > 0");
-  o.spec.clip_norm = static_cast<float>(f.clip_norm);
-  auto schedule = schedule_kind_from_name(f.schedule);
-  if (!schedule) throw InputError("--schedule must be constant, cosine or linear, not '" + f.schedule + "'");
-  o.schedule.kind = *schedule;
-  o.schedule.base = f.lr;
-  auto dtype = dtype_from_name(f.dtype);
-  if (!dtype || (*dtype != DType::kFloat && !is_low_precision(*dtype)))
-    throw InputError("--dtype must be fp32, fp16 or bf16, not '" + f.dtype + "'");
-  o.spec.precision = *dtype;
-  // fp16 needs loss scaling (small gradients underflow); bf16 has fp32's range and needs none.
-  LossScaleSpec& scale = o.spec.loss_scale;
-  if (f.loss_scale.empty()) {
-    scale.mode = *dtype == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
-  } else if (f.loss_scale == "dynamic") {
-    scale.mode = LossScaleSpec::Mode::kDynamic;
-  } else {
-    char* end = nullptr;
-    const double v = std::strtod(f.loss_scale.c_str(), &end);
-    if (*end || !(v > 0)) throw InputError("--loss-scale must be 'dynamic' or a positive number, not '" + f.loss_scale + "'");
-    scale.mode = LossScaleSpec::Mode::kStatic;
-    scale.initial = static_cast<float>(v);
-  }
-  o.shuffle = !f.no_shuffle;
-  o.memory_report = f.memory_report;
-  return o;
-}
 
 std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
 
@@ -98,7 +51,7 @@ void print_summary(const char* label, const TrainResult& r) {
 
 // --plot, or with --compare-fp32 beside the metrics (m.jsonl -> m.svg); "" for none. Its folder is
 // checked before training, so a typo does not cost a run.
-std::string plot_path(const TrainOptions& o, const Flags& f) {
+std::string plot_path(const TrainOptions& o, const TrainFlags& f) {
   std::filesystem::path path = f.plot;
   if (path.empty() && f.compare_fp32 && !o.metrics.empty())
     path = std::filesystem::path(o.metrics).replace_extension(".svg");
@@ -118,8 +71,8 @@ void write_plot(const std::string& path, const TrainOptions& o, const std::vecto
   spdlog::info("loss curves drawn in {}", path);
 }
 
-int run(TrainOptions o, const Flags& f) {
-  o = options_from(std::move(o), f);
+int run(TrainOptions o, const TrainFlags& f) {
+  o = apply_train_flags(std::move(o), f);
   const std::string plot = plot_path(o, f);
   if (!f.compare_fp32) {
     const TrainResult r = train(o);
@@ -163,7 +116,7 @@ int run(TrainOptions o, const Flags& f) {
 int main(int argc, char** argv) {
   CLI::App app{"Train an ONNX model in fp32 or mixed precision (fp16/bf16 over fp32 master weights).", "amp-train"};
   amp::TrainOptions o;
-  amp::Flags f;
+  amp::TrainFlags f;
   app.add_option("model", o.model, "the .onnx model (a training-mode export), or a step saved with --save-training-graph")
       ->required();
   app.add_option("--data", o.data, "training data: .npz (keys = graph inputs + labels), IDX[.gz][,LABELS] or .csv")

@@ -7,31 +7,21 @@
 #include <cmath>
 #include <set>
 
-#include "backends/backend.h"
-#include "frontends/lib/calibrate.h"
 #include "frontends/lib/checkpoint.h"
 #include "frontends/lib/data_parallel.h"
 #include "frontends/lib/metrics_log.h"
-#include "frontends/lib/non_finite.h"
 #include "frontends/lib/npz.h"
 #include "frontends/lib/training_data.h"
 #include "frontends/lib/training_progress.h"
-#include "graph/amp_ops.h"
+#include "frontends/lib/training_session.h"
 #include "graph/error.h"
 #include "graph/onnx_io.h"
-#include "passes/fusion/recognize_gelu.h"
-#include "passes/fusion/recognize_layer_norm.h"
-#include "passes/name_nodes.h"
-#include "passes/training/eval_mode.h"
-#include "passes/training/master_weights.h"
-#include "passes/training/training_info.h"
 
 namespace amp {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Feeds = std::vector<std::pair<std::string, Tensor>>;
 
 // A run stops when a step is still skipped with the loss scale at its minimum this many times in a row.
 constexpr int64_t kMaxSkipsAtMinimumScale = 3;
@@ -59,37 +49,8 @@ std::vector<int64_t> epoch_order(int64_t size, int64_t epoch, uint64_t seed, boo
   return order;
 }
 
-Tensor scalar_tensor(float v) {
-  Tensor t(DType::kFloat, {});
-  *t.mutable_as<float>() = v;
-  return t;
-}
-
-Tensor bool_tensor(bool v) {
-  Tensor t(DType::kBool, {});
-  *t.mutable_as<bool>() = v;
-  return t;
-}
-
-double as_scalar(const Tensor& t) { return t.element(0); }
-
 // A loss for a message: NaN without the sign bit the arithmetic happened to leave ("nan", not "-nan").
 double shown(double loss) { return std::isnan(loss) ? std::fabs(loss) : loss; }
-
-// Correct predictions: argmax over the last axis of `scores` against the labels.
-int64_t correct_predictions(const Tensor& scores, const Tensor& labels) {
-  const int64_t rows = labels.numel();
-  if (rows == 0 || scores.numel() % rows != 0) return 0;
-  const int64_t classes = scores.numel() / rows;
-  int64_t correct = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c)
-      if (scores.element(r * classes + c) > scores.element(r * classes + best)) best = c;
-    correct += best == static_cast<int64_t>(labels.element(r));
-  }
-  return correct;
-}
 
 size_t peak_rss_bytes() {
   struct rusage u {};
@@ -104,128 +65,6 @@ std::string feature_key(const TrainingStep& s) {
   return "input";
 }
 
-// Everything a run compiles: the step, and with --val the eval-mode model for validation. The
-// model --save writes is made at the end from the file and the trained state (inference_model),
-// so no copy of the weights outlives compilation.
-struct Models {
-  TrainingStep step;
-  Model eval;  // forward in eval mode + the same loss, same precision (with --val; else empty)
-  std::set<std::string> weights;  // initializers of the model as given: its weights, not the optimizer's state
-};
-
-// The forward in eval mode, fp32, as the user's model: what --save writes (with the trained state)
-// and what validation's model is made from. Read from the file again: its external data is mapped,
-// not copied, so this costs no memory for weights until they are replaced.
-Model inference_model(const std::string& path) {
-  Model m = load_model(path);
-  m.training_info.clear();
-  EvalModePass().run(m);
-  return m;
-}
-
-// --calibrate: the nodes of the forward (named first, as the step will be) that calibration keeps
-// fp32 in the step's mixed-precision forward, measured as MasterWeightsPass places the rest.
-std::map<std::string, CalibratedNode> calibrate_forward(Model& forward, const TrainOptions& o) {
-  if (!is_low_precision(o.spec.precision)) throw InputError("--calibrate needs --dtype fp16 or bf16");
-  NameNodesPass().run(forward);
-  Feeds feeds;  // the data's labels and other keys are not the forward's inputs
-  for (auto& [key, t] : read_npz(o.calibrate)) {
-    const Value* v = forward.graph->value(key);
-    if (v && v->is_input()) feeds.emplace_back(key, std::move(t));
-  }
-  AmpPolicy policy(o.spec.precision);  // MasterWeightsPass's
-  policy.weights = WeightStorage::kKeep;
-  policy.beyond_opset_schemas = true;
-  CalibrationOptions options;
-  if (o.calibrate_max_error >= 0) options.max_error = o.calibrate_max_error;
-  options.threads = o.threads;
-  options.training_forward = true;
-  const CalibrationResult r = calibrate(forward, feeds, policy, options, o.calibrate);
-  if (r.below_floor) throw InputError(o.model + ": " + calibration_floor_text(r));
-  if (!o.quiet) spdlog::info("calibration on {}:\n{}", o.calibrate, calibration_summary_text(r));
-  r.apply(policy);
-  return policy.calibrated_nodes();
-}
-
-Models build_models(const TrainOptions& o) {
-  register_amp_op_schemas();
-  Model forward = load_model(o.model);
-  std::map<std::string, CalibratedNode> calibrated;
-  if (!o.calibrate.empty()) {
-    if (!forward.training_info.empty())
-      throw InputError(o.model + ": --calibrate calibrates a forward model, not a saved training step");
-    calibrated = calibrate_forward(forward, o);
-  }
-  Models out;
-  for (const Value* v : forward.graph->initializers()) out.weights.insert(v->name());
-  if (!forward.training_info.empty()) {
-    // A step saved by --save-training-graph: the algorithm graph and the inference graph joined
-    // again are the step; the inference graph alone, in eval mode, is the model --save writes.
-    out.step = step_from_training_info(forward);
-    out.weights.clear();
-    for (const std::string& name : out.step.params) out.weights.insert(name);
-  } else {
-    TrainingSpec spec = o.spec;
-    spec.calibrated = calibrated;
-    spec.data_parallel.enabled = o.communicator != nullptr;
-    // In every dtype: a NaN from the data or an fp32 overflow skips its step as an fp16 overflow
-    // does, instead of writing NaN into every weight.
-    spec.check_finite = true;
-    // Errors about one node (an op without a gradient rule) name the file too, as amp-run's do.
-    try {
-      out.step = build_training_step(std::move(forward), spec);
-    } catch (const InputError& e) {
-      const std::string what = e.what();
-      if (what.rfind(o.model, 0) == 0) throw;
-      throw InputError(o.model + ": " + what);
-    }
-  }
-  const Graph& g = *out.step.model.graph;
-  bool averages = false;
-  for (const Node* n : g.nodes()) averages = averages || (n->domain() == kAmpDomain && n->op_type() == "AllReduce");
-  if (o.communicator && !averages)
-    throw InputError(o.model + ": this training step was saved by a single process: it has no AllReduce to average "
-                     "the processes' gradients with; train from the model itself, or save the step from a "
-                     "data-parallel run");
-  if (!o.val.empty()) {
-    out.eval = inference_model(o.model);
-    add_loss(out.eval, out.step.loss_spec);
-    RecognizeGeluPass().run(out.eval);  // as the step computes it
-    RecognizeLayerNormPass().run(out.eval);
-    if (!calibrated.empty()) NameNodesPass().run(out.eval);  // the names calibration used
-    MasterWeightsPass(o.spec.precision, calibrated).run(out.eval);
-  }
-  return out;
-}
-
-// Initializers still read from the model's external data (constants that are not state) get bytes
-// of their own: a view, however small, keeps the whole mapping, and every page of it the backend
-// read while copying the weights, resident.
-void own_external_initializers(Model& m) {
-  for (Value* v : m.graph->initializers()) {
-    const Tensor& t = v->initializer();
-    if (!t.external) continue;
-    Tensor own = Tensor::from_bytes(t.dtype, t.dims, std::string(reinterpret_cast<const char*>(t.data()), t.nbytes()));
-    own.doc_string = t.doc_string;
-    m.graph->set_initializer(v, std::move(own));
-  }
-}
-
-// Drops the model's copy of these initializers (the backend holds them now): each keeps its name,
-// type and shape, and no bytes. Nothing may read their data afterwards.
-void release_initializers(Model& m, const std::vector<std::string>& names) {
-  for (const std::string& name : names) {
-    Value* v = m.graph->value(name);
-    if (!v || !v->has_initializer()) continue;
-    const Tensor& t = v->initializer();
-    Tensor meta;
-    meta.name = t.name;
-    meta.dtype = t.dtype;
-    meta.dims = t.dims;
-    m.graph->set_initializer(v, std::move(meta));
-  }
-}
-
 nlohmann::json memory_json(const MemoryReport& r) {
   nlohmann::json j;
   for (const auto& [key, bytes] : r.parts()) j[key] = bytes;
@@ -234,17 +73,16 @@ nlohmann::json memory_json(const MemoryReport& r) {
 
 class Trainer {
  public:
-  explicit Trainer(const TrainOptions& o) : o_(o), dp_(o.communicator), models_(build_models(o)), rank_log_(dp_) {
-    const TrainingStep& step = models_.step;
+  explicit Trainer(const TrainOptions& o) : o_(o), dp_(o.communicator), session_(session_options(o)), rank_log_(dp_) {
+    const TrainingStep& step = session_.step();
+    if (!session_.calibration_summary().empty() && !o.quiet)
+      spdlog::info("calibration on {}:\n{}", o.calibrate, session_.calibration_summary());
     train_data_ = load_data(o.data, feature_key(step), step.labels.empty() ? "labels" : step.labels);
     conform(train_data_, *step.model.graph, step.data_inputs);
     check_finite(train_data_, o.strict_data, dp_.root());
     if (!o.val.empty()) {
       val_data_ = load_data(o.val, feature_key(step), step.labels.empty() ? "labels" : step.labels);
-      std::vector<std::string> eval_inputs;
-      for (const Value* v : models_.eval.graph->inputs())
-        if (!v->has_initializer()) eval_inputs.push_back(v->name());
-      conform(val_data_, *models_.eval.graph, eval_inputs);
+      conform(val_data_, *session_.eval_model().graph, session_.eval_inputs());
       check_finite(val_data_, o.strict_data, dp_.root());
     }
     per_epoch_ = dp_.shard_size(train_data_.size) / o.batch_size;
@@ -263,36 +101,15 @@ class Trainer {
       resumed = read_checkpoint(o.resume);
       first_run = resumed.position.value("backend_runs", uint64_t{0});
     }
-    backend_ = make_backend(o.device);
     // Before the first collective of the run: ranks started differently would not even agree on
     // which collectives come next (NCCL's or MPI's).
     dp_.check_started_alike(settings());
     // Each replica draws its own dropout masks: with one stream, every rank would drop the same
     // units of its different samples.
     const uint64_t dropout_seed = dp_.rank() == 0 ? o.seed : splitmix64(o.seed ^ splitmix64(static_cast<uint64_t>(dp_.rank())));
-    CompileOptions train_options{step.state, step.updates, dropout_seed, o.threads};
-    train_options.first_run = first_run;
-    train_options.tf32 = o.tf32;
-    train_options.communicator = o.communicator;
-    train_ = backend_->compile(step.model, train_options);
-    // The backend holds the state now: the step's copy (and with it the mapping of the model's
-    // external data) goes. --save-training-graph puts the trained state back at the end.
-    release_initializers(models_.step.model, step.state);
-    own_external_initializers(models_.step.model);
-    if (!o.val.empty()) {
-      std::vector<std::string> eval_state;
-      for (const Value* v : models_.eval.graph->initializers())
-        if (std::find(step.state.begin(), step.state.end(), v->name()) != step.state.end())
-          eval_state.push_back(v->name());
-      CompileOptions eval_options{eval_state, {}, o.seed, o.threads};
-      eval_options.tf32 = o.tf32;
-      eval_ = backend_->compile(models_.eval, eval_options);
-      release_initializers(models_.eval, eval_state);
-      own_external_initializers(models_.eval);
-      eval_state_ = eval_state;
-    }
+    session_.compile(first_run, dropout_seed);
     if (!o.resume.empty()) resume(resumed);
-    if (dp_.size() > 1) dp_.check_same_state(state());
+    if (dp_.size() > 1) dp_.check_same_state(session_.state());
   }
 
   TrainResult run();
@@ -306,44 +123,28 @@ class Trainer {
   Feeds batch(int64_t micro);
   // What every rank must agree on before training (DataParallel::check_started_alike).
   nlohmann::json settings() const;
-  std::vector<std::pair<std::string, Tensor>> state() const;
   MemoryReport memory_report() const;
 
   const TrainOptions& o_;
   DataParallel dp_;
-  Models models_;
+  TrainingSession session_;
   RankLog rank_log_;
   DataSet train_data_, val_data_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<Executable> train_, eval_;
-  std::vector<std::string> eval_state_;
   LrSchedule schedule_;
   int64_t per_epoch_ = 0, total_ = 0;
   int64_t micro_ = 0, steps_ = 0, skipped_ = 0;
-  uint64_t runs_ = 0;
   std::vector<int64_t> order_;
   int64_t order_epoch_ = -1;
   MetricsLog metrics_;
   TrainResult result_;
   std::unique_ptr<TrainingProgress> progress_;
-  MemoryStats step_memory_;  // the training step's, as its latest run planned it
-  size_t eval_bytes_ = 0;    // validation's executable at its largest: state + arena + constants
 };
 
 void Trainer::resume(const Checkpoint& c) {
-  const auto names = train_->state_names();
-  for (const auto& [name, t] : c.state) {
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      throw InputError(o_.resume + ": the checkpoint holds '" + name + "', which the training step does not have");
-    train_->write_state(name, t);
-  }
-  if (c.state.size() != names.size())
-    throw InputError(o_.resume + ": the checkpoint holds " + std::to_string(c.state.size()) + " state tensors, the step has " +
-                     std::to_string(names.size()));
+  session_.restore_state(c.state, o_.resume + ": the checkpoint");
   micro_ = c.position.value("micro_batches", int64_t{0});
   steps_ = c.position.value("optimizer_steps", int64_t{0});
   skipped_ = c.position.value("skipped", int64_t{0});
-  runs_ = c.position.value("backend_runs", uint64_t{0});
   const int64_t saved_world = c.position.value("world_size", int64_t{1});
   if (saved_world != dp_.size()) {
     // An epoch's end means the same position at any number of processes; inside an epoch, which
@@ -388,59 +189,37 @@ Feeds Trainer::batch(int64_t micro) {
 }
 
 void Trainer::validate(int64_t epoch) {
-  // One arena at a time: the step plans again after validation.
-  train_->trim();
-  for (const std::string& name : eval_state_) eval_->write_state(name, train_->read_state(name));
-  const TrainingStep& step = models_.step;
-  const std::string loss_name = models_.eval.graph->outputs().back()->name();
-  double loss_sum = 0;
-  int64_t correct = 0, seen = 0, non_finite = 0;
+  session_.begin_evaluation();
+  const TrainingStep& step = session_.step();
+  EvaluationTotals t;
   const std::vector<int64_t> mine = dp_.validation_rows(val_data_.size);
   for (size_t start = 0; start < mine.size(); start += static_cast<size_t>(o_.batch_size)) {
     const std::vector<int64_t> rows(mine.begin() + static_cast<std::ptrdiff_t>(start),
                                     mine.begin() + static_cast<std::ptrdiff_t>(
                                                        std::min(mine.size(), start + static_cast<size_t>(o_.batch_size))));
-    Feeds feeds = gather_rows(val_data_, rows);
-    std::vector<std::string> fetches{loss_name};
-    if (!step.target.empty()) fetches.push_back(step.target);
-    std::vector<Tensor> out = eval_->run(feeds, fetches);
-    loss_sum += as_scalar(out[0]) * static_cast<double>(rows.size());
-    if (step.classification)
-      for (const auto& [key, t] : feeds)
-        if (key == step.labels) correct += correct_predictions(out[1], t);
-    // Samples whose outputs hold a NaN or inf: counted, since the mean loss alone would only be NaN.
-    if (!step.target.empty()) non_finite += count_non_finite(out[1]).samples;
-    seen += static_cast<int64_t>(rows.size());
+    session_.evaluate(gather_rows(val_data_, rows), t);
   }
-  std::vector<double> totals{loss_sum, static_cast<double>(correct), static_cast<double>(seen),
-                             static_cast<double>(non_finite)};
+  std::vector<double> totals{t.loss_sum, static_cast<double>(t.correct), static_cast<double>(t.seen),
+                             static_cast<double>(t.non_finite)};
   dp_.sum(totals);
-  loss_sum = totals[0];
-  correct = static_cast<int64_t>(totals[1]);
-  seen = static_cast<int64_t>(totals[2]);
-  non_finite = static_cast<int64_t>(totals[3]);
-  result_.val_loss = loss_sum / static_cast<double>(seen);
-  result_.val_non_finite = non_finite;
-  nlohmann::json record{{"epoch", epoch}, {"step", steps_}, {"val_loss", result_.val_loss}, {"val_non_finite", non_finite}};
+  t.loss_sum = totals[0];
+  t.correct = static_cast<int64_t>(totals[1]);
+  t.seen = static_cast<int64_t>(totals[2]);
+  t.non_finite = static_cast<int64_t>(totals[3]);
+  result_.val_loss = t.loss();
+  result_.val_non_finite = t.non_finite;
+  nlohmann::json record{{"epoch", epoch}, {"step", steps_}, {"val_loss", result_.val_loss}, {"val_non_finite", t.non_finite}};
   std::string line = fmt::format("epoch {} step {}: val_loss {:.4f}", epoch, steps_, shown(result_.val_loss));
   if (step.classification) {
-    result_.val_accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+    result_.val_accuracy = t.accuracy();
     record["val_accuracy"] = result_.val_accuracy;
     line += fmt::format(" val_accuracy {:.4f}", result_.val_accuracy);
   }
-  if (non_finite) line += fmt::format(" ({} of {} samples with NaN or inf outputs)", non_finite, seen);
+  if (t.non_finite) line += fmt::format(" ({} of {} samples with NaN or inf outputs)", t.non_finite, t.seen);
   metrics_.write(record);
   result_.history.validations.push_back({steps_, result_.val_loss, result_.val_accuracy});
   progress_->note(line);
-  const MemoryStats m = eval_->memory();
-  eval_bytes_ = std::max(eval_bytes_, m.state_bytes + m.arena_bytes + m.constant_bytes);
-  eval_->trim();
-}
-
-std::vector<std::pair<std::string, Tensor>> Trainer::state() const {
-  std::vector<std::pair<std::string, Tensor>> all;
-  for (const std::string& name : train_->state_names()) all.emplace_back(name, train_->read_state(name));
-  return all;
+  session_.end_evaluation();
 }
 
 nlohmann::json Trainer::settings() const {
@@ -457,7 +236,7 @@ nlohmann::json Trainer::settings() const {
       {"--resume (digest of the checkpoint)",
        o_.resume.empty() ? std::string() : std::to_string(file_digest(o_.resume + "/checkpoint.npz"))},
       {"--epochs", o_.epochs}, {"--steps", o_.steps}, {"--batch-size", o_.batch_size}, {"--seed", o_.seed},
-      {"--no-shuffle", !o_.shuffle}, {"--device", o_.device}, {"the backend (--device)", backend_->name()},
+      {"--no-shuffle", !o_.shuffle}, {"--device", o_.device}, {"the backend (--device)", session_.backend().name()},
       {"--tf32", o_.tf32},
       {"--loss", s.loss.kind ? loss_kind_name(*s.loss.kind) : ""}, {"--target", s.loss.target},
       {"--labels", s.loss.labels}, {"--optimizer", optimizer_kind_name(s.optimizer.kind)},
@@ -472,13 +251,13 @@ nlohmann::json Trainer::settings() const {
 
 void Trainer::checkpoint() {
   if (o_.checkpoint.empty()) return;
-  train_->trim();  // the copies of the state take the arena's place
+  session_.trim();  // the copies of the state take the arena's place
   Checkpoint c;
-  c.state = state();
+  c.state = session_.state();
   dp_.check_same_state(c.state);
   if (!dp_.root()) return;
   c.position = {{"micro_batches", micro_},  {"optimizer_steps", steps_}, {"skipped", skipped_},
-                {"backend_runs", runs_},    {"seed", o_.seed},          {"model", o_.model},
+                {"backend_runs", session_.runs()},    {"seed", o_.seed},          {"model", o_.model},
                 {"batch_size", o_.batch_size}, {"world_size", dp_.size()}};
   write_checkpoint(o_.checkpoint, c);
 }
@@ -486,22 +265,11 @@ void Trainer::checkpoint() {
 void Trainer::save_outputs() {
   if (!dp_.root()) return;
   if (!o_.save.empty()) {
-    Model out = inference_model(o_.model);
-    const auto names = train_->state_names();
-    for (Value* v : out.graph->initializers())
-      if (std::find(names.begin(), names.end(), v->name()) != names.end())
-        out.graph->set_initializer(v, train_->read_state(v->name()));
-    save_model(out, o_.save);
+    save_model(session_.trained_model(), o_.save);
     progress_->note("trained weights written to " + o_.save);
   }
   if (!o_.save_training_graph.empty()) {
-    // The step's initializers were released after compiling: the trained state takes their place.
-    Graph& g = *models_.step.model.graph;
-    for (const std::string& name : train_->state_names())
-      if (Value* v = g.value(name); v && v->has_initializer()) g.set_initializer(v, train_->read_state(name));
-    Model saved = to_training_info_model(models_.step, {});
-    release_initializers(models_.step.model, models_.step.state);
-    save_model(saved, o_.save_training_graph);
+    save_model(session_.training_graph(), o_.save_training_graph);
     progress_->note("training step written to " + o_.save_training_graph);
   }
 }
@@ -509,12 +277,13 @@ void Trainer::save_outputs() {
 // Where the step's memory goes, from the backend's own figures: its state tensor by tensor, and
 // the buffers live in its arena at the arena's peak, each put in one part by what made it.
 MemoryReport Trainer::memory_report() const {
-  const MemoryStats& m = step_memory_;
-  const Graph& g = *models_.step.model.graph;
+  const MemoryStats m = session_.step_memory();
+  const TrainingStep& step = session_.step();
+  const Graph& g = *step.model.graph;
   // The step's nodes are the forward's, then the loss's, then what the passes append after it:
   // the backward, gradient processing and the optimizer. Values those make are "gradients".
   std::set<const Value*> backward;
-  const Value* loss = g.value(models_.step.loss);
+  const Value* loss = g.value(step.loss);
   bool after_loss = false;
   for (const Node* n : g.nodes()) {
     if (after_loss)
@@ -522,10 +291,10 @@ MemoryReport Trainer::memory_report() const {
         if (out) backward.insert(out);
     after_loss = after_loss || (loss && n == loss->producer());
   }
-  const std::set<std::string> state(models_.step.state.begin(), models_.step.state.end());
+  const std::set<std::string> state(step.state.begin(), step.state.end());
   MemoryReport r;
   for (const auto& [name, bytes] : m.state)
-    (models_.weights.count(name) ? r.weights : r.optimizer_state) += bytes;
+    (session_.weights().count(name) ? r.weights : r.optimizer_state) += bytes;
   for (const ArenaUse& b : m.peak_live) {
     const Value* v = b.value.empty() ? nullptr : g.value(b.value);
     const Node* p = v ? v->producer() : nullptr;
@@ -542,7 +311,7 @@ MemoryReport Trainer::memory_report() const {
   r.arena = m.arena_bytes;
   r.arena_unused_at_peak = m.arena_bytes - m.peak_bytes;
   r.constants = m.constant_bytes;
-  r.validation = eval_bytes_;
+  r.validation = session_.eval_bytes();
   r.peak_rss = peak_rss_bytes();
   const size_t accounted = m.state_bytes + m.arena_bytes + r.constants + r.validation;
   r.other = r.peak_rss > accounted ? r.peak_rss - accounted : 0;
@@ -550,17 +319,11 @@ MemoryReport Trainer::memory_report() const {
 }
 
 TrainResult Trainer::run() {
-  const TrainingStep& step = models_.step;
+  const TrainingStep& step = session_.step();
   if (!o_.metrics.empty() && dp_.root()) metrics_ = MetricsLog(o_.metrics, !o_.resume.empty());
   progress_ = std::make_unique<TrainingProgress>(total_, o_.quiet || !dp_.root(), o_.label);
   if (dp_.root()) progress_->note(run_length_text());
-  std::vector<std::string> fetches{step.loss};
-  const size_t target_at = step.classification ? fetches.size() : 0;
-  if (step.classification) fetches.push_back(step.target);
-  const size_t finite_at = step.all_finite.empty() ? 0 : fetches.size();
-  if (!step.all_finite.empty()) fetches.push_back(step.all_finite);
-  const size_t scale_at = step.loss_scale.empty() ? 0 : fetches.size();
-  if (!step.loss_scale.empty()) fetches.push_back(step.loss_scale);
+  const bool scaled = !step.loss_scale.empty();
 
   // Of every process together: the global batch.
   const int64_t samples_per_step = o_.batch_size * o_.spec.accumulate * dp_.size();
@@ -569,26 +332,19 @@ TrainResult Trainer::run() {
   const int64_t first_step = steps_;
   while (steps_ < total_) {
     const float lr = static_cast<float>(schedule_.at(steps_));
-    double loss_sum = 0, scale = 1;
-    int64_t correct = 0;
-    bool skipped = false, epoch_ended = false;
+    bool epoch_ended = false;
     const auto start = Clock::now();
-    for (int64_t m = 0; m < o_.spec.accumulate; ++m) {
-      Feeds feeds = batch(micro_);
-      feeds.emplace_back(step.lr, scalar_tensor(lr));
-      if (!step.apply_update.empty()) feeds.emplace_back(step.apply_update, bool_tensor(m == o_.spec.accumulate - 1));
-      std::vector<Tensor> out = train_->run(feeds, fetches);
-      ++runs_;
-      step_memory_ = train_->memory();
-      loss_sum += as_scalar(out[0]);
-      if (step.classification)
-        for (const auto& [key, t] : feeds)
-          if (key == step.labels) correct += correct_predictions(out[target_at], t);
-      if (finite_at && m == o_.spec.accumulate - 1) skipped = as_scalar(out[finite_at]) == 0;
-      if (scale_at) scale = as_scalar(out[scale_at]);
-      ++micro_;
-      epoch_ended = epoch_ended || micro_ % per_epoch_ == 0;
-    }
+    const StepOutcome outcome = session_.run_step(
+        [&](int64_t) {
+          Feeds feeds = batch(micro_);
+          ++micro_;
+          epoch_ended = epoch_ended || micro_ % per_epoch_ == 0;
+          return feeds;
+        },
+        lr);
+    const bool skipped = outcome.skipped;
+    const double scale = scaled ? outcome.loss_scale : 1;
+    int64_t correct = outcome.correct;
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     ++steps_;
     if (steps_ > first_step + 1) {  // the first step plans the shapes: not a fair sample
@@ -597,7 +353,7 @@ TrainResult Trainer::run() {
     } else {
       first_seconds = seconds;
     }
-    const double local_loss = loss_sum / static_cast<double>(o_.spec.accumulate);
+    const double local_loss = outcome.loss;
     // The global batch's loss and accuracy; the skip decision is the same everywhere by
     // construction (the check reads averaged gradients), and summed as a guard.
     std::vector<double> totals{local_loss, static_cast<double>(correct), skipped ? 1.0 : 0.0};
@@ -614,8 +370,8 @@ TrainResult Trainer::run() {
                           {"samples_per_second", static_cast<double>(samples_per_step) / seconds}};
     if (step.classification) record["accuracy"] = static_cast<double>(correct) / static_cast<double>(samples_per_step);
     metrics_.write(record);
-    result_.history.steps.push_back({steps_, loss, scale_at ? scale : 0, skipped});
-    progress_->step(steps_, shown(loss), static_cast<double>(samples_per_step) / seconds, scale_at ? scale : 0, skipped_);
+    result_.history.steps.push_back({steps_, loss, scaled ? scale : 0, skipped});
+    progress_->step(steps_, shown(loss), static_cast<double>(samples_per_step) / seconds, scaled ? scale : 0, skipped_);
 
     if (skipped) {
       ++skips_in_a_row;
@@ -661,9 +417,9 @@ TrainResult Trainer::run() {
   if (micro_ % per_epoch_ != 0) checkpoint();
   progress_->finish();
   // The plans' arenas go before the state is copied out for the checks and files below.
-  train_->trim();
+  session_.trim();
   if (dp_.size() > 1 || rank_log_.active()) {
-    const auto final_state = state();
+    const auto final_state = session_.state();
     dp_.check_same_state(final_state);
     rank_log_.state(final_state);
   }
@@ -675,7 +431,7 @@ TrainResult Trainer::run() {
   result_.first_step_seconds = first_seconds;
   result_.samples_per_second =
       result_.seconds_per_step > 0 ? static_cast<double>(samples_per_step) / result_.seconds_per_step : 0;
-  result_.backend_peak_bytes = step_memory_.state_bytes + step_memory_.arena_bytes;
+  result_.backend_peak_bytes = session_.step_memory().state_bytes + session_.step_memory().arena_bytes;
   result_.peak_rss_bytes = peak_rss_bytes();
   result_.memory = memory_report();
   if (o_.memory_report) metrics_.write({{"memory", memory_json(result_.memory)}});
@@ -684,6 +440,24 @@ TrainResult Trainer::run() {
 }
 
 }  // namespace
+
+SessionOptions session_options(const TrainOptions& o) {
+  SessionOptions s;
+  s.model.path = o.model;
+  s.spec = o.spec;
+  s.device = o.device;
+  s.seed = o.seed;
+  s.threads = o.threads;
+  s.tf32 = o.tf32;
+  s.with_eval = !o.val.empty();
+  s.communicator = o.communicator;
+  if (!o.calibrate.empty()) {
+    s.calibration_feeds = read_npz(o.calibrate);
+    s.calibration_source = o.calibrate;
+    s.calibration_max_error = o.calibrate_max_error;
+  }
+  return s;
+}
 
 TrainResult train(const TrainOptions& options) {
   if (options.batch_size <= 0) throw InputError("--batch-size must be positive");

@@ -11,6 +11,7 @@
 #include "backends/communicator.h"
 #include "frontends/lib/lr_schedule.h"
 #include "frontends/lib/training_history.h"
+#include "frontends/lib/training_session.h"
 #include "passes/training/training_step.h"
 
 namespace amp {
@@ -98,5 +99,8 @@ struct TrainResult {
 
 // Throws InputError for bad models, data or options (naming the file, node and op).
 TrainResult train(const TrainOptions& options);
+
+// The training session a run of these options drives (its model read from options.model).
+SessionOptions session_options(const TrainOptions& options);
 
 }  // namespace amp

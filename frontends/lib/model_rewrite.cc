@@ -1,0 +1,105 @@
+#include "frontends/lib/model_rewrite.h"
+
+#include <filesystem>
+#include <set>
+
+#include "backends/backend.h"
+#include "frontends/lib/amp_config.h"
+#include "frontends/lib/rewrite_report.h"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+#include "graph/external_data.h"
+#include "graph/verify.h"
+#include "passes/pipelines.h"
+
+namespace amp {
+
+namespace {
+
+// A node name as a pattern that matches it alone (std::regex ECMAScript).
+std::string exact_pattern(const std::string& name) {
+  static const std::string special = "\\^$.|?*+()[]{}";
+  std::string out;
+  for (char c : name) {
+    if (special.find(c) != std::string::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+AmpPolicy make_rewrite_policy(const RewriteSettings& s) {
+  AmpConfig config;
+  if (!s.config.empty()) config = read_amp_config(s.config);
+  AmpPolicy policy(s.dtype.empty() ? config.dtype.value_or(DType::kFloat16) : parse_amp_dtype(s.dtype));
+  policy.keep_io_types = s.keep_io_types.value_or(config.keep_io_types.value_or(true));
+  policy.weights = s.weights.empty() ? config.weights.value_or(WeightStorage::kKeep) : parse_weight_storage(s.weights);
+  OpListEdits flags{{{OpCategory::kAllow, s.allow}, {OpCategory::kDeny, s.deny}, {OpCategory::kInfer, s.infer},
+                     {OpCategory::kClear, s.clear}},
+                    s.edits_source};
+  for (const std::string& op : s.block_ops)
+    if (const OpListEntry* e = policy.entry("", op)) flags.edits[e->category].push_back("-" + op);
+  policy.apply({config.lists, flags});
+  for (const auto& p : config.block_nodes) policy.block_nodes(p);
+  for (const auto& p : s.block) policy.block_nodes(p);
+  for (const auto& name : s.block_names) policy.block_nodes(exact_pattern(name));
+  return policy;
+}
+
+RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string& model_path, bool verify_each) {
+  if (!m.training_info.empty())
+    throw InputError(model_path + ": has training_info; amp-rewrite rewrites inference graphs (amp-train rewrites "
+                                  "training steps)");
+  RewrittenModel r{std::move(m), policy, {}, {}, 0, 0, {}};
+  r.casts_before = count_casts(r.model);
+  r.activation_bytes_before = activation_bytes(r.model);
+  PassManager pm = amp_rewrite_pipeline(r.policy, r.result, verify_each);
+  pm.run(r.model);
+  verify_or_throw(r.model);
+  r.passes = pm.runs();
+  // An op amp-run cannot run does not stop a rewrite (its output is valid ONNX for other runtimes),
+  // but it is never silent: one line per op type, naming the file and the first such node.
+  const std::unique_ptr<Backend> cpu = make_backend("cpu");
+  std::set<std::string> seen;
+  for (const Node* n : r.model.graph->nodes()) {
+    if (n->domain() == kAmpDomain || seen.count(n->qualified_op_type())) continue;
+    const std::string why = cpu->unsupported_reason(*n);
+    if (why.empty()) continue;
+    seen.insert(n->qualified_op_type());
+    r.warnings.push_back(model_path + ": node " + n->label() + ": " + why +
+                         " (amp-run and amp-train cannot run this model; the rewrite is valid ONNX for other runtimes)");
+  }
+  return r;
+}
+
+SaveOptions rewrite_save_options(const Model& m) {
+  size_t bytes = 0;
+  bool external = false;
+  for (const Value* v : m.graph->initializers()) {
+    bytes += v->initializer().nbytes();
+    external = external || v->initializer().external.has_value();
+  }
+  SaveOptions options;
+  if (external || bytes > (size_t{3} << 29)) options.external_threshold = 1024;  // onnx's own default threshold
+  return options;
+}
+
+std::string save_rewrite(const RewrittenModel& r, const std::string& output) {
+  const SaveOptions saving = rewrite_save_options(r.model);
+  save_model(r.model, output, saving);
+  if (saving.external_threshold > 0 && std::filesystem::exists(external_data_path(output)))
+    return external_data_path(output);
+  return "";
+}
+
+nlohmann::ordered_json rewrite_report_of(const RewrittenModel& r, const std::string& model_path,
+                                         const std::string& output, const std::string& external_data) {
+  const RewriteFacts facts{model_path,     output,
+                           external_data,  r.casts_before,
+                           count_casts(r.model), r.activation_bytes_before,
+                           activation_bytes(r.model)};
+  return rewrite_report(facts, r.policy, r.result, r.passes);
+}
+
+}  // namespace amp

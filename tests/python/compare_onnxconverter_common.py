@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""onnx_amp.float16 against onnxconverter-common's own float16 module on the zoo: the same user
+script run with each, its output checked by onnx.checker (full check), run in ONNX Runtime (node,
+tests/ort) and compared with torch's fp32 output. onnxconverter-common is fetched code that CI
+cannot install, so this is run by hand and its table kept in the README:
+
+    PYTHONPATH=/path/to/onnxconverter-common /usr/bin/python3 tests/python/compare_onnxconverter_common.py \\
+        --build build [MODEL ...]
+
+Columns per converter: the conversion's seconds, whether onnx.checker's full check passes, and
+ONNX Runtime's error against torch fp32 (max|diff| over max|output|) or why it did not run. The
+emulated whole-model float16 forward's error (zoo_reference.py) is given for scale.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "zoo"))
+
+ZOO = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x0_5", "mnasnet0_5",
+       "efficientnet_b0", "densenet121", "regnet_y_400mf", "squeezenet1_0", "googlenet", "convnext_tiny",
+       "vit_b_16", "swin_t", "tiny_transformer", "tiny_gpt", "tiny_attention", "tiny_encoder", "tiny_unet"]
+
+
+def users_script(float16_module, model_path, out_path):
+    model = onnx.load(model_path)
+    model_fp16 = float16_module.convert_float_to_float16(model, keep_io_types=True)
+    onnx.save(model_fp16, out_path)
+
+
+def judge(float16_module, d, x, ref, work, tag):
+    from zoo_check import ort_run
+    out = os.path.join(work, tag + ".onnx")
+    start = time.perf_counter()
+    try:
+        users_script(float16_module, os.path.join(d, "eval.onnx"), out)
+    except Exception as e:  # the converter's own failure is a result here
+        return "%.1f" % (time.perf_counter() - start), "-", "conversion failed: %s" % str(e).splitlines()[0][:80]
+    seconds = "%.1f" % (time.perf_counter() - start)
+    try:
+        onnx.checker.check_model(out, full_check=True)
+        checker = "passes"
+    except Exception as e:
+        checker = "fails: " + str(e).strip().splitlines()[0][:60]
+    try:
+        got, why = ort_run(out, x, work)
+        ort = "%.1e" % (float(np.abs(got - ref["fp32"]).max() / np.abs(ref["fp32"]).max())) if got is not None else why
+        if got is not None and not np.isfinite(got).all():
+            ort += " (NaN/inf in the output)"
+    except RuntimeError as e:
+        ort = "refused: " + str(e).replace("ONNX Runtime: ", "")[:90]
+    return seconds, checker, ort
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("models", nargs="*", default=ZOO)
+    p.add_argument("--build", required=True)
+    p.add_argument("--work", default=None)
+    o = p.parse_args()
+    build = os.path.abspath(o.build)
+    sys.path.insert(0, os.path.join(build, "python"))
+    from onnx_amp import float16 as ours
+    from onnxconverter_common import float16 as theirs
+    work = o.work or tempfile.mkdtemp(prefix="occ_compare_")
+    print("| model | onnxconverter-common: s, checker, ORT error | onnx_amp.float16: s, checker, ORT error | "
+          "whole-model fp16 (emulated) |")
+    print("|---|---|---|---|")
+    for name in o.models:
+        d = os.path.join(work, name)
+        if not os.path.exists(os.path.join(d, "eval_ref.npz")):
+            r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "zoo", "zoo_reference.py"), name, d,
+                                "--eval"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if r.returncode != 0:
+                print("| %s | export failed | | |" % name, flush=True)
+                continue
+        x = np.load(os.path.join(d, "eval_input.npz"))["input"]
+        ref = np.load(os.path.join(d, "eval_ref.npz"))
+        cells = [", ".join(judge(m, d, x, ref, d, tag)) for m, tag in ((theirs, "occ"), (ours, "amp"))]
+        naive = float(np.abs(ref["fp16"] - ref["fp32"]).max() / np.abs(ref["fp32"]).max())
+        print("| %s | %s | %s | %.1e |" % (name, cells[0], cells[1], naive), flush=True)
+
+
+if __name__ == "__main__":
+    main()
