@@ -127,3 +127,37 @@ def test_bad_settings_are_input_errors():
         onnx_amp.rewrite(model("mlp.onnx"), deny=["NotAnOp"])
     with pytest.raises(onnx_amp.InputError, match="unknown low-precision type 'fp8'"):
         onnx_amp.rewrite(model("mlp.onnx"), dtype="fp8")
+
+
+def calibration_models(work):
+    rc = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "frontends", "calibration_models.py"), work])
+    assert rc.returncode == 0
+    return os.path.join(work, "overflow.onnx"), dict(np.load(os.path.join(work, "calib.npz")))
+
+
+def test_calibrate_keeps_what_amp_rewrite_keeps(work):
+    """calibrate= is amp-rewrite --calibrate: on a model whose fc2 overflows fp16 on the data, the
+    same bytes (the same nodes kept fp32 with the same measurements in their records) and the same
+    calibration report, timings aside."""
+    path, feeds = calibration_models(work)
+    out = os.path.join(work, "cmd.onnx")
+    rc, _, err = tool("amp-rewrite", path, "-o", out, "--report", out + ".json", "--calibrate",
+                      os.path.join(work, "calib.npz"))
+    assert rc == 0, err
+    ours, report = onnx_amp.rewrite(path, calibrate=feeds)
+    with open(out, "rb") as f, open(out + ".json") as r:
+        assert ours.SerializeToString() == f.read()
+        theirs = json.load(r)["calibration"]
+    kept = sorted(k["node"] for k in report["calibration"]["kept"])
+    assert kept == sorted(k["node"] for k in theirs["kept"]) == ["fc2", "fc3", "relu2"]
+    assert report["calibration"]["error_calibrated"] == theirs["error_calibrated"]
+    fc2 = next(n for n in report["nodes"] if n["node"].split(" ")[0] == "fc2")
+    assert fc2["rule"] == "calibration" and fc2["measurements"]["own_error"] == "inf"
+
+
+def test_calibrate_below_the_floor_is_an_input_error(work):
+    path, feeds = calibration_models(work)
+    with pytest.raises(onnx_amp.InputError, match="floor"):
+        onnx_amp.rewrite(path, calibrate=feeds, max_error=1e-12)
+    _, report = onnx_amp.rewrite(path, calibrate=feeds, max_error=1e-12, write_unmet=True)
+    assert report["calibration"]["kept"]

@@ -52,7 +52,8 @@ def _names(value, what):
 
 
 def rewrite(model, dtype=None, keep_io_types=None, allow=None, deny=None, infer=None, clear=None, block_nodes=None,
-            weights=None, config=None, output=None, block_node_names=None, keep_fp32_ops=None):
+            weights=None, config=None, output=None, block_node_names=None, keep_fp32_ops=None, calibrate=None,
+            max_error=None, metric="max-relative", write_unmet=False):
     """Rewrites a model to mixed precision as `amp-rewrite` does; returns (onnx.ModelProto, report).
 
     dtype          "fp16" (default) or "bf16"
@@ -67,6 +68,13 @@ def rewrite(model, dtype=None, keep_io_types=None, allow=None, deny=None, infer=
                    that data (onnx.load(output, load_external_data=False))
     block_node_names  node names to keep in fp32, matched exactly
     keep_fp32_ops  op types to keep in fp32 wherever they are (each is taken off its list)
+    calibrate      a dict of input arrays (amp-rewrite --calibrate): the nodes whose 16-bit results
+                   break accuracy on them stay fp32 - the fewest, cheapest first, that bring every
+                   output within max_error of fp32 (relative to max |fp32|; default: twice the
+                   error of rounding only the inputs and weights), measured with the CPU backend's
+                   GPU-faithful 16-bit arithmetic. metric "top1" judges top-1 disagreement instead.
+                   Each kept node's measurements are in the report's nodes[] and "calibration".
+                   A max_error below that floor raises InputError unless write_unmet=True.
 
     The report is the JSON amp-rewrite --report writes, as Python data: every node's precision and
     the rule and neighbour behind it, casts, clamped constants, pass timings. Ops amp-run has no
@@ -77,7 +85,8 @@ def rewrite(model, dtype=None, keep_io_types=None, allow=None, deny=None, infer=
         data, name, base_dir, dtype or "", keep_io_types, weights or "", _names(allow, "allow"), _names(deny, "deny"),
         _names(infer, "infer"), _names(clear, "clear"), _names(block_nodes, "block_nodes"),
         _names(block_node_names, "block_node_names"), _names(keep_fp32_ops, "keep_fp32_ops"),
-        os.fspath(config) if config else "", os.fspath(output) if output else "")
+        os.fspath(config) if config else "", os.fspath(output) if output else "", calibrate, max_error, metric,
+        bool(write_unmet))
     for note in notes:
         warnings.warn(note, stacklevel=2)
     proto = onnx.load(os.fspath(output), load_external_data=False) if output else onnx.ModelProto.FromString(blob)
