@@ -774,19 +774,6 @@ class Pool final : public CudaOp {
   cudnnPoolingMode_t mode_;
 };
 
-// a and b have one static shape: every dim the same number or the same symbol, so the Add does
-// not broadcast (z must be Y's size to be cuDNN's z).
-bool same_static_shape(const Value* a, const Value* b) {
-  const auto& sa = a->type().shape;
-  const auto& sb = b->type().shape;
-  if (!sa || !sb || sa->rank() != sb->rank()) return false;
-  for (size_t d = 0; d < sa->rank(); ++d) {
-    const Dim &x = sa->dims[d], &y = sb->dims[d];
-    if (!(x.value ? x.value == y.value : !x.param.empty() && x.param == y.param)) return false;
-  }
-  return true;
-}
-
 std::optional<ConvFusion> match_convolution(const Node* conv, const std::function<bool(const Node*)>& busy) {
   const Value* bias = conv->input(2);
   if (!bias) return std::nullopt;

@@ -1,0 +1,230 @@
+#include "backends/cuda/batch_norm_relu_fusion.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "backends/cuda/batch_norm_relu.cuh"
+#include "backends/cuda/node_patterns.h"
+#include "graph/amp_ops.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+// x's dims as [N, C, the rest]: NCHW, the layout of every value of the plan.
+ChannelGeometry channel_geometry(const TensorDesc& x) {
+  if (x.dims.size() < 2) throw InputError("BatchNormalization needs [N, C, ...] input");
+  ChannelGeometry g{x.dims[0], x.dims[1], 1};
+  for (size_t d = 2; d < x.dims.size(); ++d) g.inner *= x.dims[d];
+  return g;
+}
+
+void expect_float_channels(const OpShapes& s, std::initializer_list<size_t> inputs, int64_t channels) {
+  for (size_t i : inputs)
+    if (s.in[i]->dtype != DType::kFloat || s.in[i]->numel() != channels)
+      throw InputError("BatchNormalization's scale, bias and statistics must be float, one per channel");
+}
+
+// Operands: 0 x, 1 scale, 2 B, 3 input_mean, 4 input_var, 5 z (absent without the Add).
+// Results: 0 y, 1 running_mean, 2 running_var (either may be absent), 3 the mask's bits (absent
+// when its readers need it as bool).
+class BatchNormRelu final : public CudaOp {
+ public:
+  explicit BatchNormRelu(const Node& bn)
+      : epsilon_(bn.attr_float("epsilon", 1e-5f)), momentum_(bn.attr_float("momentum", 0.9f)) {}
+
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc& x = *s.in[0];
+    const ChannelGeometry g = channel_geometry(x);
+    expect_float_channels(s, {1, 2, 3, 4}, g.channels);
+    if (s.out[0]->dtype != x.dtype || (s.has_in(5) && (s.in[5]->dtype != x.dtype || s.in[5]->dims != x.dims)))
+      throw InputError("x, the residual and y must share one type and shape");
+    BatchNormReluForward a;
+    a.t = x.dtype;
+    a.g = g;
+    a.epsilon = epsilon_;
+    a.momentum = momentum_;
+    const bool z = s.has_in(5), mean = s.has_out(1), var = s.has_out(2), bits = s.has_out(3);
+    const int sm = ctx.sm_count();
+    return std::make_unique<PreparedFunction>(
+        [a, z, mean, var, bits, sm](const OpBuffers& b, DeviceContext& c) {
+          BatchNormReluForward run = a;
+          run.x = b.in[0];
+          run.scale = static_cast<const float*>(b.in[1]);
+          run.bias = static_cast<const float*>(b.in[2]);
+          run.mean_in = static_cast<const float*>(b.in[3]);
+          run.var_in = static_cast<const float*>(b.in[4]);
+          run.z = z ? b.in[5] : nullptr;
+          run.y = b.out[0];
+          run.mean_out = mean ? static_cast<float*>(b.out[1]) : nullptr;
+          run.var_out = var ? static_cast<float*>(b.out[2]) : nullptr;
+          run.bits = bits ? static_cast<uint32_t*>(b.out[3]) : nullptr;
+          batch_norm_relu_forward(run, b.workspace, sm, c.stream());
+        },
+        batch_norm_relu_workspace(g, sm));
+  }
+  size_t packed_output_bytes(const OpShapes& s, size_t output) const override {
+    return output == 3 ? relu_bits_bytes(s.out[0]->numel()) : 0;
+  }
+
+ private:
+  float epsilon_, momentum_;
+};
+
+// Operands: 0 dY, 1 the mask's bits, 2 x, 3 scale, 4 a second dY the unit adds to the first (the
+// absorbed Add of two gradient contributions; absent without it). Results: 0 dX, 1 dscale, 2 dB
+// (either may be absent), 3 Where's result (absent when only this unit read it).
+class BatchNormReluGrad final : public CudaOp {
+ public:
+  explicit BatchNormReluGrad(const Node& grad) : epsilon_(grad.attr_float("epsilon", 1e-5f)) {}
+
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc& x = *s.in[2];
+    const ChannelGeometry g = channel_geometry(x);
+    expect_float_channels(s, {3}, g.channels);
+    if (s.in[0]->dtype != x.dtype || s.in[0]->dims != x.dims || s.out[0]->dtype != x.dtype ||
+        (s.has_in(4) && (s.in[4]->dtype != x.dtype || s.in[4]->dims != x.dims)))
+      throw InputError("dY, x and dX must share one type and shape");
+    for (size_t k = 1; k < 3; ++k)
+      if (s.has_out(k) && s.out[k]->dtype != DType::kFloat)
+        throw InputError("BatchNormalizationGrad's parameter gradients must be float");
+    BatchNormReluBackward a;
+    a.t = x.dtype;
+    a.g = g;
+    a.epsilon = epsilon_;
+    const bool dscale = s.has_out(1), dbias = s.has_out(2), dg = s.has_out(3), dy2 = s.has_in(4);
+    const int sm = ctx.sm_count();
+    return std::make_unique<PreparedFunction>(
+        [a, dscale, dbias, dg, dy2, sm](const OpBuffers& b, DeviceContext& c) {
+          BatchNormReluBackward run = a;
+          run.dy = b.in[0];
+          run.dy2 = dy2 ? b.in[4] : nullptr;
+          run.bits = static_cast<const uint32_t*>(b.in[1]);
+          run.x = b.in[2];
+          run.scale = static_cast<const float*>(b.in[3]);
+          run.dx = b.out[0];
+          run.dscale = dscale ? static_cast<float*>(b.out[1]) : nullptr;
+          run.dbias = dbias ? static_cast<float*>(b.out[2]) : nullptr;
+          run.dg = dg ? b.out[3] : nullptr;
+          batch_norm_relu_backward(run, b.workspace, sm, c.stream());
+        },
+        batch_norm_relu_workspace(g, sm));
+  }
+  size_t packed_input_bytes(const OpShapes& s, size_t input) const override {
+    return input == 1 ? relu_bits_bytes(s.in[2]->numel()) : 0;
+  }
+
+ private:
+  float epsilon_;
+};
+
+bool is_amp_op(const Node* n, const char* op) { return n && n->domain() == kAmpDomain && n->op_type() == op; }
+
+bool float_types(const Value* v) {
+  const DType t = v->dtype();
+  return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16;
+}
+
+// The backward half: Greater(y, 0) whose one reader is Where(mask, dY, 0), whose result is dY of
+// a BatchNormalizationGrad of x and scale; and the Add that made dY, when it sums two gradients of
+// y's shape and nothing else reads it (the residual block's input gets its gradient from both
+// branches: the unit reads the two, and the sum is never stored).
+struct Backward {
+  const Node *greater = nullptr, *where = nullptr, *grad = nullptr, *sum = nullptr;
+};
+
+const Node* gradient_sum(const Value* dy, const Node* where, const std::function<bool(const Node*)>& busy) {
+  const Node* add = dy->producer();
+  if (!is_op(add, "Add") || busy(add) || only_reader(dy) != where) return nullptr;
+  for (const Value* v : add->inputs())
+    if (!v || v->dtype() != dy->dtype() || !same_static_shape(v, dy)) return nullptr;
+  return add;
+}
+std::optional<Backward> backward_of(const Node* bn, const Value* y, const std::function<bool(const Node*)>& busy) {
+  const DType t = y->dtype();
+  for (const Use& u : y->uses()) {
+    const Node* greater = u.node;
+    if (!is_op(greater, "Greater") || busy(greater) || greater->input(0) != y || !is_zero_constant(greater->input(1)))
+      continue;
+    const Value* mask = greater->output(0);
+    if (mask->is_output() || mask->uses().size() != 1) continue;
+    const Use& m = mask->uses().front();
+    const Node* where = m.node;
+    if (!is_op(where, "Where") || busy(where) || m.index != 0 || where->input(1) == mask ||
+        !is_zero_constant(where->input(2)) || where->input(1)->dtype() != t || where->output(0)->dtype() != t ||
+        where->output(0)->is_output())
+      continue;
+    for (const Use& w : where->output(0)->uses()) {
+      const Node* grad = w.node;
+      if (is_amp_op(grad, "BatchNormalizationGrad") && w.index == 0 && !busy(grad) && grad->output(0) &&
+          grad->input(1) == bn->input(0) && grad->input(2) == bn->input(1) &&
+          grad->attr_float("epsilon", 1e-5f) == bn->attr_float("epsilon", 1e-5f))
+        return Backward{greater, where, grad, gradient_sum(where->input(1), where, busy)};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<UnitMatch> match_batch_norm_relu(const Graph& g, const std::function<bool(const Node*)>& excluded) {
+  std::vector<UnitMatch> out;
+  std::vector<const Node*> taken;
+  auto busy = [&](const Node* n) { return excluded(n) || std::find(taken.begin(), taken.end(), n) != taken.end(); };
+  for (const Node* bn : g.nodes()) {
+    if (!is_op(bn, "BatchNormalization") || busy(bn) || bn->attr_int("training_mode", 0) == 0) continue;
+    const Value* x = bn->input(0);
+    const DType t = x->dtype();
+    if (!float_types(x) || bn->inputs().size() < 5) continue;
+    bool float_parameters = true;
+    for (size_t i = 1; i < 5; ++i) float_parameters = float_parameters && bn->input(i) && bn->input(i)->dtype() == DType::kFloat;
+    if (!float_parameters || bn->output(0)->dtype() != t) continue;
+    UnitMatch f;
+    f.nodes = {bn};
+    const Value* result = bn->output(0);
+    const Value* z = nullptr;
+    const Node* add = only_reader(result);
+    if (is_op(add, "Add") && !busy(add) && add->input(0) != add->input(1) && add->output(0)->dtype() == t) {
+      const Value* other = add->input(0) == result ? add->input(1) : add->input(0);
+      if (other->dtype() == t && same_static_shape(other, result)) {
+        z = other;
+        f.nodes.push_back(add);
+        result = add->output(0);
+      }
+    }
+    const Node* relu = only_reader(result);
+    if (!is_op(relu, "Relu") || busy(relu) || relu->output(0)->dtype() != t) continue;
+    f.nodes.push_back(relu);
+    const Value* y = relu->output(0);
+    const std::optional<Backward> back = backward_of(bn, y, busy);
+    const Value* bits = nullptr;
+    if (back) {
+      f.nodes.push_back(back->greater);
+      bits = back->greater->output(0);
+    }
+    auto output = [&](size_t k) { return bn->outputs().size() > k ? bn->output(k) : nullptr; };
+    f.inputs = {x, bn->input(1), bn->input(2), bn->input(3), bn->input(4), z};
+    f.outputs = {y, output(1), output(2), bits};
+    f.op = std::make_unique<BatchNormRelu>(*bn);
+    taken.insert(taken.end(), f.nodes.begin(), f.nodes.end());
+    out.push_back(std::move(f));
+    if (!back) continue;
+    UnitMatch b;
+    const Node* grad = back->grad;
+    b.nodes = {grad, back->where};
+    if (back->sum) b.nodes.push_back(back->sum);
+    const Value* g_value = back->where->output(0);
+    const bool read_elsewhere = only_reader(g_value) != grad;
+    auto grad_output = [&](size_t k) { return grad->outputs().size() > k ? grad->output(k) : nullptr; };
+    const Value* dy = back->sum ? back->sum->input(0) : back->where->input(1);
+    const Value* dy2 = back->sum ? back->sum->input(1) : nullptr;
+    b.inputs = {dy, bits, x, bn->input(1), dy2};
+    b.outputs = {grad_output(0), grad_output(1), grad_output(2), read_elsewhere ? g_value : nullptr};
+    b.op = std::make_unique<BatchNormReluGrad>(*grad);
+    taken.insert(taken.end(), b.nodes.begin(), b.nodes.end());
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace amp::cuda

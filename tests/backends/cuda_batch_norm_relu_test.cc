@@ -1,0 +1,185 @@
+// BatchNorm + residual Add + ReLU as fused device units (backends/cuda/batch_norm_relu_fusion.h):
+// the plan of a training step takes every such layer as one forward and one backward unit with
+// the ReLU's mask as bits (device-free, here); the units compute what the CPU backend computes
+// for the unfused nodes, in fp32, fp16 and bf16, NCHW and [N, C] (on a GPU, or in
+// test_cuda_backend_emulated on the host stand-ins with the kernels on the fiber emulator).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "graph/half.h"
+#include "tests/support/test_support.h"
+
+#if AMP_HAVE_CUDA
+#include "backends/cuda/batch_norm_relu.cuh"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/schedule.h"
+#include "graph/amp_ops.h"
+#include "tests/support/cuda_plans.h"
+#include "tests/support/one_node.h"
+#include "tests/support/parity.h"
+#endif
+
+namespace amp {
+namespace {
+
+#if AMP_HAVE_CUDA
+
+using test::random_tensor;
+
+// y = Relu(BatchNormalization(x) [+ z]) and the backward autodiff writes for it when dY reaches
+// y: g = Where(Greater(y, 0), dY, 0), dX, dscale, dB = BatchNormalizationGrad(g, x, scale); g is
+// also read by a Neg (the residual's other branch in a ResNet); with `summed`, dY is the Add of two
+// gradients (dy and dy2), as a residual block's input gets it. Every result is an output.
+Model bn_relu_layer(DType t, const std::vector<int64_t>& dims, bool residual, bool summed = false) {
+  Model m;
+  m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
+  Graph& g = *m.graph;
+  const std::vector<int64_t> channels{dims[1]};
+  auto input = [&](const std::string& name, DType e, const std::vector<int64_t>& d) {
+    return g.add_input(name, ValueType::tensor(e, Shape::of(d)));
+  };
+  // Output 0 of x's dims (a Constant's: a scalar), the others per channel in float; typed with
+  // their shapes, as an export's shape inference leaves them.
+  auto node = [&](const std::string& op, std::vector<Value*> in, std::vector<std::string> out, DType e,
+                  const std::string& domain = "") {
+    Node* n = g.add_node(op, std::move(in), std::move(out), domain);
+    for (size_t k = 0; k < n->outputs().size(); ++k)
+      n->output(k)->set_type(k == 0 ? ValueType::tensor(e, Shape::of(op == "Constant" ? std::vector<int64_t>{} : dims))
+                                    : ValueType::tensor(DType::kFloat, Shape::of(channels)));
+    return n;
+  };
+  Value* x = input("x", t, dims);
+  Value* scale = input("scale", DType::kFloat, channels);
+  Value* bias = input("bias", DType::kFloat, channels);
+  Value* mean = input("mean", DType::kFloat, channels);
+  Value* var = input("var", DType::kFloat, channels);
+  Value* dy = input("dy", t, dims);
+  if (summed) dy = node("Add", {dy, input("dy2", t, dims)}, {"dy_sum"}, t)->output(0);
+  Tensor zero_value(t, {});
+  if (t == DType::kFloat) *zero_value.mutable_as<float>() = 0.0f;
+  else *zero_value.mutable_as<uint16_t>() = 0;  // +0 in fp16 and bf16
+  Node* zero = node("Constant", {}, {"zero"}, t);
+  zero->set_attr(Attribute::of_tensor("value", zero_value));
+  Node* bn = node("BatchNormalization", {x, scale, bias, mean, var}, {"bn", "running_mean", "running_var"}, t);
+  bn->set_attr(Attribute::of_int("training_mode", 1));
+  bn->set_attr(Attribute::of_float("momentum", 0.8f));
+  Value* pre = bn->output(0);
+  if (residual) pre = node("Add", {pre, input("z", t, dims)}, {"sum"}, t)->output(0);
+  Value* y = node("Relu", {pre}, {"y"}, t)->output(0);
+  Value* mask = node("Greater", {y, zero->output(0)}, {"mask"}, DType::kBool)->output(0);
+  Value* grad = node("Where", {mask, dy, zero->output(0)}, {"g"}, t)->output(0);
+  Node* bn_grad = node("BatchNormalizationGrad", {grad, x, scale}, {"dx", "dscale", "dbias"}, t, kAmpDomain);
+  Value* other = node("Neg", {grad}, {"other_branch"}, t)->output(0);
+  for (Value* v : {y, bn->output(1), bn->output(2), bn_grad->output(0), bn_grad->output(1), bn_grad->output(2), other})
+    g.add_output(v);
+  return m;
+}
+
+const char* const kOutputs[] = {"y", "running_mean", "running_var", "dx", "dscale", "dbias", "other_branch"};
+
+TEST(CudaSchedule, BatchNormAddReluAndTheirBackwardAreTwoUnitsWithTheMaskAsBits) {
+  const Model m = bn_relu_layer(DType::kBFloat16, {4, 6, 5, 5}, true, true);
+  const cuda::Schedule s(m, {});
+  const std::vector<Tensor> feeds = test::zero_feeds(s);
+  const cuda::ShapePlan p = test::plan_with(s, feeds);
+  std::vector<std::string> got;
+  for (const cuda::Unit* u : p.order)
+    if (u->kind.find("fused") == std::string::npos) got.push_back(u->kind);
+  EXPECT_EQ(got, (std::vector<std::string>{"BatchNormalization+Add+Relu+Greater", "BatchNormalizationGrad+Where+Add"}));
+  const int mask = s.program.find("mask");
+  EXPECT_EQ(p.desc[mask].packed_bytes, cuda::relu_bits_bytes(4 * 6 * 5 * 5)) << "one bit per element, whole words";
+  // The backward reads the two gradients the Add summed (the sum is never stored) and writes
+  // Where's result for the Neg beside it.
+  const cuda::Unit& back = *p.order[1];
+  EXPECT_EQ(back.in.back(), s.program.find("dy2"));
+  EXPECT_EQ(back.out.back(), s.program.find("g"));
+}
+
+// Every BatchNorm of models/cnn.train.onnx is followed by a ReLU (one after the residual Add):
+// in its mixed-precision training steps all four run fused both ways, and no BatchNorm, ReLU or
+// BatchNorm gradient is left as a unit of its own.
+TEST(CudaSchedule, EveryBatchNormOfTheCnnStepRunsFusedBothWays) {
+  for (DType precision : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = test::mixed_precision_step("cnn.train.onnx", precision);
+    const cuda::Schedule s(step.model, test::step_options(step));
+    const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
+    std::map<std::string, int> kinds;
+    std::string listing;
+    for (const cuda::Unit* u : p.order) {
+      ++kinds[u->kind];
+      listing += "  " + u->kind + "\n";
+    }
+    EXPECT_EQ(kinds["BatchNormalization+Relu+Greater"], 3) << listing;
+    EXPECT_EQ(kinds["BatchNormalization+Add+Relu+Greater"], 1) << listing;
+    EXPECT_EQ(kinds["BatchNormalizationGrad+Where"], 4) << listing;
+    for (const char* alone : {"BatchNormalization", "BatchNormalizationGrad", "Relu"}) EXPECT_EQ(kinds[alone], 0) << alone;
+  }
+}
+
+#define REQUIRE_GPU()                                                                        \
+  do {                                                                                       \
+    std::string why;                                                                         \
+    if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
+  } while (0)
+
+// The fused units against the CPU backend running the same nodes one by one. The CPU rounds
+// BatchNorm's result and the Add's to the storage type before the ReLU, the unit rounds the sum
+// once: in fp16 and bf16 an element within that rounding of 0 can take the other side of the
+// ReLU, so up to 2 elements of dX and g may differ there (the statistics and the parameter
+// gradients are sums over every element and stay within the tolerance).
+TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
+  REQUIRE_GPU();
+  struct Case {
+    std::vector<int64_t> dims;
+    bool residual, summed;
+  };
+  // NCHW (each channel in runs of 25), and [N, C] with C past one tile of 32 channels.
+  const Case cases[] = {{{4, 6, 5, 5}, true, true}, {{4, 6, 5, 5}, false, false}, {{24, 40}, false, true}};
+  uint32_t seed = 300;
+  for (const Case& c : cases)
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + (c.residual ? " residual" : "") + (c.summed ? " summed " : " ") +
+                   std::to_string(c.dims.size()) + "-d");
+      const Model m = bn_relu_layer(t, c.dims, c.residual, c.summed);
+      {  // the units under test, not the unfused nodes
+        const cuda::Schedule s(m, {});
+        const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
+        std::string kinds;
+        for (const cuda::Unit* u : p.order) kinds += u->kind + ";";
+        EXPECT_NE(kinds.find(c.residual ? "BatchNormalization+Add+Relu+Greater;" : "BatchNormalization+Relu+Greater;"),
+                  std::string::npos) << kinds;
+        EXPECT_NE(kinds.find(c.summed ? "BatchNormalizationGrad+Where+Add;" : "BatchNormalizationGrad+Where;"),
+                  std::string::npos) << kinds;
+      }
+      const std::vector<int64_t> channels{c.dims[1]};
+      // x away from 0 on average (mean 1.5): the statistics must not depend on a small mean.
+      test::Feeds feeds = {{"x", random_tensor(t, c.dims, seed++, -1.0f, 4.0f)},
+                           {"scale", random_tensor(DType::kFloat, channels, seed++, 0.5f, 2.0f)},
+                           {"bias", random_tensor(DType::kFloat, channels, seed++)},
+                           {"mean", random_tensor(DType::kFloat, channels, seed++)},
+                           {"var", random_tensor(DType::kFloat, channels, seed++, 0.5f, 2.0f)},
+                           {"dy", random_tensor(t, c.dims, seed++)}};
+      if (c.residual) feeds.push_back({"z", random_tensor(t, c.dims, seed++)});
+      if (c.summed) feeds.push_back({"dy2", random_tensor(t, c.dims, seed++)});
+      const std::vector<std::string> outputs(std::begin(kOutputs), std::end(kOutputs));
+      const std::vector<Tensor> cpu = make_backend("cpu")->compile(m, {})->run(feeds, outputs);
+      auto exe = make_backend("cuda")->compile(m, {});
+      std::vector<Tensor> gpu;
+      for (int r = 0; r < 3; ++r) gpu = exe->run(feeds, outputs);  // the last replays a captured graph
+      const size_t kinks = t == DType::kFloat ? 0 : 2;
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        const bool elementwise = outputs[k] == "dx" || outputs[k] == "other_branch" || outputs[k] == "y";
+        test::expect_close(gpu[k], cpu[k], outputs[k], 10.0, elementwise ? kinks : 0);
+      }
+    }
+}
+
+#endif  // AMP_HAVE_CUDA
+
+}  // namespace
+}  // namespace amp
