@@ -47,9 +47,9 @@ void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int
 
 // The backward of the above with the statistics recomputed from x: g = bit ? dy : 0 (dy itself
 // without bits; with dy2, dy + dy2 rounded to the type first, as the Add of two gradients that
-// autodiff sums into dy would round it), dbias = sum g, dscale = sum g xhat, dx = scale / sqrt(var + eps) (g - dbias/m -
-// xhat dscale/m) over the m values of a channel; dg (null: not written) receives g, the gradient
-// of the residual Add's other operand.
+// autodiff sums into dy would round it), dbias = sum g, dscale = sum g xhat,
+// dx = scale / sqrt(var + eps) (g - dbias/m - xhat dscale/m) over the m values of a channel; dg
+// (null: not written) receives g, the gradient of the residual Add's other operand.
 struct BatchNormReluBackward {
   DType t = DType::kUndefined;
   ChannelGeometry g;

@@ -177,7 +177,8 @@ std::vector<UnitMatch> match_batch_norm_relu(const Graph& g, const std::function
     const DType t = x->dtype();
     if (!float_types(x) || bn->inputs().size() < 5) continue;
     bool float_parameters = true;
-    for (size_t i = 1; i < 5; ++i) float_parameters = float_parameters && bn->input(i) && bn->input(i)->dtype() == DType::kFloat;
+    for (size_t i = 1; i < 5; ++i)
+      float_parameters = float_parameters && bn->input(i) && bn->input(i)->dtype() == DType::kFloat;
     if (!float_parameters || bn->output(0)->dtype() != t) continue;
     UnitMatch f;
     f.nodes = {bn};

@@ -1,8 +1,9 @@
 // BatchNorm + residual Add + ReLU as fused device units (backends/cuda/batch_norm_relu_fusion.h):
 // the plan of a training step takes every such layer as one forward and one backward unit with
 // the ReLU's mask as bits (device-free, here); the units compute what the CPU backend computes
-// for the unfused nodes, in fp32, fp16 and bf16, NCHW and [N, C] (on a GPU, or in
-// test_cuda_backend_emulated on the host stand-ins with the kernels on the fiber emulator).
+// for the unfused nodes, in fp32, fp16 and bf16, NCHW and [N, C], alone and in a whole training
+// step (on a GPU, or in test_cuda_backend_emulated on the host stand-ins with the kernels on the
+// fiber emulator).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -117,7 +118,8 @@ TEST(CudaSchedule, EveryBatchNormOfTheCnnStepRunsFusedBothWays) {
     EXPECT_EQ(kinds["BatchNormalization+Relu+Greater"], 3) << listing;
     EXPECT_EQ(kinds["BatchNormalization+Add+Relu+Greater"], 1) << listing;
     EXPECT_EQ(kinds["BatchNormalizationGrad+Where"], 4) << listing;
-    for (const char* alone : {"BatchNormalization", "BatchNormalizationGrad", "Relu"}) EXPECT_EQ(kinds[alone], 0) << alone;
+    for (const char* alone : {"BatchNormalization", "BatchNormalizationGrad", "Relu"})
+      EXPECT_EQ(kinds[alone], 0) << alone;
   }
 }
 
@@ -177,6 +179,51 @@ TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
         test::expect_close(gpu[k], cpu[k], outputs[k], 10.0, elementwise ? kinks : 0);
       }
     }
+}
+
+// models/cnn.train.onnx's whole training step (its Dropout's ratio set to 0, as the device draws
+// other masks than the CPU) in fp32, fp16 and bf16, every BatchNorm as the fused units, with SGD
+// and momentum 0.9 as ResNets train (fp16 with a dynamic loss scale): the losses of 5 steps and
+// every parameter, running statistic and momentum buffer after them track the CPU backend's.
+TEST(CudaBackendGpu, TheCnnTrainingStepWithFusedBatchNormsTracksTheCpu) {
+  REQUIRE_GPU();
+  for (DType precision : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    Model m = test::shipped_model("cnn.train.onnx");
+    for (Node* n : m.graph->nodes())
+      if (n->op_type() == "Dropout") {
+        Tensor zero(DType::kFloat, {});
+        *zero.mutable_as<float>() = 0.0f;
+        n->input(1)->producer()->set_attr(Attribute::of_tensor("value", zero));
+      }
+    TrainingSpec spec;
+    spec.optimizer.kind = OptimizerSpec::Kind::kSgd;
+    spec.optimizer.momentum = 0.9f;
+    spec.precision = precision;
+    spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
+    spec.check_finite = precision != DType::kFloat;
+    spec.loss.kind = LossKind::kCrossEntropy;
+    TrainingStep step = build_training_step(std::move(m), spec);
+    const CompileOptions options = test::step_options(step);
+    Tensor lr(DType::kFloat, {});
+    *lr.mutable_as<float>() = 1e-2f;
+    const test::Feeds feeds = {{"input", random_tensor(DType::kFloat, {4, 1, 28, 28}, 70, 0, 1)},
+                               {step.labels, random_tensor(DType::kInt64, {4}, 71, 0, 10)},
+                               {step.lr, lr}};
+    auto cpu = make_backend("cpu")->compile(step.model, options);
+    auto gpu = make_backend("cuda")->compile(step.model, options);
+    for (int k = 0; k < 5; ++k)  // past the CUDA Graph capture
+      test::expect_close(gpu->run(feeds, {step.loss})[0], cpu->run(feeds, {step.loss})[0],
+                         "loss at step " + std::to_string(k), 10.0);
+    for (const std::string& name : cpu->state_names()) {
+      // A momentum buffer sums the gradients, which a 16-bit step computes in 16 bits (each side
+      // rounds them once, summed in other orders): it is held to that type's tolerance (parity.h),
+      // the weights, statistics and losses to fp32's.
+      const bool gradients = name.find("momentum_buffer") != std::string::npos && precision != DType::kFloat;
+      const double scale = gradients ? 10.0 * (precision == DType::kFloat16 ? 2e-3 : 1.6e-2) / 1e-4 : 10.0;
+      test::expect_close(gpu->read_state(name), cpu->read_state(name), name, scale);
+    }
+  }
 }
 
 #endif  // AMP_HAVE_CUDA
