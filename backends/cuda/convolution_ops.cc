@@ -267,7 +267,9 @@ bool measure_algorithms() {
 template <class Algo, class Perf, class Find>
 std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& setup, size_t x_bytes, size_t w_bytes,
                                             size_t y_bytes, DeviceContext& ctx, Find&& find) {
-  if (!measure_algorithms() || ctx.remembered_algorithm(r.key())) return std::nullopt;
+  // Measured before (by this process or an earlier one: algorithm_store.h) and still runnable.
+  const std::optional<int> ran = ctx.remembered_algorithm(r.key());
+  if (!measure_algorithms() || (ran && static_cast<int>(r.algos.front().algo) == *ran)) return std::nullopt;
   const auto started = std::chrono::steady_clock::now();  // what measuring costs a plan, in the report
   const DeviceBuffer x(x_bytes), w(w_bytes), y(y_bytes), workspace(r.largest_workspace());
   for (const DeviceBuffer* b : {&x, &w, &y}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
