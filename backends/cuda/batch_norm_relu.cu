@@ -1,4 +1,5 @@
-// BatchNorm + [residual Add] + ReLU, forward and backward, in three launches each: per-block
+// BatchNorm + [residual Add] + ReLU, forward and backward, in three launches each (five with a
+// shortcut's BatchNorm, whose statistics are a second pair of passes): per-block
 // partial sums of every channel, a per-channel pass that adds them up in a fixed order (no
 // atomics: the same bits on every run) into the statistics, and one elementwise pass that applies
 // them. The forward reads x twice and writes y and the mask bits; the unfused chain (cuDNN's
@@ -141,7 +142,9 @@ __global__ void finalize(const float* __restrict__ partial, int64_t parts, const
 // costs a fraction of 64 bits'.
 template <class T, class I>
 __global__ void forward_apply(const T* __restrict__ x, const T* __restrict__ z, const float* __restrict__ scale,
-                              const float* __restrict__ bias, const float* __restrict__ stats, T* __restrict__ y,
+                              const float* __restrict__ bias, const float* __restrict__ stats,
+                              const T* __restrict__ x2, const float* __restrict__ scale2,
+                              const float* __restrict__ bias2, const float* __restrict__ stats2, T* __restrict__ y,
                               uint32_t* __restrict__ bits, I n, I channels, I inner) {
   const I lane = threadIdx.x % 32;
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
@@ -151,6 +154,7 @@ __global__ void forward_apply(const T* __restrict__ x, const T* __restrict__ z, 
       const I c = (i / inner) % channels;
       float v = (to_float(x[i]) - stats[c * 4]) * stats[c * 4 + 1] * scale[c] + bias[c];
       if (z) v += to_float(z[i]);
+      if (x2) v += (to_float(x2[i]) - stats2[c * 4]) * stats2[c * 4 + 1] * scale2[c] + bias2[c];
       if (!(v > 0.0f) && v == v) v = 0.0f;  // NaN passes, as the Relu's max(x, 0) in the graph
       const T out = from_float<T>(v);
       y[i] = out;
@@ -166,8 +170,9 @@ __global__ void forward_apply(const T* __restrict__ x, const T* __restrict__ z, 
 template <class T, class I>
 __global__ void backward_apply(const T* __restrict__ dy, const T* __restrict__ dy2, const uint32_t* __restrict__ bits,
                                const T* __restrict__ x, const float* __restrict__ scale,
-                               const float* __restrict__ stats, T* __restrict__ dx, T* __restrict__ dg, I n, I channels,
-                               I inner) {
+                               const float* __restrict__ stats, T* __restrict__ dx, T* __restrict__ dg,
+                               const T* __restrict__ x2, const float* __restrict__ scale2,
+                               const float* __restrict__ stats2, T* __restrict__ dx2, I n, I channels, I inner) {
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const I c = (i / inner) % channels;
@@ -175,6 +180,10 @@ __global__ void backward_apply(const T* __restrict__ dy, const T* __restrict__ d
     const float inv_std = stats[c * 4 + 1], xhat = (to_float(x[i]) - stats[c * 4]) * inv_std;
     dx[i] = from_float<T>(scale[c] * inv_std * (g - stats[c * 4 + 2] - xhat * stats[c * 4 + 3]));
     if (dg) dg[i] = from_float<T>(g);
+    if (dx2) {
+      const float inv_std2 = stats2[c * 4 + 1], xhat2 = (to_float(x2[i]) - stats2[c * 4]) * inv_std2;
+      dx2[i] = from_float<T>(scale2[c] * inv_std2 * (g - stats2[c * 4 + 2] - xhat2 * stats2[c * 4 + 3]));
+    }
   }
 }
 
@@ -201,8 +210,9 @@ void launch_partials(const ChannelGeometry& g, const T* x, const T* dy, const T*
 
 }  // namespace
 
+// Per BatchNorm: its partial sums, then its per-channel results.
 size_t batch_norm_relu_workspace(const ChannelGeometry& g, int sm_count) {
-  return static_cast<size_t>((partial_parts(g, sm_count) + 1) * g.channels * kSums) * sizeof(float);
+  return 2 * static_cast<size_t>((partial_parts(g, sm_count) + 1) * g.channels * kSums) * sizeof(float);
 }
 
 void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int sm_count, cudaStream_t stream) {
@@ -211,19 +221,27 @@ void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int
   const int64_t parts = partial_parts(g, sm_count);
   float* partial = static_cast<float*>(workspace);
   float* stats = partial + parts * g.channels * kSums;
+  float* partial2 = stats + g.channels * kSums;
+  float* stats2 = partial2 + parts * g.channels * kSums;
   const float m = static_cast<float>(g.per_channel());
   dispatch_float(a.t, "BatchNormalization", [&](auto tag) {
     using T = decltype(tag);
+    auto statistics = [&](const T* x, const float* mean_in, const float* var_in, float* mean_out, float* var_out,
+                          float* part, float* out) {
+      launch_partials<T, false>(g, x, nullptr, nullptr, nullptr, parts, part, stream);
+      finalize<T, false><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
+          part, parts, x, g.channels, g.inner, m, a.epsilon, a.momentum, mean_in, var_in, mean_out, var_out, nullptr,
+          nullptr, out);
+    };
     const T* x = static_cast<const T*>(a.x);
-    launch_partials<T, false>(g, x, nullptr, nullptr, nullptr, parts, partial, stream);
-    finalize<T, false><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
-        partial, parts, x, g.channels, g.inner, m, a.epsilon, a.momentum, a.mean_in, a.var_in, a.mean_out, a.var_out,
-        nullptr, nullptr, stats);
+    const T* x2 = static_cast<const T*>(a.x2);
+    statistics(x, a.mean_in, a.var_in, a.mean_out, a.var_out, partial, stats);
+    if (x2) statistics(x2, a.mean2_in, a.var2_in, a.mean2_out, a.var2_out, partial2, stats2);
     with_index_type(g.count(), [&](auto index) {
       using I = decltype(index);
       forward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
-          x, static_cast<const T*>(a.z), a.scale, a.bias, stats, static_cast<T*>(a.y), a.bits,
-          static_cast<I>(g.count()), static_cast<I>(g.channels), static_cast<I>(g.inner));
+          x, static_cast<const T*>(a.z), a.scale, a.bias, stats, x2, a.scale2, a.bias2, stats2, static_cast<T*>(a.y),
+          a.bits, static_cast<I>(g.count()), static_cast<I>(g.channels), static_cast<I>(g.inner));
     });
   });
   AMP_CUDA_CHECK(cudaGetLastError());
@@ -235,21 +253,28 @@ void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, i
   const int64_t parts = partial_parts(g, sm_count);
   float* partial = static_cast<float*>(workspace);
   float* stats = partial + parts * g.channels * kSums;
+  float* partial2 = stats + g.channels * kSums;
+  float* stats2 = partial2 + parts * g.channels * kSums;
   const float m = static_cast<float>(g.per_channel());
   dispatch_float(a.t, "BatchNormalizationGrad", [&](auto tag) {
     using T = decltype(tag);
-    const T* x = static_cast<const T*>(a.x);
     const T* dy = static_cast<const T*>(a.dy);
     const T* dy2 = static_cast<const T*>(a.dy2);
-    launch_partials<T, true>(g, x, dy, dy2, a.bits, parts, partial, stream);
-    finalize<T, true><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
-        partial, parts, x, g.channels, g.inner, m, a.epsilon, 0.0f, nullptr, nullptr, nullptr, nullptr, a.dscale,
-        a.dbias, stats);
+    auto sums = [&](const T* x, float* dscale, float* dbias, float* part, float* out) {
+      launch_partials<T, true>(g, x, dy, dy2, a.bits, parts, part, stream);
+      finalize<T, true><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
+          part, parts, x, g.channels, g.inner, m, a.epsilon, 0.0f, nullptr, nullptr, nullptr, nullptr, dscale, dbias,
+          out);
+    };
+    const T* x = static_cast<const T*>(a.x);
+    const T* x2 = static_cast<const T*>(a.x2);
+    sums(x, a.dscale, a.dbias, partial, stats);
+    if (x2) sums(x2, a.dscale2, a.dbias2, partial2, stats2);
     with_index_type(g.count(), [&](auto index) {
       using I = decltype(index);
       backward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
-          dy, dy2, a.bits, x, a.scale, stats, static_cast<T*>(a.dx), static_cast<T*>(a.dg), static_cast<I>(g.count()),
-          static_cast<I>(g.channels), static_cast<I>(g.inner));
+          dy, dy2, a.bits, x, a.scale, stats, static_cast<T*>(a.dx), static_cast<T*>(a.dg), x2, a.scale2, stats2,
+          static_cast<T*>(a.dx2), static_cast<I>(g.count()), static_cast<I>(g.channels), static_cast<I>(g.inner));
     });
   });
   AMP_CUDA_CHECK(cudaGetLastError());

@@ -25,12 +25,15 @@ struct ChannelGeometry {
 // Bytes of the ReLU mask of n elements: one bit each, in whole 32-bit words.
 inline size_t relu_bits_bytes(int64_t n) { return static_cast<size_t>((n + 31) / 32) * 4; }
 
-// Scratch both directions need: per-block partial sums and the per-channel results.
+// Scratch both directions need: per-block partial sums and the per-channel results, for two
+// BatchNorms (the block's and its shortcut's).
 size_t batch_norm_relu_workspace(const ChannelGeometry& g, int sm_count);
 
 // y = relu(scale (x - mean) / sqrt(var + eps) + bias [+ z]) with the batch's mean and biased
 // variance, rounded once into x's type; running = running_in * momentum + batch * (1 - momentum)
-// (ONNX's rule, the biased variance); bits: y > 0 (null: not written).
+// (ONNX's rule, the biased variance); bits: y > 0 (null: not written). With x2, the shortcut's
+// BatchNorm (its own parameters and statistics, x2 of x's shape) takes z's place:
+// y = relu(bn(x) + bn2(x2)), and neither sum is stored.
 // x, z, y of type t (fp32, fp16, bf16); scale, bias and the statistics fp32.
 struct BatchNormReluForward {
   DType t = DType::kUndefined;
@@ -40,6 +43,9 @@ struct BatchNormReluForward {
   const float *scale = nullptr, *bias = nullptr, *mean_in = nullptr, *var_in = nullptr;
   void* y = nullptr;
   float *mean_out = nullptr, *var_out = nullptr;
+  const void* x2 = nullptr;
+  const float *scale2 = nullptr, *bias2 = nullptr, *mean2_in = nullptr, *var2_in = nullptr;
+  float *mean2_out = nullptr, *var2_out = nullptr;
   uint32_t* bits = nullptr;
   float epsilon = 1e-5f, momentum = 0.9f;
 };
@@ -49,7 +55,8 @@ void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int
 // without bits; with dy2, dy + dy2 rounded to the type first, as the Add of two gradients that
 // autodiff sums into dy would round it), dbias = sum g, dscale = sum g xhat,
 // dx = scale / sqrt(var + eps) (g - dbias/m - xhat dscale/m) over the m values of a channel; dg
-// (null: not written) receives g, the gradient of the residual Add's other operand.
+// (null: not written) receives g, the gradient of the residual Add's other operand. With x2, the
+// shortcut BatchNorm's gradients from the same g too (dx2, dscale2, dbias2).
 struct BatchNormReluBackward {
   DType t = DType::kUndefined;
   ChannelGeometry g;
@@ -60,6 +67,10 @@ struct BatchNormReluBackward {
   void* dx = nullptr;
   float *dscale = nullptr, *dbias = nullptr;
   void* dg = nullptr;
+  const void* x2 = nullptr;
+  const float* scale2 = nullptr;
+  void* dx2 = nullptr;
+  float *dscale2 = nullptr, *dbias2 = nullptr;
   float epsilon = 1e-5f;
 };
 void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, int sm_count, cudaStream_t stream);

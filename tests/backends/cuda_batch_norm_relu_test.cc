@@ -34,8 +34,11 @@ using test::random_tensor;
 // y = Relu(BatchNormalization(x) [+ z]) and the backward autodiff writes for it when dY reaches
 // y: g = Where(Greater(y, 0), dY, 0), dX, dscale, dB = BatchNormalizationGrad(g, x, scale); g is
 // also read by a Neg (the residual's other branch in a ResNet); with `summed`, dY is the Add of two
-// gradients (dy and dy2), as a residual block's input gets it. Every result is an output.
-Model bn_relu_layer(DType t, const std::vector<int64_t>& dims, bool residual, bool summed = false) {
+// gradients (dy and dy2), as a residual block's input gets it. With `shortcut` (a downsampling
+// block), z is BatchNormalization(x2) and g's other reader its BatchNormalizationGrad instead of
+// the Neg. Every result is an output.
+Model bn_relu_layer(DType t, const std::vector<int64_t>& dims, bool residual, bool summed = false,
+                    bool shortcut = false) {
   Model m;
   m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
   Graph& g = *m.graph;
@@ -69,18 +72,41 @@ Model bn_relu_layer(DType t, const std::vector<int64_t>& dims, bool residual, bo
   bn->set_attr(Attribute::of_int("training_mode", 1));
   bn->set_attr(Attribute::of_float("momentum", 0.8f));
   Value* pre = bn->output(0);
-  if (residual) pre = node("Add", {pre, input("z", t, dims)}, {"sum"}, t)->output(0);
+  Node* bn2 = nullptr;
+  if (shortcut) {
+    bn2 = node("BatchNormalization",
+               {input("x2", t, dims), input("scale2", DType::kFloat, channels), input("bias2", DType::kFloat, channels),
+                input("mean2", DType::kFloat, channels), input("var2", DType::kFloat, channels)},
+               {"bn2", "running_mean2", "running_var2"}, t);
+    bn2->set_attr(Attribute::of_int("training_mode", 1));
+    bn2->set_attr(Attribute::of_float("momentum", 0.8f));
+  }
+  if (residual) pre = node("Add", {pre, shortcut ? bn2->output(0) : input("z", t, dims)}, {"sum"}, t)->output(0);
   Value* y = node("Relu", {pre}, {"y"}, t)->output(0);
   Value* mask = node("Greater", {y, zero->output(0)}, {"mask"}, DType::kBool)->output(0);
   Value* grad = node("Where", {mask, dy, zero->output(0)}, {"g"}, t)->output(0);
   Node* bn_grad = node("BatchNormalizationGrad", {grad, x, scale}, {"dx", "dscale", "dbias"}, t, kAmpDomain);
-  Value* other = node("Neg", {grad}, {"other_branch"}, t)->output(0);
-  for (Value* v : {y, bn->output(1), bn->output(2), bn_grad->output(0), bn_grad->output(1), bn_grad->output(2), other})
+  for (Value* v : {y, bn->output(1), bn->output(2), bn_grad->output(0), bn_grad->output(1), bn_grad->output(2)})
+    g.add_output(v);
+  if (!shortcut) {
+    g.add_output(node("Neg", {grad}, {"other_branch"}, t)->output(0));
+    return m;
+  }
+  Node* grad2 = node("BatchNormalizationGrad", {grad, g.value("x2"), g.value("scale2")}, {"dx2", "dscale2", "dbias2"},
+                     t, kAmpDomain);
+  for (Value* v : {bn2->output(1), bn2->output(2), grad2->output(0), grad2->output(1), grad2->output(2)})
     g.add_output(v);
   return m;
 }
 
-const char* const kOutputs[] = {"y", "running_mean", "running_var", "dx", "dscale", "dbias", "other_branch"};
+std::vector<std::string> layer_outputs(bool shortcut) {
+  std::vector<std::string> out = {"y", "running_mean", "running_var", "dx", "dscale", "dbias"};
+  const std::vector<std::string> more = shortcut ? std::vector<std::string>{"running_mean2", "running_var2", "dx2",
+                                                                            "dscale2", "dbias2"}
+                                                 : std::vector<std::string>{"other_branch"};
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
 
 TEST(CudaSchedule, BatchNormAddReluAndTheirBackwardAreTwoUnitsWithTheMaskAsBits) {
   const Model m = bn_relu_layer(DType::kBFloat16, {4, 6, 5, 5}, true, true);
@@ -96,8 +122,21 @@ TEST(CudaSchedule, BatchNormAddReluAndTheirBackwardAreTwoUnitsWithTheMaskAsBits)
   // The backward reads the two gradients the Add summed (the sum is never stored) and writes
   // Where's result for the Neg beside it.
   const cuda::Unit& back = *p.order[1];
-  EXPECT_EQ(back.in.back(), s.program.find("dy2"));
-  EXPECT_EQ(back.out.back(), s.program.find("g"));
+  EXPECT_EQ(back.in.at(4), s.program.find("dy2"));
+  EXPECT_EQ(back.out.at(3), s.program.find("g"));
+
+  // A downsampling block: the shortcut's BatchNorm and its gradient join the two units, and
+  // neither the shortcut's result nor Where's is stored.
+  const Model ds = bn_relu_layer(DType::kBFloat16, {4, 6, 5, 5}, true, true, true);
+  const cuda::Schedule s2(ds, {});
+  const cuda::ShapePlan p2 = test::plan_with(s2, test::zero_feeds(s2));
+  got.clear();
+  for (const cuda::Unit* u : p2.order) got.push_back(u->kind);
+  EXPECT_EQ(got, (std::vector<std::string>{"BatchNormalization+Add+BatchNormalization+Relu+Greater",
+                                           "BatchNormalizationGrad+Where+Add+BatchNormalizationGrad"}));
+  ASSERT_EQ(p2.order.size(), 2u);
+  EXPECT_EQ(p2.order[1]->out.at(3), -1) << "Where's result is read by the two gradients inside the unit only";
+  EXPECT_EQ(p2.order[1]->out.at(4), s2.program.find("dx2"));
 }
 
 // Every BatchNorm of models/cnn.train.onnx is followed by a ReLU (one after the residual Add):
@@ -138,25 +177,31 @@ TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
   REQUIRE_GPU();
   struct Case {
     std::vector<int64_t> dims;
-    bool residual, summed;
+    bool residual, summed, shortcut;
   };
   // NCHW (each channel in runs of 25), and [N, C] with C past one tile of 32 channels.
-  const Case cases[] = {{{4, 6, 5, 5}, true, true}, {{4, 6, 5, 5}, false, false}, {{24, 40}, false, true}};
+  const Case cases[] = {{{4, 6, 5, 5}, true, true, false},
+                        {{4, 6, 5, 5}, false, false, false},
+                        {{24, 40}, false, true, false},
+                        {{4, 6, 5, 5}, true, true, true}};
   uint32_t seed = 300;
   for (const Case& c : cases)
     for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
-      SCOPED_TRACE(std::string(dtype_name(t)) + (c.residual ? " residual" : "") + (c.summed ? " summed " : " ") +
-                   std::to_string(c.dims.size()) + "-d");
-      const Model m = bn_relu_layer(t, c.dims, c.residual, c.summed);
+      SCOPED_TRACE(std::string(dtype_name(t)) + (c.residual ? " residual" : "") + (c.summed ? " summed" : "") +
+                   (c.shortcut ? " shortcut " : " ") + std::to_string(c.dims.size()) + "-d");
+      const Model m = bn_relu_layer(t, c.dims, c.residual, c.summed, c.shortcut);
       {  // the units under test, not the unfused nodes
         const cuda::Schedule s(m, {});
         const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
         std::string kinds;
         for (const cuda::Unit* u : p.order) kinds += u->kind + ";";
-        EXPECT_NE(kinds.find(c.residual ? "BatchNormalization+Add+Relu+Greater;" : "BatchNormalization+Relu+Greater;"),
-                  std::string::npos) << kinds;
-        EXPECT_NE(kinds.find(c.summed ? "BatchNormalizationGrad+Where+Add;" : "BatchNormalizationGrad+Where;"),
-                  std::string::npos) << kinds;
+        const std::string forward = c.shortcut   ? "BatchNormalization+Add+BatchNormalization+Relu+Greater;"
+                                    : c.residual ? "BatchNormalization+Add+Relu+Greater;"
+                                                 : "BatchNormalization+Relu+Greater;";
+        const std::string backward = std::string("BatchNormalizationGrad+Where") + (c.summed ? "+Add" : "") +
+                                     (c.shortcut ? "+BatchNormalizationGrad;" : ";");
+        EXPECT_NE(kinds.find(forward), std::string::npos) << kinds;
+        EXPECT_NE(kinds.find(backward), std::string::npos) << kinds;
       }
       const std::vector<int64_t> channels{c.dims[1]};
       // x away from 0 on average (mean 1.5): the statistics must not depend on a small mean.
@@ -166,16 +211,25 @@ TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
                            {"mean", random_tensor(DType::kFloat, channels, seed++)},
                            {"var", random_tensor(DType::kFloat, channels, seed++, 0.5f, 2.0f)},
                            {"dy", random_tensor(t, c.dims, seed++)}};
-      if (c.residual) feeds.push_back({"z", random_tensor(t, c.dims, seed++)});
+      if (c.shortcut) {
+        feeds.push_back({"x2", random_tensor(t, c.dims, seed++, -3.0f, 1.0f)});
+        feeds.push_back({"scale2", random_tensor(DType::kFloat, channels, seed++, 0.5f, 2.0f)});
+        feeds.push_back({"bias2", random_tensor(DType::kFloat, channels, seed++)});
+        feeds.push_back({"mean2", random_tensor(DType::kFloat, channels, seed++)});
+        feeds.push_back({"var2", random_tensor(DType::kFloat, channels, seed++, 0.5f, 2.0f)});
+      } else if (c.residual) {
+        feeds.push_back({"z", random_tensor(t, c.dims, seed++)});
+      }
       if (c.summed) feeds.push_back({"dy2", random_tensor(t, c.dims, seed++)});
-      const std::vector<std::string> outputs(std::begin(kOutputs), std::end(kOutputs));
+      const std::vector<std::string> outputs = layer_outputs(c.shortcut);
       const std::vector<Tensor> cpu = make_backend("cpu")->compile(m, {})->run(feeds, outputs);
       auto exe = make_backend("cuda")->compile(m, {});
       std::vector<Tensor> gpu;
       for (int r = 0; r < 3; ++r) gpu = exe->run(feeds, outputs);  // the last replays a captured graph
       const size_t kinks = t == DType::kFloat ? 0 : 2;
       for (size_t k = 0; k < outputs.size(); ++k) {
-        const bool elementwise = outputs[k] == "dx" || outputs[k] == "other_branch" || outputs[k] == "y";
+        const bool elementwise =
+            outputs[k] == "dx" || outputs[k] == "dx2" || outputs[k] == "other_branch" || outputs[k] == "y";
         test::expect_close(gpu[k], cpu[k], outputs[k], 10.0, elementwise ? kinks : 0);
       }
     }
