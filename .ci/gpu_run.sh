@@ -36,7 +36,9 @@
 # that order; GPU_RUN_ZOO_BENCH_MODELS (default "resnet50 mobilenet_v2") the ones benchmarked (each
 # costs its start-up three times: about a minute for mobilenet_v2 on an H200); GPU_RUN_KERNEL_ZOO
 # (e.g. "zoo/resnet50:fp32,zoo/resnet50:fp16", default none) profiles zoo models' steps under ncu;
-# ZOO_DEVICE=cpu runs step 5's gpu_zoo.py on the CPU, to check this script.
+# ZOO_DEVICE=cpu runs step 5's gpu_zoo.py on the CPU, to check this script. GPU_RUN_STEPS=scale
+# runs step 6 alone (ResNet-50 at 224 against PyTorch, tests/bench/bench_scale.py, scale_table.md;
+# GPU_RUN_BUDGET=420 fits it to one lease with machine start); SCALE_DEVICE=cpu checks it here.
 set -uo pipefail
 START=$(date +%s)
 cd "$(dirname "$0")/.."
@@ -417,6 +419,25 @@ elif want zoo; then
   say "== zoo: no models in $ZOO (tests/zoo/gpu_zoo.py prepare makes them), skipped"
 fi
 
+# --- 6. scale: ResNet-50 at ImageNet size against PyTorch (tests/bench/bench_scale.py) -----------
+# Asked for by name (GPU_RUN_STEPS=scale): about 7 minutes. GPU_RUN_SCALE (default .gpu-scale, made
+# here by `bench_scale.py prepare` and carried) holds the exports; SCALE_DEVICE=cpu runs it without
+# a GPU, to check this script.
+SCALE=${GPU_RUN_SCALE:-$ROOT/.gpu-scale}
+if want scale && compgen -G "$SCALE/*/model.onnx" >/dev/null; then
+  cp -r "$SCALE" "$WORK/scale"  # the weights are drawn beside the graphs
+  if [ "$HAVE_GPU" = 1 ] || [ -n "${SCALE_DEVICE:-}" ]; then
+    now=$(date +%s)
+    step "py:bench_scale.py run" 600 "$BLOG" "$PYTHON" "$ROOT/tests/bench/bench_scale.py" run --bin "$WORK/wrap" \
+      --scale "$WORK/scale" --out "$OUT" --device "${SCALE_DEVICE:-cuda}" --budget $(( DEADLINE - now - 30 )) \
+      ${GPU_RUN_SCALE_ARGS:-}
+  else
+    RESULTS+=("py:bench_scale.py run: skipped (no GPU)")
+  fi
+elif want scale; then
+  say "== scale: no models in $SCALE (tests/bench/bench_scale.py prepare makes them), skipped"
+fi
+
 # --- summary ----------------------------------------------------------------------------------
 {
   echo "== summary ($(( $(date +%s) - START )) s; logs in $OUT)"
@@ -429,6 +450,6 @@ fi
 } | tee "$OUT/summary.txt" | tee -a "$TLOG" | tee -a "$BLOG"
 # The device tool brings back 8 files: the logs, the summary and the zoo's parts stay as they are,
 # the rest goes into more.tar.xz.
-( cd "$OUT" && rest=$(ls -A | grep -vE '^(summary\.txt|gpu_tests\.log|gpu_bench\.log|gpu_zoo_[0-9]+\.tar|more\.tar\.xz)$') &&
+( cd "$OUT" && rest=$(ls -A | grep -vE '^(summary\.txt|gpu_tests\.log|gpu_bench\.log|gpu_zoo_[0-9]+\.tar|scale_table\.md|more\.tar\.xz)$') &&
   if [ -n "$rest" ]; then tar -cJf more.tar.xz $rest && rm -rf $rest; fi )
 exit "$FAILED"

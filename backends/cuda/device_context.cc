@@ -12,9 +12,10 @@
 namespace amp::cuda {
 namespace {
 
-// Where NVRTC's images stay between processes: $AMP_KERNEL_CACHE_DIR when set (set empty: nowhere,
-// memory only), else ${XDG_CACHE_HOME:-$HOME/.cache}/onnx-amp/kernels/DEVICE, as CUDA's own JIT
-// cache and Triton keep theirs. An image's key is its source, NVRTC's version, the target and the
+// Where NVRTC's images and the convolution algorithms chosen (algorithm_store.h) stay between
+// processes: $AMP_KERNEL_CACHE_DIR when set (set empty: nowhere, memory only), else
+// ${XDG_CACHE_HOME:-$HOME/.cache}/onnx-amp/kernels/DEVICE, as CUDA's own JIT cache and Triton keep
+// theirs. An image's key is its source, NVRTC's version, the target and the
 // options (KernelImageCache::get), so no stale image can be found; the folder per device name keeps
 // the host stand-ins' images apart from a GPU's.
 std::string kernel_cache_dir(const std::string& device_name) {
@@ -89,6 +90,10 @@ DeviceContext::DeviceContext(int device) : device_(device) {
   AMP_CUBLAS_CHECK(cublasLtCreate(&lt_));
   AMP_CUDNN_CHECK(cudnnCreate(&dnn_));
   AMP_CUDNN_CHECK(cudnnSetStream(dnn_, stream_));
+  algorithms_ = std::make_unique<AlgorithmStore>(kernel_cache_dir(name_), "cudnn " + std::to_string(cudnnGetVersion()));
+  if (algorithms_->read_from_file() > 0)
+    report_.record("convolution_algorithms_read", {{"file", algorithms_->file()},
+                                                   {"choices", std::to_string(algorithms_->read_from_file())}});
 }
 
 DeviceContext::~DeviceContext() {
@@ -100,15 +105,11 @@ DeviceContext::~DeviceContext() {
 }
 
 std::optional<int> DeviceContext::remembered_algorithm(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = conv_algorithms_.find(key);
-  if (it == conv_algorithms_.end()) return std::nullopt;
-  return it->second;
+  return algorithms_->find(key);
 }
 
 void DeviceContext::remember_algorithm(const std::string& key, int algo) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  conv_algorithms_[key] = algo;
+  algorithms_->remember(key, algo);
 }
 
 const ReluMaskConvention& DeviceContext::relu_mask_convention(DType t) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "backends/cuda/algorithm_store.h"
 #include "backends/cuda/device_report.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/gemm.h"
@@ -68,7 +69,8 @@ class DeviceContext {
   DeviceReport& report() { return report_; }
 
   // The convolution algorithm for a shape (its key): the fastest cuDNN measured, or the one that
-  // ran after cuDNN refused those ranked higher. Later plans of that shape start with it.
+  // ran after cuDNN refused those ranked higher. Later plans of that shape start with it, in this
+  // process and the next ones (algorithm_store.h: beside the kernel images, per cuDNN version).
   std::optional<int> remembered_algorithm(const std::string& key);
   void remember_algorithm(const std::string& key, int algo);
 
@@ -96,7 +98,7 @@ class DeviceContext {
   cudnnHandle_t dnn_ = nullptr;
   GemmAlgorithmCache gemm_algorithms_;
   DeviceReport report_;
-  std::map<std::string, int> conv_algorithms_;
+  std::unique_ptr<AlgorithmStore> algorithms_;
   std::map<DType, ReluMaskConvention> relu_masks_;
   std::unique_ptr<KernelImageCache> images_;
   std::string nvrtc_target_;

@@ -489,14 +489,6 @@ std::optional<std::pair<const Node*, const Value*>> bias_sum_of(const Value* dy,
   return std::nullopt;
 }
 
-// A Constant node holding a single zero: what autodiff compares and fills with.
-bool is_zero_constant(const Value* v) {
-  const Node* c = v ? v->producer() : nullptr;
-  if (!is_op(c, "Constant") || !c->attr("value")) return false;
-  const Tensor& t = c->attr("value")->t;
-  return t.numel() == 1 && t.element(0) == 0.0;
-}
-
 // The rank of a product's result when the graph fixes it: 2 for Gemm, numpy's for MatMul of
 // operands of rank 2 or more.
 std::optional<size_t> product_rank(const Node* p) {

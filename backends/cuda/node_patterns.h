@@ -15,4 +15,11 @@ bool is_op(const Node* n, const char* op);
 // dims, it is only never stored. Null for a graph output or a value with other readers.
 const Node* only_reader(const Value* v);
 
+// v is made by a Constant node holding a single zero: what autodiff compares and fills with.
+bool is_zero_constant(const Value* v);
+
+// a and b have one static shape: every dim the same number or the same symbol, so an Add of them
+// does not broadcast.
+bool same_static_shape(const Value* a, const Value* b);
+
 }  // namespace amp::cuda

@@ -6,11 +6,10 @@
 #include <unordered_map>
 
 #include "backends/cpu/grad_kernels.h"
-#include "backends/cuda/convolution_ops.h"
 #include "backends/cuda/copy_fusion.h"
 #include "backends/cuda/fused_elementwise_op.h"
-#include "backends/cuda/matmul_ops.h"
 #include "backends/cuda/node_patterns.h"
+#include "backends/cuda/unit_patterns.h"
 #include "graph/error.h"
 #include "graph/ops/elementwise_grouping.h"
 #include "graph/ops/elementwise_program_eval.h"
@@ -156,15 +155,14 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
     return it == step_of.end() || host_step[it->second] || unit_of_step[it->second] >= 0;
   };
 
-  // A library call with the nodes it absorbs (ProductFusion, ConvFusion): one unit.
-  auto add_fusion = [&](auto& f) {
-    std::vector<int> in, out;
-    for (const Value* v : f.inputs) in.push_back(value_id(v));
-    for (const Value* v : f.outputs) out.push_back(value_id(v));
-    add(f.nodes, in, out, std::move(f.op));
-  };
-  for (ProductFusion& f : match_product_epilogues(*m.graph, taken)) add_fusion(f);
-  for (ConvFusion& f : match_convolution_epilogues(*m.graph, taken)) add_fusion(f);
+  // A fused unit with the nodes it absorbs (unit_patterns.h): one unit each.
+  for (const UnitPattern& pattern : unit_patterns())
+    for (UnitMatch& f : pattern.match(*m.graph, taken)) {
+      std::vector<int> in, out;
+      for (const Value* v : f.inputs) in.push_back(value_id(v));
+      for (const Value* v : f.outputs) out.push_back(value_id(v));
+      add(f.nodes, in, out, std::move(f.op));
+    }
   auto mark_shape_inputs = [&](size_t s) {
     if (entries[s])
       for (int i : entries[s]->shape_inputs)

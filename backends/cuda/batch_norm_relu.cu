@@ -1,0 +1,283 @@
+// BatchNorm + [residual Add] + ReLU, forward and backward, in three launches each (five with a
+// shortcut's BatchNorm, whose statistics are a second pair of passes): per-block
+// partial sums of every channel, a per-channel pass that adds them up in a fixed order (no
+// atomics: the same bits on every run) into the statistics, and one elementwise pass that applies
+// them. The forward reads x twice and writes y and the mask bits; the unfused chain (cuDNN's
+// batch norm, then an Add and a ReLU kernel) read and wrote the activation five times, and its
+// backward read y (16 bits an element) for the mask instead of one bit.
+//
+// Sums are of x - s, s the channel's first value: var = E[(x-s)^2] - E[x-s]^2 then cancels only
+// when the spread is far below |mean - s|, not below |mean| as E[x^2] - E[x]^2 would.
+#include "backends/cuda/batch_norm_relu.cuh"
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/float_types.cuh"
+
+namespace amp::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+// Channels-last data ([rows, C]): a block takes 32 neighbouring channels (coalesced reads of a
+// row) over every 8th row of its part.
+constexpr int kTile = 32, kPhases = kThreads / kTile;
+// Sums per channel: x - s and its square; the backward adds g and g (x - s).
+constexpr int kSums = 4;
+
+// Parts each channel's values are cut into, so that about 4 blocks per SM sum at once.
+int64_t partial_parts(const ChannelGeometry& g, int sm_count) {
+  const int64_t want = 4LL * std::max(sm_count, 1);
+  if (g.inner == 1) {
+    const int64_t tiles = (g.channels + kTile - 1) / kTile, rows = (g.outer + kPhases - 1) / kPhases;
+    return std::max<int64_t>(1, std::min((want + tiles - 1) / tiles, rows));
+  }
+  return std::max<int64_t>(1, std::min((want + g.channels - 1) / g.channels, g.outer));
+}
+
+__device__ __forceinline__ bool bit_of(const uint32_t* bits, int64_t i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
+
+// The gradient the ReLU lets through at element i: dy (+ dy2, rounded as the graph's Add) where
+// the bit is set.
+template <class T>
+__device__ __forceinline__ float relu_gradient(const T* dy, const T* dy2, const uint32_t* bits, int64_t i) {
+  if (bits && !bit_of(bits, i)) return 0.0f;
+  return dy2 ? to_float(from_float<T>(to_float(dy[i]) + to_float(dy2[i]))) : to_float(dy[i]);
+}
+
+// acc += the sums of element i of channel c (shift s).
+template <class T, bool kBackward>
+__device__ __forceinline__ void accumulate(const T* x, const T* dy, const T* dy2, const uint32_t* bits, int64_t i,
+                                           float s, float* acc) {
+  const float d = to_float(x[i]) - s;
+  acc[0] += d;
+  acc[1] += d * d;
+  if (kBackward) {
+    const float g = relu_gradient(dy, dy2, bits, i);
+    acc[2] += g;
+    acc[3] += g * d;
+  }
+}
+
+// NCHW-like data (inner > 1): a block per (channel, part), its threads along the contiguous
+// inner run of each outer index of the part.
+template <class T, bool kBackward>
+__global__ void plane_partials(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ dy2,
+                               const uint32_t* __restrict__ bits, int64_t outer, int64_t channels, int64_t inner,
+                               int64_t parts, float* __restrict__ out) {
+  __shared__ float scratch[32];
+  const int64_t c = blockIdx.x / parts, part = blockIdx.x % parts;
+  const float s = to_float(x[c * inner]);
+  float acc[kSums] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t o = part; o < outer; o += parts) {
+    const int64_t base = (o * channels + c) * inner;
+    for (int64_t k = threadIdx.x; k < inner; k += blockDim.x)
+      accumulate<T, kBackward>(x, dy, dy2, bits, base + k, s, acc);
+  }
+  for (int k = 0; k < (kBackward ? 4 : 2); ++k) {
+    const float total = block_sum(acc[k], scratch);
+    if (threadIdx.x == 0) out[(part * channels + c) * kSums + k] = total;
+  }
+}
+
+// Channels-last data (inner == 1): a block per (32 channels, part); lane t % 32 takes channel
+// tile + t % 32, and the block's 8 warps take every 8th row of the part.
+template <class T, bool kBackward>
+__global__ void row_partials(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ dy2,
+                             const uint32_t* __restrict__ bits, int64_t rows, int64_t channels, int64_t parts,
+                             float* __restrict__ out) {
+  __shared__ float sums[kPhases][kTile][kSums];
+  const int lane = threadIdx.x % kTile, phase = threadIdx.x / kTile;
+  const int64_t tiles = (channels + kTile - 1) / kTile;
+  const int64_t c = (blockIdx.x % tiles) * kTile + lane, part = blockIdx.x / tiles;
+  float acc[kSums] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (c < channels) {
+    const float s = to_float(x[c]);
+    for (int64_t r = part * kPhases + phase; r < rows; r += parts * kPhases)
+      accumulate<T, kBackward>(x, dy, dy2, bits, r * channels + c, s, acc);
+  }
+  for (int k = 0; k < kSums; ++k) sums[phase][lane][k] = acc[k];
+  __syncthreads();
+  if (phase == 0 && c < channels)
+    for (int k = 0; k < kSums; ++k) {
+      float total = 0.0f;
+      for (int p = 0; p < kPhases; ++p) total += sums[p][lane][k];
+      out[(part * channels + c) * kSums + k] = total;
+    }
+}
+
+// Per channel: the parts' sums added in order; stats[c] = {mean, 1/std, dbias/m, dscale/m}.
+template <class T, bool kBackward>
+__global__ void finalize(const float* __restrict__ partial, int64_t parts, const T* __restrict__ x, int64_t channels,
+                         int64_t inner, float m, float epsilon, float momentum, const float* __restrict__ mean_in,
+                         const float* __restrict__ var_in, float* __restrict__ mean_out, float* __restrict__ var_out,
+                         float* __restrict__ dscale, float* __restrict__ dbias, float* __restrict__ stats) {
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float sum[kSums] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t p = 0; p < parts; ++p)
+      for (int k = 0; k < kSums; ++k) sum[k] += partial[(p * channels + c) * kSums + k];
+    const float shifted_mean = sum[0] / m;
+    const float var = fmaxf(sum[1] / m - shifted_mean * shifted_mean, 0.0f);
+    const float mean = to_float(x[c * inner]) + shifted_mean, inv_std = 1.0f / sqrtf(var + epsilon);
+    stats[c * 4] = mean;
+    stats[c * 4 + 1] = inv_std;
+    if (!kBackward) {
+      if (mean_out) mean_out[c] = mean_in[c] * momentum + mean * (1.0f - momentum);
+      if (var_out) var_out[c] = var_in[c] * momentum + var * (1.0f - momentum);
+      continue;
+    }
+    // sum g (x - mean) = sum g (x - s) - (mean - s) sum g
+    const float db = sum[2], ds = inv_std * (sum[3] - shifted_mean * sum[2]);
+    if (dbias) dbias[c] = db;
+    if (dscale) dscale[c] = ds;
+    stats[c * 4 + 2] = db / m;
+    stats[c * 4 + 3] = ds / m;
+  }
+}
+
+// A warp's 32 lanes take 32 neighbouring elements, so the mask's word is one ballot: every lane
+// of a warp loops while the warp's first element is in range. I: the index type, 32 bits below
+// 2^31 elements (every tensor of ResNet-50 at batch 256), where the channel's division per element
+// costs a fraction of 64 bits'.
+template <class T, class I>
+__global__ void forward_apply(const T* __restrict__ x, const T* __restrict__ z, const float* __restrict__ scale,
+                              const float* __restrict__ bias, const float* __restrict__ stats,
+                              const T* __restrict__ x2, const float* __restrict__ scale2,
+                              const float* __restrict__ bias2, const float* __restrict__ stats2, T* __restrict__ y,
+                              uint32_t* __restrict__ bits, I n, I channels, I inner) {
+  const I lane = threadIdx.x % 32;
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i - lane < n; i += stride) {
+    bool positive = false;
+    if (i < n) {
+      const I c = (i / inner) % channels;
+      float v = (to_float(x[i]) - stats[c * 4]) * stats[c * 4 + 1] * scale[c] + bias[c];
+      if (z) v += to_float(z[i]);
+      if (x2) v += (to_float(x2[i]) - stats2[c * 4]) * stats2[c * 4 + 1] * scale2[c] + bias2[c];
+      if (!(v > 0.0f) && v == v) v = 0.0f;  // NaN passes, as the Relu's max(x, 0) in the graph
+      const T out = from_float<T>(v);
+      y[i] = out;
+      positive = to_float(out) > 0.0f;
+    }
+    if (bits) {
+      const unsigned word = __ballot_sync(0xffffffffu, positive);
+      if (lane == 0) bits[i >> 5] = word;
+    }
+  }
+}
+
+template <class T, class I>
+__global__ void backward_apply(const T* __restrict__ dy, const T* __restrict__ dy2, const uint32_t* __restrict__ bits,
+                               const T* __restrict__ x, const float* __restrict__ scale,
+                               const float* __restrict__ stats, T* __restrict__ dx, T* __restrict__ dg,
+                               const T* __restrict__ x2, const float* __restrict__ scale2,
+                               const float* __restrict__ stats2, T* __restrict__ dx2, I n, I channels, I inner) {
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const I c = (i / inner) % channels;
+    const float g = relu_gradient(dy, dy2, bits, i);
+    const float inv_std = stats[c * 4 + 1], xhat = (to_float(x[i]) - stats[c * 4]) * inv_std;
+    dx[i] = from_float<T>(scale[c] * inv_std * (g - stats[c * 4 + 2] - xhat * stats[c * 4 + 3]));
+    if (dg) dg[i] = from_float<T>(g);
+    if (dx2) {
+      const float inv_std2 = stats2[c * 4 + 1], xhat2 = (to_float(x2[i]) - stats2[c * 4]) * inv_std2;
+      dx2[i] = from_float<T>(scale2[c] * inv_std2 * (g - stats2[c * 4 + 2] - xhat2 * stats2[c * 4 + 3]));
+    }
+  }
+}
+
+// f(I{}) with I the apply passes' index type for n elements (forward_apply).
+template <class F>
+void with_index_type(int64_t n, F&& f) {
+  if (n < (int64_t{1} << 31)) f(uint32_t{});
+  else f(int64_t{});
+}
+
+// The partial sums of x (and dy) for every channel into `partial`.
+template <class T, bool kBackward>
+void launch_partials(const ChannelGeometry& g, const T* x, const T* dy, const T* dy2, const uint32_t* bits,
+                     int64_t parts, float* partial, cudaStream_t stream) {
+  if (g.inner == 1) {
+    const int64_t tiles = (g.channels + kTile - 1) / kTile;
+    row_partials<T, kBackward><<<static_cast<unsigned>(tiles * parts), kThreads, 0, stream>>>(
+        x, dy, dy2, bits, g.outer, g.channels, parts, partial);
+  } else {
+    plane_partials<T, kBackward><<<static_cast<unsigned>(g.channels * parts), kThreads, 0, stream>>>(
+        x, dy, dy2, bits, g.outer, g.channels, g.inner, parts, partial);
+  }
+}
+
+}  // namespace
+
+// Per BatchNorm: its partial sums, then its per-channel results.
+size_t batch_norm_relu_workspace(const ChannelGeometry& g, int sm_count) {
+  return 2 * static_cast<size_t>((partial_parts(g, sm_count) + 1) * g.channels * kSums) * sizeof(float);
+}
+
+void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int sm_count, cudaStream_t stream) {
+  const ChannelGeometry& g = a.g;
+  if (g.count() == 0) return;
+  const int64_t parts = partial_parts(g, sm_count);
+  float* partial = static_cast<float*>(workspace);
+  float* stats = partial + parts * g.channels * kSums;
+  float* partial2 = stats + g.channels * kSums;
+  float* stats2 = partial2 + parts * g.channels * kSums;
+  const float m = static_cast<float>(g.per_channel());
+  dispatch_float(a.t, "BatchNormalization", [&](auto tag) {
+    using T = decltype(tag);
+    auto statistics = [&](const T* x, const float* mean_in, const float* var_in, float* mean_out, float* var_out,
+                          float* part, float* out) {
+      launch_partials<T, false>(g, x, nullptr, nullptr, nullptr, parts, part, stream);
+      finalize<T, false><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
+          part, parts, x, g.channels, g.inner, m, a.epsilon, a.momentum, mean_in, var_in, mean_out, var_out, nullptr,
+          nullptr, out);
+    };
+    const T* x = static_cast<const T*>(a.x);
+    const T* x2 = static_cast<const T*>(a.x2);
+    statistics(x, a.mean_in, a.var_in, a.mean_out, a.var_out, partial, stats);
+    if (x2) statistics(x2, a.mean2_in, a.var2_in, a.mean2_out, a.var2_out, partial2, stats2);
+    with_index_type(g.count(), [&](auto index) {
+      using I = decltype(index);
+      forward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
+          x, static_cast<const T*>(a.z), a.scale, a.bias, stats, x2, a.scale2, a.bias2, stats2, static_cast<T*>(a.y),
+          a.bits, static_cast<I>(g.count()), static_cast<I>(g.channels), static_cast<I>(g.inner));
+    });
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, int sm_count, cudaStream_t stream) {
+  const ChannelGeometry& g = a.g;
+  if (g.count() == 0) return;
+  const int64_t parts = partial_parts(g, sm_count);
+  float* partial = static_cast<float*>(workspace);
+  float* stats = partial + parts * g.channels * kSums;
+  float* partial2 = stats + g.channels * kSums;
+  float* stats2 = partial2 + parts * g.channels * kSums;
+  const float m = static_cast<float>(g.per_channel());
+  dispatch_float(a.t, "BatchNormalizationGrad", [&](auto tag) {
+    using T = decltype(tag);
+    const T* dy = static_cast<const T*>(a.dy);
+    const T* dy2 = static_cast<const T*>(a.dy2);
+    auto sums = [&](const T* x, float* dscale, float* dbias, float* part, float* out) {
+      launch_partials<T, true>(g, x, dy, dy2, a.bits, parts, part, stream);
+      finalize<T, true><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
+          part, parts, x, g.channels, g.inner, m, a.epsilon, 0.0f, nullptr, nullptr, nullptr, nullptr, dscale, dbias,
+          out);
+    };
+    const T* x = static_cast<const T*>(a.x);
+    const T* x2 = static_cast<const T*>(a.x2);
+    sums(x, a.dscale, a.dbias, partial, stats);
+    if (x2) sums(x2, a.dscale2, a.dbias2, partial2, stats2);
+    with_index_type(g.count(), [&](auto index) {
+      using I = decltype(index);
+      backward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
+          dy, dy2, a.bits, x, a.scale, stats, static_cast<T*>(a.dx), static_cast<T*>(a.dg), x2, a.scale2, stats2,
+          static_cast<T*>(a.dx2), static_cast<I>(g.count()), static_cast<I>(g.channels), static_cast<I>(g.inner));
+    });
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,78 @@
+// Training-mode BatchNorm with what follows it in a ResNet — the residual Add and the ReLU — as one
+// pass over memory forward and one backward (batch_norm_relu_fusion.h matches the nodes). The
+// statistics are fp32 whatever the storage type; the ReLU's mask is kept as bits between the
+// two (bit i % 32 of 32-bit word i / 32 is element i's y > 0, in memory order), 1/16 of a bf16
+// tensor the backward would otherwise read. Channels are found by position in memory, so the
+// same kernels take NCHW ([N, C, H*W]) and channels-last ([N*H*W, C, 1]) data.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "graph/dtype.h"
+
+namespace amp::cuda {
+
+// Memory as [outer, channels, inner]: element i is in channel (i / inner) % channels.
+struct ChannelGeometry {
+  int64_t outer = 0, channels = 0, inner = 0;
+  int64_t count() const { return outer * channels * inner; }
+  int64_t per_channel() const { return outer * inner; }
+};
+
+// Bytes of the ReLU mask of n elements: one bit each, in whole 32-bit words.
+inline size_t relu_bits_bytes(int64_t n) { return static_cast<size_t>((n + 31) / 32) * 4; }
+
+// Scratch both directions need: per-block partial sums and the per-channel results, for two
+// BatchNorms (the block's and its shortcut's).
+size_t batch_norm_relu_workspace(const ChannelGeometry& g, int sm_count);
+
+// y = relu(scale (x - mean) / sqrt(var + eps) + bias [+ z]) with the batch's mean and biased
+// variance, rounded once into x's type; running = running_in * momentum + batch * (1 - momentum)
+// (ONNX's rule, the biased variance); bits: y > 0 (null: not written). With x2, the shortcut's
+// BatchNorm (its own parameters and statistics, x2 of x's shape) takes z's place:
+// y = relu(bn(x) + bn2(x2)), and neither sum is stored.
+// x, z, y of type t (fp32, fp16, bf16); scale, bias and the statistics fp32.
+struct BatchNormReluForward {
+  DType t = DType::kUndefined;
+  ChannelGeometry g;
+  const void* x = nullptr;
+  const void* z = nullptr;
+  const float *scale = nullptr, *bias = nullptr, *mean_in = nullptr, *var_in = nullptr;
+  void* y = nullptr;
+  float *mean_out = nullptr, *var_out = nullptr;
+  const void* x2 = nullptr;
+  const float *scale2 = nullptr, *bias2 = nullptr, *mean2_in = nullptr, *var2_in = nullptr;
+  float *mean2_out = nullptr, *var2_out = nullptr;
+  uint32_t* bits = nullptr;
+  float epsilon = 1e-5f, momentum = 0.9f;
+};
+void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int sm_count, cudaStream_t stream);
+
+// The backward of the above with the statistics recomputed from x: g = bit ? dy : 0 (dy itself
+// without bits; with dy2, dy + dy2 rounded to the type first, as the Add of two gradients that
+// autodiff sums into dy would round it), dbias = sum g, dscale = sum g xhat,
+// dx = scale / sqrt(var + eps) (g - dbias/m - xhat dscale/m) over the m values of a channel; dg
+// (null: not written) receives g, the gradient of the residual Add's other operand. With x2, the
+// shortcut BatchNorm's gradients from the same g too (dx2, dscale2, dbias2).
+struct BatchNormReluBackward {
+  DType t = DType::kUndefined;
+  ChannelGeometry g;
+  const void *dy = nullptr, *dy2 = nullptr;
+  const uint32_t* bits = nullptr;
+  const void* x = nullptr;
+  const float* scale = nullptr;
+  void* dx = nullptr;
+  float *dscale = nullptr, *dbias = nullptr;
+  void* dg = nullptr;
+  const void* x2 = nullptr;
+  const float* scale2 = nullptr;
+  void* dx2 = nullptr;
+  float *dscale2 = nullptr, *dbias2 = nullptr;
+  float epsilon = 1e-5f;
+};
+void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, int sm_count, cudaStream_t stream);
+
+}  // namespace amp::cuda

@@ -1,0 +1,29 @@
+// The pattern of a ResNet layer's normalisation, forward and backward, as two device units
+// (batch_norm_relu.cuh computes them):
+//   forward   y = Relu(BatchNormalization(x, scale, B, mean, var) [+ z]), and mask = Greater(y, 0)
+//   backward  dX, dscale, dB = BatchNormalizationGrad(Where(mask, dY [= Add(dY1, dY2)], 0), x, scale)
+// and when z is itself a BatchNormalization's result that only the Add reads (a downsampling
+// block's shortcut), that BatchNorm and its BatchNormalizationGrad of the same Where's result too.
+// The forward keeps the mask as bits (1/16 of a 16-bit y), the backward reads them instead of y,
+// and neither stores BatchNorm's result or the Add's. The backward also writes Where's result when
+// something else reads it: the gradient of the residual Add's other operand; and when dY is the
+// sum of two gradients that only the Where reads (a residual block's input, read by the block's
+// first convolution and its shortcut), it reads the two and adds them itself. With the shortcut's
+// BatchNorm inside, neither z nor (unless read elsewhere) Where's result is stored.
+// Matched: a training-mode BatchNormalization whose result only the Add (of exactly its shape and
+// type) or the Relu reads, with fp32 scale, bias and statistics (the statistics are fp32 whatever
+// x's type). The mask is kept as bits when its one reader is a Where whose result feeds the
+// BatchNormalizationGrad of the same x and scale; otherwise the forward is fused alone and the
+// backward stays as autodiff wrote it.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "backends/cuda/unit_patterns.h"
+
+namespace amp::cuda {
+
+std::vector<UnitMatch> match_batch_norm_relu(const Graph& g, const std::function<bool(const Node*)>& excluded);
+
+}  // namespace amp::cuda
