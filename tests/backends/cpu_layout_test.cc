@@ -6,6 +6,7 @@
 // (its weights, gradients' optimizer moments), read_state returns dense tensors, and write_state
 // takes them.
 #include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -32,12 +33,19 @@ TEST_P(CpuLayouts, TrainingStepsGiveTheSameBitsWithBlockedAndDenseWeights) {
   expect_same_training(*a, *b, step, 11, 3);
 
   // The blocked layout was taken: the 16- and 32-channel convolutions' weights and the AdamW
-  // moments that follow them; the dense run keeps none.
+  // moments that follow them; the dense run keeps none. In bf16 on CPUs with AMX (Sapphire
+  // Rapids) oneDNN 2.6's forward, backward-data and backward-weights primitives each ask for
+  // another blocking of the same weights (measured: 16o2i inner blocks after O,h,w,i; 16o16i2o;
+  // 16i16o2i; the first names no oneDNN format tag), so no one layout serves them and every weight
+  // stays dense: there the bf16 case checks the same bits only.
   const auto* blocked = dynamic_cast<const cpu::CpuExecutable*>(a.get());
   const auto* dense = dynamic_cast<const cpu::CpuExecutable*>(b.get());
   ASSERT_TRUE(blocked && dense);
   const std::vector<std::string> names = blocked->blocked_state();
   EXPECT_TRUE(dense->blocked_state().empty());
+  const int amx_bits = static_cast<int>(dnnl::cpu_isa::avx512_core_amx);
+  const bool amx = (static_cast<int>(dnnl::get_effective_cpu_isa()) & amx_bits) == amx_bits;
+  if (GetParam() == DType::kBFloat16 && amx && names.empty()) return;
   EXPECT_GE(names.size(), 4u);
   for (const std::string& name : names) {
     const Tensor t = a->read_state(name);
