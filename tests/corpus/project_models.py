@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Models this project can make itself, for the corpus harness (corpus_check.py --project).
+
+    /usr/bin/python3 tests/corpus/project_models.py OUT_DIR [--zoo NAME ...]
+
+Writes OUT_DIR/NAME.onnx for each model below (torch 1.13's exporter, eval mode, as users export
+for inference), and copies the shipped demo models (models/{mlp,cnn,gpt}.onnx). With --zoo, also
+tests/zoo/zoo_reference.py's eval export of each named torchvision / transformer model
+(zoo_NAME.onnx; about 5-20 s each).
+
+The torch exports are the patterns the corpus's third-party files showed, made small:
+  linear_bn       Linear then BatchNorm1d in eval mode: MatMul + BatchNormalization, the pair ONNX
+                  Runtime's MatMul+BN fusion folds; with fp16 data and fp32 parameters it used to
+                  refuse the fp16 rewrite.
+  linear_bn_3d    the same on [N, T, C] activations through a transpose (BatchNorm over channels).
+  lstm, gru, rnn  nn.LSTM / nn.GRU / nn.RNN, two layers, batch_first, opset 14.
+  bilstm          a bidirectional LSTM with initial states as inputs (the byte-level LSTM's form).
+  prelu_conv      Conv2d + PReLU (per-channel slope), mean pooling, Linear.
+The files are deterministic (fixed seeds).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+class LinearBN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 32)
+        self.bn = torch.nn.BatchNorm1d(32)
+        self.out = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.bn(self.fc(x))))
+
+
+class LinearBN3d(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 32)
+        self.bn = torch.nn.BatchNorm1d(32)
+
+    def forward(self, x):  # x [N, T, 16]
+        return self.bn(self.fc(x).transpose(1, 2)).transpose(1, 2)
+
+
+class Recurrent(torch.nn.Module):
+    def __init__(self, cell, bidirectional=False, states=False):
+        super().__init__()
+        self.rnn = cell(8, 12, num_layers=2, batch_first=True, bidirectional=bidirectional)
+        self.head = torch.nn.Linear(24 if bidirectional else 12, 3)
+        self.states = states
+
+    def forward(self, x, *state):
+        y, _ = self.rnn(x, tuple(state) if len(state) > 1 else (state[0] if state else None))
+        return self.head(y)
+
+
+class PReLUConv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.act = torch.nn.PReLU(8)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        return self.fc(self.act(self.conv(x)).mean(dim=(2, 3)))
+
+
+def calibrate(model, *inputs):
+    """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m in norms:
+        m.momentum = None
+    if norms:
+        model.train()
+        with torch.no_grad():
+            model(*inputs)
+    model.eval()
+
+
+def export(model, inputs, names, path, opset=14):
+    calibrate(model, *inputs)
+    torch.onnx.export(model, inputs, path, input_names=names, output_names=["output"], opset_version=opset,
+                      training=torch.onnx.TrainingMode.EVAL)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--zoo", nargs="*", default=[])
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    export(LinearBN(), (torch.randn(6, 16, generator=g),), ["x"], os.path.join(a.out, "linear_bn.onnx"))
+    export(LinearBN3d(), (torch.randn(3, 5, 16, generator=g),), ["x"], os.path.join(a.out, "linear_bn_3d.onnx"))
+    x = torch.randn(2, 7, 8, generator=g)
+    export(Recurrent(torch.nn.LSTM), (x,), ["x"], os.path.join(a.out, "lstm.onnx"))
+    export(Recurrent(torch.nn.GRU), (x,), ["x"], os.path.join(a.out, "gru.onnx"))
+    export(Recurrent(torch.nn.RNN), (x,), ["x"], os.path.join(a.out, "rnn.onnx"))
+    h0, c0 = torch.randn(4, 2, 12, generator=g), torch.randn(4, 2, 12, generator=g)
+    export(Recurrent(torch.nn.LSTM, bidirectional=True), (x, h0, c0), ["x", "h0", "c0"],
+           os.path.join(a.out, "bilstm.onnx"))
+    export(PReLUConv(), (torch.randn(2, 3, 10, 10, generator=g),), ["x"], os.path.join(a.out, "prelu_conv.onnx"))
+    for name in ("mlp", "cnn", "gpt"):
+        shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
+    for name in a.zoo:
+        d = os.path.join(a.out, "zoo_" + name)
+        r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "zoo", "zoo_reference.py"), name, d,
+                            "--eval", "--size", "64", "--batch", "2"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            sys.exit("zoo export of %s failed: %s" % (name, r.stdout.strip().splitlines()[-1:]))
+        shutil.copyfile(os.path.join(d, "eval.onnx"), os.path.join(a.out, "zoo_" + name + ".onnx"))
+
+
+if __name__ == "__main__":
+    main()
