@@ -16,7 +16,11 @@ booleans true. A symbolic dim is 1, or 4 when its name says sequence (SEQUENCE_D
 Checks of each model, in order (one table column each):
   ort      ONNX Runtime (tests/ort/run_model.js) on the model as published: "ok" or its message.
   run      amp-run on the same inputs against ONNX Runtime: max|diff| / max|ref| over every output
-           (integers exactly), ok at <= 1e-4.
+           (integers exactly), ok at <= 1e-4. Where ONNX Runtime's own results at its default level
+           and with its graph optimizations disabled are further apart than that (quantized models:
+           its integer kernels and its float path round ties apart, and 50 requantizing layers
+           amplify each flip to whole quantization steps), amp-run must be within that spread of
+           the nearer of the two; the cell then shows the spread.
   fp16     amp-rewrite --dtype fp16: exit 0 and ONNX's full checker (check_model(full_check=True))
   bf16     on the output; bf16 the same.
   ort16    the fp16 rewrite in ONNX Runtime with its default graph optimizations, and with
@@ -228,7 +232,11 @@ def judge(r):
     if r["run_rc"] == 0:
         if ort_ok:
             err = r.get("run_error", float("inf"))
-            cells["run"] = (err <= RUN_THRESHOLD, "%.1e" % err)
+            spread = r.get("ort_spread") or 0.0
+            if spread > RUN_THRESHOLD:
+                cells["run"] = (err <= spread, "%.1e (ONNX Runtime's own levels differ by %.1e)" % (err, spread))
+            else:
+                cells["run"] = (err <= RUN_THRESHOLD, "%.1e" % err)
         else:
             cells["run"] = (True, "runs")
     else:
@@ -243,8 +251,8 @@ def judge(r):
     for col in ("ort16", "ort16all"):
         if r["fp16_rc"] != 0:
             cells[col] = (not ort_ok, "-")
-        elif r.get(col + "_error"):
-            cells[col] = (False, short(r[col + "_error"], 60))
+        elif r.get(col + "_error"):  # required only of models ONNX Runtime runs as published
+            cells[col] = (not ort_ok, short(r[col + "_error"], 60))
         else:
             e = r.get(col + "_vs_fp32")
             cells[col] = (True, "ok" + (" (%.0e)" % e if e is not None and np.isfinite(e) else ""))
@@ -294,6 +302,8 @@ def main():
     dirs = {r["model"]: os.path.join(o.work, r["model"].replace("/", "__")) for r in results}
     ort_jobs([(r["path"], os.path.join(dirs[r["model"]], "in"), os.path.join(dirs[r["model"]], "ort")) for r in results],
              o.work)
+    ort_jobs([(r["path"], os.path.join(dirs[r["model"]], "in"), os.path.join(dirs[r["model"]], "ort_disabled"))
+              for r in results], o.work, "disabled")
     rewritten = [r for r in results if r["fp16_rc"] == 0]
     for col, level in (("ort16", None), ("ort16all", "all")):
         ort_jobs([(os.path.join(dirs[r["model"]], "rewrite_fp16.onnx"), os.path.join(dirs[r["model"]], "in"),
@@ -301,9 +311,15 @@ def main():
     for r in results:
         d = dirs[r["model"]]
         r["ort"], r["ort_error"] = read_pb_dir(os.path.join(d, "ort"))
+        unoptimized, _ = read_pb_dir(os.path.join(d, "ort_disabled"))
+        if r["ort"] is not None and unoptimized is not None:
+            r["ort_spread"] = relative(unoptimized, r["ort"])
         if r["ort"] is not None and r["run_rc"] == 0:
             got = np.load(os.path.join(d, "run.npz"))
-            r["run_error"] = relative([got[k] for k in got.files], r["ort"])
+            got = [got[k] for k in got.files]
+            r["run_error"] = relative(got, r["ort"])
+            if unoptimized is not None:
+                r["run_error"] = min(r["run_error"], relative(got, unoptimized))
         for col in ("ort16", "ort16all"):
             if r["fp16_rc"] != 0:
                 continue

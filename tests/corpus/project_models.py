@@ -9,10 +9,10 @@ tests/zoo/zoo_reference.py's eval export of each named torchvision / transformer
 (zoo_NAME.onnx; about 5-20 s each).
 
 The torch exports are the patterns the corpus's third-party files showed, made small:
-  linear_bn       Linear then BatchNorm1d in eval mode: MatMul + BatchNormalization, the pair ONNX
-                  Runtime's MatMul+BN fusion folds; with fp16 data and fp32 parameters it used to
-                  refuse the fp16 rewrite.
-  linear_bn_3d    the same on [N, T, C] activations through a transpose (BatchNorm over channels).
+  linear_bn       Linear (no bias) then BatchNorm1d in eval mode: MatMul + BatchNormalization, the
+                  pair ONNX Runtime's MatMul+BN fusion folds; with fp16 data and fp32 parameters it
+                  refused to load the fp16 rewrite. Then a Linear with bias (Gemm) + BatchNorm1d.
+  linear_bn_3d    a weight times [N, C, L] activations (MatMul) then BatchNorm1d over C.
   lstm, gru, rnn  nn.LSTM / nn.GRU / nn.RNN, two layers, batch_first, opset 14.
   bilstm          a bidirectional LSTM with initial states as inputs (the byte-level LSTM's form).
   prelu_conv      Conv2d + PReLU (per-channel slope), mean pooling, Linear.
@@ -33,22 +33,24 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 class LinearBN(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc = torch.nn.Linear(16, 32)
+        self.fc = torch.nn.Linear(16, 32, bias=False)
         self.bn = torch.nn.BatchNorm1d(32)
-        self.out = torch.nn.Linear(32, 4)
+        self.fc2 = torch.nn.Linear(32, 8)
+        self.bn2 = torch.nn.BatchNorm1d(8)
+        self.out = torch.nn.Linear(8, 4)
 
     def forward(self, x):
-        return self.out(torch.relu(self.bn(self.fc(x))))
+        return self.out(torch.relu(self.bn2(self.fc2(torch.relu(self.bn(self.fc(x)))))))
 
 
 class LinearBN3d(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc = torch.nn.Linear(16, 32)
+        self.w = torch.nn.Parameter(torch.randn(32, 16) / 4)
         self.bn = torch.nn.BatchNorm1d(32)
 
-    def forward(self, x):  # x [N, T, 16]
-        return self.bn(self.fc(x).transpose(1, 2)).transpose(1, 2)
+    def forward(self, x):  # x [N, 16, L]
+        return self.bn(torch.matmul(self.w, x))
 
 
 class Recurrent(torch.nn.Module):
@@ -101,7 +103,7 @@ def main():
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     export(LinearBN(), (torch.randn(6, 16, generator=g),), ["x"], os.path.join(a.out, "linear_bn.onnx"))
-    export(LinearBN3d(), (torch.randn(3, 5, 16, generator=g),), ["x"], os.path.join(a.out, "linear_bn_3d.onnx"))
+    export(LinearBN3d(), (torch.randn(3, 16, 5, generator=g),), ["x"], os.path.join(a.out, "linear_bn_3d.onnx"))
     x = torch.randn(2, 7, 8, generator=g)
     export(Recurrent(torch.nn.LSTM), (x,), ["x"], os.path.join(a.out, "lstm.onnx"))
     export(Recurrent(torch.nn.GRU), (x,), ["x"], os.path.join(a.out, "gru.onnx"))
