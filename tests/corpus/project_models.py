@@ -16,6 +16,10 @@ The torch exports are the patterns the corpus's third-party files showed, made s
   lstm, gru, rnn  nn.LSTM / nn.GRU / nn.RNN, two layers, batch_first, opset 14.
   bilstm          a bidirectional LSTM with initial states as inputs (the byte-level LSTM's form).
   prelu_conv      Conv2d + PReLU (per-channel slope), mean pooling, Linear.
+  softmax11_axis1 opset 11, written with onnx.helper (torch exports softmax(dim=1) as Transpose,
+                  Softmax on the last axis, Transpose): Softmax and LogSoftmax with axis 1 of a
+                  [2, 3, 4] tensor, which at opset 11 flatten to [2, 12]; what the upgrade to opset
+                  17 must keep.
 The files are deterministic (fixed seeds).
 """
 import argparse
@@ -76,6 +80,17 @@ class PReLUConv(torch.nn.Module):
         return self.fc(self.act(self.conv(x)).mean(dim=(2, 3)))
 
 
+def softmax11_axis1(path):
+    import onnx
+    from onnx import helper
+    nodes = [helper.make_node("Softmax", ["x"], ["softmax"], axis=1),
+             helper.make_node("LogSoftmax", ["x"], ["log_softmax"], axis=1)]
+    graph = helper.make_graph(nodes, "softmax11", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [2, 3, 4])
+                               for n in ("softmax", "log_softmax")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], producer_name="project_models.py"), path)
+
+
 def calibrate(model, *inputs):
     """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -112,6 +127,7 @@ def main():
     export(Recurrent(torch.nn.LSTM, bidirectional=True), (x, h0, c0), ["x", "h0", "c0"],
            os.path.join(a.out, "bilstm.onnx"))
     export(PReLUConv(), (torch.randn(2, 3, 10, 10, generator=g),), ["x"], os.path.join(a.out, "prelu_conv.onnx"))
+    softmax11_axis1(os.path.join(a.out, "softmax11_axis1.onnx"))
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     for name in a.zoo:
