@@ -423,8 +423,9 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
   if (options.target_opset >= 17 && default_opset(p) > 0 && default_opset(p) < 17) {
     std::vector<std::string> notes;
     if (int n = set_aside_onnx_runtime_ops(p, set_aside, notes))
-      spdlog::warn("{}: {} LayerNormalization node{} in the default domain at opset {}: ONNX Runtime's contrib op, "
-                   "read as ONNX's LayerNormalization of opset 17", path, n, n == 1 ? "" : "s", default_opset(p));
+      spdlog::warn("{}: {} node{} of ONNX Runtime's contrib ops in the default domain at opset {} (LayerNormalization, "
+                   "SimplifiedLayerNormalization): read as what {} at opset 17", path, n, n == 1 ? "" : "s",
+                   default_opset(p), n == 1 ? "it means" : "they mean");
     for (const std::string& note : notes) spdlog::warn("{}: {}", path, note);
   }
   check_scopes(p, path);

@@ -124,34 +124,92 @@ std::vector<std::string> sort_nodes_topologically(onnx::ModelProto& p) {
   return reordered;
 }
 
+namespace {
+
+onnx::NodeProto make_node(const std::string& op, std::vector<std::string> in, const std::string& out,
+                          const std::string& name) {
+  onnx::NodeProto n;
+  n.set_op_type(op);
+  n.set_name(name);
+  for (const auto& i : in) n.add_input(i);
+  n.add_output(out);
+  return n;
+}
+
+// SimplifiedLayerNormalization(X, scale) (ONNX Runtime's RMS norm, T5's, in the default domain; no
+// ONNX op means it): Y = X / sqrt(mean(X^2 over the axes from `axis` on) + epsilon) * scale, as
+// opset-17 nodes computing in X's type (its stash_type 1 asks for fp32 arithmetic on 16-bit X,
+// which these nodes give fp32 models only). Empty when `axis` is not negative: the axes from it on
+// then need X's rank, which the proto does not tell.
+std::vector<onnx::NodeProto> rms_norm_nodes(const onnx::NodeProto& n) {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "axis") axis = a.i();
+    if (a.name() == "epsilon") epsilon = a.f();
+  }
+  if (axis >= 0 || n.input_size() < 2) return {};
+  const std::string& x = n.input(0);
+  const std::string& y = n.output(0);
+  const std::string base = (n.name().empty() ? y : n.name()) + "/rms_norm/";
+  std::vector<onnx::NodeProto> out;
+  out.push_back(make_node("Mul", {x, x}, base + "square", base + "Mul"));
+  out.push_back(make_node("ReduceMean", {base + "square"}, base + "mean_square", base + "ReduceMean"));
+  auto* axes = out.back().add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::INTS);
+  for (int64_t a = axis; a < 0; ++a) axes->add_ints(a);
+  out.push_back(make_node("Constant", {}, base + "epsilon", base + "Constant"));
+  auto* value = out.back().add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  value->mutable_t()->add_float_data(epsilon);
+  out.push_back(make_node("Add", {base + "mean_square", base + "epsilon"}, base + "plus_epsilon", base + "Add"));
+  out.push_back(make_node("Sqrt", {base + "plus_epsilon"}, base + "rms", base + "Sqrt"));
+  out.push_back(make_node("Div", {x, base + "rms"}, base + "normalized", base + "Div"));
+  out.push_back(make_node("Mul", {base + "normalized", n.input(1)}, y, base + "Scale"));
+  return out;
+}
+
+}  // namespace
+
 int set_aside_onnx_runtime_ops(onnx::ModelProto& p, SetAsideNodes& saved, std::vector<std::string>& notes) {
   const int64_t opset = default_opset(p);
   int count = 0;
   for_each_graph(p, [&](onnx::GraphProto& g) {
     for (auto& n : *g.mutable_node()) {
       if (!default_domain(n.domain())) continue;
-      auto op = kOnnxRuntimeDefaultDomainOps.find(n.op_type());
-      if (op == kOnnxRuntimeDefaultDomainOps.end() || opset >= op->second ||
-          onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), ""))
-        continue;
       bool only_y = n.input_size() >= 1 && n.output_size() >= 1 && !n.output(0).empty();
       for (int k = 1; k < n.output_size(); ++k) only_y &= n.output(k).empty();
       if (!only_y) continue;  // its Mean / InvStdDev are read: refused by name as an unknown op
-      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), op->second, "");
-      auto* attrs = n.mutable_attribute();
-      for (int i = attrs->size(); i-- > 0;) {
-        if (schema->attributes().count(attrs->Get(i).name())) continue;
-        notes.push_back("node '" + n.name() + "' (" + n.op_type() + "): attribute '" + attrs->Get(i).name() +
-                        "' is not one of the op's; ignored, as ONNX Runtime does");
-        attrs->DeleteSubrange(i, 1);
+      std::vector<onnx::NodeProto> meaning;
+      if (n.op_type() == "SimplifiedLayerNormalization" &&
+          !onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "")) {
+        meaning = rms_norm_nodes(n);
+        if (meaning.empty()) continue;  // refused by name as an unknown op
+      } else {
+        auto op = kOnnxRuntimeDefaultDomainOps.find(n.op_type());
+        if (op == kOnnxRuntimeDefaultDomainOps.end() || opset >= op->second ||
+            onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), ""))
+          continue;
+        const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), op->second, "");
+        auto* attrs = n.mutable_attribute();
+        for (int i = attrs->size(); i-- > 0;) {
+          if (schema->attributes().count(attrs->Get(i).name())) continue;
+          notes.push_back("node '" + n.name() + "' (" + n.op_type() + "): attribute '" + attrs->Get(i).name() +
+                          "' is not one of the op's; ignored, as ONNX Runtime does");
+          attrs->DeleteSubrange(i, 1);
+        }
+        n.clear_domain();
+        meaning.push_back(n);
       }
-      n.clear_domain();
       onnx::NodeProto stand_in;
       stand_in.set_op_type("Identity");
       stand_in.set_name(n.name());
       stand_in.add_input(n.input(0));
       stand_in.add_output(n.output(0));
-      saved.by_output[n.output(0)].Swap(&n);
+      saved.by_output[n.output(0)] = std::move(meaning);
       n.Swap(&stand_in);
       ++count;
     }
@@ -162,11 +220,16 @@ int set_aside_onnx_runtime_ops(onnx::ModelProto& p, SetAsideNodes& saved, std::v
 void restore_onnx_runtime_ops(onnx::ModelProto& p, const SetAsideNodes& saved) {
   if (saved.by_output.empty()) return;
   for_each_graph(p, [&](onnx::GraphProto& g) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
     for (auto& n : *g.mutable_node()) {
-      if (n.op_type() != "Identity" || n.output_size() != 1) continue;
-      auto it = saved.by_output.find(n.output(0));
-      if (it != saved.by_output.end()) n.CopyFrom(it->second);
+      auto it = n.op_type() == "Identity" && n.output_size() == 1 ? saved.by_output.find(n.output(0)) : saved.by_output.end();
+      if (it == saved.by_output.end()) {
+        nodes.Add()->Swap(&n);
+        continue;
+      }
+      for (const onnx::NodeProto& m : it->second) *nodes.Add() = m;
     }
+    g.mutable_node()->Swap(&nodes);
   });
 }
 

@@ -19,16 +19,18 @@ namespace amp {
 // of a name nothing defines, or a cycle, leaves that graph as it was, for the scope check to name.
 std::vector<std::string> sort_nodes_topologically(onnx::ModelProto& p);
 
-// ONNX Runtime registers LayerNormalization in the default domain from opset 1 (its contrib op, the
-// one its optimizer writes into opset 11-16 models); ONNX defines the same op, with the same inputs,
-// outputs, attributes and defaults, from opset 17. Below 17 ONNX's checker and version converter
-// know no such op (and the converter takes no node of another domain), so each such node whose
-// only output is Y stands aside as Identity(X) -> Y, which has Y's type and shape, while they run,
-// and comes back once the model is at opset 17 (restore_onnx_runtime_ops). Attributes the op does
-// not have (a misspelt "epsion" in one of ONNX Runtime's own test models, which it ignores) are
-// dropped, each named in `notes`. Returns the number of nodes set aside.
+// ONNX Runtime registers LayerNormalization and SimplifiedLayerNormalization (RMS norm) in the
+// default domain from opset 1 (its contrib ops, which its optimizer writes into opset 11-16
+// models). ONNX defines the same LayerNormalization, with the same inputs, outputs, attributes and
+// defaults, from opset 17; SimplifiedLayerNormalization is written as the opset-17 nodes that
+// compute it. Below 17 ONNX's checker and version converter know no such op (and the converter
+// takes no node of another domain), so each such node whose only output is Y stands aside as
+// Identity(X) -> Y, which has Y's type and shape, while they run, and what it means takes its
+// place once the model is at opset 17 (restore_onnx_runtime_ops). Attributes LayerNormalization
+// does not have (a misspelt "epsion" in one of ONNX Runtime's own test models, which it ignores)
+// are dropped, each named in `notes`. Returns the number of nodes set aside.
 struct SetAsideNodes {
-  std::map<std::string, onnx::NodeProto> by_output;  // the node, by the name of its output Y
+  std::map<std::string, std::vector<onnx::NodeProto>> by_output;  // what a node means, by its output Y
 };
 int set_aside_onnx_runtime_ops(onnx::ModelProto& p, SetAsideNodes& saved, std::vector<std::string>& notes);
 void restore_onnx_runtime_ops(onnx::ModelProto& p, const SetAsideNodes& saved);

@@ -20,6 +20,9 @@ The torch exports are the patterns the corpus's third-party files showed, made s
                   Softmax on the last axis, Transpose): Softmax and LogSoftmax with axis 1 of a
                   [2, 3, 4] tensor, which at opset 11 flatten to [2, 12]; what the upgrade to opset
                   17 must keep.
+  ort_norms       opset 14, written as ONNX Runtime's transformer optimizer writes them: its
+                  LayerNormalization and SimplifiedLayerNormalization (RMS norm) in the default
+                  domain, which ONNX defines only from opset 17 (LayerNormalization) or not at all.
 The files are deterministic (fixed seeds).
 """
 import argparse
@@ -91,6 +94,20 @@ def softmax11_axis1(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], producer_name="project_models.py"), path)
 
 
+def ort_norms(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), n) for n in ("s1", "b1", "s2")]
+    nodes = [helper.make_node("LayerNormalization", ["x", "s1", "b1"], ["ln"], axis=-1, epsilon=1e-6),
+             helper.make_node("SimplifiedLayerNormalization", ["ln", "s2"], ["y"], axis=-1, epsilon=1e-6)]
+    graph = helper.make_graph(nodes, "ort_norms", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3, 8])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], producer_name="project_models.py")
+    onnx.save(m, path)  # not onnx.checker-valid: ONNX knows neither op at opset 14 (ONNX Runtime does)
+
+
 def calibrate(model, *inputs):
     """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -128,6 +145,7 @@ def main():
            os.path.join(a.out, "bilstm.onnx"))
     export(PReLUConv(), (torch.randn(2, 3, 10, 10, generator=g),), ["x"], os.path.join(a.out, "prelu_conv.onnx"))
     softmax11_axis1(os.path.join(a.out, "softmax11_axis1.onnx"))
+    ort_norms(os.path.join(a.out, "ort_norms.onnx"))
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     for name in a.zoo:

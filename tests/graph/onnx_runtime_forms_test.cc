@@ -190,5 +190,20 @@ TEST(OnnxRuntimeForms, ASubgraphValueNamedAsItsNodesOutputIsNotShadowing) {
   EXPECT_EQ(m.graph->outputs()[0]->name(), "out_state");
 }
 
+// ONNX Runtime's SimplifiedLayerNormalization (RMS norm) in the default domain: the opset-17 nodes
+// that compute it (the numbers against ONNX Runtime: tests/corpus, project_models.py's rms_norm).
+TEST(OnnxRuntimeForms, OnnxRuntimesSimplifiedLayerNormalizationBecomesItsNodes) {
+  onnx::ModelProto p = model(14);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("x", {2, 3, 8});
+  *g.add_input() = tensor("s", {8});
+  node(g, "SimplifiedLayerNormalization", {"x", "s"}, {"y"}, "rms");
+  *g.add_output() = tensor("y", {2, 3, 8});
+  const Model m = load(p);
+  EXPECT_EQ(ops(*m.graph), (std::vector<std::string>{"Mul", "ReduceMean", "Constant", "Add", "Sqrt", "Div", "Mul"}));
+  EXPECT_EQ(m.graph->outputs()[0]->name(), "y");
+  EXPECT_TRUE(verify(m).empty());
+}
+
 }  // namespace
 }  // namespace amp
