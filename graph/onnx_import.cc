@@ -253,6 +253,25 @@ void ProtoImporter::import_graph(onnx::GraphProto& gp, Graph& g) {
   }
 }
 
+// ONNX's scoping lets a subgraph define a name that its enclosing graph defines only after the
+// node that holds the subgraph (a CNTK Scan body's outputs carry the Scan node's own output names,
+// ort__scan_1.onnx): the outer value is not visible inside, so nothing is shadowed. The IR keeps
+// one value per name visible anywhere in a scope chain, so such a subgraph value takes a fresh name
+// (reads are by pointer, and body outputs are matched by position, not name).
+void rename_hidden_clashes(Graph& g) {
+  for (Node* n : g.nodes())
+    for (Graph* sub : n->subgraphs()) {
+      std::vector<Value*> defined(sub->inputs().begin(), sub->inputs().end());
+      for (Value* v : sub->initializers()) defined.push_back(v);
+      for (Node* m : sub->nodes())
+        for (Value* v : m->outputs())
+          if (v) defined.push_back(v);
+      for (Value* v : defined)
+        if (g.lookup(v->name())) sub->rename_value(v, sub->fresh_name(v->name()));
+      rename_hidden_clashes(*sub);
+    }
+}
+
 std::string serialized(const google::protobuf::MessageLite& m) {
   std::string bytes;
   m.SerializeToString(&bytes);
@@ -272,6 +291,7 @@ Model ProtoImporter::import_model(onnx::ModelProto& p) {
   m.doc_string = p.doc_string();
   for (const auto& kv : p.metadata_props()) m.metadata_props.emplace_back(kv.key(), kv.value());
   import_graph(*p.mutable_graph(), *m.graph);
+  rename_hidden_clashes(*m.graph);
   for (const auto& f : p.functions()) m.functions.push_back(serialized(f));
   for (auto& tp : *p.mutable_training_info()) {
     TrainingInfo t;

@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
+#include <spdlog/spdlog.h>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -23,6 +24,7 @@
 #include "graph/error.h"
 #include "graph/onnx_import.h"
 #include "graph/onnx_io.h"
+#include "graph/onnx_runtime_forms.h"
 
 namespace amp {
 
@@ -352,7 +354,7 @@ void restore_external_initializers(onnx::ModelProto& original, onnx::ModelProto&
 
 // The converter rebuilds the graph from its own IR and drops what that IR does not hold; those
 // fields are carried over from the original.
-void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::string& path) {
+void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::string& path, const SetAsideNodes& set_aside) {
   const std::string what = path + ": cannot convert the model from opset " + std::to_string(from) + " to opset " +
                            std::to_string(to);
   if (ops_unchanged(p, from, to)) {
@@ -360,6 +362,7 @@ void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::str
   } else {
     // Adapters such as the opset 7 broadcasting change need the input shapes.
     infer_shapes(p, path);
+    if (from < 13 && to >= 13) flatten_softmax_axes(p);
     onnx::ModelProto converted;
     try {
       converted = onnx::version_conversion::ConvertVersion(p, static_cast<int>(to));
@@ -373,6 +376,7 @@ void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::str
     converted.mutable_metadata_props()->Swap(p.mutable_metadata_props());
     p.Swap(&converted);
   }
+  restore_onnx_runtime_ops(p, set_aside);
   p.set_ir_version(std::max(p.ir_version(), ir_version_for_opset(to)));
 }
 
@@ -387,11 +391,11 @@ bool needs_conversion(const onnx::ModelProto& p, const LoadOptions& options) {
 
 // The steps that hand the proto to ONNX's own tools.
 void run_onnx_tools(onnx::ModelProto& p, const std::string& path, const std::string& base_dir,
-                    const LoadOptions& options) {
+                    const LoadOptions& options, const SetAsideNodes& set_aside) {
   if (options.check) run_checker(p, path, base_dir);
   const int64_t opset = default_opset(p);
   if (needs_conversion(p, options)) {
-    convert_opset(p, opset, options.target_opset, path);
+    convert_opset(p, opset, options.target_opset, path, set_aside);
     if (options.check) {  // a converter bug must not pass on silently
       try {
         run_checker(p, path, base_dir);
@@ -412,6 +416,18 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
                      " (this build reads up to opset " + std::to_string(kMaxOpset) + ")");
   ExternalDataReader external(path, base_dir);
   check_opsets(p, path);
+  for (const std::string& g : sort_nodes_topologically(p))
+    spdlog::warn("{}: the nodes of graph '{}' are not in topological order, which ONNX requires (ONNX Runtime sorts "
+                 "them); sorted on import", path, g);
+  SetAsideNodes set_aside;
+  if (options.target_opset >= 17 && default_opset(p) > 0 && default_opset(p) < 17) {
+    std::vector<std::string> notes;
+    if (int n = set_aside_onnx_runtime_ops(p, set_aside, notes))
+      spdlog::warn("{}: {} node{} of ONNX Runtime's contrib ops in the default domain at opset {} (LayerNormalization, "
+                   "SimplifiedLayerNormalization): read as what {} at opset 17", path, n, n == 1 ? "" : "s",
+                   default_opset(p), n == 1 ? "it means" : "they mean");
+    for (const std::string& note : notes) spdlog::warn("{}: {}", path, note);
+  }
   check_scopes(p, path);
   if (options.check) {
     check_ops_known(p, path);
@@ -420,12 +436,12 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
   const bool uses_onnx_tools = options.check || options.infer_shapes || needs_conversion(p, options);
   if (options.isolate_onnx_tools && uses_onnx_tools) {
     const std::string failure =
-        rehearse_in_child([&] { run_onnx_tools(p, path, base_dir, options); }, kToolTimeoutSeconds);
+        rehearse_in_child([&] { run_onnx_tools(p, path, base_dir, options, set_aside); }, kToolTimeoutSeconds);
     if (!failure.empty())
       throw InputError(path + ": malformed model: ONNX's checker, version converter or shape inference " + failure +
                        " on it");
   }
-  run_onnx_tools(p, path, base_dir, options);
+  run_onnx_tools(p, path, base_dir, options, set_aside);
   return import_model_proto(p, path, external);
 }
 

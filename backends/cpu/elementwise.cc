@@ -237,11 +237,17 @@ class Power final : public Kernel {
 };
 
 // Any number of inputs of one type: the output starts as input 0 broadcast, then folds in each
-// further input with the row's math (Min / Max).
+// further input with the row's math (Min / Max / Sum).
 template <class Row>
 class Fold final : public Kernel {
  public:
   Fold(const Node& n, int64_t) : p_(elem_param_values(Row::op, n)) {}
+  // More than two operands fold in the compute type and round once (Sum of three fp16 tensors is
+  // one stored result); with two, the result is the binary op's, which fused programs compute.
+  size_t infer(KernelIO& io) const override {
+    infer_outputs(io);
+    return io.in.size() > 2 ? static_cast<size_t>(io.output(0).numel()) * sizeof(double) : 0;
+  }
   void run(KernelIO& io, const RunContext& ctx) const override {
     View& out = io.output(0);
     const ElemParamValues p = p_;
@@ -249,15 +255,35 @@ class Fold final : public Kernel {
       using T = typename decltype(tag)::type;
       using C = compute_t<T>;
       T* o = out.as<T>();
-      {
-        const Broadcast bc({&out.dims, &io.input(0).dims});
-        apply_binary(bc, o, io.input(0).as<T>(), o, ctx.threads, [](C, C y) { return store<T>(y); });
+      if (io.in.size() <= 2) {
+        {
+          const Broadcast bc({&out.dims, &io.input(0).dims});
+          apply_binary(bc, o, io.input(0).as<T>(), o, ctx.threads, [](C, C y) { return store<T>(y); });
+        }
+        for (size_t k = 1; k < io.in.size(); ++k) {
+          const Broadcast bc({&out.dims, &io.input(k).dims});
+          apply_binary(bc, o, io.input(k).as<T>(), o, ctx.threads,
+                       [p](C x, C y) { return store<T>(static_cast<C>(Row::math(x, y, y, p))); });
+        }
+        return;
       }
-      for (size_t k = 1; k < io.in.size(); ++k) {
+      C* acc = static_cast<C*>(io.workspace);
+      for (size_t k = 0; k < io.in.size(); ++k) {
         const Broadcast bc({&out.dims, &io.input(k).dims});
-        apply_binary(bc, o, io.input(k).as<T>(), o, ctx.threads,
-                     [p](C x, C y) { return store<T>(static_cast<C>(Row::math(x, y, y, p))); });
+        const T* in = io.input(k).as<T>();
+        const int64_t stride = bc.inner_stride(1);
+        for_each_row(bc, ctx.threads, [&](int64_t at, const int64_t* offs, int64_t n) {
+          const T* row = in + offs[1];
+          for (int64_t j = 0; j < n; ++j) {
+            const C y = load(row[j * stride]);
+            acc[at + j] = k == 0 ? y : static_cast<C>(Row::math(acc[at + j], y, y, p));
+          }
+        });
       }
+      const int64_t count = out.numel();
+      parallel_for(count, ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = store<T>(acc[i]);
+      });
     });
   }
 

@@ -1,4 +1,4 @@
-// Ops that make tensors rather than transform them: Constant, ConstantOfShape, Range. Their
+// Ops that make tensors rather than transform them: Constant, ConstantOfShape, Range, OneHot. Their
 // outputs usually feed shapes, so the executor computes them once per plan.
 #include <cmath>
 #include <cstring>
@@ -87,6 +87,41 @@ class Range final : public Kernel {
   }
 };
 
+// OneHot(indices, depth, values = [off, on]): `on` where an index (negative ones count from the
+// end, as ONNX says from opset 11) names the position along the new axis, `off` elsewhere; an
+// index outside [-depth, depth) gives a row of `off`.
+class OneHot final : public Kernel {
+ public:
+  OneHot(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)) {}
+  void run(KernelIO& io, const RunContext&) const override {
+    const View& indices = io.input(0);
+    const View& values = io.input(2);
+    View& y = io.output(0);
+    if (values.numel() != 2) throw InputError("OneHot's values must have two elements [off, on]");
+    const int64_t rank = static_cast<int64_t>(y.rank());
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, rank));
+    const int64_t depth = y.dims[axis], outer = product(y.dims, 0, axis), inner = product(y.dims, axis + 1);
+    const size_t elem = dtype_size(y.dtype);
+    const auto* off = static_cast<const uint8_t*>(values.data);
+    const uint8_t* on = off + elem;
+    auto* out = static_cast<uint8_t*>(y.data);
+    for (int64_t i = 0; i < y.numel(); ++i) std::memcpy(out + i * elem, off, elem);
+    dispatch(NumericTypes{}, indices.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* idx = indices.as<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t k = static_cast<int64_t>(load(idx[o * inner + i]));  // floats truncate, as ONNX Runtime casts
+          if (k < 0) k += depth;
+          if (k >= 0 && k < depth) std::memcpy(out + ((o * depth + k) * inner + i) * elem, on, elem);
+        }
+    });
+  }
+
+ private:
+  int64_t axis_;
+};
+
 }  // namespace
 
 const std::vector<OpEntry>& generator_ops() {
@@ -94,6 +129,7 @@ const std::vector<OpEntry>& generator_ops() {
       {"Constant", make_kernel<Constant>, 0, {}},
       {"ConstantOfShape", make_kernel<ConstantOfShape>, TypeList<int64_t>::mask(), {}},
       {"Range", make_kernel<Range>, decltype(Range::kTypes)::mask(), {}},
+      {"OneHot", make_kernel<OneHot>, NumericTypes::mask(), {}},
   };
   return ops;
 }

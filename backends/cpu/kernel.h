@@ -140,6 +140,10 @@ const std::vector<OpEntry>& pad_ops();
 const std::vector<OpEntry>& resize_ops();
 const std::vector<OpEntry>& scatter_nd_ops();
 const std::vector<OpEntry>& einsum_ops();
+// The ops third-party exporters' models brought (issue 31).
+const std::vector<OpEntry>& quantize_ops();
+const std::vector<OpEntry>& recurrent_ops();
+const std::vector<OpEntry>& scan_ops();
 
 // Factory helper: a kernel class constructed from (node, opset), with the op's shape rule.
 template <class K>

@@ -148,12 +148,59 @@ class LayerNormalization final : public Kernel {
   float epsilon_;
 };
 
+// LRN (AlexNet, GoogLeNet, ZFNet from Caffe): y = x / (bias + alpha / size * sum of x^2 over the
+// channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2))^beta, in the compute type (fp32 for
+// 16-bit tensors), one rounding on store, as ONNX's reference and torch's local_response_norm do.
+class Lrn final : public Kernel {
+ public:
+  Lrn(const Node& n, int64_t)
+      : alpha_(n.attr_float("alpha", 1e-4f)), beta_(n.attr_float("beta", 0.75f)), bias_(n.attr_float("bias", 1.0f)),
+        size_(n.attr_int("size", 0)) {
+    if (size_ <= 0) throw InputError("node " + n.label() + ": LRN needs a positive 'size'");
+  }
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View& x = io.input(0);
+    if (x.rank() < 2) throw InputError("LRN: the input must be [N, C, ...], got " + dims_str(x.dims));
+    const int64_t batches = x.dims[0], channels = x.dims[1], inner = product(x.dims, 2);
+    const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
+    dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = compute_t<T>;
+      const T* in = x.as<T>();
+      T* out = io.output(0).as<T>();
+      const C scale = static_cast<C>(alpha_) / static_cast<C>(size_);
+      parallel_for(batches * channels, ctx.threads, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner * size_, 1)),
+                   [&](int64_t r0, int64_t r1) {
+                     for (int64_t r = r0; r < r1; ++r) {
+                       const int64_t n = r / channels, c = r % channels;
+                       const int64_t lo = std::max<int64_t>(0, c - before), hi = std::min(channels - 1, c + after);
+                       for (int64_t i = 0; i < inner; ++i) {
+                         C sum = 0;
+                         for (int64_t k = lo; k <= hi; ++k) {
+                           const C v = load(in[(n * channels + k) * inner + i]);
+                           sum += v * v;
+                         }
+                         const C base = static_cast<C>(bias_) + scale * sum;
+                         out[r * inner + i] = store<T>(load(in[r * inner + i]) / std::pow(base, static_cast<C>(beta_)));
+                       }
+                     }
+                   });
+    });
+  }
+
+ private:
+  float alpha_, beta_, bias_;
+  int64_t size_;
+};
+
 }  // namespace
 
 const std::vector<OpEntry>& norm_ops() {
   static const std::vector<OpEntry> ops = {
       {"BatchNormalization", make_kernel<BatchNormalization>, FloatTypes::mask(), {}},
       {"LayerNormalization", make_kernel<LayerNormalization>, FloatTypes::mask(), {}},
+      {"LRN", make_kernel<Lrn>, FloatTypes::mask(), {}},
   };
   return ops;
 }

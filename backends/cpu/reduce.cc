@@ -1,4 +1,4 @@
-// ReduceSum, ReduceMean, ReduceMax, ReduceMin over any set of axes, given as an attribute (older opsets) or
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd over any set of axes, given as an attribute (older opsets) or
 // as input 1 (ReduceSum from opset 13, the others from 18). Accumulators are fp32 for 16-bit
 // types — an fp16 running sum stops growing at 2048 when it adds ones. A single contiguous run of
 // reduced axes (the common case: last axis, or the spatial dims) reduces as [outer, R, inner];
@@ -10,7 +10,7 @@
 namespace amp::cpu {
 namespace {
 
-enum class Reduction { kSum, kMean, kMax, kMin };
+enum class Reduction { kSum, kMean, kMax, kMin, kProd };
 
 template <Reduction kOp>
 class Reduce final : public Kernel {
@@ -36,7 +36,7 @@ class Reduce final : public Kernel {
       C* acc = static_cast<C*>(io.workspace);
       // ONNX: the max of an empty set is -inf where the type has it, else the type's lowest (the
       // min's +inf, else the type's largest).
-      C init = C(0);
+      C init = kOp == Reduction::kProd ? C(1) : C(0);
       if constexpr (kOp == Reduction::kMax)
         init = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
       if constexpr (kOp == Reduction::kMin)
@@ -48,6 +48,8 @@ class Reduce final : public Kernel {
             if (v != v) return v;  // NaN wins, as in torch.amax/amin
           if constexpr (kOp == Reduction::kMax) return v > a ? v : a;
           return v < a ? v : a;
+        } else if constexpr (kOp == Reduction::kProd) {
+          return a * v;
         } else {
           return a + v;
         }
@@ -133,6 +135,8 @@ const std::vector<OpEntry>& reduce_ops() {
       {"ReduceMean", make_kernel<Reduce<Reduction::kMean>>, NumericTypes::mask(), {}},
       {"ReduceMax", make_kernel<Reduce<Reduction::kMax>>, NumericTypes::mask(), {}},
       {"ReduceMin", make_kernel<Reduce<Reduction::kMin>>, NumericTypes::mask(), {}},
+      // keras2onnx's Tensordot multiplies a tensor's dims with it (TFBertForQuestionAnswering).
+      {"ReduceProd", make_kernel<Reduce<Reduction::kProd>>, NumericTypes::mask(), {}},
   };
   return ops;
 }

@@ -314,6 +314,13 @@ class ShapeOf final : public Kernel {
   int64_t start_, end_;
 };
 
+// Size: the input's element count (int64 scalar).
+class SizeOf final : public Kernel {
+ public:
+  SizeOf(const Node&, int64_t) {}
+  void run(KernelIO& io, const RunContext&) const override { io.output(0).as<int64_t>()[0] = io.input(0).numel(); }
+};
+
 // Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims.
 class Trilu final : public Kernel {
  public:
@@ -357,6 +364,7 @@ const std::vector<OpEntry>& shape_ops() {
       {"Split", make_kernel<Split>, kAny, {}},
       {"Gather", make_kernel<Gather>, kAny, {}},
       {"Shape", make_kernel<ShapeOf>, kAny, {}, false},
+      {"Size", make_kernel<SizeOf>, kAny, {}, false},
       {"Trilu", make_kernel<Trilu>, kAny, {}},
   };
   return ops;

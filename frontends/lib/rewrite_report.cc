@@ -218,6 +218,12 @@ std::string rewrite_summary_text(const ordered_json& j) {
       line("  layer norms: " + std::to_string(n) + " decomposed LayerNorm" + (n == 1 ? "" : "s") +
            " recognised as LayerNormalization");
     }
+  int64_t quantized = 0;
+  for (const auto& n : j["nodes"]) quantized += n.contains("rule") && n["rule"] == "quantized";
+  if (quantized)
+    line("  quantized: " + std::to_string(quantized) + " node" + (quantized == 1 ? "" : "s") +
+         " of quantized (QDQ) regions left as they are (QuantizeLinear, DequantizeLinear and the ops between them, "
+         "which ONNX Runtime runs as integer kernels)");
   const auto& a = j["activation_bytes"];
   line("  activations (estimate, symbolic dims as 1): " + bytes_text(a["before"].get<int64_t>()) + " -> " +
        bytes_text(a["after"].get<int64_t>()) + ", " + bytes_text(a["saved"].get<int64_t>()) + " saved");

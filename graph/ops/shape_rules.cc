@@ -9,6 +9,7 @@
 
 #include "graph/amp_ops.h"
 #include "graph/error.h"
+#include "graph/graph.h"
 #include "graph/ops/conv_transpose.h"
 #include "graph/ops/einsum.h"
 #include "graph/ops/elementwise_ops.h"
@@ -871,6 +872,113 @@ ShapeFn resize_rule(const Node& n, int64_t opset) {
   };
 }
 
+// ---- ops of third-party exporters' models (issue 31): LRN, quantization, Size, OneHot, the
+// recurrent layers and Scan
+
+// LRN: the input's type and shape.
+void like_input(ShapeQuery& q) { put_like(q, 0, q.input(0)); }
+
+// QuantizeLinear: x's shape in the zero point's type, uint8 without one.
+void quantize_linear(ShapeQuery& q) {
+  put(q, 0, q.has(2) ? q.input(2).dtype : DType::kUInt8, q.input(0).shape);
+}
+
+// DequantizeLinear: x's shape in the scale's type.
+void dequantize_linear(ShapeQuery& q) {
+  if (q.has(2) && q.input(2).dtype != DType::kUndefined && q.input(0).dtype != DType::kUndefined &&
+      q.input(2).dtype != q.input(0).dtype)
+    throw InputError("DequantizeLinear's zero point is " + std::string(dtype_name(q.input(2).dtype)) +
+                     " but its input is " + std::string(dtype_name(q.input(0).dtype)));
+  put(q, 0, q.input(1).dtype, q.input(0).shape);
+}
+
+// Size: the element count as an int64 scalar (its value too, when every dim is known).
+void size_of(ShapeQuery& q) {
+  put(q, 0, DType::kInt64, Shape{});
+  const std::optional<int64_t> n = numel(q.input(0));
+  if (!n || q.out.empty()) return;
+  Tensor value(DType::kInt64, {});
+  value.mutable_as<int64_t>()[0] = *n;
+  q.out[0].value = std::move(value);
+}
+
+// OneHot(indices, depth, values): the indices' dims with `depth` inserted at `axis`, the values' type.
+ShapeFn one_hot_rule(const Node& n, int64_t) {
+  const int64_t axis = n.attr_int("axis", -1);
+  return [axis](ShapeQuery& q) {
+    const TensorFacts& indices = q.input(0);
+    const DType t = q.input(2).dtype;
+    if (!indices.shape) return put(q, 0, t, std::nullopt);
+    const int64_t rank = rank_of(indices) + 1;
+    const size_t at = static_cast<size_t>(normalize_axis(axis, rank));
+    Shape out = *indices.shape;
+    Dim depth;
+    if (q.has(1) && q.input(1).value) {  // any numeric type; a float depth is truncated, as ONNX Runtime does
+      const Tensor& d = *q.input(1).value;
+      if (d.numel() != 1) throw InputError("OneHot's depth must have one element");
+      const int64_t n = static_cast<int64_t>(d.element(0));
+      if (n <= 0) throw InputError("OneHot's depth must be positive, got " + std::to_string(n));
+      depth = known(n);
+    }
+    out.dims.insert(out.dims.begin() + static_cast<std::ptrdiff_t>(at), depth);
+    put(q, 0, t, out);
+  };
+}
+
+// LSTM, GRU and RNN: Y [seq, directions, batch, hidden] and Y_h (and LSTM's Y_c) [directions,
+// batch, hidden]; with layout 1, batch first: [batch, seq, directions, hidden], [batch, directions,
+// hidden]. X is [seq, batch, input] (layout 0) or [batch, seq, input].
+ShapeFn recurrent_rule(const Node& n, int64_t) {
+  const int64_t hidden = n.attr_int("hidden_size", 0);
+  const int64_t directions = n.attr_string("direction", "forward") == "bidirectional" ? 2 : 1;
+  const bool batch_first = n.attr_int("layout", 0) != 0;
+  return [hidden, directions, batch_first](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    Dim seq, batch;
+    if (x.shape) {
+      if (x.shape->rank() != 3) throw InputError("the input must be rank 3, got " + x.shape->str());
+      seq = x.shape->dims[batch_first ? 1 : 0];
+      batch = x.shape->dims[batch_first ? 0 : 1];
+    }
+    const Dim h = hidden > 0 ? known(hidden) : unknown(), d = known(directions);
+    put(q, 0, x.dtype, batch_first ? Shape{{batch, seq, d, h}} : Shape{{seq, d, batch, h}});
+    for (size_t k = 1; k < q.out.size(); ++k) put(q, k, x.dtype, batch_first ? Shape{{batch, d, h}} : Shape{{d, batch, h}});
+  };
+}
+
+// Scan: the states' types and shapes, then each scan output: the body output's declared type and
+// shape with the sequence length inserted at its scan_output_axes entry.
+ShapeFn scan_rule(const Node& n, int64_t) {
+  const int64_t scan_inputs = n.attr_int("num_scan_inputs", 0);
+  const std::vector<int64_t> input_axes = n.attr_ints("scan_input_axes");
+  const std::vector<int64_t> output_axes = n.attr_ints("scan_output_axes");
+  std::vector<ValueType> body_outputs;
+  if (const std::vector<Graph*> bodies = n.subgraphs(); !bodies.empty())
+    for (const Value* v : bodies[0]->outputs()) body_outputs.push_back(v->type());
+  return [scan_inputs, input_axes, output_axes, body_outputs](ShapeQuery& q) {
+    const size_t states = q.in.size() - static_cast<size_t>(scan_inputs);
+    for (size_t k = 0; k < states && k < q.out.size(); ++k) put_like(q, k, q.input(k));
+    Dim length;
+    if (scan_inputs > 0 && q.input(states).shape) {
+      const TensorFacts& first = q.input(states);
+      const int64_t axis = input_axes.empty() ? 0 : normalize_axis(input_axes[0], rank_of(first));
+      length = first.shape->dims[static_cast<size_t>(axis)];
+    }
+    for (size_t k = states; k < q.out.size(); ++k) {
+      const ValueType* body = k < body_outputs.size() ? &body_outputs[k] : nullptr;
+      if (!body || !body->shape) {
+        put(q, k, body ? body->elem : DType::kUndefined, std::nullopt);
+        continue;
+      }
+      Shape out = *body->shape;
+      const size_t j = k - states;
+      const int64_t axis = j < output_axes.size() ? normalize_axis(output_axes[j], static_cast<int64_t>(out.rank()) + 1) : 0;
+      out.dims.insert(out.dims.begin() + axis, length);
+      put(q, k, body->elem, out);
+    }
+  };
+}
+
 // ---- the table of rules
 
 const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
@@ -913,6 +1021,16 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"ReduceMin", {reduce_rule, {1}}},
         {"ReduceMean", {reduce_rule, {1}}},
         {"ReduceSum", {reduce_rule, {1}}},
+        {"ReduceProd", {reduce_rule, {1}}},
+        {"LRN", {plain<like_input>, {}}},
+        {"QuantizeLinear", {plain<quantize_linear>, {}}},
+        {"DequantizeLinear", {plain<dequantize_linear>, {}}},
+        {"Size", {plain<size_of>, {}}},
+        {"OneHot", {one_hot_rule, {1}}},
+        {"LSTM", {recurrent_rule, {}}},
+        {"GRU", {recurrent_rule, {}}},
+        {"RNN", {recurrent_rule, {}}},
+        {"Scan", {scan_rule, {}}},
         {"SoftmaxCrossEntropyLoss", {loss_rule, {}}},
         {"NegativeLogLikelihoodLoss", {loss_rule, {}}},
         {"Constant", {constant_rule, {}}},

@@ -32,6 +32,8 @@ const char* rule_name(Rule r) {
     case Rule::kTypeFromAttribute: return "type-from-attribute";
     case Rule::kOtherType: return "other-type";
     case Rule::kControlFlow: return "control-flow";
+    case Rule::kQuantized: return "quantized";
+    case Rule::kOrtFusion: return "onnxruntime-fusion";
     case Rule::kNoSchema: return "no-schema";
     case Rule::kNoFloatData: return "no-float-data";
     case Rule::kCast: return "cast";
@@ -61,6 +63,38 @@ const NodeDecision* AmpDecisions::find(const std::string& name_or_ref) const {
 namespace {
 
 constexpr int kNone = -1;
+
+bool is_quantize_op(const Node* n) {
+  return n->domain().empty() && (n->op_type() == "QuantizeLinear" || n->op_type() == "DequantizeLinear");
+}
+
+// A node of a quantized region (a QDQ model, as ONNX Runtime's quantization tools write them): a
+// QuantizeLinear or DequantizeLinear, or an op that reads a DequantizeLinear's output or feeds a
+// QuantizeLinear. ONNX Runtime runs DequantizeLinear -> op -> QuantizeLinear as one integer
+// kernel; a Cast in between would break that pattern, and the values there carry 8 bits anyway.
+bool in_quantized_region(const Node* n) {
+  if (is_quantize_op(n)) return true;
+  for (const Value* v : n->inputs())
+    if (v && v->producer() && v->producer()->domain().empty() && v->producer()->op_type() == "DequantizeLinear")
+      return true;
+  for (const Value* v : n->outputs())
+    if (v)
+      for (const Use& u : v->uses())
+        if (u.node->domain().empty() && u.node->op_type() == "QuantizeLinear") return true;
+  return false;
+}
+
+// A BatchNormalization that reads a MatMul's output, directly or through a Reshape: ONNX Runtime's
+// MatMul + BatchNormalization fusion (on by default) folds the pair into a Gemm built in one element
+// type, and with fp16 data and fp32 parameters (valid ONNX: BatchNormalization-15 types them apart)
+// the session fails to initialise ("Tensor type mismatch"). The normalisation stays fp32 instead,
+// behind a Cast that the fusion does not look through: the same values, and a model it loads.
+bool batch_norm_after_matmul(const Node* n) {
+  if (!n->domain().empty() || n->op_type() != "BatchNormalization" || n->inputs().empty() || !n->input(0)) return false;
+  const Node* p = n->input(0)->producer();
+  if (p && p->domain().empty() && p->op_type() == "Reshape" && p->input(0)) p = p->input(0)->producer();
+  return p && p->domain().empty() && p->op_type() == "MatMul";
+}
 
 bool is_control_flow(const Node* n) {
   return n->domain().empty() && (n->op_type() == "If" || n->op_type() == "Loop" || n->op_type() == "Scan");
@@ -134,6 +168,8 @@ class Colouring {
     }
     if (n->domain().empty() && n->op_type() == "Constant")
       return decide(i, Precision::kNone, Rule::kConstant, "constant: stored in the type its consumers need");
+    if (is_quantize_op(n))
+      return decide(i, Precision::kFp32, Rule::kQuantized, "quantization: the edge of a quantized (QDQ) region, kept as it is");
     if (is_control_flow(n))
       return decide(i, Precision::kFp32, Rule::kControlFlow,
                     "control flow: inputs, outputs and loop-carried values keep their types; the body is "
@@ -154,6 +190,14 @@ class Colouring {
       decision(i).measurements = c->measurements;
       return;
     }
+    if (in_quantized_region(n))
+      return decide(i, Precision::kFp32, Rule::kQuantized,
+                    "in a quantized (QDQ) region: between DequantizeLinear and QuantizeLinear, which ONNX Runtime runs "
+                    "as one integer kernel; kept fp32");
+    if (batch_norm_after_matmul(n))
+      return decide(i, Precision::kFp32, Rule::kOrtFusion,
+                    "BatchNormalization after a MatMul: ONNX Runtime folds the pair into one Gemm assuming one element "
+                    "type, which fp16 data with fp32 parameters breaks; kept fp32 behind a Cast, which it does not fold");
     const OpListEntry* entry = policy_.entry(n->domain(), n->op_type());
     if (!entry)
       return decide(i, Precision::kFp32, Rule::kNotListed, n->op_type() + " is on no op list; unlisted ops stay fp32");

@@ -53,6 +53,8 @@ enum class Rule {
   kTypeFromAttribute,  // the output type is an attribute (RandomNormal's dtype, ConstantOfShape)
   kOtherType,          // the data is double or the other 16-bit type: left alone
   kControlFlow,
+  kQuantized,          // a QuantizeLinear / DequantizeLinear or an op between them (a QDQ model)
+  kOrtFusion,          // a pattern ONNX Runtime fuses assuming one element type (MatMul + BatchNormalization)
   kNoSchema,
   kNoFloatData,
   kCast,

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "graph/error.h"
 #include "graph/half.h"
@@ -56,6 +57,7 @@ class CastInserter {
     Node* prev = nullptr;
     first_[&g] = nullptr;
     for (Node* n : g.nodes()) {
+      node_names_.insert(n->name);
       if (prev)
         next_[prev] = n;
       else
@@ -247,7 +249,12 @@ class CastInserter {
 
   Node* make_cast(Graph& g, Value* v, DType to, const std::string& name, Node* before) {
     Node* c = g.add_node("Cast", {v}, {name}, "", before);
+    // Named after its output, unless a node of the model already has that name (a graph output
+    // that keeps its name is often its producer's name too, as in keras2onnx's exports): ONNX
+    // Runtime refuses two nodes with one name.
     c->name = name;
+    for (int k = 1; node_names_.count(c->name); ++k) c->name = name + "_cast" + (k == 1 ? "" : std::to_string(k));
+    node_names_.insert(c->name);
     c->set_attr(Attribute::of_int("to", static_cast<int64_t>(to)));
     ValueType t = v->type();
     t.elem = to;
@@ -268,6 +275,7 @@ class CastInserter {
   std::unordered_map<Value*, std::vector<DType>> wants_;  // the types each read of a value needs
   std::vector<Value*> wanted_;                           // wants_'s keys in first-read order
   std::map<std::pair<Value*, DType>, Value*> casts_;
+  std::unordered_set<std::string> node_names_;  // every node's, so a new Cast's is unique
 };
 
 }  // namespace

@@ -76,6 +76,26 @@ Grads select_extreme(GradContext& c) {
   return g;
 }
 
+// Sum (variadic): each operand gets dy, summed over the axes it was broadcast along.
+Grads sum(GradContext& c) {
+  Grads g(c.node.inputs().size());
+  for (size_t i = 0; i < g.size(); ++i)
+    if (c.wants(i)) g[i] = c.sum_to_input(c.dy[0], i);
+  return g;
+}
+
+// PRelu(x, slope) = x < 0 ? slope x : x: dx = dy slope where x < 0, else dy; dslope = dy x where
+// x < 0, else 0 (PyTorch's prelu backward; at x == 0 both take the x >= 0 side).
+Grads prelu(GradContext& c) {
+  Grads g(2);
+  Value* x = c.x(0);
+  Value* negative = c.b.less(x, c.b.scalar(0, x->dtype()));
+  if (c.wants(0)) g[0] = c.sum_to_input(c.b.where(negative, c.b.mul(c.dy[0], c.x(1)), c.dy[0]), 0);
+  if (c.wants(1))
+    g[1] = c.sum_to_input(c.b.where(negative, c.b.mul(c.dy[0], x), c.b.scalar(0, x->dtype())), 1);
+  return g;
+}
+
 Grads where(GradContext& c) {
   Grads g(3);
   Value* zero = c.b.scalar(0, c.dy[0]->dtype());
@@ -95,6 +115,8 @@ void add_broadcast_gradients(GradRuleTable& t) {
   t["Min"] = select_extreme;
   t["Max"] = select_extreme;
   t["Where"] = where;
+  t["Sum"] = sum;
+  t["PRelu"] = prelu;
 }
 
 }  // namespace amp

@@ -1,4 +1,4 @@
-// Gradients of BatchNormalization and LayerNormalization. In training mode the statistics depend on
+// Gradients of BatchNormalization, LayerNormalization and LRN. In training mode the statistics depend on
 // X, which makes dX a three-term formula over the normalized axes: one ai.onnx_amp op each, which
 // recomputes the statistics from X instead of keeping them alive from the forward pass. Inference-
 // mode BatchNormalization is an affine map per channel and takes standard ops.
@@ -66,11 +66,49 @@ Grads layer_norm(GradContext& c) {
   return {c.wants(0) ? outs[0] : nullptr, outs[1], outs[2]};
 }
 
+// LRN: y = x base^-beta, base = bias + alpha / size * (sum of x^2 over the channel window
+// [c - before, c + after]). dx = dy base^-beta - 2 alpha beta / size * x * (the same sums of
+// dy x base^(-beta-1), over the mirrored window [c - after, c + before]). A window sum over channels
+// is a convolution of [N, 1, C, rest] with a [1, 1, size, 1] kernel of ones.
+Grads lrn(GradContext& c) {
+  GraphBuilder& b = c.b;
+  Value* x = c.x(0);
+  const int64_t r = rank_of(x);
+  if (r < 3) c.fail("the input's rank must be known and at least 3");
+  const Dim& channels = x->type().shape->dims[1];
+  if (!channels.is_static()) c.fail("the channel count must be known");
+  const int64_t size = c.node.attr_int("size", 0);
+  const double alpha = c.node.attr_float("alpha", 1e-4f), beta = c.node.attr_float("beta", 0.75f),
+               bias = c.node.attr_float("bias", 1.0f);
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  const DType t = x->dtype();
+  Value* shape = b.shape_of(x);
+  Value* planes = b.int64s({0, 1, *channels.value, -1});
+  Tensor ones(t == DType::kDouble ? DType::kDouble : DType::kFloat, {1, 1, size, 1});
+  for (int64_t i = 0; i < size; ++i) {
+    if (ones.dtype == DType::kDouble) ones.mutable_as<double>()[i] = 1;
+    else ones.mutable_as<float>()[i] = 1;
+  }
+  Value* kernel = b.cast(b.constant(std::move(ones)), t);
+  auto window_sum = [&](Value* v, int64_t lo, int64_t hi) {
+    Value* summed = b.same("Conv", {b.reshape(v, planes), kernel}, attrs(Attribute::of_ints("pads", {lo, 0, hi, 0})));
+    return b.reshape(summed, shape);
+  };
+  Value* base = b.add(b.scalar(bias, t), b.mul(b.scalar(alpha / static_cast<double>(size), t), window_sum(b.mul(x, x), before, after)));
+  Grads g(1);
+  Value* direct = b.mul(c.dy[0], b.same("Pow", {base, b.scalar(-beta, t)}));
+  Value* through = b.mul(b.mul(c.dy[0], x), b.same("Pow", {base, b.scalar(-beta - 1, t)}));
+  Value* spread = b.mul(b.mul(b.scalar(2 * alpha * beta / static_cast<double>(size), t), x), window_sum(through, after, before));
+  g[0] = b.sub(direct, spread);
+  return g;
+}
+
 }  // namespace
 
 void add_normalization_gradients(GradRuleTable& t) {
   t["BatchNormalization"] = batch_norm;
   t["LayerNormalization"] = layer_norm;
+  t["LRN"] = lrn;
 }
 
 }  // namespace amp

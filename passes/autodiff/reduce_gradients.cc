@@ -1,6 +1,7 @@
-// Gradients of ReduceSum, ReduceMean, ReduceMax and ReduceMin: dY is broadcast back over the
-// reduced axes (ReduceMean divides by the count, ReduceMax/ReduceMin route to the extrema and split
-// ties evenly, like PyTorch's amax/amin backward).
+// Gradients of ReduceSum, ReduceMean, ReduceMax, ReduceMin and ReduceProd: dY is broadcast back over
+// the reduced axes (ReduceMean divides by the count, ReduceMax/ReduceMin route to the extrema and
+// split ties evenly, like PyTorch's amax/amin backward; ReduceProd multiplies by the product of the
+// other elements).
 #include "passes/autodiff/gradient_rules.h"
 
 namespace amp {
@@ -101,6 +102,33 @@ Grads reduce_extremum(GradContext& c) {
   return g;
 }
 
+// ReduceProd: d(prod)/dx_i is the product of the other elements, computed without dividing by a
+// zero as PyTorch's prod_backward does: with no zero in the group it is prod / x_i; with one zero it
+// is the product of the non-zero elements for that zero and 0 for the rest; with more, 0 for all.
+Grads reduce_prod(GradContext& c) {
+  Grads g(c.node.inputs().size());
+  if (reduces_nothing(c)) {
+    g[0] = c.dy[0];
+    return g;
+  }
+  GraphBuilder& b = c.b;
+  auto axes = reduced_axes(c);
+  Value* x = c.x(0);
+  const DType t = x->dtype();
+  Value* zero = b.scalar(0, t);
+  Value* one = b.scalar(1, t);
+  Value* is_zero = b.equal(x, zero);
+  Value* nonzero = b.where(is_zero, one, x);
+  Value* product = b.same("ReduceProd", {nonzero}, attrs(Attribute::of_ints("axes", axes)));  // keepdims 1
+  Value* zeros = b.reduce_sum(b.cast(is_zero, t), axes, true);
+  Value* shape = b.shape_of(x);
+  Value* for_zero = b.where(b.equal(zeros, one), product, zero);                   // [kept dims]
+  Value* for_other = b.where(b.equal(zeros, zero), b.div(product, nonzero), zero);  // broadcast to x
+  Value* others = b.where(is_zero, b.expand(for_zero, shape), for_other);
+  g[0] = b.mul(b.expand(keep_dims(c, c.dy[0], axes), shape), others);
+  return g;
+}
+
 }  // namespace
 
 void add_reduce_gradients(GradRuleTable& t) {
@@ -108,6 +136,7 @@ void add_reduce_gradients(GradRuleTable& t) {
   t["ReduceMean"] = reduce_mean;
   t["ReduceMax"] = reduce_extremum;
   t["ReduceMin"] = reduce_extremum;
+  t["ReduceProd"] = reduce_prod;
 }
 
 }  // namespace amp

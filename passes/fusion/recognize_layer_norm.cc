@@ -69,17 +69,27 @@ class Matcher {
     std::optional<int64_t> last_dim = shape ? shape->dims.back().value : std::nullopt;
     if (!last_axis_mean(mean, x)) return std::nullopt;
     m_.x = x;
-    // d = x - mean, read by Pow and Div only.
-    Node* sub = sole_reader(mean->output(0));
-    if (!is_op(sub, "Sub") || sub->input(0) != x || sub->input(1) != mean->output(0) || !typed(sub)) return std::nullopt;
-    Value* d = sub->output(0);
-    if (d->is_output() || d->uses().size() != 2) return std::nullopt;
+    // d = x - mean, read by Pow and Div only: one Sub, or one for each (PyTorch 1.1's export of
+    // BERT's LayerNorm, (x - u).pow(2).mean() and (x - u) / sqrt(...), which ONNX Runtime's
+    // optimizer keeps: bert_toy_optimized.onnx).
+    if (mean->output(0)->is_output()) return std::nullopt;
+    std::vector<Node*> subs;
+    for (const Use& u : mean->output(0)->uses()) subs.push_back(u.node);
+    if (subs.empty() || subs.size() > 2) return std::nullopt;
     Node* pow = nullptr;
     Node* div = nullptr;
-    for (const Use& u : d->uses()) {
-      if (is_op(u.node, "Pow") && u.index == 0) pow = u.node;
-      if (is_op(u.node, "Div") && u.index == 0) div = u.node;
+    size_t reads = 0;
+    for (Node* sub : subs) {
+      if (!is_op(sub, "Sub") || sub->input(0) != x || sub->input(1) != mean->output(0) || !typed(sub)) return std::nullopt;
+      const Value* d = sub->output(0);
+      if (d->is_output()) return std::nullopt;
+      reads += d->uses().size();
+      for (const Use& u : d->uses()) {
+        if (is_op(u.node, "Pow") && u.index == 0) pow = u.node;
+        if (is_op(u.node, "Div") && u.index == 0) div = u.node;
+      }
     }
+    if (reads != 2) return std::nullopt;
     if (!pow || !div || !typed(pow) || !typed(div)) return std::nullopt;
     const Value* exponent = pow->input(1);
     const std::optional<double> two = scalar(exponent, exponent ? exponent->dtype() : t_);
@@ -120,7 +130,9 @@ class Matcher {
       return true;
     });
     if (!biased) return std::nullopt;
-    m_.nodes = {mean, sub, pow, var, plus_eps, sqrt, div, mul, add};
+    m_.nodes = {mean};
+    m_.nodes.insert(m_.nodes.end(), subs.begin(), subs.end());
+    for (Node* n : {pow, var, plus_eps, sqrt, div, mul, add}) m_.nodes.push_back(n);
     return m_;
   }
 

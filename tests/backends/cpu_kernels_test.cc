@@ -723,5 +723,85 @@ TEST(CpuKernels, ConvTransposeMatchesTorchInEveryFloatType) {
   check(cases, "conv_transpose");
 }
 
+// The ops third-party exporters' models brought (issue 31): Caffe2's variadic Sum and LRN,
+// PRelu, keras2onnx's ReduceProd, QDQ models' QuantizeLinear / DequantizeLinear, OneHot, and the
+// recurrent layers, against torch (Sum, PRelu, ReduceProd, LRN) or numpy written from ONNX's
+// operator text (the rest; the recurrent layers with the state rounded to the tensor type after
+// each step, as a GPU stores it). ONNX's node tests of the same ops run in `Libonnx`, and the
+// layers exported by torch against ONNX Runtime in tests/corpus.
+Tensor small_ints(DType t, std::vector<int64_t> dims, int lo, int hi, uint32_t seed) {
+  Tensor x(t, std::move(dims));
+  std::mt19937 gen(seed);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int v = lo + static_cast<int>(gen() % static_cast<uint32_t>(hi - lo + 1));
+    if (t == DType::kInt8) x.mutable_as<int8_t>()[i] = static_cast<int8_t>(v);
+    else if (t == DType::kUInt8) x.mutable_as<uint8_t>()[i] = static_cast<uint8_t>(v);
+    else x.mutable_as<int64_t>()[i] = v;
+  }
+  return x;
+}
+
+TEST(CpuKernels, ThirdPartyExportersOpsMatchTorchAndNumpy) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    cases.push_back(Case{"sum3" + suffix(t), "Sum",
+                         {{"a", random_tensor(t, {2, 3}, -2, 2, 71)}, {"b", random_tensor(t, {3}, -2, 2, 72)},
+                          {"c", random_tensor(t, {2, 1}, -2, 2, 73)}},
+                         {}, 1, tolerance(t, 0)});
+    cases.push_back(Case{"prelu" + suffix(t), "PRelu",
+                         {{"x", random_tensor(t, {2, 3, 4, 5}, -2, 2, 74)}, {"slope", random_tensor(t, {3, 1, 1}, 0, 0.5, 75)}},
+                         {}, 1, tolerance(t, 0)});
+    std::vector<Attribute> prod;
+    prod.push_back(Attribute::of_ints("axes", {1}));
+    cases.push_back(Case{"reduce_prod" + suffix(t), "ReduceProd", {{"x", random_tensor(t, {3, 6, 5}, 0.5, 1.5, 76)}},
+                         std::move(prod), 1, tolerance(t, 1, 1e-6)});
+    std::vector<Attribute> lrn;
+    lrn.push_back(Attribute::of_int("size", 5));
+    lrn.push_back(Attribute::of_float("alpha", 1e-2f));
+    lrn.push_back(Attribute::of_float("beta", 0.75f));
+    lrn.push_back(Attribute::of_float("bias", 2.0f));
+    cases.push_back(Case{"lrn" + suffix(t), "LRN", {{"x", random_tensor(t, {2, 7, 3, 4}, -3, 3, 77)}}, std::move(lrn), 1,
+                         tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> q;
+    q.push_back(Attribute::of_int("axis", 1));
+    cases.push_back(Case{"quantize" + suffix(t), "QuantizeLinear",
+                         {{"x", random_tensor(t, {2, 3, 4}, -20, 20, 78)}, {"scale", random_tensor(t, {3}, 0.05, 0.3, 79)},
+                          {"zp", small_ints(DType::kInt8, {3}, -10, 10, 80)}},
+                         std::move(q), 1, {}});
+    for (const char* cell : {"lstm", "gru", "rnn"}) {
+      const int gates = cell == std::string("lstm") ? 4 : cell == std::string("gru") ? 3 : 1;
+      const int64_t hidden = 5, input = 4, batch = 3, seq = 6;
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_int("hidden_size", hidden));
+      a.push_back(Attribute::of_string("direction", "bidirectional"));
+      if (gates == 3) a.push_back(Attribute::of_int("linear_before_reset", 1));
+      std::vector<std::pair<std::string, Tensor>> in = {
+          {"x", random_tensor(t, {seq, batch, input}, -1, 1, 81)},
+          {"w", random_tensor(t, {2, gates * hidden, input}, -0.6, 0.6, 82)},
+          {"r", random_tensor(t, {2, gates * hidden, hidden}, -0.6, 0.6, 83)},
+          {"b", random_tensor(t, {2, 2 * gates * hidden}, -0.3, 0.3, 84)},
+          {"lens", random_tensor(DType::kInt32, {batch}, 2, 7, 85)},
+          {"h0", random_tensor(t, {2, batch, hidden}, -0.5, 0.5, 86)}};
+      if (gates == 4) in.push_back({"c0", random_tensor(t, {2, batch, hidden}, -0.5, 0.5, 87)});
+      cases.push_back(Case{cell + suffix(t), gates == 4 ? "LSTM" : gates == 3 ? "GRU" : "RNN", std::move(in),
+                           std::move(a), gates == 4 ? 3u : 2u, tolerance(t, 2, 2e-5)});
+    }
+  }
+  std::vector<Attribute> dq;
+  dq.push_back(Attribute::of_int("axis", 1));
+  cases.push_back(Case{"dequantize@uint8", "DequantizeLinear",
+                       {{"x", small_ints(DType::kUInt8, {2, 3, 4}, 0, 255, 88)},
+                        {"scale", random_tensor(DType::kFloat, {3}, 0.05, 0.3, 89)},
+                        {"zp", small_ints(DType::kUInt8, {3}, 100, 150, 90)}},
+                       std::move(dq), 1, tolerance(DType::kFloat, 0)});
+  std::vector<Attribute> onehot;
+  onehot.push_back(Attribute::of_int("axis", 1));
+  cases.push_back(Case{"onehot@int64", "OneHot",
+                       {{"i", small_ints(DType::kInt64, {2, 3}, -5, 4, 91)}, {"depth", int64_tensor({4})},
+                        {"v", random_tensor(DType::kFloat, {2}, -3, 3, 92)}},
+                       std::move(onehot), 1, tolerance(DType::kFloat, 0)});
+  check(cases, "exporters");
+}
+
 }  // namespace
 }  // namespace amp::test

@@ -270,6 +270,88 @@ CASES.update({
 })
 
 
+# ---- the ops third-party exporters' models brought (issue 31)
+
+KIND = None  # the storage kind of the case being computed (main sets it): the recurrent layers round to it
+
+
+def stored(x):
+    """x as the case's tensor type holds it, widened back (the recurrent state after each step)."""
+    x = np.asarray(x)
+    if KIND == "bf16":
+        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(torch.bfloat16).float().numpy()
+    return x.astype(KIND).astype(x.dtype)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def recurrent(i, cell):
+    """ONNX's LSTM (gates i, o, f, c), GRU (z, r, h; linear_before_reset 1) and RNN (tanh), both
+    directions, with sequence_lens, initial states, and default activations, written from the
+    operator's text; the state rounded to the tensor type after each step."""
+    x, w, r, b, lens, h0 = i["x"], i["w"], i["r"], i["b"], i["lens"], i["h0"]
+    seq, batch, _ = x.shape
+    dirs, hidden = h0.shape[0], h0.shape[2]
+    gates = w.shape[1] // hidden
+    y = np.zeros((seq, dirs, batch, hidden), x.dtype)
+    yh = np.zeros((dirs, batch, hidden), x.dtype)
+    yc = np.zeros((dirs, batch, hidden), x.dtype)
+    for d in range(dirs):
+        wb, rb = b[d, :gates * hidden], b[d, gates * hidden:]
+        for n in range(batch):
+            h = h0[d, n].copy()
+            c = i["c0"][d, n].copy() if "c0" in i else None
+            steps = range(int(lens[n]))
+            for t in (reversed(steps) if d == 1 else steps):
+                xg = w[d] @ x[t, n] + wb
+                hg = r[d] @ h + rb
+                H = hidden
+                if cell == "lstm":
+                    ig, og, fg = sigmoid(xg[:H] + hg[:H]), sigmoid(xg[H:2 * H] + hg[H:2 * H]), sigmoid(xg[2 * H:3 * H] + hg[2 * H:3 * H])
+                    c = stored(fg * c + ig * np.tanh(xg[3 * H:] + hg[3 * H:]))
+                    h = stored(og * np.tanh(c))
+                elif cell == "gru":
+                    z, rg = sigmoid(xg[:H] + hg[:H]), sigmoid(xg[H:2 * H] + hg[H:2 * H])
+                    cand = np.tanh(xg[2 * H:] + rg * hg[2 * H:])
+                    h = stored((1 - z) * cand + z * h)
+                else:
+                    h = stored(np.tanh(xg + hg))
+                y[t, d, n] = h
+            yh[d, n] = h
+            if c is not None:
+                yc[d, n] = c
+    return [y, yh, yc] if cell == "lstm" else [y, yh]
+
+
+def one_hot(indices, depth, values):
+    """ONNX's OneHot on axis 1: negative indices count from the end; out of range gives all off."""
+    y = np.full((indices.shape[0], depth) + indices.shape[1:], values[0], values.dtype)
+    for n, k in np.ndindex(indices.shape):
+        j = int(indices[n, k])
+        if -depth <= j < depth:
+            y[n, j % depth, k] = values[1]
+    return y
+
+
+CASES.update({
+    "sum3": (lambda i: (i["a"] + i["b"]) + i["c"], None),
+    "prelu": (lambda i: F.prelu(t(i["x"]), t(i["slope"]).reshape(-1)).numpy(), None),
+    "reduce_prod": (lambda i: torch.prod(t(i["x"]), dim=1, keepdim=True).numpy(), None),
+    # alpha is a float attribute: its float32 value, not 1e-2 in double
+    "lrn": (lambda i: F.local_response_norm(t(i["x"]), 5, alpha=float(np.float32(1e-2)), beta=0.75, k=2.0).numpy(), None),
+    "quantize": (lambda i: np.clip(np.rint(i["x"] / i["scale"].reshape(1, 3, 1)) + i["zp"].reshape(1, 3, 1), -128, 127),
+                 "int8"),
+    "dequantize": (lambda i: ((i["x"].astype(np.int64) - i["zp"].reshape(1, 3, 1)).astype(np.float32)
+                              * i["scale"].reshape(1, 3, 1)), "float32"),
+    "onehot": (lambda i: one_hot(i["i"], 4, i["v"]), "float32"),
+    "lstm": (lambda i: recurrent(i, "lstm"), None),
+    "gru": (lambda i: recurrent(i, "gru"), None),
+    "rnn": (lambda i: recurrent(i, "rnn"), None),
+})
+
+
 def main():
     folder, names = sys.argv[1], sys.argv[2:]
     for name in names:
@@ -277,6 +359,8 @@ def main():
         base = name.rsplit("@", 1)[0]  # "add_bcast@float16": one reference, several storage types
         fn, out_kind = CASES[base]
         first = next(k for k in kinds.values() if k != "bool")  # Where: the type of X, not of the condition
+        global KIND
+        KIND = first
         with np.errstate(all="ignore"):
             outs = fn({k: f32(v) if v.dtype != np.bool_ and v.dtype.kind == "f" else v for k, v in inputs.items()})
         if not isinstance(outs, list):

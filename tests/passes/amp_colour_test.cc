@@ -236,5 +236,47 @@ TEST(AmpColour, ConvTransposeIsAllowListedAndRunsBf16BeyondItsSchema) {
   EXPECT_EQ(decided(colour(b.m, training), b, "c"), "bf16 allow-list");
 }
 
+// ONNX Runtime's MatMul + BatchNormalization fusion (on by default) builds one Gemm in one element
+// type: with the MatMul in fp16 and the BatchNormalization's parameters in fp32 the session fails
+// to initialise (onnx2c's PyTorch MNIST, tests/corpus). The BatchNormalization after a MatMul,
+// directly or through a Reshape, stays fp32 so that a Cast sits between them; this test fails if
+// the pair comes back in mixed types. A BatchNormalization after a Gemm is not the pattern.
+TEST(AmpColour, BatchNormalizationAfterMatMulStaysFp32) {
+  ModelBuilder b;
+  auto bn = [&](Value* x, const std::string& name) {
+    return b.op("BatchNormalization", {x, b.weight(name + "_s", {8}), b.weight(name + "_b", {8}),
+                                       b.weight(name + "_m", {8}), b.weight(name + "_v", {8})}, name);
+  };
+  Value* h = b.op("MatMul", {b.input("x"), b.weight("w1")}, "h");
+  Value* n1 = bn(h, "n1");
+  Value* h2 = b.op("MatMul", {b.op("Relu", {n1}, "r1"), b.weight("w2")}, "h2");
+  Value* n2 = bn(b.op("Reshape", {h2, b.int64s("shape", {2, 8})}, "rs"), "n2");
+  Value* g = b.op("Gemm", {b.op("Relu", {n2}, "r2"), b.weight("w3")}, "g");
+  Value* n3 = bn(g, "n3");
+  b.output(b.op("MatMul", {n3, b.weight("w4")}, "y"));
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  EXPECT_EQ(decided(d, b, "h"), "fp16 allow-list");
+  EXPECT_EQ(decided(d, b, "n1"), "fp32 onnxruntime-fusion");
+  EXPECT_EQ(decided(d, b, "n2"), "fp32 onnxruntime-fusion");
+  EXPECT_EQ(decided(d, b, "n3"), "fp16 between-low");
+}
+
+// A QDQ model's quantized regions stay as they are: QuantizeLinear, DequantizeLinear and the ops
+// between them fp32 with the reason, while an allow-listed op outside them runs low.
+TEST(AmpColour, QuantizedRegionsAreLeftAlone) {
+  ModelBuilder b;
+  Value* scale = b.weight("scale", {});
+  Value* q = b.op("QuantizeLinear", {b.input("x"), scale}, "q", DType::kUInt8);
+  Value* dq = b.op("DequantizeLinear", {q, scale}, "dq");
+  Value* conv = b.op("MatMul", {dq, b.weight("w1")}, "mm");
+  Value* q2 = b.op("QuantizeLinear", {b.op("Relu", {conv}, "relu"), scale}, "q2", DType::kUInt8);
+  Value* dq2 = b.op("DequantizeLinear", {q2, scale}, "dq2");
+  b.output(b.op("MatMul", {b.op("Sigmoid", {dq2}, "sig"), b.weight("w2")}, "y"));
+  const AmpDecisions d = colour(b.m, AmpPolicy());
+  for (const char* v : {"q", "dq", "mm", "relu", "q2", "dq2", "sig"})
+    EXPECT_EQ(decided(d, b, v), "fp32 quantized") << v;
+  EXPECT_EQ(decided(d, b, "y"), "fp16 allow-list");
+}
+
 }  // namespace
 }  // namespace amp

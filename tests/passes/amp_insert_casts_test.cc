@@ -2,6 +2,8 @@
 // insert_casts(), and compares it with the model written out by hand, names included.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "graph/half.h"
 #include "passes/amp/cast_cleanup.h"
 #include "passes/amp/insert_casts.h"
@@ -276,6 +278,21 @@ TEST(AmpInsertCasts, CleanupRemovesExactRoundTripsAndKeepsLossyOnes) {
   EXPECT_EQ(cleanup.stats().at("no-op casts removed"), 2);  // `same`, then `again16` (fp16 -> fp16)
   EXPECT_EQ(cleanup.stats().at("duplicate casts merged"), 1);
   EXPECT_FALSE(cleanup.run(before.m));
+}
+
+// keras2onnx names a graph output after the node that makes it ("conv1d_1" for Conv node
+// "conv1d_1"); the Cast that keeps the output fp32 takes the output's name, and its node must not
+// take the node's: ONNX Runtime refuses a model with two nodes of one name.
+TEST(AmpInsertCasts, CastNodeNamesStayApartFromNodesOfTheSameName) {
+  ModelBuilder before;
+  Value* y = before.op("MatMul", {before.input("x"), before.weight("w")}, "y");
+  before.producer("y")->name = "y";
+  before.output(y);
+  rewrite(before.m);
+  std::set<std::string> names;
+  for (const Node* n : before.m.graph->nodes()) EXPECT_TRUE(names.insert(n->name).second) << "two nodes named " << n->name;
+  EXPECT_EQ(before.producer("y")->op_type(), "Cast");
+  EXPECT_EQ(before.producer("y")->name, "y_cast");
 }
 
 }  // namespace

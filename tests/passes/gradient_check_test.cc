@@ -25,7 +25,7 @@ namespace {
 constexpr double kStep = 1e-5;
 constexpr double kTolerance = 2e-6;  // relative to max(1, |finite difference|)
 
-enum class Fill { kRandom, kPositive, kSpread, kWide };
+enum class Fill { kRandom, kPositive, kSpread, kWide, kSomeZeros };
 
 // One input of the node under test: a differentiable float64 graph input, or a constant.
 struct In {
@@ -102,6 +102,8 @@ Tensor random_tensor(const std::vector<int64_t>& dims, Fill fill, std::mt19937& 
       };
       do p[i] = wide(rng);
       while (near_kink(p[i]));
+    } else if (fill == Fill::kSomeZeros && (i == 1 || i == 8 || i == 9)) {
+      p[i] = 0;  // ReduceProd over rows of 6: rows with one, two and no zeros
     } else {
       p[i] = u(rng);
       if (std::fabs(p[i]) < 0.05) p[i] += p[i] < 0 ? -0.05 : 0.05;  // away from Relu/Abs kinks
@@ -400,6 +402,13 @@ std::vector<Case> cases() {
   add(make("ReduceMeanAll", "ReduceMean", {x({2, 3})}));
   add(make("ReduceMax", "ReduceMax", {x({2, 3, 4}, Fill::kSpread)}, {ints_attr("axes", {1})}));
   add(make("ReduceMin", "ReduceMin", {x({2, 3, 4}, Fill::kSpread)}, {ints_attr("axes", {1})}));
+  // the ops third-party exporters' models brought (issue 31)
+  add(make("Sum3", "Sum", {x(m23), x({3}), x({2, 1})}));
+  add(make("PRelu", "PRelu", {x({2, 3, 4}), x({3, 1})}));
+  add(make("ReduceProd", "ReduceProd", {x({2, 3, 4})}, {ints_attr("axes", {1}), int_attr("keepdims", 0)}));
+  add(make("ReduceProdZeros", "ReduceProd", {x({4, 6}, Fill::kSomeZeros)}, {ints_attr("axes", {1})}));
+  add(make("LRN", "LRN", {x({2, 5, 3, 3})},
+           {int_attr("size", 3), float_attr("alpha", 0.5f), float_attr("beta", 0.75f), float_attr("bias", 1.5f)}));
   return c;
 }
 

@@ -40,6 +40,38 @@ class TwiceInOneScope(Manual):
         return super().forward(super().forward(x))
 
 
+class BertLayerNorm(nn.Module):
+    """pytorch-pretrained-bert's BertLayerNorm (scale first, eps 1e-12). PyTorch 1.1 exported its two
+    (x - u) as two Sub nodes, which ONNX Runtime's optimizer keeps (bert_toy_optimized.onnx);
+    torch 1.13 merges them, so two_subs() splits them again after the export."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(size))
+        self.bias = nn.Parameter(torch.randn(size))
+
+    def forward(self, x):
+        u = x.mean(-1, keepdim=True)
+        s = (x - u).pow(2).mean(-1, keepdim=True)
+        x = (x - u) / torch.sqrt(s + 1e-12)
+        return self.weight * x + self.bias
+
+
+def two_subs(path):
+    """The Div reads a second Sub computing the same x - u, as PyTorch 1.1's export wrote it."""
+    import onnx
+    m = onnx.load(path)
+    nodes = list(m.graph.node)
+    sub = next(n for n in nodes if n.op_type == "Sub")
+    div = next(n for n in nodes if n.op_type == "Div")
+    twin = onnx.helper.make_node("Sub", list(sub.input), [sub.output[0] + "_again"], name=sub.name + "_again")
+    div.input[0] = twin.output[0]
+    nodes.insert(nodes.index(div), twin)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    onnx.save(m, path)
+
+
 def with_affine(ln):
     # Non-trivial scale and bias, so a swapped or dropped one shows in the outputs.
     with torch.no_grad():
@@ -62,6 +94,8 @@ MODELS = {
     "twice_in_one_scope": (TwiceInOneScope(8), torch.randn(4, 8), 13),
     # The same chain by hand, last axis: recognised too.
     "manual_last_axis": (Manual(8), torch.randn(4, 8), 13),
+    # BERT's LayerNorm with x - u computed twice (see BertLayerNorm), opset 11.
+    "bert_two_subs": (BertLayerNorm(8), torch.randn(4, 8), 11),
     # Not LayerNorm over the last axis: the first axis; d ** 3; the variance also an output.
     "not_ln_other_axis": (Manual(8, axis=0), torch.randn(8, 8), 13),
     "not_ln_exponent": (Manual(8, exponent=3.0), torch.randn(4, 8), 13),
@@ -80,6 +114,8 @@ def main():
         dynamic = {"x": {0: "n", 1: "l", 2: "d"}} if name == "nn_layer_norm_dynamic" else None
         torch.onnx.export(model, (x,), "%s/%s.onnx" % (out, name), opset_version=opset, input_names=["x"],
                           output_names=outputs, dynamic_axes=dynamic)
+        if name == "bert_two_subs":
+            two_subs("%s/%s.onnx" % (out, name))
         np.savez("%s/%s.npz" % (out, name), x=x.numpy(), y=y.numpy())
 
 

@@ -1,6 +1,6 @@
 // recognize-layer-norm on LayerNorm as PyTorch exports it before opset 17
 // (tests/passes/layer_norm_exports.py): nn.LayerNorm at opsets 11, 13, 14 (every dim symbolic) and
-// 16, the same chain by hand; and chains it must leave alone (another axis, another exponent, the variance read
+// 16, the same chain by hand, BERT's with x - mean computed twice (PyTorch 1.1); and chains it must leave alone (another axis, another exponent, the variance read
 // elsewhere). A recognised model must compute what PyTorch computed, pass ONNX's checker after a
 // save and keep its output's name.
 #include <gtest/gtest.h>
@@ -50,7 +50,7 @@ TEST_F(RecognizeLayerNorm, PyTorchsDecomposedLayerNormBecomesOneLayerNormalizati
     const char* name;
     float epsilon;
   } cases[] = {{"nn_layer_norm", 1e-5f}, {"nn_layer_norm_rank3", 1e-5f}, {"nn_layer_norm_eps", 1e-6f},
-               {"nn_layer_norm_dynamic", 1e-5f}, {"manual_last_axis", 1e-5f}};
+               {"nn_layer_norm_dynamic", 1e-5f}, {"manual_last_axis", 1e-5f}, {"bert_two_subs", 1e-12f}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     Model m = load(c.name);

@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""Models this project can make itself, for the corpus harness (corpus_check.py --project).
+
+    /usr/bin/python3 tests/corpus/project_models.py OUT_DIR [--zoo NAME ...]
+
+Writes OUT_DIR/NAME.onnx for each model below (torch 1.13's exporter, eval mode, as users export
+for inference), and copies the shipped demo models (models/{mlp,cnn,gpt}.onnx). With --zoo, also
+tests/zoo/zoo_reference.py's eval export of each named torchvision / transformer model
+(zoo_NAME.onnx; about 5-20 s each).
+
+The torch exports are the patterns the corpus's third-party files showed, made small:
+  linear_bn       Linear (no bias) then BatchNorm1d in eval mode: MatMul + BatchNormalization, the
+                  pair ONNX Runtime's MatMul+BN fusion folds; with fp16 data and fp32 parameters it
+                  refused to load the fp16 rewrite. Then a Linear with bias (Gemm) + BatchNorm1d.
+  linear_bn_3d    a weight times [N, C, L] activations (MatMul) then BatchNorm1d over C.
+  lstm, gru, rnn  nn.LSTM / nn.GRU / nn.RNN, two layers, batch_first, opset 14.
+  bilstm          a bidirectional LSTM with initial states as inputs (the byte-level LSTM's form).
+  prelu_conv      Conv2d + PReLU (per-channel slope), mean pooling, Linear.
+  softmax11_axis1 opset 11, written with onnx.helper (torch exports softmax(dim=1) as Transpose,
+                  Softmax on the last axis, Transpose): Softmax and LogSoftmax with axis 1 of a
+                  [2, 3, 4] tensor, which at opset 11 flatten to [2, 12]; what the upgrade to opset
+                  17 must keep.
+  ort_norms       opset 14, written as ONNX Runtime's transformer optimizer writes them: its
+                  LayerNormalization and SimplifiedLayerNormalization (RMS norm) in the default
+                  domain, which ONNX defines only from opset 17 (LayerNormalization) or not at all.
+The files are deterministic (fixed seeds).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+class LinearBN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 32, bias=False)
+        self.bn = torch.nn.BatchNorm1d(32)
+        self.fc2 = torch.nn.Linear(32, 8)
+        self.bn2 = torch.nn.BatchNorm1d(8)
+        self.out = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.bn2(self.fc2(torch.relu(self.bn(self.fc(x)))))))
+
+
+class LinearBN3d(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(32, 16) / 4)
+        self.bn = torch.nn.BatchNorm1d(32)
+
+    def forward(self, x):  # x [N, 16, L]
+        return self.bn(torch.matmul(self.w, x))
+
+
+class Recurrent(torch.nn.Module):
+    def __init__(self, cell, bidirectional=False, states=False):
+        super().__init__()
+        self.rnn = cell(8, 12, num_layers=2, batch_first=True, bidirectional=bidirectional)
+        self.head = torch.nn.Linear(24 if bidirectional else 12, 3)
+        self.states = states
+
+    def forward(self, x, *state):
+        y, _ = self.rnn(x, tuple(state) if len(state) > 1 else (state[0] if state else None))
+        return self.head(y)
+
+
+class PReLUConv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.act = torch.nn.PReLU(8)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        return self.fc(self.act(self.conv(x)).mean(dim=(2, 3)))
+
+
+def softmax11_axis1(path):
+    import onnx
+    from onnx import helper
+    nodes = [helper.make_node("Softmax", ["x"], ["softmax"], axis=1),
+             helper.make_node("LogSoftmax", ["x"], ["log_softmax"], axis=1)]
+    graph = helper.make_graph(nodes, "softmax11", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [2, 3, 4])
+                               for n in ("softmax", "log_softmax")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], producer_name="project_models.py"), path)
+
+
+def ort_norms(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), n) for n in ("s1", "b1", "s2")]
+    nodes = [helper.make_node("LayerNormalization", ["x", "s1", "b1"], ["ln"], axis=-1, epsilon=1e-6),
+             helper.make_node("SimplifiedLayerNormalization", ["ln", "s2"], ["y"], axis=-1, epsilon=1e-6)]
+    graph = helper.make_graph(nodes, "ort_norms", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3, 8])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], producer_name="project_models.py")
+    onnx.save(m, path)  # not onnx.checker-valid: ONNX knows neither op at opset 14 (ONNX Runtime does)
+
+
+def calibrate(model, *inputs):
+    """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m in norms:
+        m.momentum = None
+    if norms:
+        model.train()
+        with torch.no_grad():
+            model(*inputs)
+    model.eval()
+
+
+def export(model, inputs, names, path, opset=14):
+    calibrate(model, *inputs)
+    torch.onnx.export(model, inputs, path, input_names=names, output_names=["output"], opset_version=opset,
+                      training=torch.onnx.TrainingMode.EVAL)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--zoo", nargs="*", default=[])
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    export(LinearBN(), (torch.randn(6, 16, generator=g),), ["x"], os.path.join(a.out, "linear_bn.onnx"))
+    export(LinearBN3d(), (torch.randn(3, 16, 5, generator=g),), ["x"], os.path.join(a.out, "linear_bn_3d.onnx"))
+    x = torch.randn(2, 7, 8, generator=g)
+    export(Recurrent(torch.nn.LSTM), (x,), ["x"], os.path.join(a.out, "lstm.onnx"))
+    export(Recurrent(torch.nn.GRU), (x,), ["x"], os.path.join(a.out, "gru.onnx"))
+    export(Recurrent(torch.nn.RNN), (x,), ["x"], os.path.join(a.out, "rnn.onnx"))
+    h0, c0 = torch.randn(4, 2, 12, generator=g), torch.randn(4, 2, 12, generator=g)
+    export(Recurrent(torch.nn.LSTM, bidirectional=True), (x, h0, c0), ["x", "h0", "c0"],
+           os.path.join(a.out, "bilstm.onnx"))
+    export(PReLUConv(), (torch.randn(2, 3, 10, 10, generator=g),), ["x"], os.path.join(a.out, "prelu_conv.onnx"))
+    softmax11_axis1(os.path.join(a.out, "softmax11_axis1.onnx"))
+    ort_norms(os.path.join(a.out, "ort_norms.onnx"))
+    for name in ("mlp", "cnn", "gpt"):
+        shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
+    for name in a.zoo:
+        d = os.path.join(a.out, "zoo_" + name)
+        r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "zoo", "zoo_reference.py"), name, d,
+                            "--eval", "--size", "64", "--batch", "2"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            sys.exit("zoo export of %s failed: %s" % (name, r.stdout.strip().splitlines()[-1:]))
+        shutil.copyfile(os.path.join(d, "eval.onnx"), os.path.join(a.out, "zoo_" + name + ".onnx"))
+
+
+if __name__ == "__main__":
+    main()
