@@ -17,6 +17,7 @@
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/onnx_io.h"
+#include "passes/fusion/recognize_attention.h"
 #include "passes/fusion/recognize_gelu.h"
 #include "passes/fusion/recognize_layer_norm.h"
 #include "passes/training/eval_mode.h"
@@ -158,6 +159,7 @@ Models build_models(const TrainOptions& o) {
     add_loss(out.eval, out.step.loss_spec);
     RecognizeGeluPass().run(out.eval);  // as the step computes it
     RecognizeLayerNormPass().run(out.eval);
+    RecognizeAttentionPass().run(out.eval);
     MasterWeightsPass(o.spec.precision).run(out.eval);
   }
   return out;
