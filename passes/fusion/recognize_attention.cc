@@ -411,6 +411,20 @@ std::string attention_node_name(const std::string& last) {
 
 }  // namespace
 
+AttentionChains count_attention_chains(const Model& m) {
+  AttentionChains c;
+  Matcher matcher(m.opset_version(""));
+  for (Node* n : m.graph->node_vector()) {  // the matcher reads the graph and changes nothing
+    if (!is_op(n, "Softmax")) continue;
+    if (std::optional<Match> match = matcher.at(n)) {
+      ++c.total;
+      c.causal += match->causal;
+      c.masked += match->mask != nullptr;
+    }
+  }
+  return c;
+}
+
 bool RecognizeAttentionPass::run(Model& m) {
   register_amp_op_schemas();
   stats_.clear();

@@ -26,6 +26,13 @@
 
 namespace amp {
 
+// What the pass would replace in m, left unchanged: for reports (amp-inspect) of models whose
+// attention amp-train fuses.
+struct AttentionChains {
+  int64_t total = 0, causal = 0, masked = 0;
+};
+AttentionChains count_attention_chains(const Model& m);
+
 class RecognizeAttentionPass : public Pass {
  public:
   std::string name() const override { return "recognize-attention"; }
