@@ -16,11 +16,25 @@
 namespace amp {
 namespace {
 
-// v is a one-element constant (any rank: a scalar or [1]); its value.
+// The contents of a mask computed from constants alone, by the few ops exports build masks with
+// (Unsqueeze, Cast, Trilu, Mul or Div by a scalar constant), or nothing.
+struct Folded {
+  std::vector<int64_t> dims;
+  std::vector<double> values;
+};
+
+std::optional<Folded> fold(const Value* v, int depth = 0);
+
+// v is a one-element floating constant (any rank: a scalar or [1]), or a Cast of a constant to a
+// floating type (PyTorch's training-mode export leaves baddbmm's factors so); its value.
 std::optional<double> scalar_constant(const Value* v) {
+  if (!v || !is_float(v->dtype())) return std::nullopt;
   const Tensor* c = constant_data(v);
-  if (!c || c->numel() != 1 || !is_float(c->dtype)) return std::nullopt;
-  return c->element(0);
+  if (c) return c->numel() == 1 ? std::optional<double>(c->element(0)) : std::nullopt;
+  const Node* p = v->producer();
+  if (!is_op(p, "Cast") || !constant_data(p->input(0))) return std::nullopt;
+  const std::optional<Folded> f = fold(v);
+  return f && f->values.size() == 1 ? std::optional<double>(f->values[0]) : std::nullopt;
 }
 
 // v's rank: from its shape, or, where inference left it open (after a Slice to a computed length,
@@ -37,20 +51,27 @@ std::optional<int64_t> rank_of(const Value* v, int depth = 0) {
     const std::optional<int64_t> r = rank_of(p->input(0), depth + 1);
     if (axes && r) return *r + axes->numel();
   }
+  if (is_op(p, "Reshape") && p->inputs().size() == 2) {  // a key padding mask's [N * heads, 1, T]
+    if (const Tensor* shape = constant_data(p->input(1))) return shape->numel();
+    const std::optional<Shape>& of_shape = p->input(1)->type().shape;  // a computed shape of known length
+    if (of_shape && of_shape->rank() == 1 && of_shape->dims[0].value) return *of_shape->dims[0].value;
+  }
+  if (is_op(p, "Mul") || is_op(p, "Add") || is_op(p, "Sub") || is_op(p, "Div") || is_op(p, "Where")) {
+    int64_t r = 0;  // numpy broadcasting: the highest rank
+    for (const Value* in : p->inputs()) {
+      const std::optional<int64_t> ri = rank_of(in, depth + 1);
+      if (!ri) return std::nullopt;
+      r = std::max(r, *ri);
+    }
+    return r;
+  }
   return std::nullopt;
 }
-
-// The contents of a mask computed from constants alone, by the few ops exports build masks with
-// (Unsqueeze, Cast, Trilu, Mul or Div by a scalar constant), or nothing.
-struct Folded {
-  std::vector<int64_t> dims;
-  std::vector<double> values;
-};
 
 // A mask larger than this is not folded: a causal mask of 2048 positions has 4M elements.
 constexpr int64_t kMaxFolded = int64_t{1} << 22;
 
-std::optional<Folded> fold(const Value* v, int depth = 0) {
+std::optional<Folded> fold(const Value* v, int depth) {
   if (!v || depth > 8) return std::nullopt;
   if (const Tensor* c = constant_data(v)) {
     if (c->numel() > kMaxFolded) return std::nullopt;
@@ -343,7 +364,8 @@ class Matcher {
       const Value* constant = n->input(static_cast<size_t>(side));
       const std::optional<double> c = scalar_constant(constant);
       Value* rest = n->input(static_cast<size_t>(1 - side));
-      if (!c || !std::isfinite(*c) || (div && *c == 0) || !typed(rest) || constant_data(constant)->dims.size() > 2)
+      const std::optional<int64_t> constant_rank = rank_of(constant);
+      if (!c || !std::isfinite(*c) || (div && *c == 0) || !typed(rest) || !constant_rank || *constant_rank > 2)
         continue;
       factor = mul ? *c : 1 / *c;
       m_.scale *= factor;

@@ -145,6 +145,9 @@ MODELS = {
     "mha": (Mha(), True, 10, False, 1, 0, 0),
     "mha_key_padding": (Mha("padding"), True, 10, False, 1, 0, 1),
     "mha_subsequent_mask": (Mha("causal"), True, 10, False, 1, 1, 0),
+    # A training-mode export (no constant folding): baddbmm's factors stay Casts of constants,
+    # the key padding mask's shape is computed.
+    "mha_key_padding_training": (Mha("padding"), True, 10, True, 1, 0, 1),
     "encoder_key_padding": (Encoder(), True, 10, False, 2, 0, 2),
     "decoder_causal": (Decoder(), True, 10, False, 4, 2, 0),
     # Near-misses: must stay as exported.
