@@ -196,6 +196,75 @@ std::vector<OpSchema> schemas() {
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { like_input(ctx, 1, 0); });
   out.push_back(std::move(gelu_grad));
 
+  // ONNX has Attention from opset 23 (4-D Q, K, V; is_causal upper-left aligned; a bool mask true
+  // where a key takes part, a float mask added to the scores; scale 1/sqrt(head size) by default).
+  // This project stops at opset 17, so its own domain carries it, in that 4-D form generalised to
+  // any leading dims, with the softmax's row log-sum-exp as a second output for the gradient.
+  // Recognised in exported graphs (passes/fusion/recognize_attention.h).
+  OpSchema attention = grad_schema(
+      "Attention",
+      "Scaled dot-product attention, as ONNX's Attention (opset 23) over Q [..., Tq, d], K [..., Tk, d] and "
+      "V [..., Tk, dv] with equal leading dims: Y = softmax(scale Q K^T + mask) V, the mask -inf where a bool "
+      "attn_mask is false or, with is_causal, where key j > query i; a float attn_mask is added. LSE is each "
+      "row's log(sum(exp(scale Q K^T + mask))), what the gradient recomputes the probabilities from.");
+  attention.Input(0, "Q", "Queries [..., Tq, d].", "T")
+      .Input(1, "K", "Keys [..., Tk, d].", "T")
+      .Input(2, "V", "Values [..., Tk, dv].", "T")
+      .Input(3, "attn_mask", "Broadcast to [..., Tq, Tk]: bool (true: attend) or float (added).", "U",
+             OpSchema::Optional)
+      .Output(0, "Y", "[..., Tq, dv].", "T")
+      .Output(1, "LSE", "Row log-sum-exp [..., Tq] (float32; float64 for float64 inputs).", "T2", OpSchema::Optional)
+      .Attr("scale", "Factor of Q K^T (default 1/sqrt(d)).", AttributeProto::FLOAT, false)
+      .Attr("is_causal", "1: key j > query i takes no part.", AttributeProto::INT, static_cast<int64_t>(0))
+      .TypeConstraint("U", {"tensor(bool)", "tensor(float16)", "tensor(bfloat16)", "tensor(float)", "tensor(double)"},
+                      "Mask types.")
+      .TypeConstraint("T2", {"tensor(float)", "tensor(double)"}, "Log-sum-exp types.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+        if (onnx::hasInputShape(ctx, 0) && onnx::hasInputShape(ctx, 2)) {
+          onnx::TensorShapeProto y = onnx::getInputShape(ctx, 0);
+          const auto& v = onnx::getInputShape(ctx, 2);
+          if (y.dim_size() >= 2 && v.dim_size() >= 1) *y.mutable_dim(y.dim_size() - 1) = v.dim(v.dim_size() - 1);
+          onnx::updateOutputShape(ctx, 0, y);
+        }
+        if (ctx.getNumOutputs() > 1) {
+          const int32_t t = ctx.getInputType(0)->tensor_type().elem_type();
+          onnx::updateOutputElemType(ctx, 1, t == onnx::TensorProto::DOUBLE ? t : onnx::TensorProto::FLOAT);
+          if (onnx::hasInputShape(ctx, 0)) {
+            onnx::TensorShapeProto lse = onnx::getInputShape(ctx, 0);
+            lse.mutable_dim()->RemoveLast();
+            onnx::updateOutputShape(ctx, 1, lse);
+          }
+        }
+      });
+  out.push_back(std::move(attention));
+
+  OpSchema attention_grad = grad_schema(
+      "AttentionGrad",
+      "Gradients of Attention from dY, recomputing the probabilities block by block from the saved LSE "
+      "(FlashAttention's backward): dQ, dK, dV and, for a float attn_mask, the mask's gradient.");
+  attention_grad.Input(0, "dY", "Gradient of Y.", "T")
+      .Input(1, "Q", "Attention's Q.", "T")
+      .Input(2, "K", "Attention's K.", "T")
+      .Input(3, "V", "Attention's V.", "T")
+      .Input(4, "Y", "Attention's Y.", "T")
+      .Input(5, "LSE", "Attention's LSE.", "T2")
+      .Input(6, "attn_mask", "Attention's attn_mask.", "U", OpSchema::Optional)
+      .Output(0, "dQ", "Gradient of Q.", "T", OpSchema::Optional)
+      .Output(1, "dK", "Gradient of K.", "T", OpSchema::Optional)
+      .Output(2, "dV", "Gradient of V.", "T", OpSchema::Optional)
+      .Output(3, "dMask", "Gradient of a float attn_mask.", "U", OpSchema::Optional)
+      .Attr("scale", "As Attention's.", AttributeProto::FLOAT, false)
+      .Attr("is_causal", "As Attention's.", AttributeProto::INT, static_cast<int64_t>(0))
+      .TypeConstraint("U", {"tensor(bool)", "tensor(float16)", "tensor(bfloat16)", "tensor(float)", "tensor(double)"},
+                      "Mask types.")
+      .TypeConstraint("T2", {"tensor(float)", "tensor(double)"}, "Log-sum-exp types.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        for (size_t k = 0; k < 3; ++k) like_input(ctx, k + 1, k);
+        if (ctx.getNumInputs() > 6) like_input(ctx, 6, 3);
+      });
+  out.push_back(std::move(attention_grad));
+
   out.push_back(loss_grad_schema("SoftmaxCrossEntropyLossGrad",
                                  "Gradient of SoftmaxCrossEntropyLoss with respect to scores: (softmax - onehot) "
                                  "times dLoss and the label weights, divided as the reduction says.",

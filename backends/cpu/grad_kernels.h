@@ -28,5 +28,6 @@ const std::vector<OpEntry>& fused_elementwise_ops();  // fused_elementwise.cc
 // The kernel of a FusedElementwise step made at compile time (cpu/fused_steps.h).
 std::unique_ptr<Kernel> make_fused_elementwise_kernel(ElementwiseProgram program);
 const std::vector<OpEntry>& all_reduce_ops();  // all_reduce.cc
+const std::vector<OpEntry>& attention_ops();   // attention.cc: Attention and AttentionGrad
 
 }  // namespace amp::cpu

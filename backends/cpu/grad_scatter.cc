@@ -194,8 +194,14 @@ class SumToShape final : public Kernel {
     if (!ok) throw InputError("cannot sum " + dims_str(from) + " down to " + dims_str(to));
     io.output(0).dtype = io.input(0).dtype;
     io.output(0).dims = to;
+    if (product(to) == product(from)) return 0;  // nothing summed: dY passes through
     return static_cast<size_t>(product(to)) * sizeof(double);  // the fp64 sums
   }
+  // Where it sums nothing (the output as many elements as dY: every summed axis has extent 1),
+  // the output is dY's bytes: the planner, which views only a buffer of the same size, makes it a
+  // view. Autodiff puts one after most gradient ops; after the loss gradient of a language model
+  // it is tokens x vocabulary (GPT-2 at 2 x 1024 tokens: 393 MiB of copy and 785 MiB of fp64 scratch).
+  bool aliases_input() const override { return true; }
 
   // dY is walked in rows of its innermost run of dims that are all kept or all summed (dims of
   // extent 1 merged away): a kept run adds a row onto a row of sums, a summed run adds each element

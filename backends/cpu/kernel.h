@@ -89,9 +89,10 @@ class Kernel {
   };
   virtual std::vector<LayoutWish> layout_preferences(const KernelIO&) const { return {}; }
 
-  // True when output 0 is input 0's bytes unchanged under other dims (Reshape, Flatten, Squeeze,
-  // Unsqueeze, Identity): the planner may then make the output a view of the input's buffer and
-  // skip the launch (CpuExecutable::build_plan says when).
+  // True when output 0 is input 0's bytes unchanged under other dims whenever both have the same
+  // size (Reshape, Flatten, Squeeze, Unsqueeze, Identity; SumToShape summing nothing): the planner
+  // may then make the output a view of the input's buffer and skip the launch
+  // (CpuExecutable::build_plan says when; it checks the sizes).
   virtual bool aliases_input() const { return false; }
 
   // Binds the op's shape rule to this node's attributes, when the op has one (make_kernel does).

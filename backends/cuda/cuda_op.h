@@ -146,6 +146,7 @@ const std::vector<CudaOpEntry>& pad_ops();     // pad_ops.cc
 const std::vector<CudaOpEntry>& resize_ops();  // resize_ops.cc
 const std::vector<CudaOpEntry>& scatter_nd_ops();  // scatter_nd_ops.cc
 const std::vector<CudaOpEntry>& einsum_ops();      // einsum_ops.cc
+const std::vector<CudaOpEntry>& attention_ops();   // attention_ops.cc
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {

@@ -3,6 +3,8 @@
 #include <map>
 #include <sstream>
 
+#include "passes/fusion/recognize_attention.h"
+
 namespace amp {
 
 using nlohmann::ordered_json;
@@ -44,6 +46,8 @@ ordered_json summarize(const Model& m) {
   j["nodes"] = g.num_nodes();
   j["ops"] = ops;
   j["casts"] = casts;
+  const AttentionChains attention = count_attention_chains(m);
+  j["attention_chains"] = {{"total", attention.total}, {"causal", attention.causal}, {"masked", attention.masked}};
 
   int64_t params = 0, bytes = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> per_dtype;
@@ -116,6 +120,9 @@ std::string summary_text(const ordered_json& j) {
   s << "ops:       ";
   for (const auto& [op, n] : j["ops"].items()) s << " " << op << "=" << n;
   s << "\n";
+  if (const auto& a = j["attention_chains"]; a["total"].get<int64_t>() > 0)
+    s << "attention:  " << a["total"] << " MatMul-Softmax-MatMul chains that amp-train fuses into one ai.onnx_amp "
+      << "Attention each (" << a["causal"] << " causal, " << a["masked"] << " with a mask input)\n";
   s << "parameters: " << j["parameters"] << " (" << human_bytes(j["parameter_bytes"].get<int64_t>()) << ")";
   for (const auto& [d, cb] : j["parameters_by_dtype"].items())
     s << "; " << d << " " << cb["count"] << " (" << human_bytes(cb["bytes"].get<int64_t>()) << ")";

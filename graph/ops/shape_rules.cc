@@ -226,6 +226,60 @@ void trilu(ShapeQuery& q) {
   put_like(q, 0, x);
 }
 
+// ai.onnx_amp Attention: Q [..., Tq, d], K [..., Tk, d], V [..., Tk, dv] of one type and equal
+// leading dims -> Y [..., Tq, dv] of that type and LSE [..., Tq] in fp32 (fp64 for fp64); the
+// mask broadcasts to the scores [..., Tq, Tk].
+void attention(ShapeQuery& q) {
+  require_same_types(q, 3, "Attention's Q, K and V");
+  const TensorFacts &query = q.input(0), &key = q.input(1), &value = q.input(2);
+  const DType lse = query.dtype == DType::kDouble ? DType::kDouble : DType::kFloat;
+  if (q.has(3) && q.input(3).dtype != DType::kUndefined && q.input(3).dtype != DType::kBool &&
+      !is_floating(q.input(3).dtype))
+    throw InputError("Attention's attn_mask must be bool or floating");
+  if (!query.shape) {
+    put(q, 0, query.dtype, std::nullopt);
+    put(q, 1, lse, std::nullopt);
+    return;
+  }
+  const int64_t r = rank_of(query);
+  if (r < 2) throw InputError("Attention needs Q of rank >= 2, got " + shape_text(query.shape));
+  auto clash = [](const Dim& a, const Dim& b) { return a.value && b.value && *a.value != *b.value; };
+  for (const TensorFacts* f : {&key, &value})
+    if (f->shape && rank_of(*f) != r)
+      throw InputError("Attention's Q, K and V must have one rank, got " + shape_text(query.shape) + ", " +
+                       shape_text(key.shape) + " and " + shape_text(value.shape));
+  const std::vector<Dim>& qd = query.shape->dims;
+  for (int64_t i = 0; i < r; ++i) {
+    const bool leading = i < r - 2;
+    const bool mismatch = (key.shape && (leading || i == r - 1) && clash(qd[i], key.shape->dims[i])) ||
+                          (value.shape && leading && clash(qd[i], value.shape->dims[i])) ||
+                          (key.shape && value.shape && i == r - 2 && clash(key.shape->dims[i], value.shape->dims[i]));
+    if (mismatch)
+      throw InputError("Attention's Q " + shape_text(query.shape) + ", K " + shape_text(key.shape) + " and V " +
+                       shape_text(value.shape) + " do not fit [..., Tq, d], [..., Tk, d], [..., Tk, dv]");
+  }
+  if (q.has(3) && q.input(3).shape && key.shape) {
+    Shape scores = *query.shape;
+    scores.dims.back() = key.shape->dims[static_cast<size_t>(r - 2)];
+    const std::optional<Shape> scores_shape = scores;
+    if (rank_of(q.input(3)) > r) throw InputError("Attention's attn_mask has a higher rank than the scores");
+    broadcast_shapes({&q.input(3).shape, &scores_shape});
+  }
+  Shape y = *query.shape;
+  y.dims.back() = value.shape ? value.shape->dims.back() : unknown();
+  put(q, 0, query.dtype, y);
+  Shape rows = *query.shape;
+  rows.dims.pop_back();
+  put(q, 1, lse, rows);
+}
+
+// ai.onnx_amp AttentionGrad(dY, Q, K, V, Y, LSE, [attn_mask]) -> dQ, dK, dV, [dMask] like Q, K,
+// V and the mask.
+void attention_grad(ShapeQuery& q) {
+  for (size_t k = 0; k < 3; ++k) put_like(q, k, q.input(k + 1));
+  if (q.has(6)) put_like(q, 3, q.input(6));
+}
+
 // ScatterND: data's type and shape; updates of that type.
 void scatter_nd(ShapeQuery& q) {
   const TensorFacts& x = q.input(0);
@@ -1038,6 +1092,8 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"Range", {plain<range>, {0, 1, 2}}},
     };
     for (const auto& [op, rule] : onnx_rules) t[{"", op}] = rule;
+    t[{kAmpDomain, "Attention"}] = {plain<attention>, {}};
+    t[{kAmpDomain, "AttentionGrad"}] = {plain<attention_grad>, {}};
     return t;
   }();
   return table;

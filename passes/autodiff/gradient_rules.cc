@@ -20,6 +20,7 @@ const GradRuleTable& gradient_rules() {
     add_zoo_activation_gradients(t);
     add_pad_resize_gradients(t);
     add_einsum_gradients(t);
+    add_attention_gradients(t);
     return t;
   }();
   return table;

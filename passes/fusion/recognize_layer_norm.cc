@@ -12,19 +12,6 @@
 namespace amp {
 namespace {
 
-// The data of v when it is fixed: a Constant node's tensor, or an initializer that is not also a
-// graph input (a caller could feed that one), or either through Identity nodes (PyTorch's export
-// shares equal initializers, a fresh model's LayerNorm weights of ones say, through Identity).
-const Tensor* constant_data(const Value* v) {
-  if (!v) return nullptr;
-  if (v->has_initializer()) return v->is_input() ? nullptr : &v->initializer();
-  const Node* p = v->producer();
-  if (is_op(p, "Identity") && p->inputs().size() == 1) return constant_data(p->input(0));
-  if (!is_op(p, "Constant")) return nullptr;
-  const Attribute* a = p->attr("value");
-  return a && a->kind == AttrKind::kTensor ? &a->t : nullptr;
-}
-
 // v is a rank-0 constant of type t; its value.
 std::optional<double> scalar(const Value* v, DType t) {
   const Tensor* c = constant_data(v);

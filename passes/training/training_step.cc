@@ -1,6 +1,7 @@
 #include "passes/training/training_step.h"
 
 #include "graph/error.h"
+#include "passes/fusion/recognize_attention.h"
 #include "passes/fusion/recognize_gelu.h"
 #include "passes/fusion/recognize_layer_norm.h"
 #include "passes/training/accumulate_gradients.h"
@@ -34,6 +35,9 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
   // LayerNormalizationGrad instead of the chain's dozen, and whose statistics are not rounded to
   // the compute type in between.
   pipeline.add(std::make_unique<RecognizeLayerNormPass>());
+  // MatMul, scale, mask, Softmax, MatMul: one Attention whose gradient recomputes the probabilities
+  // from one float per row, so the step stores no batch x heads x T x T tensor.
+  pipeline.add(std::make_unique<RecognizeAttentionPass>());
   pipeline.add(std::make_unique<SelectParametersPass>(tg, spec.freeze));
   pipeline.add(std::make_unique<MasterWeightsPass>(spec.precision, spec.calibrated));
   pipeline.add(std::make_unique<GradientsPass>(tg));

@@ -2,7 +2,7 @@
 // with its loss, the backward pass, gradient processing and the optimizer, with every piece of
 // state an initializer bound to its next value. The pipeline is declared here, in order:
 //
-//   recognize-gelu → recognize-layer-norm → select-parameters → [master-weights] → gradients → [loss-scale]
+//   recognize-gelu → recognize-layer-norm → recognize-attention → select-parameters → [master-weights] → gradients → [loss-scale]
 //     → [accumulate-gradients]
 //     → batch-norm-statistics → [all-reduce-gradients] → [inf-check] → [clip-grad-norm] → optimizer
 //     → [update-loss-scale]

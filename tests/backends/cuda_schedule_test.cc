@@ -312,18 +312,18 @@ TEST(CudaSchedule, TrainingForwardProductsKeepTheirEpilogues) {
   // that also sums dY's rows into the bias gradient, though the graph sums dY before its reshape.
   EXPECT_EQ(gpt["MatMul+Transpose+Transpose+ReduceSum"], 9) << gpt_listing;
   // The Casts around the fp32 ops are done by their kernels: LayerNorm writes fp16, its gradient
-  // reads the fp16 dY, Softmax reads the fp16 scores and writes its probabilities in fp32 (for the
-  // backward pass) and fp16 (for the product with V), the loss gradient writes fp16.
+  // reads the fp16 dY, the loss gradient writes fp16.
   EXPECT_EQ(gpt["LayerNormalization+Cast"], 5) << gpt_listing;
   EXPECT_EQ(gpt["LayerNormalizationGrad+Cast"], 5) << gpt_listing;
-  EXPECT_EQ(gpt["Softmax+Cast+Cast"], 2) << gpt_listing;
   EXPECT_EQ(gpt["SoftmaxCrossEntropyLossGrad+Cast"], 1) << gpt_listing;
-  // Softmax's gradient is one kernel reading the fp16 dP and fp32 P once, writing fp16 dS.
-  EXPECT_EQ(gpt["SoftmaxGrad+Cast+Cast"], 2) << gpt_listing;
+  // Attention is one op (amp-train recognises the exported MatMul, Mul, Where, Softmax, MatMul),
+  // in fp16, and its gradient one: no scores, probabilities or masked fill in the plan.
+  EXPECT_EQ(gpt["Attention"], 2) << gpt_listing;
+  EXPECT_EQ(gpt["AttentionGrad"], 2) << gpt_listing;
+  for (const char* gone : {"Softmax+Cast+Cast", "SoftmaxGrad+Cast+Cast", "fused Where+Mul"})
+    EXPECT_EQ(gpt[gone], 0) << gone << "\n" << gpt_listing;
   // Autodiff sums each gradient to its input's shape (SumToShape, a pass-through at these
-  // shapes); the elementwise ops on either side still fuse: the masked fill's and the scale's
-  // gradients, and the residual sum with its Cast to fp16.
-  EXPECT_EQ(gpt["fused Where+Mul"], 2) << gpt_listing;
+  // shapes); the elementwise ops on either side still fuse: the residual sum with its Cast to fp16.
   EXPECT_EQ(gpt["fused Add+Cast"], 3) << gpt_listing;
   EXPECT_EQ(gpt["fused Where"] + gpt["fused Mul"], 0) << gpt_listing;
   // GELU is one op (amp-train recognises the exported Div+Erf+Add+Mul+Mul), and its gradient one.

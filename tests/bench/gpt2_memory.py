@@ -1,9 +1,10 @@
 """A GPT-2-small-shaped model for tests/bench/gpt2_memory.sh: 12 layers, 768 wide, 12 heads,
-4x MLP, vocabulary 50257, context 64 (models/torch_models.py's GPT at GPT-2 small's sizes; its
-head is a separate nn.Linear, not tied to the token embedding: 162M parameters).
+4x MLP, vocabulary 50257, context 64 (--ctx: GPT-2's own is 1024) (models/torch_models.py's GPT at
+GPT-2 small's sizes; its head is a separate nn.Linear, not tied to the token embedding: 162M
+parameters, 163M at context 1024).
 
-    /usr/bin/python3 tests/bench/gpt2_memory.py export DIR   # DIR/gpt2.onnx(+.data), DIR/tokens.npz
-    /usr/bin/python3 tests/bench/gpt2_memory.py torch DIR --batch-size 4 --steps 3 --threads 2
+    /usr/bin/python3 tests/bench/gpt2_memory.py export DIR [--ctx T]   # DIR/gpt2.onnx(+.data), DIR/tokens.npz
+    /usr/bin/python3 tests/bench/gpt2_memory.py torch DIR --batch-size 4 --steps 3 --threads 2 [--ctx T]
 
 `export` writes the model in eval mode with its weights in external data, and 64 samples of
 random tokens and next-token labels. `torch` trains the same model (same seed, so the same
@@ -26,18 +27,18 @@ SIZES = dict(vocab=50257, ctx=64, n_layer=12, n_head=12, d_model=768, d_hidden=3
 SAMPLES = 64
 
 
-def build():
+def build(ctx):
     torch.manual_seed(0)
-    return torch_models.GPT(**SIZES)
+    return torch_models.GPT(**dict(SIZES, ctx=ctx))
 
 
-def export(out):
+def export(out, ctx):
     import onnx
 
     os.makedirs(out, exist_ok=True)
-    model = build().eval()
+    model = build(ctx).eval()
     rng = np.random.RandomState(0)
-    tokens = rng.randint(0, SIZES["vocab"], size=(SAMPLES, SIZES["ctx"] + 1)).astype(np.int64)
+    tokens = rng.randint(0, SIZES["vocab"], size=(SAMPLES, ctx + 1)).astype(np.int64)
     np.savez(os.path.join(out, "tokens.npz"), tokens=tokens[:, :-1], labels=tokens[:, 1:])
     tmp = os.path.join(out, "gpt2.export.onnx")
     with torch.no_grad():
@@ -57,11 +58,11 @@ def export(out):
     print(f"{out}/gpt2.onnx: {params / 1e6:.1f}M fp32 parameters in external data; {out}/tokens.npz: {SAMPLES} samples")
 
 
-def train(out, batch_size, steps, threads):
+def train(out, batch_size, steps, threads, ctx):
     torch.set_num_threads(threads)
     data = np.load(os.path.join(out, "tokens.npz"))
     tokens, labels = torch.from_numpy(data["tokens"]), torch.from_numpy(data["labels"])
-    model = build().train()
+    model = build(ctx).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     times = []
     for step in range(steps):
@@ -86,11 +87,12 @@ def main():
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--ctx", type=int, default=SIZES["ctx"], help="context length: position table and tokens")
     a = p.parse_args()
     if a.what == "export":
-        export(a.dir)
+        export(a.dir, a.ctx)
     else:
-        train(a.dir, a.batch_size, a.steps, a.threads)
+        train(a.dir, a.batch_size, a.steps, a.threads, a.ctx)
 
 
 if __name__ == "__main__":

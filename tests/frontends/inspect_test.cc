@@ -64,6 +64,21 @@ TEST(Inspect, RewrittenModelShowsPrecisionAndReason) {
   EXPECT_NE(out.find("why: allow-list: MatMul"), std::string::npos) << out.substr(0, 2000);
 }
 
+// gpt.onnx's two layers each compute attention as MatMul, Mul, Where(triu buffer), Softmax,
+// MatMul: amp-inspect counts them as the chains amp-train fuses; the MLP and CNN have none.
+TEST(Inspect, CountsTheAttentionChainsAmpTrainFuses) {
+  std::string out;
+  ASSERT_EQ(test::run_command(inspect_bin() + " --json " + test::source_dir() + "/models/gpt.onnx 2>/dev/null", &out), 0);
+  const json a = json::parse(out)["attention_chains"];
+  EXPECT_EQ(a["total"], 2);
+  EXPECT_EQ(a["causal"], 2);
+  EXPECT_EQ(a["masked"], 0);
+  ASSERT_EQ(test::run_command(inspect_bin() + " " + test::source_dir() + "/models/gpt.onnx 2>/dev/null", &out), 0);
+  EXPECT_NE(out.find("attention:  2 MatMul-Softmax-MatMul chains"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(inspect_bin() + " --json " + test::source_dir() + "/models/cnn.onnx 2>/dev/null", &out), 0);
+  EXPECT_EQ(json::parse(out)["attention_chains"]["total"], 0);
+}
+
 TEST(Inspect, NodesAndDot) {
   const std::string dir = test::temp_dir("inspect");
   const std::string model = test::source_dir() + "/models/cnn.onnx";

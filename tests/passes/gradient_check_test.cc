@@ -296,6 +296,22 @@ std::vector<Case> cases() {
   add(make("EinsumScores", "Einsum", {x({1, 2, 2, 3, 4}), x({1, 2, 2, 5, 4})}, {string_attr("equation", "B G H I D, B G H J D -> B G H I J")}));
   add(make("EinsumWeighted", "Einsum", {x({1, 2, 2, 3, 5}), x({1, 2, 2, 5, 4})}, {string_attr("equation", "BGHIJ,BGHJD->BGHID")}));
   add(make("EinsumThree", "Einsum", {x({2, 3}), x({3, 4}), x({4})}, {string_attr("equation", "ij,jk,k->i")}));
+  {  // ai.onnx_amp Attention (AttentionGrad, the probabilities recomputed from the saved LSE): no
+     // mask, causal over 70 queries (two blocks of 64, the second partial), a bool mask, and a
+     // float mask broadcast over the heads, whose own gradient is checked too.
+    auto attention = [&](std::string name, std::vector<In> in, std::vector<Attr> a) {
+      Case c = make(std::move(name), "Attention", std::move(in), std::move(a), 2, {0});
+      c.domain = kAmpDomain;
+      add(std::move(c));
+    };
+    attention("Attention", {x({1, 2, 5, 4}), x({1, 2, 7, 4}), x({1, 2, 7, 3})}, {float_attr("scale", 0.7f)});
+    attention("AttentionCausal", {x({1, 1, 70, 3}), x({1, 1, 70, 3}), x({1, 1, 70, 2})}, {int_attr("is_causal", 1)});
+    std::vector<uint8_t> keep(5 * 7);
+    for (size_t i = 0; i < keep.size(); ++i) keep[i] = i % 3 != 1;  // every row keeps keys
+    attention("AttentionBoolMask", {x({2, 5, 4}), x({2, 7, 4}), x({2, 7, 3}), bools({5, 7}, keep)}, {});
+    attention("AttentionFloatMask", {x({2, 2, 5, 4}), x({2, 2, 7, 4}), x({2, 2, 7, 4}), x({2, 1, 5, 7})},
+              {float_attr("scale", 0.5f), int_attr("is_causal", 1)});
+  }
   for (const char* approximate : {"none", "tanh"}) {  // ai.onnx_amp Gelu
     Case gelu = make(std::string("Gelu_") + approximate, "Gelu", {x({3, 4})}, {string_attr("approximate", approximate)});
     gelu.domain = kAmpDomain;
