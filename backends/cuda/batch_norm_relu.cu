@@ -64,8 +64,8 @@ __device__ __forceinline__ float relu_gradient(const T* dy, const T* dy2, const 
 
 // acc += the sums of element i of channel c (shift s).
 template <class T, bool kBackward>
-__device__ __forceinline__ void accumulate(const T* x, const T* dy, const T* dy2, const Mask& mask, int64_t i, int64_t c,
-                                           float s, float* acc) {
+__device__ __forceinline__ void accumulate(const T* x, const T* dy, const T* dy2, const Mask& mask, int64_t i,
+                                           int64_t c, float s, float* acc) {
   const float d = to_float(x[i]) - s;
   acc[0] += d;
   acc[1] += d * d;

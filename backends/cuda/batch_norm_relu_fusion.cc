@@ -108,7 +108,8 @@ class BatchNormReluGrad final : public CudaOp {
       throw InputError("dY, x and dX must share one type and shape");
     const bool shortcut = s.has_in(5), from_sums = from_sums_;
     if (shortcut) expect_float_channels(s, {6}, g.channels);
-    if (from_sums && (shortcut || !s.has_in(7))) throw InputError("a mask recomputed from statistics needs B and no shortcut");
+    if (from_sums && (shortcut || !s.has_in(7)))
+      throw InputError("a mask recomputed from statistics needs B and no shortcut");
     if (from_sums) expect_float_channels(s, {7}, g.channels);
     for (size_t k : {1, 2, 5, 6})
       if (s.has_out(k) && s.out[k]->dtype != DType::kFloat)
@@ -121,7 +122,8 @@ class BatchNormReluGrad final : public CudaOp {
     const bool dx2 = s.has_out(4), dscale2 = s.has_out(5), dbias2 = s.has_out(6);
     const int sm = ctx.sm_count();
     return std::make_unique<PreparedFunction>(
-        [a, dscale, dbias, dg, dy2, shortcut, dx2, dscale2, dbias2, from_sums, sm](const OpBuffers& b, DeviceContext& c) {
+        [a, dscale, dbias, dg, dy2, shortcut, dx2, dscale2, dbias2, from_sums, sm](const OpBuffers& b,
+                                                                                    DeviceContext& c) {
           BatchNormReluBackward run = a;
           run.dy = b.in[0];
           run.dy2 = dy2 ? b.in[4] : nullptr;

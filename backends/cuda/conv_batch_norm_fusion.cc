@@ -1,8 +1,10 @@
 #include "backends/cuda/conv_batch_norm_fusion.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "backends/cuda/batch_norm_relu.cuh"
@@ -55,17 +57,32 @@ ChannelGeometry geometry(const TensorDesc& t) {
 
 bool sixteen_bit(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
-// Builds the graph for spec; null with the reason recorded in the device report when cuDNN
-// offers no engine for it.
-std::unique_ptr<ConvolutionGraph> graph_for(const ConvolutionGraphSpec& spec, const std::string& what, DeviceContext& ctx) {
+std::string list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// The graph for spec, built once per cuDNN handle and spec while a unit holds it (cuDNN compiles
+// the kernels of runtime-fusion engines when a plan finalizes, and a ResNet stage's blocks repeat
+// their shapes); null, with the reason in the device report, when cuDNN offers no engine for it.
+std::shared_ptr<ConvolutionGraph> graph_for(const ConvolutionGraphSpec& spec, const std::string& what,
+                                            DeviceContext& ctx) {
+  const std::string shape = std::string(dtype_name(spec.type)) + " x" + list(spec.x) + " w" + list(spec.w) + " y" +
+                            list(spec.y) + " pads " + list(spec.pads) + " strides " + list(spec.strides) +
+                            " dilations " + list(spec.dilations);
+  const std::string key = what + " " + shape + (spec.statistics ? " statistics" : "") + " handle " +
+                          std::to_string(reinterpret_cast<uintptr_t>(ctx.cudnn()));
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<ConvolutionGraph>> built;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (std::shared_ptr<ConvolutionGraph> g = built[key].lock()) return g;
   std::string why;
-  std::unique_ptr<ConvolutionGraph> g = ConvolutionGraph::build(spec, ctx.cudnn(), &why);
-  std::string shape = std::string(dtype_name(spec.type)) + " x[";
-  for (size_t i = 0; i < spec.x.size(); ++i) shape += (i ? "," : "") + std::to_string(spec.x[i]);
-  shape += "] w[";
-  for (size_t i = 0; i < spec.w.size(); ++i) shape += (i ? "," : "") + std::to_string(spec.w[i]);
-  shape += "]";
-  ctx.report().record("convolution_graph", {{"graph", what}, {"shape", shape}, {"result", g ? "fused" : "unfused"},
+  std::shared_ptr<ConvolutionGraph> g = ConvolutionGraph::build(spec, ctx.cudnn(), &why);
+  if (g) built[key] = g;
+  ctx.report().record("convolution_graph", {{"graph", what + (spec.statistics ? " with statistics" : "")},
+                                            {"shape", shape},
+                                            {"result", g ? "fused" : "unfused"},
                                             {"why", why}});
   return g;
 }
@@ -100,7 +117,8 @@ class ConvBatchNorm final : public CudaOp {
     spec.dilations = window_.dilations;
     spec.prologue = prologue_;
     spec.statistics = statistics_;
-    std::shared_ptr<ConvolutionGraph> graph = graph_for(spec, prologue_ ? "scale-bias-relu-convolution" : "convolution", ctx);
+    std::shared_ptr<ConvolutionGraph> graph =
+        graph_for(spec, prologue_ ? "scale-bias-relu-convolution" : "convolution", ctx);
     // Scratch: the prologue's affine, then the graph's workspace or, unfused, the applied X, the
     // legacy convolution's workspace and the sums' partials.
     const size_t affine_bytes = aligned(static_cast<size_t>(2 * gx.channels) * sizeof(float));
@@ -323,10 +341,14 @@ std::optional<Layer> layer_of(const Node* bn, const std::function<bool(const Nod
     const Node* n = u.node;
     if (dims_only(n)) continue;
     if (busy(n)) return std::nullopt;
-    if (is_op(n, "Greater") && u.index == 0 && !l.greater && is_zero_constant(n->input(1))) l.greater = n;
-    else if (is_op(n, "Conv") && u.index == 0 && !l.conv_next) l.conv_next = n;
-    else if (is_amp_op(n, "ConvGrad") && u.index == 1 && !l.conv_grad) l.conv_grad = n;
-    else return std::nullopt;
+    if (is_op(n, "Greater") && u.index == 0 && !l.greater && is_zero_constant(n->input(1)))
+      l.greater = n;
+    else if (is_op(n, "Conv") && u.index == 0 && !l.conv_next)
+      l.conv_next = n;
+    else if (is_amp_op(n, "ConvGrad") && u.index == 1 && !l.conv_grad)
+      l.conv_grad = n;
+    else
+      return std::nullopt;
   }
   if (!l.greater || !l.conv_next || !l.conv_grad || !no_bias(l.conv_next) || l.conv_next->output(0)->dtype() != t ||
       l.conv_grad->input(2) != l.conv_next->input(1))
@@ -362,7 +384,9 @@ const Value* output_of(const Node* n, size_t k) { return n && n->outputs().size(
 std::vector<UnitMatch> match_conv_batch_norm(const Graph& g, const std::function<bool(const Node*)>& excluded) {
   std::vector<Layer> layers;
   std::vector<const Node*> claimed;
-  auto busy = [&](const Node* n) { return excluded(n) || std::find(claimed.begin(), claimed.end(), n) != claimed.end(); };
+  auto busy = [&](const Node* n) {
+    return excluded(n) || std::find(claimed.begin(), claimed.end(), n) != claimed.end();
+  };
   for (const Node* n : g.nodes()) {
     std::optional<Layer> l = layer_of(n, busy);
     if (!l) continue;
@@ -399,15 +423,15 @@ std::vector<UnitMatch> match_conv_batch_norm(const Graph& g, const std::function
   for (const Layer& l : layers) {
     UnitMatch w;
     w.nodes = {l.conv_grad};
-    w.inputs = {l.conv_grad->input(0), l.bn->input(0), l.conv_grad->input(2), l.greater->output(0), l.bn->input(1),
-                l.bn->input(2)};
+    w.inputs = {l.conv_grad->input(0), l.bn->input(0), l.conv_grad->input(2),
+                l.greater->output(0),  l.bn->input(1), l.bn->input(2)};
     w.outputs = {output_of(l.conv_grad, 0), output_of(l.conv_grad, 1), output_of(l.conv_grad, 2)};
     w.op = std::make_unique<ConvBatchNormGrad>(*l.conv_grad, l.next_window, *l.bn);
     out.push_back(std::move(w));
     UnitMatch b;
     b.nodes = {l.grad, l.where};
-    b.inputs = {l.where->input(1), l.greater->output(0), l.bn->input(0), l.bn->input(1), nullptr, nullptr, nullptr,
-                l.bn->input(2)};
+    b.inputs = {l.where->input(1), l.greater->output(0), l.bn->input(0), l.bn->input(1), nullptr, nullptr,
+                nullptr,           l.bn->input(2)};
     b.outputs = {output_of(l.grad, 0), output_of(l.grad, 1), output_of(l.grad, 2)};
     b.op = batch_norm_relu_grad_from_sums(*l.grad);
     out.push_back(std::move(b));

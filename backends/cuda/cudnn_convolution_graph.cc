@@ -13,21 +13,9 @@ namespace {
 // The tensors' unique ids in the variant pack; virtual ones from kVirtual up.
 enum Uid : int64_t { kX = 1, kW, kY, kScale, kBias, kSum, kSquareSum, kVirtual = 100 };
 
-std::vector<int64_t> strides_of(const std::vector<int64_t>& dims, bool channels_last) {
-  const size_t n = dims.size();
-  std::vector<int64_t> s(n, 1);
-  if (!channels_last || n < 3) {
-    for (size_t d = n; d-- > 1;) s[d - 1] = s[d] * dims[d];
-    return s;
-  }
-  // [N, C, spatial...] stored as [N, spatial..., C]: C innermost.
-  s[1] = 1;
-  int64_t step = dims[1];
-  for (size_t d = n; d-- > 2;) {
-    s[d] = step;
-    step *= dims[d];
-  }
-  s[0] = step;
+std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
   return s;
 }
 
@@ -55,11 +43,12 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
     return d;
   };
   auto set = [](cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-                int64_t count, const void* values) { AMP_CUDNN_CHECK(cudnnBackendSetAttribute(d, name, type, count, values)); };
-  auto tensor = [&](int64_t uid, DType type, const std::vector<int64_t>& dims, bool channels_last, bool is_virtual) {
+                int64_t count,
+                const void* values) { AMP_CUDNN_CHECK(cudnnBackendSetAttribute(d, name, type, count, values)); };
+  auto tensor = [&](int64_t uid, DType type, const std::vector<int64_t>& dims, bool is_virtual) {
     cudnnBackendDescriptor_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     const cudnnDataType_t dt = cudnn_type(type);
-    const std::vector<int64_t> strides = strides_of(dims, channels_last);
+    const std::vector<int64_t> strides = packed_strides(dims);
     const int64_t alignment = 16;
     set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
     set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(dims.size()), dims.data());
@@ -72,21 +61,21 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
   };
   const bool forward = spec.kind == ConvolutionGraphSpec::Kind::kForward;
   const size_t rank = spec.x.size();
-  const bool cl = spec.channels_last;
   std::vector<cudnnBackendDescriptor_t> ops;
-  cudnnBackendDescriptor_t x = tensor(kX, spec.type, spec.x, cl, false);
+  cudnnBackendDescriptor_t x = tensor(kX, spec.type, spec.x, false);
   int64_t next_virtual = kVirtual;
   if (spec.prologue) {
-    cudnnBackendDescriptor_t scale = tensor(kScale, DType::kFloat, per_channel(spec.x[1], rank), false, false);
-    cudnnBackendDescriptor_t bias = tensor(kBias, DType::kFloat, per_channel(spec.x[1], rank), false, false);
+    cudnnBackendDescriptor_t scale = tensor(kScale, DType::kFloat, per_channel(spec.x[1], rank), false);
+    cudnnBackendDescriptor_t bias = tensor(kBias, DType::kFloat, per_channel(spec.x[1], rank), false);
     // fp32 between the pointwise operations, the ReLU's result in X's type (what the convolution reads).
-    auto pointwise = [&](cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t in, cudnnBackendDescriptor_t b, DType out_type) {
+    auto pointwise = [&](cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t in, cudnnBackendDescriptor_t b,
+                         DType out_type) {
       cudnnBackendDescriptor_t pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
       const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
       set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
       set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
       AMP_CUDNN_CHECK(cudnnBackendFinalize(pw));
-      cudnnBackendDescriptor_t out = tensor(next_virtual++, out_type, spec.x, cl, true);
+      cudnnBackendDescriptor_t out = tensor(next_virtual++, out_type, spec.x, true);
       cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
       set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
       set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in);
@@ -114,12 +103,11 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
     set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial, spec.dilations.data());
     AMP_CUDNN_CHECK(cudnnBackendFinalize(conv));
   }
-  cudnnBackendDescriptor_t w = tensor(kW, spec.type, spec.w, cl, false);
-  cudnnBackendDescriptor_t y = tensor(kY, spec.type, spec.y, cl, false);
+  cudnnBackendDescriptor_t w = tensor(kW, spec.type, spec.w, false);
+  cudnnBackendDescriptor_t y = tensor(kY, spec.type, spec.y, false);
   const float alpha = 1.0f, beta = 0.0f;
-  cudnnBackendDescriptor_t op =
-      make(forward ? CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
-                   : CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+  cudnnBackendDescriptor_t op = make(forward ? CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
+                                             : CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
   if (forward) {
     set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
     set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
@@ -138,8 +126,8 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
   AMP_CUDNN_CHECK(cudnnBackendFinalize(op));
   ops.push_back(op);
   if (spec.statistics && forward) {
-    cudnnBackendDescriptor_t sum = tensor(kSum, DType::kFloat, per_channel(spec.y[1], rank), false, false);
-    cudnnBackendDescriptor_t square = tensor(kSquareSum, DType::kFloat, per_channel(spec.y[1], rank), false, false);
+    cudnnBackendDescriptor_t sum = tensor(kSum, DType::kFloat, per_channel(spec.y[1], rank), false);
+    cudnnBackendDescriptor_t square = tensor(kSquareSum, DType::kFloat, per_channel(spec.y[1], rank), false);
     cudnnBackendDescriptor_t stats = make(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
     const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
     const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
@@ -153,7 +141,8 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
   }
   cudnnBackendDescriptor_t graph = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-  set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops.size()), ops.data());
+  set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops.size()),
+      ops.data());
   if (const cudnnStatus_t s = cudnnBackendFinalize(graph); s != CUDNN_STATUS_SUCCESS) {
     if (!cudnn_refused(s)) check_cudnn(s, "cudnnBackendFinalize(operation graph)", __FILE__, __LINE__);
     *why = std::string("the operation graph: ") + cudnnGetErrorString(s);
@@ -175,15 +164,16 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
   for (int64_t i = 0; i < std::min(offered, kOffered); ++i) {
     cudnnBackendDescriptor_t plan = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs[static_cast<size_t>(i)]);
+    set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+        &configs[static_cast<size_t>(i)]);
     const cudnnStatus_t s = cudnnBackendFinalize(plan);
     if (s != CUDNN_STATUS_SUCCESS) {
       refusals += std::string(refusals.empty() ? "" : ", ") + cudnnGetErrorString(s);
       continue;
     }
     int64_t bytes = 0, n = 0;
-    AMP_CUDNN_CHECK(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                             &bytes));
+    AMP_CUDNN_CHECK(
+        cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &bytes));
     g->plan_ = plan;
     g->workspace_ = static_cast<size_t>(bytes);
     return g;
@@ -192,7 +182,8 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
   return nullptr;
 }
 
-cudnnStatus_t ConvolutionGraph::execute(cudnnHandle_t handle, const ConvolutionGraphOperands& o, void* workspace) const {
+cudnnStatus_t ConvolutionGraph::execute(cudnnHandle_t handle, const ConvolutionGraphOperands& o,
+                                        void* workspace) const {
   const bool forward = spec_.kind == ConvolutionGraphSpec::Kind::kForward;
   std::vector<int64_t> uids = {kX, kW, kY};
   std::vector<void*> pointers = {const_cast<void*>(o.x), forward ? const_cast<void*>(o.w) : o.dw,
@@ -212,7 +203,8 @@ cudnnStatus_t ConvolutionGraph::execute(cudnnHandle_t handle, const ConvolutionG
                                            static_cast<int64_t>(uids.size()), uids.data()));
   AMP_CUDNN_CHECK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
                                            static_cast<int64_t>(pointers.size()), pointers.data()));
-  AMP_CUDNN_CHECK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
+  AMP_CUDNN_CHECK(
+      cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
   AMP_CUDNN_CHECK(cudnnBackendFinalize(pack));
   return cudnnBackendExecute(handle, plan_, pack);
 }

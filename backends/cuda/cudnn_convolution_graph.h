@@ -5,8 +5,8 @@
 //   backward filter  X' = relu(X * scale + bias) -> dW = conv_wgrad(X', dY)
 // The per-channel scale and bias are fp32 [1, C, 1, ...]; the statistics fp32 [1, K, 1, ...];
 // the ReLU's result, virtual, is rounded to X's type before the Tensor Cores read it, as a stored
-// activation would be. X, W, Y, dY, dW are one 16-bit type, in NCHW (packed) or, with
-// channels_last, NHWC strides.
+// activation would be. X, W, Y, dY, dW are one 16-bit type, packed NCHW (no plan chooses
+// channels-last yet).
 #pragma once
 
 #include <cudnn.h>
@@ -26,9 +26,8 @@ struct ConvolutionGraphSpec {
   DType type = DType::kUndefined;
   std::vector<int64_t> x, w, y;  // X, W (dW) and Y (dY) dims, [N, C, spatial...] / [K, C, r...]
   std::vector<int64_t> pads, strides, dilations;
-  bool prologue = false;  // X' = relu(X * scale + bias)
+  bool prologue = false;    // X' = relu(X * scale + bias)
   bool statistics = false;  // forward: the per-channel sums of Y
-  bool channels_last = false;
 };
 
 // The device pointers of one run, by role (null for a role the graph does not have).
@@ -44,7 +43,8 @@ class ConvolutionGraph {
   // The graph for spec with the plan of the first engine cuDNN's heuristic offers for it that
   // finalizes; null when none does (`why` then says what refused it), for the caller to run the
   // same work unfused. Errors of this code (BAD_PARAM) throw.
-  static std::unique_ptr<ConvolutionGraph> build(const ConvolutionGraphSpec& spec, cudnnHandle_t handle, std::string* why);
+  static std::unique_ptr<ConvolutionGraph> build(const ConvolutionGraphSpec& spec, cudnnHandle_t handle,
+                                                 std::string* why);
   ~ConvolutionGraph();
   ConvolutionGraph(const ConvolutionGraph&) = delete;
   ConvolutionGraph& operator=(const ConvolutionGraph&) = delete;

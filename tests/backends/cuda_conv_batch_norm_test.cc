@@ -100,9 +100,9 @@ TEST(CudaSchedule, A16BitBottleneckRunsItsInnerBatchNormsInsideTheConvolutions) 
   }
 }
 
-#define REQUIRE_GPU()                                                                        \
-  do {                                                                                       \
-    std::string why;                                                                         \
+#define REQUIRE_GPU()                                                                           \
+  do {                                                                                          \
+    std::string why;                                                                            \
     if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
   } while (0)
 

@@ -19,9 +19,9 @@
 //    its tensor's data type once (a virtual tensor too: the ReLU's result a 16-bit convolution
 //    reads is rounded to the convolution's input type, as the Tensor Cores read it), convolutions
 //    summed in fp32 in a fixed order, GenStats' sums of Y as stored (rounded), in fp32.
-#include <cudnn.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cudnn.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -48,19 +48,32 @@ namespace {
 
 size_t element_size(cudnnBackendAttributeType_t t) {
   switch (t) {
-    case CUDNN_TYPE_HANDLE: return sizeof(cudnnHandle_t);
-    case CUDNN_TYPE_DATA_TYPE: return sizeof(cudnnDataType_t);
-    case CUDNN_TYPE_BOOLEAN: return sizeof(bool);
-    case CUDNN_TYPE_INT64: return sizeof(int64_t);
-    case CUDNN_TYPE_FLOAT: return sizeof(float);
-    case CUDNN_TYPE_DOUBLE: return sizeof(double);
-    case CUDNN_TYPE_VOID_PTR: return sizeof(void*);
-    case CUDNN_TYPE_CONVOLUTION_MODE: return sizeof(cudnnConvolutionMode_t);
-    case CUDNN_TYPE_HEUR_MODE: return sizeof(cudnnBackendHeurMode_t);
-    case CUDNN_TYPE_POINTWISE_MODE: return sizeof(cudnnPointwiseMode_t);
-    case CUDNN_TYPE_BACKEND_DESCRIPTOR: return sizeof(cudnnBackendDescriptor_t);
-    case CUDNN_TYPE_GENSTATS_MODE: return sizeof(cudnnGenStatsMode_t);
-    default: return 0;
+    case CUDNN_TYPE_HANDLE:
+      return sizeof(cudnnHandle_t);
+    case CUDNN_TYPE_DATA_TYPE:
+      return sizeof(cudnnDataType_t);
+    case CUDNN_TYPE_BOOLEAN:
+      return sizeof(bool);
+    case CUDNN_TYPE_INT64:
+      return sizeof(int64_t);
+    case CUDNN_TYPE_FLOAT:
+      return sizeof(float);
+    case CUDNN_TYPE_DOUBLE:
+      return sizeof(double);
+    case CUDNN_TYPE_VOID_PTR:
+      return sizeof(void*);
+    case CUDNN_TYPE_CONVOLUTION_MODE:
+      return sizeof(cudnnConvolutionMode_t);
+    case CUDNN_TYPE_HEUR_MODE:
+      return sizeof(cudnnBackendHeurMode_t);
+    case CUDNN_TYPE_POINTWISE_MODE:
+      return sizeof(cudnnPointwiseMode_t);
+    case CUDNN_TYPE_BACKEND_DESCRIPTOR:
+      return sizeof(cudnnBackendDescriptor_t);
+    case CUDNN_TYPE_GENSTATS_MODE:
+      return sizeof(cudnnGenStatsMode_t);
+    default:
+      return 0;
   }
 }
 
@@ -90,23 +103,35 @@ bool sixteen_bit(cudnnDataType_t t) { return t == CUDNN_DATA_HALF || t == CUDNN_
 
 float ld(const void* p, cudnnDataType_t t, int64_t i) {
   switch (t) {
-    case CUDNN_DATA_FLOAT: return static_cast<const float*>(p)[i];
-    case CUDNN_DATA_HALF: return __half2float(static_cast<const __half*>(p)[i]);
-    default: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case CUDNN_DATA_FLOAT:
+      return static_cast<const float*>(p)[i];
+    case CUDNN_DATA_HALF:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    default:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
   }
 }
 float rounded(float v, cudnnDataType_t t) {
   switch (t) {
-    case CUDNN_DATA_HALF: return __half2float(__float2half_rn(v));
-    case CUDNN_DATA_BFLOAT16: return __bfloat162float(__float2bfloat16_rn(v));
-    default: return v;
+    case CUDNN_DATA_HALF:
+      return __half2float(__float2half_rn(v));
+    case CUDNN_DATA_BFLOAT16:
+      return __bfloat162float(__float2bfloat16_rn(v));
+    default:
+      return v;
   }
 }
 void st(void* p, cudnnDataType_t t, int64_t i, float v) {
   switch (t) {
-    case CUDNN_DATA_FLOAT: static_cast<float*>(p)[i] = v; break;
-    case CUDNN_DATA_HALF: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
-    default: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+    case CUDNN_DATA_FLOAT:
+      static_cast<float*>(p)[i] = v;
+      break;
+    case CUDNN_DATA_HALF:
+      static_cast<__half*>(p)[i] = __float2half_rn(v);
+      break;
+    default:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+      break;
   }
 }
 
@@ -179,11 +204,12 @@ const std::map<int, std::vector<int>>& required() {
        {CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
         CUDNN_ATTR_OPERATION_POINTWISE_YDESC}},
       {CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR,
-       {CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_ATTR_OPERATION_GENSTATS_XDESC,
-        CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC}},
+       {CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_ATTR_OPERATION_GENSTATS_XDESC, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC,
+        CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC}},
       {CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, {CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_ATTR_OPERATIONGRAPH_OPS}},
       {CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, {CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH}},
-      {CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, {CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG}},
+      {CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+       {CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG}},
       {CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
        {CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS}},
   };
@@ -237,7 +263,8 @@ bool fusion_engine_takes(const StandinDescriptor& graph) {
     if (!tensor_info(linked(*op, roles->second.out[0]), &y) || !sixteen_bit(y.type)) return false;
     if (op->kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR && pointwise.empty()) return false;
   }
-  const std::vector<cudnnPointwiseMode_t> prologue = {CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD};
+  const std::vector<cudnnPointwiseMode_t> prologue = {CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD,
+                                                      CUDNN_POINTWISE_RELU_FWD};
   return convolutions == 1 && genstats <= 1 && (pointwise.empty() || pointwise == prologue) &&
          (pointwise.size() || genstats);
 }
@@ -263,8 +290,10 @@ struct Bound {
   }
   void set(const std::vector<int64_t>& idx, float v) {
     const int64_t o = offset(idx);
-    if (t.is_virtual) held[static_cast<size_t>(o)] = rounded(v, t.type);
-    else st(data, t.type, o, v);
+    if (t.is_virtual)
+      held[static_cast<size_t>(o)] = rounded(v, t.type);
+    else
+      st(data, t.type, o, v);
   }
   // The value broadcast to `idx` (dims of extent 1 repeat).
   float get_broadcast(const std::vector<int64_t>& idx) const {
@@ -378,8 +407,8 @@ bool run_graph(const StandinDescriptor& graph, const std::map<int64_t, void*>& p
       if (!conv) return false;
       const ConvGeometry g = geometry(*conv);
       Bound& x = *in[0];
-      Bound& w = forward ? *in[1] : *out[0];   // W, or dW
-      Bound& y = forward ? *out[0] : *in[1];   // Y, or dY
+      Bound& w = forward ? *in[1] : *out[0];  // W, or dW
+      Bound& y = forward ? *out[0] : *in[1];  // Y, or dY
       Bound& acc_of = forward ? y : w;
       std::vector<float> acc(static_cast<size_t>(acc_of.t.count()), 0.0f);
       auto flat = [](const std::vector<int64_t>& i, const std::vector<int64_t>& dims) {
@@ -389,8 +418,10 @@ bool run_graph(const StandinDescriptor& graph, const std::map<int64_t, void*>& p
       };
       for_each_tap(x.t.dims, w.t.dims, y.t.dims, g,
                    [&](const std::vector<int64_t>& xi, const std::vector<int64_t>& wi, const std::vector<int64_t>& yi) {
-                     if (forward) acc[flat(yi, y.t.dims)] += x.get(xi) * w.get(wi);
-                     else acc[flat(wi, w.t.dims)] += x.get(xi) * y.get(yi);
+                     if (forward)
+                       acc[flat(yi, y.t.dims)] += x.get(xi) * w.get(wi);
+                     else
+                       acc[flat(wi, w.t.dims)] += x.get(xi) * y.get(yi);
                    });
       for (int64_t e = 0; e < acc_of.t.count(); ++e) {
         unravel(e, acc_of.t.dims, idx);
@@ -428,7 +459,8 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudn
   StandinAttribute& a = d->attrs[name];
   a.type = type;
   a.count = count;
-  a.bytes.assign(static_cast<const char*>(elements), static_cast<const char*>(elements) + size * static_cast<size_t>(count));
+  a.bytes.assign(static_cast<const char*>(elements),
+                 static_cast<const char*>(elements) + size * static_cast<size_t>(count));
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -452,7 +484,8 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
 }
 
 cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t name,
-                                       cudnnBackendAttributeType_t type, int64_t requested, int64_t* count, void* elements) {
+                                       cudnnBackendAttributeType_t type, int64_t requested, int64_t* count,
+                                       void* elements) {
   StandinDescriptor* d = of(descriptor);
   if (!d || !d->finalized) return CUDNN_STATUS_BAD_PARAM;
   // The heuristic's results: one engine configuration (into the caller's ENGINECFG descriptor,
