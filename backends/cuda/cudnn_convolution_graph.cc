@@ -143,23 +143,28 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
   set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
   set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops.size()),
       ops.data());
-  if (const cudnnStatus_t s = cudnnBackendFinalize(graph); s != CUDNN_STATUS_SUCCESS) {
-    if (!cudnn_refused(s)) check_cudnn(s, "cudnnBackendFinalize(operation graph)", __FILE__, __LINE__);
-    *why = std::string("the operation graph: ") + cudnnGetErrorString(s);
-    return nullptr;
-  }
+  // cuDNN refuses a graph no engine takes from its operation graph on (a NOT_SUPPORTED status) or offers none.
+  auto refused = [&](cudnnStatus_t status, const char* call) {
+    if (status == CUDNN_STATUS_SUCCESS) return false;
+    if (!cudnn_refused(status)) check_cudnn(status, call, __FILE__, __LINE__);
+    *why = std::string(call) + ": " + cudnnGetErrorString(status);
+    return true;
+  };
+  if (refused(cudnnBackendFinalize(graph), "cudnnBackendFinalize(operation graph)")) return nullptr;
   cudnnBackendDescriptor_t heuristic = make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
   set(heuristic, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
   set(heuristic, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-  AMP_CUDNN_CHECK(cudnnBackendFinalize(heuristic));
+  if (refused(cudnnBackendFinalize(heuristic), "cudnnBackendFinalize(engine heuristic)")) return nullptr;
   // Up to 8 engine configurations, best first; the first whose plan finalizes runs.
   constexpr int64_t kOffered = 8;
   std::array<cudnnBackendDescriptor_t, kOffered> configs{};
   for (cudnnBackendDescriptor_t& c : configs) c = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
   int64_t offered = 0;
-  AMP_CUDNN_CHECK(cudnnBackendGetAttribute(heuristic, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                           kOffered, &offered, configs.data()));
+  if (refused(cudnnBackendGetAttribute(heuristic, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                       kOffered, &offered, configs.data()),
+              "the engine heuristic's results"))
+    return nullptr;
   std::string refusals;
   for (int64_t i = 0; i < std::min(offered, kOffered); ++i) {
     cudnnBackendDescriptor_t plan = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
