@@ -42,8 +42,8 @@ std::optional<ConvWindow> simple_window(const Node* conv) {
   const std::vector<int64_t> pads = conv->attr_ints("pads");
   if (win.strides.empty()) win.strides = {1, 1};
   if (win.dilations.empty()) win.dilations = {1, 1};
-  win.pads = pads.empty() ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{pads[0], pads[1]};
   if (!pads.empty() && (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])) return std::nullopt;
+  win.pads = pads.empty() ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{pads[0], pads[1]};
   if (win.strides.size() != 2 || win.dilations.size() != 2) return std::nullopt;
   return win;
 }
