@@ -37,23 +37,40 @@ int64_t partial_parts(const ChannelGeometry& g, int sm_count) {
 
 __device__ __forceinline__ bool bit_of(const uint32_t* bits, int64_t i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
 
-// The gradient the ReLU lets through at element i: dy (+ dy2, rounded as the graph's Add) where
-// the bit is set.
+// The ReLU's mask at element i of channel c: its bit, or, with the prologue's affine
+// (batch_norm_affine: s at [c], b at [channels + c]), round(relu(x s + b)) > 0 as the
+// convolution that applied it computed it; true without either.
+struct Mask {
+  const uint32_t* bits = nullptr;
+  const float* affine = nullptr;
+  int64_t channels = 0;
+};
+
 template <class T>
-__device__ __forceinline__ float relu_gradient(const T* dy, const T* dy2, const uint32_t* bits, int64_t i) {
-  if (bits && !bit_of(bits, i)) return 0.0f;
+__device__ __forceinline__ float applied(float x, const float* affine, int64_t channels, int64_t c) {
+  const float v = x * affine[c] + affine[channels + c];
+  return to_float(from_float<T>(v > 0.0f ? v : 0.0f));
+}
+
+// The gradient the ReLU lets through at element i of channel c: dy (+ dy2, rounded as the
+// graph's Add) where the mask is set.
+template <class T>
+__device__ __forceinline__ float relu_gradient(const T* dy, const T* dy2, const T* x, const Mask& mask, int64_t i,
+                                               int64_t c) {
+  if (mask.bits && !bit_of(mask.bits, i)) return 0.0f;
+  if (mask.affine && !(applied<T>(to_float(x[i]), mask.affine, mask.channels, c) > 0.0f)) return 0.0f;
   return dy2 ? to_float(from_float<T>(to_float(dy[i]) + to_float(dy2[i]))) : to_float(dy[i]);
 }
 
 // acc += the sums of element i of channel c (shift s).
 template <class T, bool kBackward>
-__device__ __forceinline__ void accumulate(const T* x, const T* dy, const T* dy2, const uint32_t* bits, int64_t i,
-                                           float s, float* acc) {
+__device__ __forceinline__ void accumulate(const T* x, const T* dy, const T* dy2, const Mask& mask, int64_t i,
+                                           int64_t c, float s, float* acc) {
   const float d = to_float(x[i]) - s;
   acc[0] += d;
   acc[1] += d * d;
   if (kBackward) {
-    const float g = relu_gradient(dy, dy2, bits, i);
+    const float g = relu_gradient(dy, dy2, x, mask, i, c);
     acc[2] += g;
     acc[3] += g * d;
   }
@@ -63,7 +80,7 @@ __device__ __forceinline__ void accumulate(const T* x, const T* dy, const T* dy2
 // inner run of each outer index of the part.
 template <class T, bool kBackward>
 __global__ void plane_partials(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ dy2,
-                               const uint32_t* __restrict__ bits, int64_t outer, int64_t channels, int64_t inner,
+                               const Mask mask, int64_t outer, int64_t channels, int64_t inner,
                                int64_t parts, float* __restrict__ out) {
   __shared__ float scratch[32];
   const int64_t c = blockIdx.x / parts, part = blockIdx.x % parts;
@@ -72,7 +89,7 @@ __global__ void plane_partials(const T* __restrict__ x, const T* __restrict__ dy
   for (int64_t o = part; o < outer; o += parts) {
     const int64_t base = (o * channels + c) * inner;
     for (int64_t k = threadIdx.x; k < inner; k += blockDim.x)
-      accumulate<T, kBackward>(x, dy, dy2, bits, base + k, s, acc);
+      accumulate<T, kBackward>(x, dy, dy2, mask, base + k, c, s, acc);
   }
   for (int k = 0; k < (kBackward ? 4 : 2); ++k) {
     const float total = block_sum(acc[k], scratch);
@@ -84,7 +101,7 @@ __global__ void plane_partials(const T* __restrict__ x, const T* __restrict__ dy
 // tile + t % 32, and the block's 8 warps take every 8th row of the part.
 template <class T, bool kBackward>
 __global__ void row_partials(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ dy2,
-                             const uint32_t* __restrict__ bits, int64_t rows, int64_t channels, int64_t parts,
+                             const Mask mask, int64_t rows, int64_t channels, int64_t parts,
                              float* __restrict__ out) {
   __shared__ float sums[kPhases][kTile][kSums];
   const int lane = threadIdx.x % kTile, phase = threadIdx.x / kTile;
@@ -94,7 +111,7 @@ __global__ void row_partials(const T* __restrict__ x, const T* __restrict__ dy, 
   if (c < channels) {
     const float s = to_float(x[c]);
     for (int64_t r = part * kPhases + phase; r < rows; r += parts * kPhases)
-      accumulate<T, kBackward>(x, dy, dy2, bits, r * channels + c, s, acc);
+      accumulate<T, kBackward>(x, dy, dy2, mask, r * channels + c, c, s, acc);
   }
   for (int k = 0; k < kSums; ++k) sums[phase][lane][k] = acc[k];
   __syncthreads();
@@ -168,7 +185,7 @@ __global__ void forward_apply(const T* __restrict__ x, const T* __restrict__ z, 
 }
 
 template <class T, class I>
-__global__ void backward_apply(const T* __restrict__ dy, const T* __restrict__ dy2, const uint32_t* __restrict__ bits,
+__global__ void backward_apply(const T* __restrict__ dy, const T* __restrict__ dy2, const Mask mask,
                                const T* __restrict__ x, const float* __restrict__ scale,
                                const float* __restrict__ stats, T* __restrict__ dx, T* __restrict__ dg,
                                const T* __restrict__ x2, const float* __restrict__ scale2,
@@ -176,7 +193,7 @@ __global__ void backward_apply(const T* __restrict__ dy, const T* __restrict__ d
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const I c = (i / inner) % channels;
-    const float g = relu_gradient(dy, dy2, bits, i);
+    const float g = relu_gradient(dy, dy2, x, mask, i, c);
     const float inv_std = stats[c * 4 + 1], xhat = (to_float(x[i]) - stats[c * 4]) * inv_std;
     dx[i] = from_float<T>(scale[c] * inv_std * (g - stats[c * 4 + 2] - xhat * stats[c * 4 + 3]));
     if (dg) dg[i] = from_float<T>(g);
@@ -184,6 +201,47 @@ __global__ void backward_apply(const T* __restrict__ dy, const T* __restrict__ d
       const float inv_std2 = stats2[c * 4 + 1], xhat2 = (to_float(x2[i]) - stats2[c * 4]) * inv_std2;
       dx2[i] = from_float<T>(scale2[c] * inv_std2 * (g - stats2[c * 4 + 2] - xhat2 * stats2[c * 4 + 3]));
     }
+  }
+}
+
+__global__ void affine_kernel(BatchNormAffine a) {
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < a.channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float mean = a.sums[c] / a.m;
+    const float var = fmaxf(a.sums[a.channels + c] / a.m - mean * mean, 0.0f);
+    const float s = a.scale[c] / sqrtf(var + a.epsilon);
+    a.affine[c] = s;
+    a.affine[a.channels + c] = a.bias[c] - mean * s;
+    if (a.mean_out) a.mean_out[c] = a.mean_in[c] * a.momentum + mean * (1.0f - a.momentum);
+    if (a.var_out) a.var_out[c] = a.var_in[c] * a.momentum + var * (1.0f - a.momentum);
+  }
+}
+
+template <class T, class I>
+__global__ void apply_kernel(const T* __restrict__ x, const float* __restrict__ affine, T* __restrict__ y, I n,
+                             I channels, I inner) {
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const I c = (i / inner) % channels;
+    y[i] = from_float<T>(applied<T>(to_float(x[i]), affine, channels, c));
+  }
+}
+
+// sums[c] = sum x = sum (x - s) + m s, sums[C + c] = sum x^2 = sum (x - s)^2 + 2 s sum (x - s) + m s^2,
+// from the shifted partial sums.
+template <class T>
+__global__ void raw_sums_kernel(const float* __restrict__ partial, int64_t parts, const T* __restrict__ x,
+                                int64_t channels, int64_t inner, float m, float* __restrict__ sums) {
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float d = 0.0f, d2 = 0.0f;
+    for (int64_t p = 0; p < parts; ++p) {
+      d += partial[(p * channels + c) * kSums];
+      d2 += partial[(p * channels + c) * kSums + 1];
+    }
+    const float s = to_float(x[c * inner]);
+    sums[c] = d + m * s;
+    sums[channels + c] = d2 + 2.0f * s * d + m * s * s;
   }
 }
 
@@ -196,15 +254,15 @@ void with_index_type(int64_t n, F&& f) {
 
 // The partial sums of x (and dy) for every channel into `partial`.
 template <class T, bool kBackward>
-void launch_partials(const ChannelGeometry& g, const T* x, const T* dy, const T* dy2, const uint32_t* bits,
+void launch_partials(const ChannelGeometry& g, const T* x, const T* dy, const T* dy2, const Mask& mask,
                      int64_t parts, float* partial, cudaStream_t stream) {
   if (g.inner == 1) {
     const int64_t tiles = (g.channels + kTile - 1) / kTile;
     row_partials<T, kBackward><<<static_cast<unsigned>(tiles * parts), kThreads, 0, stream>>>(
-        x, dy, dy2, bits, g.outer, g.channels, parts, partial);
+        x, dy, dy2, mask, g.outer, g.channels, parts, partial);
   } else {
     plane_partials<T, kBackward><<<static_cast<unsigned>(g.channels * parts), kThreads, 0, stream>>>(
-        x, dy, dy2, bits, g.outer, g.channels, g.inner, parts, partial);
+        x, dy, dy2, mask, g.outer, g.channels, g.inner, parts, partial);
   }
 }
 
@@ -228,7 +286,7 @@ void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int
     using T = decltype(tag);
     auto statistics = [&](const T* x, const float* mean_in, const float* var_in, float* mean_out, float* var_out,
                           float* part, float* out) {
-      launch_partials<T, false>(g, x, nullptr, nullptr, nullptr, parts, part, stream);
+      launch_partials<T, false>(g, x, nullptr, nullptr, Mask{}, parts, part, stream);
       finalize<T, false><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
           part, parts, x, g.channels, g.inner, m, a.epsilon, a.momentum, mean_in, var_in, mean_out, var_out, nullptr,
           nullptr, out);
@@ -260,8 +318,21 @@ void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, i
     using T = decltype(tag);
     const T* dy = static_cast<const T*>(a.dy);
     const T* dy2 = static_cast<const T*>(a.dy2);
+    Mask mask{a.bits, nullptr, g.channels};
+    if (a.sums) {  // the prologue's affine, in the shortcut's scratch (a unit with sums has no shortcut)
+      mask.affine = partial2;
+      BatchNormAffine affine;
+      affine.channels = g.channels;
+      affine.m = m;
+      affine.epsilon = a.epsilon;
+      affine.sums = a.sums;
+      affine.scale = a.scale;
+      affine.bias = a.bias;
+      affine.affine = partial2;
+      batch_norm_affine(affine, sm_count, stream);
+    }
     auto sums = [&](const T* x, float* dscale, float* dbias, float* part, float* out) {
-      launch_partials<T, true>(g, x, dy, dy2, a.bits, parts, part, stream);
+      launch_partials<T, true>(g, x, dy, dy2, mask, parts, part, stream);
       finalize<T, true><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
           part, parts, x, g.channels, g.inner, m, a.epsilon, 0.0f, nullptr, nullptr, nullptr, nullptr, dscale, dbias,
           out);
@@ -273,9 +344,44 @@ void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, i
     with_index_type(g.count(), [&](auto index) {
       using I = decltype(index);
       backward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
-          dy, dy2, a.bits, x, a.scale, stats, static_cast<T*>(a.dx), static_cast<T*>(a.dg), x2, a.scale2, stats2,
+          dy, dy2, mask, x, a.scale, stats, static_cast<T*>(a.dx), static_cast<T*>(a.dg), x2, a.scale2, stats2,
           static_cast<T*>(a.dx2), static_cast<I>(g.count()), static_cast<I>(g.channels), static_cast<I>(g.inner));
     });
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+void batch_norm_affine(const BatchNormAffine& a, int sm_count, cudaStream_t stream) {
+  if (a.channels == 0) return;
+  affine_kernel<<<grid_stride_blocks(a.channels, sm_count), kThreads, 0, stream>>>(a);
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+void batch_norm_relu_apply(DType t, const ChannelGeometry& g, const void* x, const float* affine, void* y, int sm_count,
+                           cudaStream_t stream) {
+  if (g.count() == 0) return;
+  dispatch_float(t, "BatchNormalization", [&](auto tag) {
+    using T = decltype(tag);
+    with_index_type(g.count(), [&](auto index) {
+      using I = decltype(index);
+      apply_kernel<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), affine, static_cast<T*>(y), static_cast<I>(g.count()), static_cast<I>(g.channels),
+          static_cast<I>(g.inner));
+    });
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+void batch_norm_sums(DType t, const ChannelGeometry& g, const void* x, float* sums, void* workspace, int sm_count,
+                     cudaStream_t stream) {
+  if (g.count() == 0) return;
+  const int64_t parts = partial_parts(g, sm_count);
+  float* partial = static_cast<float*>(workspace);
+  dispatch_float(t, "BatchNormalization", [&](auto tag) {
+    using T = decltype(tag);
+    launch_partials<T, false>(g, static_cast<const T*>(x), nullptr, nullptr, Mask{}, parts, partial, stream);
+    raw_sums_kernel<T><<<grid_stride_blocks(g.channels, sm_count), kThreads, 0, stream>>>(
+        partial, parts, static_cast<const T*>(x), g.channels, g.inner, static_cast<float>(g.per_channel()), sums);
   });
   AMP_CUDA_CHECK(cudaGetLastError());
 }

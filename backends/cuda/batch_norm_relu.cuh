@@ -72,7 +72,41 @@ struct BatchNormReluBackward {
   void* dx2 = nullptr;
   float *dscale2 = nullptr, *dbias2 = nullptr;
   float epsilon = 1e-5f;
+  // Without bits: the mask recomputed from x, as the convolution that applied this BatchNorm and
+  // ReLU in its prologue computed it (conv_batch_norm_fusion.h): y > 0 where
+  // round(relu(x * s + b)) > 0, s and b the affine of batch_norm_affine() from `sums` (the
+  // forward's per-channel statistics, BatchNormSums layout) and bias.
+  const float *sums = nullptr, *bias = nullptr;
 };
 void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, int sm_count, cudaStream_t stream);
+
+// A BatchNorm whose statistics a convolution's epilogue sums (cuDNN's GenStats) and whose
+// normalisation and ReLU the next convolution applies as it reads its input (its prologue): the
+// per-channel statistics are stored packed, sum of x then sum of x^2, 2C floats, in place of the
+// ReLU's mask (which every reader recomputes from x and them) — BatchNormSums.
+inline size_t batch_norm_sums_bytes(int64_t channels) { return static_cast<size_t>(2 * channels) * sizeof(float); }
+
+// The affine the prologue applies, per channel c over m values: mean = sum/m,
+// var = max(sum2/m - mean^2, 0) (biased), s = scale / sqrt(var + eps), b = bias - mean s, into
+// affine[c] = s and affine[C + c] = b; with mean_out/var_out, the running statistics
+// (running * momentum + batch * (1 - momentum), ONNX's rule, as batch_norm_relu_forward).
+struct BatchNormAffine {
+  int64_t channels = 0;
+  float m = 0.0f, epsilon = 1e-5f, momentum = 0.9f;
+  const float *sums = nullptr, *scale = nullptr, *bias = nullptr, *mean_in = nullptr, *var_in = nullptr;
+  float* affine = nullptr;
+  float *mean_out = nullptr, *var_out = nullptr;
+};
+void batch_norm_affine(const BatchNormAffine& a, int sm_count, cudaStream_t stream);
+
+// The prologue unfused, for a device whose cuDNN takes no such graph: y = round(relu(x s + b))
+// with affine from batch_norm_affine, x and y of type t in geometry g.
+void batch_norm_relu_apply(DType t, const ChannelGeometry& g, const void* x, const float* affine, void* y, int sm_count,
+                           cudaStream_t stream);
+
+// GenStats unfused: sums (BatchNormSums layout) of x of type t; workspace of
+// batch_norm_relu_workspace(g).
+void batch_norm_sums(DType t, const ChannelGeometry& g, const void* x, float* sums, void* workspace, int sm_count,
+                     cudaStream_t stream);
 
 }  // namespace amp::cuda

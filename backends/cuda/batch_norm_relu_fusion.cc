@@ -86,14 +86,16 @@ class BatchNormRelu final : public CudaOp {
   float epsilon_, momentum_;
 };
 
-// Operands: 0 dY, 1 the mask's bits, 2 x, 3 scale, 4 a second dY the unit adds to the first (the
+// Operands: 0 dY, 1 the mask's bits (from_sums: the forward's statistics, BatchNormSums, from
+// which the mask is recomputed), 2 x, 3 scale, 4 a second dY the unit adds to the first (the
 // absorbed Add of two gradient contributions; absent without it), 5 and 6 the shortcut
-// BatchNorm's x and scale (absent without it). Results: 0 dX, 1 dscale, 2 dB (either may be
+// BatchNorm's x and scale (absent without it), 7 B (from_sums only). Results: 0 dX, 1 dscale, 2 dB (either may be
 // absent), 3 Where's result (absent when only this unit reads it), 4-6 the shortcut's dX,
 // dscale and dB.
 class BatchNormReluGrad final : public CudaOp {
  public:
-  explicit BatchNormReluGrad(const Node& grad) : epsilon_(grad.attr_float("epsilon", 1e-5f)) {}
+  BatchNormReluGrad(const Node& grad, bool from_sums)
+      : epsilon_(grad.attr_float("epsilon", 1e-5f)), from_sums_(from_sums) {}
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const TensorDesc& x = *s.in[2];
@@ -104,8 +106,11 @@ class BatchNormReluGrad final : public CudaOp {
         (s.has_in(5) && (s.in[5]->dtype != x.dtype || s.in[5]->dims != x.dims)) ||
         (s.has_out(4) && s.out[4]->dtype != x.dtype))
       throw InputError("dY, x and dX must share one type and shape");
-    const bool shortcut = s.has_in(5);
+    const bool shortcut = s.has_in(5), from_sums = from_sums_;
     if (shortcut) expect_float_channels(s, {6}, g.channels);
+    if (from_sums && (shortcut || !s.has_in(7)))
+      throw InputError("a mask recomputed from statistics needs B and no shortcut");
+    if (from_sums) expect_float_channels(s, {7}, g.channels);
     for (size_t k : {1, 2, 5, 6})
       if (s.has_out(k) && s.out[k]->dtype != DType::kFloat)
         throw InputError("BatchNormalizationGrad's parameter gradients must be float");
@@ -117,11 +122,17 @@ class BatchNormReluGrad final : public CudaOp {
     const bool dx2 = s.has_out(4), dscale2 = s.has_out(5), dbias2 = s.has_out(6);
     const int sm = ctx.sm_count();
     return std::make_unique<PreparedFunction>(
-        [a, dscale, dbias, dg, dy2, shortcut, dx2, dscale2, dbias2, sm](const OpBuffers& b, DeviceContext& c) {
+        [a, dscale, dbias, dg, dy2, shortcut, dx2, dscale2, dbias2, from_sums, sm](const OpBuffers& b,
+                                                                                    DeviceContext& c) {
           BatchNormReluBackward run = a;
           run.dy = b.in[0];
           run.dy2 = dy2 ? b.in[4] : nullptr;
-          run.bits = static_cast<const uint32_t*>(b.in[1]);
+          if (from_sums) {
+            run.sums = static_cast<const float*>(b.in[1]);
+            run.bias = static_cast<const float*>(b.in[7]);
+          } else {
+            run.bits = static_cast<const uint32_t*>(b.in[1]);
+          }
           run.x = b.in[2];
           run.scale = static_cast<const float*>(b.in[3]);
           run.dx = b.out[0];
@@ -140,11 +151,14 @@ class BatchNormReluGrad final : public CudaOp {
         batch_norm_relu_workspace(g, sm));
   }
   size_t packed_input_bytes(const OpShapes& s, size_t input) const override {
-    return input == 1 ? relu_bits_bytes(s.in[2]->numel()) : 0;
+    if (input != 1) return 0;
+    return from_sums_ ? batch_norm_sums_bytes(s.in[2]->dims.size() > 1 ? s.in[2]->dims[1] : 0)
+                      : relu_bits_bytes(s.in[2]->numel());
   }
 
  private:
   float epsilon_;
+  bool from_sums_;
 };
 
 bool is_amp_op(const Node* n, const char* op) { return n && n->domain() == kAmpDomain && n->op_type() == op; }
@@ -228,6 +242,10 @@ std::optional<Backward> backward_of(const Node* bn, const Node* shortcut, const 
 
 }  // namespace
 
+std::unique_ptr<CudaOp> batch_norm_relu_grad_from_sums(const Node& grad) {
+  return std::make_unique<BatchNormReluGrad>(grad, true);
+}
+
 std::vector<UnitMatch> match_batch_norm_relu(const Graph& g, const std::function<bool(const Node*)>& excluded) {
   std::vector<UnitMatch> out;
   std::vector<const Node*> taken;
@@ -289,7 +307,7 @@ std::vector<UnitMatch> match_batch_norm_relu(const Graph& g, const std::function
                 input(grad2 ? shortcut : nullptr, 1)};
     b.outputs = {output(grad, 0), output(grad, 1), output(grad, 2), read_elsewhere ? g_value : nullptr,
                  output(grad2, 0), output(grad2, 1), output(grad2, 2)};
-    b.op = std::make_unique<BatchNormReluGrad>(*grad);
+    b.op = std::make_unique<BatchNormReluGrad>(*grad, false);
     taken.insert(taken.end(), b.nodes.begin(), b.nodes.end());
     out.push_back(std::move(b));
   }

@@ -26,4 +26,9 @@ namespace amp::cuda {
 
 std::vector<UnitMatch> match_batch_norm_relu(const Graph& g, const std::function<bool(const Node*)>& excluded);
 
+// The backward unit of a BatchNorm + ReLU whose mask is recomputed from x and the forward's
+// statistics rather than read as bits (conv_batch_norm_fusion.h). Operands: 0 dY, 1 the
+// statistics (BatchNormSums), 2 x, 3 scale, 4-6 absent, 7 B; results: dX, dscale, dB.
+std::unique_ptr<CudaOp> batch_norm_relu_grad_from_sums(const Node& grad);
+
 }  // namespace amp::cuda

@@ -421,7 +421,7 @@ void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, 
   // launch, so a path into any of them and out of any other counts for cycles. Nodes: needed
   // steps outside fixed units, and fixed units, in a topological order close to the program's.
   const size_t num_steps = program.steps.size();
-  std::vector<int> node_of_step(num_steps, -1);
+  std::vector<int> node_of_step(num_steps, -1), node_unit;
   std::vector<std::vector<int>> node_steps;
   for (int s : p.steps) {
     const int u = unit_of_step[s];
@@ -429,23 +429,32 @@ void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, 
       const int first = units[u]->steps.front();
       if (node_of_step[first] < 0) {
         node_steps.push_back(units[u]->steps);
+        node_unit.push_back(u);
         for (int t : units[u]->steps) node_of_step[t] = static_cast<int>(node_steps.size()) - 1;
       }
     } else {
       node_of_step[s] = static_cast<int>(node_steps.size());
       node_steps.push_back({s});
+      node_unit.push_back(-1);
     }
   }
   const size_t count = node_steps.size();
   std::vector<std::vector<size_t>> deps(count);
   std::vector<size_t> first_step(count);
   for (size_t n = 0; n < count; ++n) {
-    for (int s : node_steps[n])
-      for (int in : reads(s)) {
-        const int producer = in >= 0 ? program.values[in].producer : -1;
-        const int d = producer >= 0 ? node_of_step[producer] : -1;
-        if (d >= 0 && d != static_cast<int>(n)) deps[n].push_back(static_cast<size_t>(d));
-      }
+    auto depend_on = [&](int in) {
+      const int producer = in >= 0 ? program.values[in].producer : -1;
+      const int d = producer >= 0 ? node_of_step[producer] : -1;
+      if (d >= 0 && d != static_cast<int>(n)) deps[n].push_back(static_cast<size_t>(d));
+    };
+    // A fixed unit reads its operands, not every input of its steps: a unit that recomputes a
+    // value from others (a ReLU's mask from the statistics, conv_batch_norm_fusion.h) never
+    // waits for the step that made it.
+    if (node_unit[n] >= 0) {
+      for (int in : units[node_unit[n]]->in) depend_on(in);
+    } else {
+      for (int in : reads(node_steps[n].front())) depend_on(in);
+    }
     std::sort(deps[n].begin(), deps[n].end());
     deps[n].erase(std::unique(deps[n].begin(), deps[n].end()), deps[n].end());
     first_step[n] = static_cast<size_t>(*std::min_element(node_steps[n].begin(), node_steps[n].end()));

@@ -232,8 +232,13 @@ class Run:
         if self.left() < 30:
             return self.row(model=name, batch=batch, variant=label, error="not run: the time budget is spent")
         tag = "%s_%d_%s%s" % (name, batch, dtype, "_tf32" if tf32 else "")
+        env = {"AMP_KERNEL_CACHE_DIR": self.cache}
+        if self.cuda:  # what cuBLASLt and cuDNN took (backends/cuda/device_report.h), kept with the log
+            env["AMP_CUDA_REPORT"] = os.path.join(self.logs, tag + ".jsonl")
         rc, out, held = self.command(tag, self.amp_train(name, batch, dtype, self.a.steps, ["--tf32"] if tf32 else []),
-                                     {"AMP_KERNEL_CACHE_DIR": self.cache})
+                                     env)
+        if self.cuda and dtype in ("fp16", "bf16"):
+            self.graph_note(label, name, batch, env["AMP_CUDA_REPORT"])
         m = re.search(r"([\d.]+) ms/step \(the first ([\d.]+) s.*backend state \+ arena ([\d.]+) MiB", out)
         if rc != 0 or not m:
             return self.row(model=name, batch=batch, variant=label, error=gpu_zoo.zoo_check.last_error(out))
@@ -241,6 +246,29 @@ class Run:
         self.row(model=name, batch=batch, variant=label, step_ms=ms, images_per_s=batch / ms * 1e3,
                  mfu=self.meta(name)["train_flops_per_image"] * batch / (ms / 1e3) / self.peak("tf32" if tf32 else dtype),
                  device_MiB=held if self.cuda else None, planned_MiB=planned, first_step_s=first)
+
+    def graph_note(self, label, name, batch, report):
+        """A note of how many of the step's cuDNN convolution graphs (a BatchNorm + ReLU inside the
+        convolutions around it, backends/cuda/conv_batch_norm_fusion.h) cuDNN took fused, and why it
+        took the others unfused: the plan's traffic counts them fused."""
+        if not os.path.exists(report):
+            return
+        graphs = []
+        with open(report) as f:
+            for text in f:
+                with contextlib.suppress(json.JSONDecodeError):
+                    line = json.loads(text)
+                    if line.get("event") == "convolution_graph":
+                        graphs.append(line)
+        fused = sum(1 for g in graphs if g.get("result") == "fused")
+        why = {}
+        for g in graphs:
+            if g.get("result") != "fused":
+                key = "%s: %s" % (g.get("graph"), g.get("why"))
+                why[key] = why.get(key, 0) + 1
+        self.notes.append("cuDNN convolution graphs, %s %s at batch %d: %d of %d built fused%s" % (
+            label, name, batch, fused, len(graphs),
+            "; unfused: " + "; ".join("%s (x %d)" % kv for kv in why.items()) if why else ""))
 
     def torch_row(self, name, batch, variant):
         if self.left() < 30:

@@ -479,6 +479,12 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
   return CUDNN_STATUS_SUCCESS;
 }
 
+cudnnStatus_t cudnnGetStream(cudnnHandle_t h, cudaStream_t* s) {
+  if (!h || !s) return CUDNN_STATUS_BAD_PARAM;
+  *s = h->stream;
+  return CUDNN_STATUS_SUCCESS;
+}
+
 // The headers' version: the stand-in answers as the library it was written from.
 size_t cudnnGetVersion(void) { return CUDNN_VERSION; }
 

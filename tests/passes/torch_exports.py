@@ -18,6 +18,9 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
                       ways, nearest) between convolutions: issue 16's ops.
   unet_block          A tiny U-Net: strided Conv down, ConvTranspose2d up (k3 s2 p1
                       output_padding 1; grouped k2 s2 dilated) with a skip concatenation.
+  resnet_bottleneck   ResNet-50's layers in small: a stem (Conv, BatchNorm, ReLU), torchvision's
+                      Bottleneck downsampling (stride 2, its shortcut a Conv and a BatchNorm) and
+                      one plain Bottleneck, without biases, as resnet50 exports them.
 """
 import sys
 
@@ -130,8 +133,21 @@ class UNetBlock(nn.Module):
         return self.head(self.up3(u2).mean([2, 3]))
 
 
+class ResNetBottleneck(nn.Module):
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.resnet import Bottleneck
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        shortcut = nn.Sequential(nn.Conv2d(16, 32, 1, stride=2, bias=False), nn.BatchNorm2d(32))
+        self.layer = nn.Sequential(Bottleneck(16, 8, stride=2, downsample=shortcut), Bottleneck(32, 8))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.layer(self.stem(x)).mean([2, 3]))
+
+
 MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock,
-          "unet_block": UNetBlock}
+          "unet_block": UNetBlock, "resnet_bottleneck": ResNetBottleneck}
 
 
 def main():

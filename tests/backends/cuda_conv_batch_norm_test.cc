@@ -1,0 +1,145 @@
+// A 16-bit BatchNorm + ReLU between two convolutions inside them (backends/cuda/
+// conv_batch_norm_fusion.h): the plan of a ResNet bottleneck's training step (torchvision's
+// Bottleneck as torch 1.13 exports it, tests/passes/torch_exports.py resnet_bottleneck) has no
+// unit of its own for such a layer and never stores its ReLU's result (device-free, here); the
+// whole step computes what the CPU backend computes for the unfused nodes in fp16 and bf16, with
+// cuDNN's fused graphs and with their unfused stand-in in the unit (on a GPU, or in
+// test_cuda_backend_emulated on the host stand-ins).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "backends/backend.h"
+#include "tests/support/test_support.h"
+
+#if AMP_HAVE_CUDA
+#include "backends/cuda/batch_norm_relu.cuh"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/schedule.h"
+#include "graph/onnx_io.h"
+#include "tests/support/cuda_plans.h"
+#include "tests/support/one_node.h"
+#include "tests/support/parity.h"
+#endif
+
+namespace amp {
+namespace {
+
+#if AMP_HAVE_CUDA
+
+// torch_exports.py's resnet_bottleneck: the export alone (its PyTorch gradients are checked in
+// the passes' tests).
+Model bottleneck() {
+  const std::string dir = test::temp_dir("resnet_bottleneck");
+  std::string out;
+  if (test::run_python(test::source_dir() + "/tests/passes/torch_exports.py resnet_bottleneck " + dir, &out) != 0)
+    throw std::runtime_error("torch_exports.py resnet_bottleneck failed:\n" + out);
+  return load_model(dir + "/model.onnx");
+}
+
+TrainingStep bottleneck_step(const Model& forward, DType precision) {
+  TrainingSpec spec;
+  spec.optimizer.kind = OptimizerSpec::Kind::kSgd;
+  spec.optimizer.momentum = 0.9f;
+  spec.precision = precision;
+  spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
+  spec.check_finite = precision != DType::kFloat;
+  spec.loss.kind = LossKind::kCrossEntropy;
+  return build_training_step(load_model_from_bytes(serialize_model(forward), "resnet_bottleneck", "."), spec);
+}
+
+// The two bottlenecks' first two BatchNorm + ReLU layers (4) sit between convolutions: their
+// input convolutions sum the statistics (Conv+Greater: the mask's value holds them), the next
+// convolutions apply them (Conv+BatchNormalization+Relu[+Greater] when that one sums its own
+// output's too), the weight gradients and BatchNorm gradients recompute them; the stem's and the
+// residual ones keep the BatchNorm units. fp32 steps are planned as before.
+TEST(CudaSchedule, A16BitBottleneckRunsItsInnerBatchNormsInsideTheConvolutions) {
+  const Model forward = bottleneck();
+  for (DType precision : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = bottleneck_step(forward, precision);
+    const cuda::Schedule s(step.model, test::step_options(step));
+    const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
+    std::map<std::string, int> kinds;
+    std::string listing;
+    for (const cuda::Unit* u : p.order) {
+      ++kinds[u->kind];
+      listing += "  " + u->kind + "\n";
+    }
+    const int fused = precision == DType::kFloat ? 0 : 2;
+    EXPECT_EQ(kinds["Conv+Greater"], fused) << listing;
+    EXPECT_EQ(kinds["Conv+BatchNormalization+Relu+Greater"], fused) << listing;
+    EXPECT_EQ(kinds["Conv+BatchNormalization+Relu"], fused) << listing;
+    EXPECT_EQ(kinds["BatchNormalization+Relu+Greater"], precision == DType::kFloat ? 5 : 1) << listing;
+    EXPECT_EQ(kinds["BatchNormalizationGrad+Where"], precision == DType::kFloat ? 5 : 5) << listing;
+    if (precision == DType::kFloat) continue;
+    // Every inner layer's ReLU result is read and written by no unit; its mask's value holds the
+    // 2C floats of statistics.
+    for (const char* layer : {"/layer/layer.0/relu/Relu_output_0", "/layer/layer.0/relu_1/Relu_output_0",
+                              "/layer/layer.1/relu/Relu_output_0", "/layer/layer.1/relu_1/Relu_output_0"}) {
+      const int y = s.program.find(layer);
+      ASSERT_GE(y, 0) << layer;
+      for (const cuda::Unit* u : p.order) {
+        EXPECT_EQ(std::count(u->in.begin(), u->in.end(), y), 0) << layer << " read by " << u->kind;
+        EXPECT_EQ(std::count(u->out.begin(), u->out.end(), y), 0) << layer << " written by " << u->kind;
+      }
+    }
+    int sums = 0;
+    for (const cuda::Unit* u : p.order)
+      if (u->kind == "Conv+Greater" || u->kind == "Conv+BatchNormalization+Relu+Greater") {
+        const int v = u->out.at(1);
+        ASSERT_GE(v, 0);
+        EXPECT_EQ(p.desc[v].packed_bytes, cuda::batch_norm_sums_bytes(p.desc[v].dims.at(1))) << u->kind;
+        ++sums;
+      }
+    EXPECT_EQ(sums, 4);
+  }
+}
+
+#define REQUIRE_GPU()                                                                           \
+  do {                                                                                          \
+    std::string why;                                                                            \
+    if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
+  } while (0)
+
+// The bottleneck's whole training step, SGD with momentum 0.9 (fp16 with a dynamic loss scale),
+// 4 steps: losses, weights, running statistics and momentum buffers track the CPU backend's, with
+// cuDNN's fused graphs and, AMP_STANDIN_CUDNN_REFUSE_GRAPH=1 on the stand-ins, with the units'
+// unfused path (a real cuDNN ignores the variable and runs the fused graphs twice).
+TEST(CudaBackendGpu, TheBottleneckStepWithConvolutionFusionsTracksTheCpu) {
+  REQUIRE_GPU();
+  const Model forward = bottleneck();
+  for (const char* refuse : {"0", "1"})
+    for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(precision)) + (refuse[0] == '1' ? " unfused" : " fused"));
+      setenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH", refuse, 1);
+      TrainingStep step = bottleneck_step(forward, precision);
+      const CompileOptions options = test::step_options(step);
+      Tensor lr(DType::kFloat, {});
+      *lr.mutable_as<float>() = 1e-2f;
+      const test::Feeds feeds = {{"input", test::random_tensor(DType::kFloat, {8, 3, 16, 16}, 80, -2, 2)},
+                                 {step.labels, test::random_tensor(DType::kInt64, {8}, 81, 0, 10)},
+                                 {step.lr, lr}};
+      auto cpu = make_backend("cpu")->compile(step.model, options);
+      auto gpu = make_backend("cuda")->compile(step.model, options);
+      for (int k = 0; k < 3; ++k)  // the last replays the captured CUDA Graph
+        test::expect_close(gpu->run(feeds, {step.loss})[0], cpu->run(feeds, {step.loss})[0],
+                           "loss at step " + std::to_string(k), 10.0);
+      for (const std::string& name : cpu->state_names()) {
+        // Momentum buffers sum 16-bit gradients (parity.h's 16-bit tolerance), as in the cnn step.
+        const bool gradients = name.find("momentum_buffer") != std::string::npos;
+        const double scale = gradients ? 10.0 * (precision == DType::kFloat16 ? 2e-3 : 1.6e-2) / 1e-4 : 10.0;
+        test::expect_close(gpu->read_state(name), cpu->read_state(name), name, scale);
+      }
+    }
+  unsetenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH");
+}
+
+#endif  // AMP_HAVE_CUDA
+
+}  // namespace
+}  // namespace amp
