@@ -1,13 +1,16 @@
 #include "frontends/lib/training_session.h"
 
 #include <algorithm>
+#include <map>
 
+#include "frontends/lib/calibrate.h"
 #include "frontends/lib/non_finite.h"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "passes/fusion/recognize_gelu.h"
 #include "passes/fusion/recognize_layer_norm.h"
+#include "passes/name_nodes.h"
 #include "passes/training/eval_mode.h"
 #include "passes/training/master_weights.h"
 #include "passes/training/training_info.h"
@@ -83,6 +86,31 @@ void release_initializers(Model& m, const std::vector<std::string>& names) {
   }
 }
 
+// --calibrate: the nodes of the forward (named first, as the step will be) that calibration keeps
+// fp32 in the step's mixed-precision forward, measured as MasterWeightsPass places the rest.
+std::map<std::string, CalibratedNode> calibrate_forward(Model& forward, const SessionOptions& o,
+                                                        std::string& summary) {
+  if (!is_low_precision(o.spec.precision)) throw InputError("--calibrate needs --dtype fp16 or bf16");
+  NameNodesPass().run(forward);
+  Feeds feeds;  // the data's labels and other keys are not the forward's inputs
+  for (const auto& [key, t] : o.calibration_feeds) {
+    const Value* v = forward.graph->value(key);
+    if (v && v->is_input()) feeds.emplace_back(key, t);
+  }
+  AmpPolicy policy(o.spec.precision);  // MasterWeightsPass's
+  policy.weights = WeightStorage::kKeep;
+  policy.beyond_opset_schemas = true;
+  CalibrationOptions options;
+  if (o.calibration_max_error >= 0) options.max_error = o.calibration_max_error;
+  if (o.threads > 0) options.threads = o.threads;  // else calibration's own default (calibrate.h)
+  options.training_forward = true;
+  const CalibrationResult r = calibrate(forward, feeds, policy, options, o.calibration_source);
+  if (r.below_floor) throw InputError(o.model.path + ": " + calibration_floor_text(r));
+  summary = calibration_summary_text(r);
+  r.apply(policy);
+  return policy.calibrated_nodes();
+}
+
 }  // namespace
 
 // The model --save writes is made at the end from the source and the trained state
@@ -91,6 +119,12 @@ TrainingSession::TrainingSession(const SessionOptions& o) : o_(o) {
   register_amp_op_schemas();
   const std::string& name = o.model.path;
   Model forward = o.model.load();
+  std::map<std::string, CalibratedNode> calibrated;
+  if (!o.calibration_source.empty()) {
+    if (!forward.training_info.empty())
+      throw InputError(name + ": --calibrate calibrates a forward model, not a saved training step");
+    calibrated = calibrate_forward(forward, o, calibration_summary_);
+  }
   for (const Value* v : forward.graph->initializers()) weights_.insert(v->name());
   if (!forward.training_info.empty()) {
     // A step saved by --save-training-graph: the algorithm graph and the inference graph joined
@@ -100,6 +134,7 @@ TrainingSession::TrainingSession(const SessionOptions& o) : o_(o) {
     for (const std::string& param : step_.params) weights_.insert(param);
   } else {
     TrainingSpec spec = o.spec;
+    spec.calibrated = calibrated;
     spec.data_parallel.enabled = o.communicator != nullptr;
     // In every dtype: a NaN from the data or an fp32 overflow skips its step as an fp16 overflow
     // does, instead of writing NaN into every weight.
@@ -125,7 +160,8 @@ TrainingSession::TrainingSession(const SessionOptions& o) : o_(o) {
     add_loss(eval_, step_.loss_spec);
     RecognizeGeluPass().run(eval_);  // as the step computes it
     RecognizeLayerNormPass().run(eval_);
-    MasterWeightsPass(o.spec.precision).run(eval_);
+    if (!calibrated.empty()) NameNodesPass().run(eval_);  // the names calibration used
+    MasterWeightsPass(o.spec.precision, calibrated).run(eval_);
   }
   backend_ = make_backend(o.device);
 }
