@@ -167,10 +167,11 @@ class Evaluator {
     ++count;
     // A rewrite without keep_io_types takes 16-bit inputs: the feeds are converted as a caller would.
     Feeds typed;
+    ClampRecord clamps;  // a value beyond the 16-bit range clamps, as the rewrite's feeds do
     for (const auto& [name, t] : feeds) {
       const Value* v = m.graph->value(name);
       typed.emplace_back(name, v && is_low_precision(v->dtype()) && t.dtype == DType::kFloat
-                                   ? convert_tensor(t, v->dtype(), nullptr)
+                                   ? convert_tensor(t, v->dtype(), &clamps)
                                    : t);
     }
     std::unique_ptr<Executable> exe = cpu_->compile(m, options_);
