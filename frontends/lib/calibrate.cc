@@ -50,10 +50,10 @@ std::string num(double v) {
 
 // x with the significant bits of the 16-bit type (11 for fp16, 8 for bf16), rounded to nearest
 // even, and fp32's range: the precision a 16-bit value has, without its overflow and underflow,
-// which placement can remove (an fp32 node never rounds into the 16-bit range). On the bits: the
-// floor rounds every weight the op lists lower, ResNet-18's 11.7 million in 0.75 s with
-// frexp/ldexp on the project's loaded 2-core machine, 0.16-0.24 s so (the same bits: 2e7 random
-// patterns compared).
+// which placement can remove (an fp32 node never rounds into the 16-bit range). Rounded on the
+// bits: the floor rounds every weight the op lists lower, ResNet-18's 11.7 million, which took
+// 0.75 s with frexp/ldexp on the project's loaded 2-core machine and takes 0.16-0.24 s so (the same
+// results on 2e7 random bit patterns).
 float with_low_precision(float x, DType low) {
   const uint32_t u = float_bits(x);
   const uint32_t exponent = u & 0x7f800000u;

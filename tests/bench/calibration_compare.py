@@ -101,12 +101,12 @@ def occ(model_path, calib, tolerance, macs, out_path, amp_run_path=None, per_pro
 
     ort_shim.amp_run, ort_shim.persistent = amp_run_path, not per_process
     ort_shim.stats.update(runs=0, seconds=0.0, shim_seconds=0.0)
+    model = onnx.load(model_path)  # outside the clock, as amp-rewrite's loading is outside calibration's
     start = time.perf_counter()
     devnull = open(os.devnull, "w")
     stdout, sys.stdout = sys.stdout, devnull  # it prints every attempt
     try:
-        converted = auto_mixed_precision.auto_convert_mixed_precision(onnx.load(model_path), calib, validate,
-                                                                      keep_io_types=True)
+        converted = auto_mixed_precision.auto_convert_mixed_precision(model, calib, validate, keep_io_types=True)
         failure = None
     except Exception as e:  # noqa: BLE001 (a peer's failure is a result to report)
         converted, failure = None, str(e).splitlines()[0][:80]
@@ -125,10 +125,11 @@ def occ(model_path, calib, tolerance, macs, out_path, amp_run_path=None, per_pro
 
 
 def fp16_storage(build, work):
-    """How each runtime computes fp16 Convs, on three tiny models (fp16 input [1,3,1,1], weights of
-    ones summing its 3 channels): a sum that passes 65504 only midway (60000 + 60000 - 60000), one
+    """How each runtime computes fp16, on tiny models: three of fp16 Convs (input [1,3,1,1], weights
+    of ones summing its 3 channels): a sum that passes 65504 only midway (60000 + 60000 - 60000), one
     whose result passes it (40000 + 40000 + 20000), and that result read by a second fp16 Conv
-    (x 1/64, 1562.5). Returns one line per model and runtime."""
+    (x 1/64, 1562.5); two of one fp16 node between Casts, as a placement writes it, on 1e5: a ReLU
+    (no fp16 kernel in ORT's CPU provider) and an Identity. Returns one line per model."""
     from onnx import TensorProto, helper, numpy_helper
     lines = []
     for name, xs, chain in (("accumulation", [60000, 60000, -60000], False), ("overflowing result", [40000, 40000, 20000], False),
@@ -148,6 +149,18 @@ def fp16_storage(build, work):
                "amp-run": float(list(amp_run(build, path, path + ".npz", work).values())[0].ravel()[0])}
         lines.append("%s: exact %g; %s" % (name, sum(xs) / (64 if chain else 1),
                                            ", ".join("%s %g" % (k, v) for k, v in got.items())))
+    # What a placement's Casts around one fp16 node do: x (fp32) -> Cast fp16 -> OP -> Cast fp32, x = 1e5.
+    for op in ("Relu", "Identity"):
+        nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16), helper.make_node(op, ["h"], ["r"]),
+                 helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT)]
+        g = helper.make_graph(nodes, op, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+        path = os.path.join(work, "fp16_cast_%s.onnx" % op)
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        x = np.full(1, 1e5, np.float32)
+        np.savez(path + ".npz", x=x)
+        lines.append("fp32 1e5 -> Cast fp16 -> %s -> Cast fp32: ORT %g, amp-run %g" % (
+            op, float(ort_run(path, {"x": x})["y"][0]), float(amp_run(build, path, path + ".npz", work)["y"][0])))
     return lines
 
 
@@ -259,7 +272,7 @@ def main():
           "once, before the clock" % (a.batch, load_before[0], load_after[0], os.cpu_count(), server_start))
     for name, res in results.items():
         print("%s: fp32 amp-run error %s" % (name, fmt(res["fp32_amp_run"])))
-    print("fp16 Conv in ONNX Runtime's CPU provider and in amp-run (GPU-faithful):")
+    print("fp16 in ONNX Runtime's CPU provider and in amp-run (GPU-faithful):")
     for line in fp16_storage(a.build, work):
         print("  " + line)
     if not a.check:
