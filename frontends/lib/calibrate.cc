@@ -9,6 +9,7 @@
 
 #include "backends/backend.h"
 #include "frontends/lib/calibration_probe.h"
+#include "frontends/lib/model_copy.h"
 #include "graph/error.h"
 #include "graph/half.h"
 #include "graph/onnx_io.h"
@@ -49,13 +50,26 @@ std::string num(double v) {
 
 // x with the significant bits of the 16-bit type (11 for fp16, 8 for bf16), rounded to nearest
 // even, and fp32's range: the precision a 16-bit value has, without its overflow and underflow,
-// which placement can remove (an fp32 node never rounds into the 16-bit range).
+// which placement can remove (an fp32 node never rounds into the 16-bit range). Rounded on the
+// bits: the floor rounds every weight the op lists lower, ResNet-18's 11.7 million, which took
+// 0.75 s with frexp/ldexp on the project's loaded 2-core machine and takes 0.16-0.24 s so (the same
+// results on 2e7 random bit patterns).
 float with_low_precision(float x, DType low) {
-  if (!std::isfinite(x) || x == 0) return x;
-  int e = 0;
-  const double m = std::frexp(static_cast<double>(x), &e);  // x = m 2^e, 0.5 <= |m| < 1
-  const int bits = low == DType::kBFloat16 ? 8 : 11;
-  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(m, bits)), e - bits));
+  const uint32_t u = float_bits(x);
+  const uint32_t exponent = u & 0x7f800000u;
+  if (exponent == 0x7f800000u || (u & 0x7fffffffu) == 0) return x;  // inf, NaN, ±0
+  if (exponent == 0) {  // fp32 subnormal: the bits below its own leading one
+    int e = 0;
+    const double m = std::frexp(static_cast<double>(x), &e);  // x = m 2^e, 0.5 <= |m| < 1
+    const int bits = low == DType::kBFloat16 ? 8 : 11;
+    return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(m, bits)), e - bits));
+  }
+  // Round to nearest even at the last kept bit of the mantissa (13 of fp32's 23 dropped for fp16's
+  // 11 significant bits, 16 for bf16's 8); a carry into the exponent is the correct rounding, up
+  // to inf beyond fp32's largest value.
+  const int drop = low == DType::kBFloat16 ? 16 : 13;
+  const uint32_t half = (1u << (drop - 1)) - 1 + ((u >> drop) & 1u);
+  return bits_float((u + half) & ~((1u << drop) - 1));
 }
 
 Tensor with_low_precision(const Tensor& t, DType low) {
@@ -64,7 +78,8 @@ Tensor with_low_precision(const Tensor& t, DType low) {
   r.name = t.name;
   const float* in = t.as<float>();
   float* out = r.mutable_as<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) out[i] = with_low_precision(in[i], low);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) out[i] = with_low_precision(in[i], low);
   return r;
 }
 
@@ -112,26 +127,64 @@ ModelError model_error(const std::vector<std::string>& names, const std::vector<
   return e;
 }
 
-// Compiles and runs models on the CPU backend, counting the evaluations.
+// Where a calibration's seconds go (CalibrationResult::seconds_by_phase), in first-seen order.
+class PhaseClock {
+ public:
+  explicit PhaseClock(std::vector<std::pair<std::string, double>>& phases) : phases_(phases) {}
+  // Charges the time since the previous lap (or since construction) to `phase`.
+  void lap(const std::string& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    add(phase, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+  void add(const std::string& phase, double seconds) {
+    for (auto& [name, s] : phases_)
+      if (name == phase) {
+        s += seconds;
+        return;
+      }
+    phases_.emplace_back(phase, seconds);
+  }
+
+ private:
+  std::vector<std::pair<std::string, double>>& phases_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// Compiles and runs models on the CPU backend, counting the evaluations and charging compiling
+// and running to their phases.
 class Evaluator {
  public:
-  explicit Evaluator(int threads) : cpu_(make_backend("cpu")) { options_.threads = threads; }
+  Evaluator(int threads, PhaseClock& clock) : cpu_(make_backend("cpu")), clock_(clock) {
+    options_.threads = threads;
+    // Each executable runs once: convolution weights kept as state in oneDNN's blocked layout cost
+    // three copies of every weight before the run (CpuExecutable::set_state_layout), where each
+    // convolution otherwise reorders its weights once, as it reads them (calibration_models.py's
+    // ResNet-18: 1.1-1.3 s instead of 1.7-2.1 s for its 4 evaluations, same results).
+    options_.native_weight_layouts = false;
+  }
   std::vector<Tensor> run(const Model& m, const Feeds& feeds, const std::vector<std::string>& fetches) {
     ++count;
     // A rewrite without keep_io_types takes 16-bit inputs: the feeds are converted as a caller would.
     Feeds typed;
+    ClampRecord clamps;  // a value beyond the 16-bit range clamps, as the rewrite's feeds do
     for (const auto& [name, t] : feeds) {
       const Value* v = m.graph->value(name);
       typed.emplace_back(name, v && is_low_precision(v->dtype()) && t.dtype == DType::kFloat
-                                   ? convert_tensor(t, v->dtype(), nullptr)
+                                   ? convert_tensor(t, v->dtype(), &clamps)
                                    : t);
     }
-    return cpu_->compile(m, options_)->run(typed, fetches);
+    std::unique_ptr<Executable> exe = cpu_->compile(m, options_);
+    clock_.lap("compile");
+    std::vector<Tensor> out = exe->run(typed, fetches);
+    clock_.lap("run");
+    return out;
   }
   int count = 0;
 
  private:
   std::unique_ptr<Backend> cpu_;
+  PhaseClock& clock_;
   CompileOptions options_;
 };
 
@@ -199,7 +252,7 @@ void check_calibration_feeds(const Model& model, const Feeds& feeds, const std::
     }
     if (t.numel() == 0) throw InputError(where + "holds no values");
     if (is_floating(t.dtype))
-      for (int64_t i = 0; i < t.numel(); ++i)
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
         if (!std::isfinite(t.element(i)))
           throw InputError(where + "value " + std::to_string(i) + " is " + num(t.element(i)) +
                            ": calibration compares finite outputs");
@@ -230,13 +283,14 @@ void CalibrationResult::apply(AmpPolicy& policy) const {
 CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPolicy& policy,
                             const CalibrationOptions& options, const std::string& source) {
   const auto start = std::chrono::steady_clock::now();
+  CalibrationResult r;
+  PhaseClock clock(r.seconds_by_phase);
   check_calibration_feeds(model, feeds, source);
   const DType low = policy.target();
-  CalibrationResult r;
   r.dtype = low == DType::kBFloat16 ? "bf16" : "fp16";
   r.metric = options.metric;
 
-  Model prepared = clone_model(model);
+  Model prepared = copy_model(model);
   if (options.training_forward) {
     // As amp-train's step sees its forward (training_step.h), in eval mode: Dropout's masks and
     // batch statistics would differ from one evaluation to the next.
@@ -253,11 +307,12 @@ CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPol
     if (nd.node->graph() == prepared.graph.get() && nd.decision.precision == Precision::kLow &&
         nd.decision.rule != Rule::kCast && !nd.typing.data_outputs.empty())
       candidates.push_back(&nd);
+  clock.lap("prepare");
 
   // 1. The fp32 model with the twins: reference outputs, each node's own error, the products' dims.
   std::vector<std::string> outputs;
   for (const Value* v : prepared.graph->outputs()) outputs.push_back(v->name());
-  Model probe = clone_model(prepared);
+  Model probe = copy_model(prepared);
   const std::vector<NodeTwin> twins = add_low_precision_twins(probe, candidates, low);
   std::vector<std::string> fetches = outputs;
   for (const NodeTwin& t : twins) {
@@ -273,7 +328,8 @@ CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPol
     }
   std::sort(fetches.begin() + static_cast<std::ptrdiff_t>(outputs.size()), fetches.end());
   fetches.erase(std::unique(fetches.begin() + static_cast<std::ptrdiff_t>(outputs.size()), fetches.end()), fetches.end());
-  Evaluator eval(options.threads);
+  Evaluator eval(options.threads, clock);
+  clock.lap("measure");
   std::map<std::string, Tensor> probed;
   {
     std::vector<Tensor> values = eval.run(probe, feeds, fetches);
@@ -301,11 +357,12 @@ CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPol
     r.measured.push_back(m);
   }
   probed.clear();
+  clock.lap("measure");
 
   // 2. The floor: inputs and the weights the op lists lower at 16-bit precision.
   const Feeds rounded_feeds = with_low_precision(feeds, low);
   {
-    Model weights_rounded = clone_model(prepared);
+    Model weights_rounded = copy_model(prepared);
     std::set<std::string> low_nodes;
     for (const NodeDecision* nd : candidates) low_nodes.insert(nd->name);
     for (Value* v : weights_rounded.graph->initializers()) {
@@ -314,6 +371,7 @@ CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPol
       if (read_low && v->initializer().dtype == DType::kFloat)
         weights_rounded.graph->set_initializer(v, with_low_precision(v->initializer(), low));
     }
+    clock.lap("floor");
     r.floor = model_error(outputs, ref, eval.run(weights_rounded, rounded_feeds, outputs), options.metric).error;
   }
   r.target_is_default = !options.max_error;
@@ -324,6 +382,7 @@ CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPol
   // 3. Below the floor, what the inputs alone cost: whether any model of the data reaches E.
   if (r.below_floor)
     r.floor_inputs = model_error(outputs, ref, eval.run(prepared, rounded_feeds, outputs), options.metric).error;
+  clock.lap("floor");
 
   // 4-6. Rewrites with a set of nodes kept, each one evaluation.
   struct Evaluated {
@@ -333,13 +392,15 @@ CalibrationResult calibrate(const Model& model, const Feeds& feeds, const AmpPol
   auto evaluate = [&](const std::vector<std::string>& keep) {
     AmpPolicy p = policy;
     for (const std::string& name : keep) p.keep_calibrated(name, {});
-    Model rewritten = clone_model(prepared);
+    Model rewritten = copy_model(prepared);
     AmpResult result;
     amp_rewrite_pipeline(p, result, false).run(rewritten);
+    clock.lap("rewrite");
     Evaluated e;
     e.error = model_error(outputs, ref, eval.run(rewritten, feeds, outputs), options.metric);
     for (const NodeDecision& nd : result.decisions.nodes)
       if (nd.decision.precision == Precision::kLow && macs.count(nd.name)) e.macs_low += macs[nd.name];
+    clock.lap("compare");
     return e;
   };
   std::map<std::string, const NodeMeasurement*> measured;
@@ -450,6 +511,9 @@ nlohmann::ordered_json calibration_json(const CalibrationResult& r) {
   j["macs"] = {{"total", r.macs_total}, {"low_op_list", r.macs_low_op_list}, {"low_calibrated", r.macs_low_calibrated}};
   j["evaluations"] = r.evaluations;
   j["seconds"] = r.seconds;
+  ordered_json phases;
+  for (const auto& [phase, seconds] : r.seconds_by_phase) phases[phase] = seconds;
+  j["seconds_by_phase"] = phases;
   ordered_json kept = ordered_json::array();
   for (const KeptNode& k : r.kept)
     kept.push_back({{"node", k.node},

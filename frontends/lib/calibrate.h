@@ -50,7 +50,11 @@ struct CalibrationOptions {
   // E. Unset: twice the floor (the error of the fp32 model with its inputs and weights at 16-bit
   // precision).
   std::optional<double> max_error;
-  int threads = 0;  // CPU threads of the evaluations (0: all cores)
+  // CPU threads of the evaluations (0: all cores). One by default: a calibration batch is small, so
+  // every op's share of a parallel region is microseconds, and with the cores shared the threads
+  // wait at each region's barrier for the one the scheduler took away (calibration_models.py's
+  // ResNet-18 on the project's 2-core machine at load 8.5: 12.2 s with 2 threads, 2.0 s with 1).
+  int threads = 1;
   // The forward of a training step (amp-train --calibrate): prepared as the step prepares it
   // (name-nodes, recognize-gelu, recognize-layer-norm) and measured in eval mode (Dropout off,
   // BatchNorm on its running statistics), so that every evaluation computes the same function.
@@ -95,6 +99,9 @@ struct CalibrationResult {
   int64_t macs_total = 0, macs_low_op_list = 0, macs_low_calibrated = 0;
   int evaluations = 0;
   double seconds = 0;
+  // Where the seconds went: prepare (copy, prepare passes, colouring), measure (the twins' model
+  // built and compared), floor, rewrite (each evaluation's copy and rewrite), compile, run, compare.
+  std::vector<std::pair<std::string, double>> seconds_by_phase;
 
   // Puts every kept node into `policy` (AmpPolicy::keep_calibrated) with its reason and measurements.
   void apply(AmpPolicy& policy) const;

@@ -1,6 +1,7 @@
 #include "frontends/lib/training_session.h"
 
 #include <algorithm>
+#include <map>
 
 #include "frontends/lib/calibrate.h"
 #include "frontends/lib/non_finite.h"
@@ -86,13 +87,11 @@ void release_initializers(Model& m, const std::vector<std::string>& names) {
   }
 }
 
-// The nodes of the forward (named first, as the step will name them) that calibration keeps fp32
-// in the step's mixed-precision forward, measured as MasterWeightsPass places the rest; the
-// summary of what it measured goes to *summary.
-std::map<std::string, CalibratedNode> calibrate_forward(Model& forward, const SessionOptions& o, std::string* summary) {
+// --calibrate: the nodes of the forward (named first, as the step will be) that calibration keeps
+// fp32 in the step's mixed-precision forward, measured as MasterWeightsPass places the rest.
+std::map<std::string, CalibratedNode> calibrate_forward(Model& forward, const SessionOptions& o,
+                                                        std::string& summary) {
   if (!is_low_precision(o.spec.precision)) throw InputError("--calibrate needs --dtype fp16 or bf16");
-  if (!forward.training_info.empty())
-    throw InputError(o.model.path + ": --calibrate calibrates a forward model, not a saved training step");
   NameNodesPass().run(forward);
   Feeds feeds;  // the data's labels and other keys are not the forward's inputs
   for (const auto& [key, t] : o.calibration_feeds) {
@@ -104,11 +103,11 @@ std::map<std::string, CalibratedNode> calibrate_forward(Model& forward, const Se
   policy.beyond_opset_schemas = true;
   CalibrationOptions options;
   if (o.calibration_max_error >= 0) options.max_error = o.calibration_max_error;
-  options.threads = o.threads;
+  if (o.threads > 0) options.threads = o.threads;  // else calibration's own default (calibrate.h)
   options.training_forward = true;
   const CalibrationResult r = calibrate(forward, feeds, policy, options, o.calibration_source);
   if (r.below_floor) throw InputError(o.model.path + ": " + calibration_floor_text(r));
-  *summary = calibration_summary_text(r);
+  summary = calibration_summary_text(r);
   r.apply(policy);
   return policy.calibrated_nodes();
 }
@@ -122,7 +121,11 @@ TrainingSession::TrainingSession(const SessionOptions& o) : o_(o) {
   const std::string& name = o.model.path;
   Model forward = o.model.load();
   std::map<std::string, CalibratedNode> calibrated;
-  if (!o.calibration_feeds.empty()) calibrated = calibrate_forward(forward, o, &calibration_summary_);
+  if (!o.calibration_source.empty()) {
+    if (!forward.training_info.empty())
+      throw InputError(name + ": --calibrate calibrates a forward model, not a saved training step");
+    calibrated = calibrate_forward(forward, o, calibration_summary_);
+  }
   for (const Value* v : forward.graph->initializers()) weights_.insert(v->name());
   if (!forward.training_info.empty()) {
     // A step saved by --save-training-graph: the algorithm graph and the inference graph joined

@@ -32,11 +32,13 @@ struct SessionOptions {
   bool tf32 = false;
   bool with_eval = false;  // build and compile the evaluation model too
   std::shared_ptr<Communicator> communicator;  // null: one process
-  // Calibration (amp-train --calibrate, calibrate.h): the forward's nodes that break accuracy on
-  // these inputs stay fp32 in the step's mixed-precision forward. Empty: none.
+  // amp-train --calibrate DATA.npz [--max-error E] (calibrate.h): the forward's nodes that break
+  // accuracy on these feeds stay fp32 in the step; keys that are not inputs of the forward (labels)
+  // are ignored. calibration_source names the feeds in errors; calibration_max_error < 0: the
+  // default E.
   Feeds calibration_feeds;
-  std::string calibration_source;      // the file they came from, for messages
-  double calibration_max_error = -1;   // < 0: the default E
+  std::string calibration_source;
+  double calibration_max_error = -1;
 };
 
 // One optimizer step (its micro-batches) as the step graph reported it.
@@ -67,8 +69,6 @@ class TrainingSession {
   void compile(uint64_t first_run, uint64_t step_seed);
 
   const TrainingStep& step() const { return step_; }
-  // What calibration measured and kept, as calibration_summary_text() says it; "" without it.
-  const std::string& calibration_summary() const { return calibration_summary_; }
   const Model& eval_model() const { return eval_; }  // an empty graph without with_eval
   bool has_evaluation() const { return o_.with_eval; }
   // The inputs a batch must hold: the step's data inputs, or the evaluation model's.
@@ -76,6 +76,8 @@ class TrainingSession {
   // Initializers of the model as given: its weights, not the optimizer's state.
   const std::set<std::string>& weights() const { return weights_; }
   const Backend& backend() const { return *backend_; }
+  // With calibration_feeds: calibration's summary lines (calibration_summary_text); empty otherwise.
+  const std::string& calibration_summary() const { return calibration_summary_; }
 
   // One optimizer step of spec.accumulate micro-batches; micro_batch(m) gives the m-th one's data
   // inputs (conform()ed to the step graph). `lr` is fed as the step's learning rate.
@@ -110,7 +112,6 @@ class TrainingSession {
  private:
   SessionOptions o_;
   TrainingStep step_;
-  std::string calibration_summary_;
   Model eval_;
   std::set<std::string> weights_;
   std::unique_ptr<Backend> backend_;
@@ -119,6 +120,7 @@ class TrainingSession {
   uint64_t runs_ = 0;
   MemoryStats step_memory_;
   size_t eval_bytes_ = 0;
+  std::string calibration_summary_;
 };
 
 }  // namespace amp

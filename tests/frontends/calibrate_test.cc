@@ -178,6 +178,26 @@ TEST_F(Calibrate, BadDataIsOneLineNamingTheFileAndInput) {
   }
 }
 
+// Without keep_io_types an evaluation whose input is fp16 gets the data converted as a caller
+// converts it (clamped to 65504): values beyond the range crashed calibration (a null clamp record).
+// x 1e5 overflows fc1 on its own, so every node is kept and x stays fp32 in the rewrite.
+TEST_F(Calibrate, DataBeyondFp16sRangeForFp16Inputs) {
+  Tensor big = read_npz(path("calib.npz")).at(0).second;
+  for (int64_t i = 0; i < big.numel(); ++i) big.mutable_as<float>()[i] *= 1e5f;
+  write_npz(path("big.npz"), {{"x", big}});
+  std::string out;
+  ASSERT_EQ(rewrite("healthy.onnx", "--no-keep-io-types --calibrate " + path("big.npz") + " -o " + path("big.cal.onnx") +
+                                        " --report " + path("big.json"),
+                    &out),
+            0)
+      << out;
+  const json cal = json::parse(test::read_file(path("big.json")))["calibration"];
+  EXPECT_TRUE(cal["reached"]) << cal.dump(1);
+  EXPECT_EQ(cal["kept"].front()["node"], "fc1") << cal.dump(1);
+  EXPECT_EQ(cal["kept"].front()["why"], "overflow");
+  EXPECT_EQ(load_model(path("big.cal.onnx")).graph->inputs().front()->dtype(), DType::kFloat);
+}
+
 // amp-train --calibrate: the step's forward keeps the same nodes fp32, so the first step's loss is
 // finite (NaN without) and within fp16's rounding of the fp32 step's (2 unit roundoffs, 2^-10).
 TEST_F(Calibrate, TrainingStepKeepsTheSameNodes) {

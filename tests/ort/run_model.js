@@ -7,6 +7,9 @@
 // Usage:
 //   node run_model.js MODEL IN_DIR OUT_DIR [MODEL IN_DIR OUT_DIR ...]
 //   node run_model.js --jobs FILE      (one job per line: MODEL<TAB>IN_DIR<TAB>OUT_DIR)
+//   node run_model.js --serve          (jobs as --jobs lines on stdin, one status line each as they
+//                                       finish: a caller pays node's start-up once, as a Python
+//                                       process pays `import onnxruntime` once; EOF ends it)
 // Use --jobs for many jobs: onnxruntime-node 1.30 was seen to crash (SIGSEGV) after a few dozen
 // sessions when the command line was over ~32 KB.
 //
@@ -166,7 +169,32 @@ async function runSession(session, inDir, outDir) {
   });
 }
 
+async function runJobReporting(model, inDir, outDir) {
+  try {
+    await runJob(model, inDir, outDir);
+    process.stdout.write(`ok ${model}\n`);
+    return true;
+  } catch (e) {
+    const msg = String(e && e.message ? e.message : e).replace(/\s+/g, ' ');
+    fs.mkdirSync(outDir, { recursive: true });
+    fs.writeFileSync(path.join(outDir, 'error.txt'), msg + '\n');
+    process.stdout.write(`error ${model}: ${msg}\n`);
+    return false;
+  }
+}
+
+async function serve() {
+  const lines = require('readline').createInterface({ input: process.stdin, terminal: false });
+  for await (const line of lines) {
+    if (!line.trim()) continue;
+    const [model, inDir, outDir] = line.split('\t');
+    await runJobReporting(model, inDir, outDir);
+  }
+  return 0;
+}
+
 async function main(args) {
+  if (args.length === 1 && args[0] === '--serve') return serve();
   if (args.length === 2 && args[0] === '--jobs') {
     args = fs.readFileSync(args[1], 'utf8').split('\n').filter((l) => l.trim()).flatMap((l) => l.split('\t'));
   }
@@ -177,16 +205,7 @@ async function main(args) {
   let failed = 0;
   for (let i = 0; i < args.length; i += 3) {
     const [model, inDir, outDir] = args.slice(i, i + 3);
-    try {
-      await runJob(model, inDir, outDir);
-      process.stdout.write(`ok ${model}\n`);
-    } catch (e) {
-      const msg = String(e && e.message ? e.message : e).replace(/\s+/g, ' ');
-      fs.mkdirSync(outDir, { recursive: true });
-      fs.writeFileSync(path.join(outDir, 'error.txt'), msg + '\n');
-      process.stdout.write(`error ${model}: ${msg}\n`);
-      ++failed;
-    }
+    if (!(await runJobReporting(model, inDir, outDir))) ++failed;
   }
   return failed ? 1 : 0;
 }
