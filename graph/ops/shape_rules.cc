@@ -1000,6 +1000,17 @@ ShapeFn recurrent_rule(const Node& n, int64_t) {
   };
 }
 
+// ai.onnx_amp LSTMGrad (dY, dY_h, dY_c, then LSTM's inputs) and GRUGrad / RNNGrad (dY, dY_h, then
+// the layer's inputs): each gradient like the forward input it belongs to (X, W, R, B, initial_h,
+// initial_c, P).
+template <bool kLstm>
+void recurrent_grad(ShapeQuery& q) {
+  constexpr size_t first = kLstm ? 3 : 2;
+  const std::vector<size_t> like = kLstm ? std::vector<size_t>{0, 1, 2, 3, 5, 6, 7} : std::vector<size_t>{0, 1, 2, 3, 5};
+  for (size_t k = 0; k < like.size(); ++k)
+    if (q.has(first + like[k])) put_like(q, k, q.input(first + like[k]));
+}
+
 // Scan: the states' types and shapes, then each scan output: the body output's declared type and
 // shape with the sequence length inserted at its scan_output_axes entry.
 ShapeFn scan_rule(const Node& n, int64_t) {
@@ -1094,6 +1105,9 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
     for (const auto& [op, rule] : onnx_rules) t[{"", op}] = rule;
     t[{kAmpDomain, "Attention"}] = {plain<attention>, {}};
     t[{kAmpDomain, "AttentionGrad"}] = {plain<attention_grad>, {}};
+    t[{kAmpDomain, "LSTMGrad"}] = {plain<recurrent_grad<true>>, {}};
+    t[{kAmpDomain, "GRUGrad"}] = {plain<recurrent_grad<false>>, {}};
+    t[{kAmpDomain, "RNNGrad"}] = {plain<recurrent_grad<false>>, {}};
     return t;
   }();
   return table;
