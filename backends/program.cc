@@ -3,6 +3,7 @@
 #include <queue>
 
 #include "graph/error.h"
+#include "graph/subgraph_model.h"
 
 namespace amp {
 
@@ -77,6 +78,8 @@ Program make_program(const Model& m, std::vector<const Node*>* nodes) {
     s.opset = m.opset_version(n->domain());
     s.where = p.path + ": node " + n->label();
     for (const Value* v : n->inputs()) s.in.push_back(v ? number(v) : -1);
+    // What its subgraphs read from this graph (or one around it) follows its own inputs.
+    for (const Value* v : enclosing_reads(*n)) s.in.push_back(number(v));
     for (const Value* v : n->outputs()) {
       if (!v) {
         s.out.push_back(-1);

@@ -28,7 +28,9 @@ struct Program {
   struct Step {
     std::string op, domain;
     int64_t opset = 0;
-    std::vector<int> in, out;  // value numbers, -1 for an absent optional input or output
+    // Value numbers, -1 for an absent optional input or output. A node with subgraphs (If, Loop,
+    // Scan) has the values they read from around them after its own inputs (enclosing_reads).
+    std::vector<int> in, out;
     std::string where;         // "<file>: node <label>", the prefix of this node's errors
   };
 

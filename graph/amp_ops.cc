@@ -265,6 +265,55 @@ std::vector<OpSchema> schemas() {
       });
   out.push_back(std::move(attention_grad));
 
+  // The recurrent layers' gradients: the forward run again, its steps walked back (backpropagation
+  // through time). Inputs: the gradients of the forward's outputs, then the forward's inputs.
+  struct RecurrentGrad {
+    const char* op;
+    bool lstm;
+  };
+  for (const RecurrentGrad r : {RecurrentGrad{"LSTMGrad", true}, RecurrentGrad{"GRUGrad", false}, RecurrentGrad{"RNNGrad", false}}) {
+    const std::string forward = std::string(r.op).substr(0, std::string(r.op).size() - 4);
+    OpSchema s = grad_schema(r.op, ("Gradients of " + forward + " with respect to its inputs, from the gradients of its "
+                                    "outputs (any may be absent), by running the layer again and walking its steps back.")
+                                       .c_str());
+    const int first = r.lstm ? 3 : 2;  // dY, dY_h (, dY_c), then the forward's inputs
+    s.Input(0, "dY", "Gradient of Y.", "T", OpSchema::Optional);
+    s.Input(1, "dY_h", "Gradient of Y_h.", "T", OpSchema::Optional);
+    if (r.lstm) s.Input(2, "dY_c", "Gradient of Y_c.", "T", OpSchema::Optional);
+    s.Input(first, "X", "The forward's X.", "T");
+    s.Input(first + 1, "W", "The forward's W.", "T");
+    s.Input(first + 2, "R", "The forward's R.", "T");
+    s.Input(first + 3, "B", "The forward's B.", "T", OpSchema::Optional);
+    s.Input(first + 4, "sequence_lens", "The forward's sequence_lens.", "tensor(int32)", OpSchema::Optional);
+    s.Input(first + 5, "initial_h", "The forward's initial_h.", "T", OpSchema::Optional);
+    if (r.lstm) {
+      s.Input(first + 6, "initial_c", "The forward's initial_c.", "T", OpSchema::Optional);
+      s.Input(first + 7, "P", "The forward's P.", "T", OpSchema::Optional);
+    }
+    const std::vector<const char*> outputs = r.lstm ? std::vector<const char*>{"dX", "dW", "dR", "dB", "d_initial_h", "d_initial_c", "dP"}
+                                                    : std::vector<const char*>{"dX", "dW", "dR", "dB", "d_initial_h"};
+    for (size_t o = 0; o < outputs.size(); ++o)
+      s.Output(static_cast<int>(o), outputs[o], "Gradient of the forward input of that name.", "T", OpSchema::Optional);
+    s.Attr("hidden_size", "As the forward's.", AttributeProto::INT, false)
+        .Attr("direction", "As the forward's.", AttributeProto::STRING, std::string("forward"))
+        .Attr("activations", "As the forward's.", AttributeProto::STRINGS, false)
+        .Attr("activation_alpha", "As the forward's.", AttributeProto::FLOATS, false)
+        .Attr("activation_beta", "As the forward's.", AttributeProto::FLOATS, false)
+        .Attr("clip", "As the forward's.", AttributeProto::FLOAT, false)
+        .Attr("layout", "As the forward's.", AttributeProto::INT, static_cast<int64_t>(0));
+    if (r.lstm) s.Attr("input_forget", "As LSTM's.", AttributeProto::INT, static_cast<int64_t>(0));
+    if (forward == "GRU") s.Attr("linear_before_reset", "As GRU's.", AttributeProto::INT, static_cast<int64_t>(0));
+    // Output k is like forward input k (X, W, R, B, initial_h, initial_c, P).
+    const std::vector<int> like = r.lstm ? std::vector<int>{0, 1, 2, 3, 5, 6, 7} : std::vector<int>{0, 1, 2, 3, 5};
+    s.TypeAndShapeInferenceFunction([first, like](InferenceContext& ctx) {
+      for (size_t k = 0; k < like.size() && k < ctx.getNumOutputs(); ++k) {
+        const size_t in = static_cast<size_t>(first + like[k]);
+        if (in < ctx.getNumInputs() && ctx.getInputType(in)) like_input(ctx, in, k);
+      }
+    });
+    out.push_back(std::move(s));
+  }
+
   out.push_back(loss_grad_schema("SoftmaxCrossEntropyLossGrad",
                                  "Gradient of SoftmaxCrossEntropyLoss with respect to scores: (softmax - onehot) "
                                  "times dLoss and the label weights, divided as the reduction says.",

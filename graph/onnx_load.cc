@@ -24,6 +24,7 @@
 #include "graph/error.h"
 #include "graph/onnx_import.h"
 #include "graph/onnx_io.h"
+#include "graph/onnx_converter_limits.h"
 #include "graph/onnx_runtime_forms.h"
 
 namespace amp {
@@ -363,6 +364,7 @@ void convert_opset(onnx::ModelProto& p, int64_t from, int64_t to, const std::str
     // Adapters such as the opset 7 broadcasting change need the input shapes.
     infer_shapes(p, path);
     if (from < 13 && to >= 13) flatten_softmax_axes(p);
+    prepare_for_converter(p, from, to, path);
     onnx::ModelProto converted;
     try {
       converted = onnx::version_conversion::ConvertVersion(p, static_cast<int>(to));

@@ -122,6 +122,10 @@ CpuExecutable::CpuExecutable(const Model& m, const CompileOptions& options, cons
     else if (n.op_type() == "AllReduce")
       layout_role_.back() = LayoutRole::kPairwise;
     shape_inputs.push_back(e->shape_inputs);
+    if (kernels_.back()->runs_while_planning()) {
+      shape_inputs.back().clear();
+      for (size_t i = 0; i < step.in.size(); ++i) shape_inputs.back().push_back(static_cast<int>(i));
+    }
     reads_data.push_back(e->reads_data);
   }
   shape_value_ = shape_values(program_, shape_inputs, reads_data);
@@ -284,7 +288,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
     io.threads = threads_;
     for (int in : step.in) io.in.push_back(in >= 0 ? &views[in] : nullptr);
     // Shape-deciding values, and nodes without inputs (Constant), are computed once per plan.
-    bool at_plan_time = step.in.empty();
+    bool at_plan_time = step.in.empty() || kernels_[s]->runs_while_planning();
     for (int out : step.out) {
       io.out.push_back(out >= 0 ? &views[out] : nullptr);
       if (out < 0) continue;

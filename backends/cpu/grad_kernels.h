@@ -29,5 +29,6 @@ const std::vector<OpEntry>& fused_elementwise_ops();  // fused_elementwise.cc
 std::unique_ptr<Kernel> make_fused_elementwise_kernel(ElementwiseProgram program);
 const std::vector<OpEntry>& all_reduce_ops();  // all_reduce.cc
 const std::vector<OpEntry>& attention_ops();   // attention.cc: Attention and AttentionGrad
+const std::vector<OpEntry>& recurrent_grad_ops();  // recurrent.cc: LSTMGrad, GRUGrad, RNNGrad
 
 }  // namespace amp::cpu

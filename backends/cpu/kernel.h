@@ -95,6 +95,13 @@ class Kernel {
   // (CpuExecutable::build_plan says when; it checks the sizes).
   virtual bool aliases_input() const { return false; }
 
+  // True for an op whose output dims follow only from running it (Loop: the trip count and the
+  // carried values' shapes come out of its body; If: the branch taken): the planner treats every
+  // input as a shape input (so their contents are known, and fed ones are part of the plan's
+  // signature), calls infer() with them, which runs the op, and then run() once, keeping the
+  // outputs as constants of the plan. run() always directly follows that infer().
+  virtual bool runs_while_planning() const { return false; }
+
   // Binds the op's shape rule to this node's attributes, when the op has one (make_kernel does).
   void bind_shape_rule(const Node& n, int64_t opset);
 
@@ -145,6 +152,7 @@ const std::vector<OpEntry>& einsum_ops();
 const std::vector<OpEntry>& quantize_ops();
 const std::vector<OpEntry>& recurrent_ops();
 const std::vector<OpEntry>& scan_ops();
+const std::vector<OpEntry>& control_flow_ops();  // Loop, If
 
 // Factory helper: a kernel class constructed from (node, opset), with the op's shape rule.
 template <class K>

@@ -1,16 +1,15 @@
 // Scan (opset 9-17; CNTK's recurrent models, ort__scan_1.onnx): the body graph run once per
 // slice of the scan inputs, the states carried from one iteration to the next, each scan output
-// stacked along its axis. The body is compiled once, as a model of its own, by this backend (its
-// inputs: the states and one slice of each scan input); what it reads from the enclosing graphs
-// must be initializers there, which become its own (a body reading a computed outer value is
-// refused, naming it). scan_input_axes / _directions and scan_output_axes / _directions as ONNX
-// says: a reverse input is read from its last slice, a reverse output written from its last.
+// stacked along its axis. The body is compiled once, as a model of its own, by this backend
+// (cpu/subgraph.h: its inputs are the states, one slice of each scan input, then the values it
+// reads from the graphs around it, which arrive as this node's inputs after its own).
+// scan_input_axes / _directions and scan_output_axes / _directions as ONNX says: a reverse input
+// is read from its last slice, a reverse output written from its last.
 #include <cstring>
 #include <unordered_map>
 
-#include "backends/backend.h"
-#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/subgraph.h"
 
 namespace amp::cpu {
 namespace {
@@ -31,32 +30,31 @@ class Scan final : public Kernel {
         input_directions_(n.attr_ints("scan_input_directions")),
         output_axes_(n.attr_ints("scan_output_axes")),
         output_directions_(n.attr_ints("scan_output_directions")),
-        opset_(opset) {
-    const std::vector<Graph*> bodies = n.subgraphs();
-    if (bodies.size() != 1) throw InputError("node " + label_ + ": Scan needs one body graph");
-    if (scan_inputs_ <= 0 || scan_inputs_ > static_cast<int64_t>(n.inputs().size()))
+        opset_(opset),
+        own_inputs_(n.inputs().size()),
+        body_(n, body_of(n), opset) {
+    if (scan_inputs_ <= 0 || scan_inputs_ > static_cast<int64_t>(own_inputs_))
       throw InputError("node " + label_ + ": num_scan_inputs must be in [1, inputs]");
-    states_ = n.inputs().size() - static_cast<size_t>(scan_inputs_);
-    body_.graph->name = bodies[0]->name;
-    body_.opset_imports = {{"", opset}};
-    copy_body(*bodies[0]);
-    CompileOptions options;
-    options.threads = 1;
-    options.fuse_elementwise = false;
-    CpuBackend backend;
-    exe_ = backend.compile(body_, options);
+    states_ = own_inputs_ - static_cast<size_t>(scan_inputs_);
+    if (body_.own_inputs() != own_inputs_)
+      throw InputError("node " + label_ + ": its body has " + std::to_string(body_.own_inputs()) + " inputs, expected " +
+                       std::to_string(own_inputs_));
+    if (body_.graph().outputs().size() < states_)
+      throw InputError("node " + label_ + ": its body has fewer outputs than the Scan has states");
   }
 
   size_t infer(KernelIO& io) const override {
     const int64_t length = sequence_length(io);
     // The body's output dims for these input dims, by the ops' shape rules.
     std::unordered_map<const Value*, TensorFacts> facts;
-    const Graph& g = *body_.graph;
-    for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Graph& g = body_.graph();
+    for (size_t i = 0; i < g.inputs().size(); ++i) {  // own inputs, then the enclosing values
       const View& v = io.input(i);
       std::vector<int64_t> dims = v.dims;
-      if (i >= states_) dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(input_axis(io, i)));
-      facts[g.inputs()[i]] = TensorFacts::of(v.dtype, dims);
+      if (i >= states_ && i < own_inputs_) dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(input_axis(io, i)));
+      TensorFacts f = TensorFacts::of(v.dtype, dims);
+      if (i >= own_inputs_ && body_.enclosing_initializer(i - own_inputs_)) f.value = view_of(v);
+      facts[g.inputs()[i]] = std::move(f);
     }
     for (const Value* v : g.initializers()) {
       TensorFacts f = TensorFacts::of(v->initializer().dtype, v->initializer().dims);
@@ -89,21 +87,17 @@ class Scan final : public Kernel {
 
   void run(KernelIO& io, const RunContext&) const override {
     const int64_t length = sequence_length(io);
-    const Graph& g = *body_.graph;
     std::vector<Tensor> states;
-    for (size_t i = 0; i < states_; ++i) states.push_back(to_tensor(io.input(i)));
-    std::vector<std::string> fetches;
-    for (const Value* v : g.outputs()) fetches.push_back(v->name());
+    for (size_t i = 0; i < states_; ++i) states.push_back(view_of(io.input(i)));
     for (int64_t t = 0; t < length; ++t) {
-      std::vector<std::pair<std::string, Tensor>> feeds;
-      for (size_t i = 0; i < states_; ++i) feeds.emplace_back(g.inputs()[i]->name(), states[i]);
-      for (size_t i = states_; i < io.in.size(); ++i) {
+      std::vector<Tensor> own = states;
+      for (size_t i = states_; i < own_inputs_; ++i) {
         const View& x = io.input(i);
         const size_t axis = input_axis(io, i);
         const bool reverse = direction(input_directions_, i - states_);
-        feeds.emplace_back(g.inputs()[i]->name(), slice(x, axis, reverse ? length - 1 - t : t));
+        own.push_back(slice(x, axis, reverse ? length - 1 - t : t));
       }
-      std::vector<Tensor> outs = exe_->run(feeds, fetches);
+      std::vector<Tensor> outs = body_.run(own, io, own_inputs_);
       for (size_t k = 0; k < states_; ++k) states[k] = std::move(outs[k]);
       for (size_t k = states_; k < outs.size(); ++k) {
         if (!io.has_out(k)) continue;
@@ -117,67 +111,15 @@ class Scan final : public Kernel {
       if (io.has_out(k)) {
         if (states[k].nbytes() != io.output(k).nbytes())
           throw InputError("node " + label_ + ": state " + std::to_string(k) + " changed its size in the body");
-        std::memcpy(io.output(k).data, states[k].data(), states[k].nbytes());
+        if (states[k].nbytes()) std::memcpy(io.output(k).data, states[k].data(), states[k].nbytes());
       }
   }
 
  private:
-  // The body as a model of its own: its inputs, initializers, nodes and outputs, with the outer
-  // initializers it reads as initializers.
-  void copy_body(const Graph& body) {
-    Graph& g = *body_.graph;
-    std::unordered_map<const Value*, Value*> map;
-    for (const Value* v : body.inputs()) map[v] = g.add_input(v->name(), v->type());
-    for (const Value* v : body.initializers())
-      if (!map.count(v)) map[v] = g.add_initializer(v->initializer());
-    auto resolve = [&](const Value* v) -> Value* {
-      if (!v) return nullptr;
-      auto it = map.find(v);
-      if (it != map.end()) return it->second;
-      if (!v->has_initializer())
-        throw InputError("node " + label_ + ": its body reads '" + v->name() +
-                         "', a value the enclosing graph computes, which this backend's Scan does not take");
-      Tensor t = v->initializer();
-      t.name = v->name();
-      return map[v] = g.add_initializer(std::move(t));
-    };
-    for (const Node* n : body.nodes()) {
-      if (!n->subgraphs().empty())
-        throw InputError("node " + label_ + ": its body's node " + n->label() + " has a subgraph, which this backend's Scan does not take");
-      std::vector<Value*> inputs;
-      for (const Value* v : n->inputs()) inputs.push_back(resolve(v));
-      std::vector<std::string> names;
-      for (const Value* v : n->outputs()) names.push_back(v ? v->name() : Graph::kAbsent);
-      Node* copy = g.add_node(n->op_type(), inputs, names, n->domain());
-      copy->name = n->name;
-      for (const Attribute& a : n->attributes()) copy->set_attr(copy_attribute(a));
-      for (size_t k = 0; k < n->outputs().size(); ++k)
-        if (n->outputs()[k]) {
-          copy->outputs()[k]->set_type(n->outputs()[k]->type());
-          map[n->outputs()[k]] = copy->outputs()[k];
-        }
-    }
-    for (const Value* v : body.outputs()) g.add_output(resolve(v));
-    if (g.inputs().size() != states_ + static_cast<size_t>(scan_inputs_))
-      throw InputError("node " + label_ + ": its body has " + std::to_string(g.inputs().size()) + " inputs, expected " +
-                       std::to_string(states_ + static_cast<size_t>(scan_inputs_)));
-    if (g.outputs().size() < states_)
-      throw InputError("node " + label_ + ": its body has fewer outputs than the Scan has states");
-  }
-
-  static Attribute copy_attribute(const Attribute& a) {
-    Attribute c;
-    c.name = a.name;
-    c.kind = a.kind;
-    c.f = a.f;
-    c.i = a.i;
-    c.s = a.s;
-    c.t = a.t;
-    c.floats = a.floats;
-    c.ints = a.ints;
-    c.strings = a.strings;
-    c.tensors = a.tensors;
-    return c;
+  static const Graph& body_of(const Node& n) {
+    const std::vector<Graph*> bodies = n.subgraphs();
+    if (bodies.size() != 1) throw InputError("node " + n.label() + ": Scan needs one body graph");
+    return *bodies[0];
   }
 
   static bool direction(const std::vector<int64_t>& list, size_t i) { return i < list.size() && list[i] != 0; }
@@ -195,7 +137,7 @@ class Scan final : public Kernel {
 
   int64_t sequence_length(const KernelIO& io) const {
     int64_t length = -1;
-    for (size_t i = states_; i < io.in.size(); ++i) {
+    for (size_t i = states_; i < own_inputs_; ++i) {
       const int64_t l = io.input(i).dims[input_axis(io, i)];
       if (length >= 0 && l != length)
         throw InputError("node " + label_ + ": scan inputs of different lengths (" + std::to_string(length) + " and " +
@@ -203,12 +145,6 @@ class Scan final : public Kernel {
       length = l;
     }
     return length;
-  }
-
-  static Tensor to_tensor(const View& v) {
-    Tensor t(v.dtype, v.dims);
-    if (v.nbytes()) std::memcpy(t.mutable_data(), v.data, v.nbytes());
-    return t;
   }
 
   static Tensor slice(const View& x, size_t axis, int64_t index) {
@@ -236,9 +172,8 @@ class Scan final : public Kernel {
   int64_t scan_inputs_;
   std::vector<int64_t> input_axes_, input_directions_, output_axes_, output_directions_;
   int64_t opset_;
-  size_t states_ = 0;
-  Model body_;
-  mutable std::unique_ptr<Executable> exe_;  // run() is const; the body's plans are its own
+  size_t own_inputs_, states_ = 0;
+  CompiledSubgraph body_;
 };
 
 }  // namespace

@@ -1000,6 +1000,17 @@ ShapeFn recurrent_rule(const Node& n, int64_t) {
   };
 }
 
+// ai.onnx_amp LSTMGrad (dY, dY_h, dY_c, then LSTM's inputs) and GRUGrad / RNNGrad (dY, dY_h, then
+// the layer's inputs): each gradient like the forward input it belongs to (X, W, R, B, initial_h,
+// initial_c, P).
+template <bool kLstm>
+void recurrent_grad(ShapeQuery& q) {
+  constexpr size_t first = kLstm ? 3 : 2;
+  const std::vector<size_t> like = kLstm ? std::vector<size_t>{0, 1, 2, 3, 5, 6, 7} : std::vector<size_t>{0, 1, 2, 3, 5};
+  for (size_t k = 0; k < like.size(); ++k)
+    if (q.has(first + like[k])) put_like(q, k, q.input(first + like[k]));
+}
+
 // Scan: the states' types and shapes, then each scan output: the body output's declared type and
 // shape with the sequence length inserted at its scan_output_axes entry.
 ShapeFn scan_rule(const Node& n, int64_t) {
@@ -1029,6 +1040,53 @@ ShapeFn scan_rule(const Node& n, int64_t) {
       const int64_t axis = j < output_axes.size() ? normalize_axis(output_axes[j], static_cast<int64_t>(out.rank()) + 1) : 0;
       out.dims.insert(out.dims.begin() + axis, length);
       put(q, k, body->elem, out);
+    }
+  };
+}
+
+// Loop and If: what their subgraphs declare, as far as it holds without running them (the CPU
+// backend runs them while planning and takes the dims from the run). Loop: a carried value keeps
+// its initial type, and its shape when the body declares the same one; a scan output is the body
+// output's type with an axis of unknown length in front. If: a branch output's declared type, and
+// its shape where both branches declare the same.
+ShapeFn loop_rule(const Node& n, int64_t) {
+  std::vector<ValueType> body_outputs;
+  if (const std::vector<Graph*> bodies = n.subgraphs(); !bodies.empty())
+    for (const Value* v : bodies[0]->outputs()) body_outputs.push_back(v->type());
+  return [body_outputs](ShapeQuery& q) {
+    const size_t carried = q.in.size() >= 2 ? q.in.size() - 2 : 0;
+    for (size_t k = 0; k < q.out.size(); ++k) {
+      const ValueType* body = k + 1 < body_outputs.size() ? &body_outputs[k + 1] : nullptr;
+      if (k < carried) {
+        if (!q.has(k + 2)) continue;
+        const TensorFacts& initial = q.input(k + 2);
+        put(q, k, initial.dtype, body && body->shape && initial.shape && *body->shape == *initial.shape ? initial.shape : std::nullopt);
+        continue;
+      }
+      if (!body) continue;
+      std::optional<Shape> shape;
+      if (body->shape) {
+        shape = *body->shape;
+        shape->dims.insert(shape->dims.begin(), Dim{});
+      }
+      put(q, k, body->elem, shape);
+    }
+  };
+}
+
+ShapeFn if_rule(const Node& n, int64_t) {
+  const Attribute* then_branch = n.attr("then_branch");
+  const Attribute* else_branch = n.attr("else_branch");
+  std::vector<ValueType> then_types, else_types;
+  if (then_branch && then_branch->g)
+    for (const Value* v : then_branch->g->outputs()) then_types.push_back(v->type());
+  if (else_branch && else_branch->g)
+    for (const Value* v : else_branch->g->outputs()) else_types.push_back(v->type());
+  return [then_types, else_types](ShapeQuery& q) {
+    for (size_t k = 0; k < q.out.size() && k < then_types.size(); ++k) {
+      const ValueType& t = then_types[k];
+      const bool same = k < else_types.size() && t.shape && else_types[k].shape && *t.shape == *else_types[k].shape;
+      put(q, k, t.elem, same ? t.shape : std::nullopt);
     }
   };
 }
@@ -1085,6 +1143,8 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"GRU", {recurrent_rule, {}}},
         {"RNN", {recurrent_rule, {}}},
         {"Scan", {scan_rule, {}}},
+        {"Loop", {loop_rule, {}}},
+        {"If", {if_rule, {}}},
         {"SoftmaxCrossEntropyLoss", {loss_rule, {}}},
         {"NegativeLogLikelihoodLoss", {loss_rule, {}}},
         {"Constant", {constant_rule, {}}},
@@ -1094,6 +1154,9 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
     for (const auto& [op, rule] : onnx_rules) t[{"", op}] = rule;
     t[{kAmpDomain, "Attention"}] = {plain<attention>, {}};
     t[{kAmpDomain, "AttentionGrad"}] = {plain<attention_grad>, {}};
+    t[{kAmpDomain, "LSTMGrad"}] = {plain<recurrent_grad<true>>, {}};
+    t[{kAmpDomain, "GRUGrad"}] = {plain<recurrent_grad<false>>, {}};
+    t[{kAmpDomain, "RNNGrad"}] = {plain<recurrent_grad<false>>, {}};
     return t;
   }();
   return table;

@@ -21,6 +21,7 @@ const GradRuleTable& gradient_rules() {
     add_pad_resize_gradients(t);
     add_einsum_gradients(t);
     add_attention_gradients(t);
+    add_recurrent_gradients(t);
     return t;
   }();
   return table;

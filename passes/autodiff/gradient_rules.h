@@ -56,5 +56,6 @@ void add_zoo_activation_gradients(GradRuleTable& t);
 void add_pad_resize_gradients(GradRuleTable& t);
 void add_einsum_gradients(GradRuleTable& t);
 void add_attention_gradients(GradRuleTable& t);
+void add_recurrent_gradients(GradRuleTable& t);
 
 }  // namespace amp

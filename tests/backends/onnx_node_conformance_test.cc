@@ -62,18 +62,27 @@ std::vector<Tensor> read_set(const fs::path& dir, const std::string& prefix) {
   return out;
 }
 
-// The main graph's op types, or nothing when a node has a subgraph or a non-ONNX domain.
+// The op types of the model's graphs (subgraphs of If, Loop and Scan included), or nothing when a
+// node is of a non-ONNX domain.
+bool collect_ops(const onnx::GraphProto& g, std::set<std::string>& ops) {
+  for (const auto& n : g.node()) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+    ops.insert(n.op_type());
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && !collect_ops(a.g(), ops)) return false;
+      for (const auto& sub : a.graphs())
+        if (!collect_ops(sub, ops)) return false;
+    }
+  }
+  return true;
+}
+
 std::optional<std::set<std::string>> ops_of(const std::string& model_path) {
   onnx::ModelProto proto;
   std::ifstream in(model_path, std::ios::binary);
   if (!proto.ParseFromIstream(&in)) return std::nullopt;
   std::set<std::string> ops;
-  for (const auto& n : proto.graph().node()) {
-    if (!n.domain().empty() && n.domain() != "ai.onnx") return std::nullopt;
-    for (const auto& a : n.attribute())
-      if (a.has_g() || a.graphs_size() > 0) return std::nullopt;
-    ops.insert(n.op_type());
-  }
+  if (!collect_ops(proto.graph(), ops)) return std::nullopt;
   return ops;
 }
 

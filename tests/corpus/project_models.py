@@ -23,6 +23,12 @@ The torch exports are the patterns the corpus's third-party files showed, made s
   ort_norms       opset 14, written as ONNX Runtime's transformer optimizer writes them: its
                   LayerNormalization and SimplifiedLayerNormalization (RMS norm) in the default
                   domain, which ONNX defines only from opset 17 (LayerNormalization) or not at all.
+  loop_ops        opset 14, onnx.helper: a Loop (3 trips) whose body runs issue 31's ops on the
+                  carried values (Sum, PRelu, LRN, ReduceProd, an LSTM whose initial state is
+                  carried), reads a value the main graph computes, and stacks scan outputs.
+  while_if        opset 13, onnx.helper: a while loop (cond computed by the body from the data) with
+                  an If in its body whose else branch reads the main graph's input, two levels
+                  out; and an If on the data in the main graph.
 The files are deterministic (fixed seeds).
 """
 import argparse
@@ -108,6 +114,73 @@ def ort_norms(path):
     onnx.save(m, path)  # not onnx.checker-valid: ONNX knows neither op at opset 14 (ONNX Runtime does)
 
 
+def loop_ops(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    T = onnx.TensorProto
+    rng = np.random.default_rng(5)
+    f32 = lambda a, n: numpy_helper.from_array(np.asarray(a, np.float32), n)
+    inits = [numpy_helper.from_array(np.array(3, np.int64), "trips"), numpy_helper.from_array(np.array(True), "go"),
+             f32(2.0, "two"), f32(0.5, "half"), f32(rng.uniform(0.1, 0.5, (4, 1, 1)), "slope"),
+             f32(np.zeros((1, 2, 4)), "h0"), f32(rng.standard_normal((1, 16, 4)) * 0.5, "W"),
+             f32(rng.standard_normal((1, 16, 4)) * 0.5, "R"), f32(rng.standard_normal((1, 32)) * 0.1, "B"),
+             numpy_helper.from_array(np.array([2, 3], np.int64), "hw")]
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Sum", ["s", "xs", "s"], ["a"]),
+         helper.make_node("PRelu", ["a", "slope"], ["b"]),
+         helper.make_node("LRN", ["b"], ["l"], size=3, alpha=1e-2, beta=0.75, bias=1.0),
+         helper.make_node("Mul", ["l", "half"], ["s_next"]),
+         helper.make_node("ReduceProd", ["s_next"], ["p"], axes=[2, 3], keepdims=0),
+         helper.make_node("LSTM", ["seq", "W", "R", "B", "", "h"], ["", "h_next"], hidden_size=4),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "loop_body",
+        [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("s", T.FLOAT, [2, 4, 3, 3]), vi("h", T.FLOAT, [1, 2, 4])],
+        [vi("c_out", T.BOOL, []), vi("s_next", T.FLOAT, [2, 4, 3, 3]), vi("h_next", T.FLOAT, [1, 2, 4]),
+         vi("p", T.FLOAT, [2, 4])])
+    nodes = [helper.make_node("Mul", ["x", "two"], ["xs"]),
+             helper.make_node("Loop", ["trips", "go", "x", "h0"], ["x_final", "h_final", "prods"], body=body)]
+    graph = helper.make_graph(nodes, "loop_ops", [vi("x", T.FLOAT, [2, 4, 3, 3]), vi("seq", T.FLOAT, [5, 2, 4])],
+                              [vi("x_final", T.FLOAT, [2, 4, 3, 3]), vi("h_final", T.FLOAT, [1, 2, 4]),
+                               vi("prods", T.FLOAT, [3, 2, 4])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], producer_name="project_models.py"), path)
+
+
+def while_if(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    T = onnx.TensorProto
+    vi = helper.make_tensor_value_info
+    scalar = lambda v, n: numpy_helper.from_array(np.array(v, np.float32), n)
+    inits = [numpy_helper.from_array(np.array(10, np.int64), "trips"), numpy_helper.from_array(np.array(True), "go"),
+             scalar(0.3, "big"), scalar(0.2, "small"), scalar(0.5, "half"), scalar(0.0, "zero")]
+    then_branch = helper.make_graph([helper.make_node("Mul", ["s", "half"], ["t"])], "halve", [], [vi("t", T.FLOAT, [3, 4])])
+    else_branch = helper.make_graph([helper.make_node("Add", ["s", "x"], ["e"])], "add_input", [], [vi("e", T.FLOAT, [3, 4])])
+    body = helper.make_graph(
+        [helper.make_node("Abs", ["s"], ["abs"]),
+         helper.make_node("ReduceMean", ["abs"], ["m"], keepdims=0),
+         helper.make_node("Greater", ["m", "big"], ["sel"]),
+         helper.make_node("If", ["sel"], ["r"], then_branch=then_branch, else_branch=else_branch),
+         helper.make_node("Abs", ["r"], ["abs_r"]),
+         helper.make_node("ReduceMean", ["abs_r"], ["m_r"], keepdims=0),
+         helper.make_node("Greater", ["m_r", "small"], ["c_out"]),
+         helper.make_node("ReduceMean", ["r"], ["mean"], keepdims=0)],
+        "while_body", [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("s", T.FLOAT, [3, 4])],
+        [vi("c_out", T.BOOL, []), vi("r", T.FLOAT, [3, 4]), vi("mean", T.FLOAT, [])])
+    sig = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["sg"])], "sigmoid", [], [vi("sg", T.FLOAT, [3, 4])])
+    tanh = helper.make_graph([helper.make_node("Tanh", ["x"], ["th"])], "tanh", [], [vi("th", T.FLOAT, [3, 4])])
+    nodes = [helper.make_node("Loop", ["trips", "go", "x"], ["s_final", "means"], body=body),
+             helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["total", "zero"], ["positive"]),
+             helper.make_node("If", ["positive"], ["branch"], then_branch=sig, else_branch=tanh)]
+    graph = helper.make_graph(nodes, "while_if", [vi("x", T.FLOAT, [3, 4])],
+                              [vi("s_final", T.FLOAT, [3, 4]), vi("means", T.FLOAT, ["iterations"]), vi("branch", T.FLOAT, [3, 4])],
+                              inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="project_models.py"), path)
+
+
 def calibrate(model, *inputs):
     """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -146,6 +219,8 @@ def main():
     export(PReLUConv(), (torch.randn(2, 3, 10, 10, generator=g),), ["x"], os.path.join(a.out, "prelu_conv.onnx"))
     softmax11_axis1(os.path.join(a.out, "softmax11_axis1.onnx"))
     ort_norms(os.path.join(a.out, "ort_norms.onnx"))
+    loop_ops(os.path.join(a.out, "loop_ops.onnx"))
+    while_if(os.path.join(a.out, "while_if.onnx"))
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     for name in a.zoo:

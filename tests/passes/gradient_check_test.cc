@@ -58,6 +58,8 @@ struct Attr {
   float f = 0;
   std::string s;
   std::vector<int64_t> ints;
+  std::vector<float> floats = {};
+  std::vector<std::string> strings = {};
 };
 
 struct Case {
@@ -224,6 +226,8 @@ void check_case(const Case& k) {
     attr.f = a.f;
     attr.s = a.s;
     attr.ints = a.ints;
+    attr.floats = a.floats;
+    attr.strings = a.strings;
     n->set_attr(std::move(attr));
   }
   for (Value* y : n->outputs()) g.add_output(y);
@@ -249,6 +253,10 @@ Attr ints_attr(const char* name, std::vector<int64_t> v) { return Attr{name, Att
 Attr int_attr(const char* name, int64_t v) { return Attr{name, AttrKind::kInt, v, 0, "", {}}; }
 Attr float_attr(const char* name, float v) { return Attr{name, AttrKind::kFloat, 0, v, "", {}}; }
 Attr string_attr(const char* name, std::string v) { return Attr{name, AttrKind::kString, 0, 0, std::move(v), {}}; }
+Attr floats_attr(const char* name, std::vector<float> v) { return Attr{name, AttrKind::kFloats, 0, 0, "", {}, std::move(v)}; }
+Attr strings_attr(const char* name, std::vector<std::string> v) {
+  return Attr{name, AttrKind::kStrings, 0, 0, "", {}, {}, std::move(v)};
+}
 
 std::vector<Case> cases() {
   std::vector<Case> c;
@@ -425,6 +433,37 @@ std::vector<Case> cases() {
   add(make("ReduceProdZeros", "ReduceProd", {x({4, 6}, Fill::kSomeZeros)}, {ints_attr("axes", {1})}));
   add(make("LRN", "LRN", {x({2, 5, 3, 3})},
            {int_attr("size", 3), float_attr("alpha", 0.5f), float_attr("beta", 0.75f), float_attr("bias", 1.5f)}));
+  {  // LSTM, GRU and RNN (ai.onnx_amp LSTMGrad / GRUGrad / RNNGrad, backpropagation through time):
+     // X [seq 4, batch 2, input 3], hidden 2; the loss weighs Y and the final states. Every input
+     // that has a gradient is checked: X, W, R, B, initial_h, initial_c and the peepholes.
+    const In none{{}, Fill::kRandom, std::nullopt, true};
+    const In lengths = constant<int32_t>(DType::kInt32, {2}, {4, 2});  // one sample stops early
+    auto layer = [&](std::string name, const char* op, std::vector<In> in, std::vector<Attr> a) {
+      a.push_back(int_attr("hidden_size", 2));
+      const size_t outputs = std::string(op) == "LSTM" ? 3 : 2;
+      std::vector<size_t> loss(outputs);
+      for (size_t k = 0; k < outputs; ++k) loss[k] = k;
+      add(make(std::move(name), op, std::move(in), std::move(a), outputs, loss));
+    };
+    layer("LSTM", "LSTM", {x({4, 2, 3}), x({1, 8, 3}), x({1, 8, 2}), x({1, 16}), none, x({1, 2, 2}), x({1, 2, 2}), x({1, 6})}, {});
+    // Both directions, sequence_lens, input_forget, a clip that some pre-activations pass.
+    layer("LSTMBidirectionalLengthsClip", "LSTM", {x({4, 2, 3}), x({2, 8, 3}), x({2, 8, 2}), x({2, 16}), lengths},
+          {string_attr("direction", "bidirectional"), int_attr("input_forget", 1), float_attr("clip", 1.2f)});
+    // Batch first, reverse, other activations with their alpha and beta.
+    layer("LSTMLayout1ReverseActivations", "LSTM", {x({2, 4, 3}), x({1, 8, 3}), x({1, 8, 2}), none, none, x({2, 1, 2}), x({2, 1, 2})},
+          {int_attr("layout", 1), string_attr("direction", "reverse"),
+           strings_attr("activations", {"HardSigmoid", "ScaledTanh", "Softsign"}), floats_attr("activation_alpha", {0.3f, 1.5f}),
+           floats_attr("activation_beta", {0.4f, 0.8f})});
+    layer("GRU", "GRU", {x({4, 2, 3}), x({1, 6, 3}), x({1, 6, 2}), x({1, 12}), none, x({1, 2, 2})}, {});
+    layer("GRUBidirectionalLinearBeforeResetLengths", "GRU", {x({2, 4, 3}), x({2, 6, 3}), x({2, 6, 2}), x({2, 12}), lengths, x({2, 2, 2})},
+          {string_attr("direction", "bidirectional"), int_attr("linear_before_reset", 1), int_attr("layout", 1)});
+    layer("GRUClipActivations", "GRU", {x({4, 2, 3}), x({1, 6, 3}), x({1, 6, 2}), x({1, 12})},
+          {float_attr("clip", 1.2f), strings_attr("activations", {"Sigmoid", "Softplus"})});
+    layer("RNN", "RNN", {x({4, 2, 3}), x({1, 2, 3}), x({1, 2, 2}), x({1, 4}), none, x({1, 2, 2})}, {});
+    layer("RNNBidirectionalActivations", "RNN", {x({4, 2, 3}), x({2, 2, 3}), x({2, 2, 2}), x({2, 4}), lengths},
+          {string_attr("direction", "bidirectional"), strings_attr("activations", {"Elu", "LeakyRelu"}),
+           floats_attr("activation_alpha", {0.7f, 0.1f})});
+  }
   return c;
 }
 

@@ -21,6 +21,12 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
   resnet_bottleneck   ResNet-50's layers in small: a stem (Conv, BatchNorm, ReLU), torchvision's
                       Bottleneck downsampling (stride 2, its shortcut a Conv and a BatchNorm) and
                       one plain Bottleneck, without biases, as resnet50 exports them.
+  lstm, bilstm_h0, gru, gru_h0, rnn, rnn_relu
+                      nn.LSTM / nn.GRU / nn.RNN over [N, 7, 5] sequences (batch_first, as torch
+                      exports it: Transposes around ONNX's layout-0 layer) or [7, N, 5], one way or
+                      both, with learned initial states (_h0) or none; the head reads the last
+                      step's output and the final states, so every output of the layer carries a
+                      gradient (RecurrentClassifier).
 """
 import sys
 
@@ -146,19 +152,56 @@ class ResNetBottleneck(nn.Module):
         return self.head(self.layer(self.stem(x)).mean([2, 3]))
 
 
+class RecurrentClassifier(nn.Module):
+    """A recurrent layer (kind LSTM, GRU or RNN) and a linear head over its last output and final
+    states. Learned initial states are parameters expanded over the batch."""
+
+    def __init__(self, kind, bidirectional, initial_state, batch_first, nonlinearity="tanh"):
+        super().__init__()
+        extra = {"nonlinearity": nonlinearity} if kind == "RNN" else {}
+        self.kind, self.batch_first, self.dirs = kind, batch_first, 2 if bidirectional else 1
+        self.rnn = getattr(nn, kind)(5, 6, batch_first=batch_first, bidirectional=bidirectional, **extra)
+        states = 2 if kind == "LSTM" else 1
+        self.h0 = nn.Parameter(torch.randn(states, self.dirs, 1, 6) * 0.5) if initial_state else None
+        self.head = nn.Linear(6 * self.dirs * (1 + states), 10)
+
+    def example_input(self):
+        return torch.randn(2, 7, 5) if self.batch_first else torch.randn(7, 2, 5)
+
+    def forward(self, x):
+        n = x.shape[0 if self.batch_first else 1]
+        init = None
+        if self.h0 is not None:
+            init = [s.expand(self.dirs, n, 6).contiguous() for s in self.h0]
+            init = tuple(init) if self.kind == "LSTM" else init[0]
+        y, state = self.rnn(x, init)
+        states = list(state) if self.kind == "LSTM" else [state]
+        last = y[:, -1] if self.batch_first else y[-1]
+        finals = [s.transpose(0, 1).reshape(n, -1) for s in states]
+        return self.head(torch.cat([last] + finals, 1))
+
+
+def recurrent(*args, **kw):
+    return lambda: RecurrentClassifier(*args, **kw)
+
+
 MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock,
-          "unet_block": UNetBlock, "resnet_bottleneck": ResNetBottleneck}
+          "unet_block": UNetBlock, "resnet_bottleneck": ResNetBottleneck,
+          "lstm": recurrent("LSTM", False, False, True), "bilstm_h0": recurrent("LSTM", True, True, False),
+          "gru": recurrent("GRU", True, False, True), "gru_h0": recurrent("GRU", False, True, False),
+          "rnn": recurrent("RNN", True, True, True), "rnn_relu": recurrent("RNN", False, False, False, "relu")}
 
 
 def main():
     name, out = sys.argv[1], sys.argv[2]
     net = MODELS[name]().train()
     # Inputs spread over [-6, 6), so the activations see every piece of HardSwish and HardSigmoid.
-    x = torch.randn(2, 3, 16, 16) * 3
+    x = net.example_input() if hasattr(net, "example_input") else torch.randn(2, 3, 16, 16) * 3
+    batch_axis = 1 if getattr(net, "batch_first", True) is False else 0
     labels = torch.tensor([3, 7])
     torch.onnx.export(net, x, out + "/model.onnx", opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=["input"], output_names=["logits"],
-                      dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+                      dynamic_axes={"input": {batch_axis: "N"}, "logits": {0: "N"}})
     # The export ran the model once, which moved BatchNorm's running statistics but no parameter;
     # in training mode the batch's own statistics normalise, so the loss is the exported model's.
     net.zero_grad()

@@ -15,7 +15,7 @@ Writes to OUT_DIR:
   data.npz       "input" float32 [STEPS*BATCH,3,SIZE,SIZE] and "labels" int64 [STEPS*BATCH]:
                  random images (N(0,1)) and labels from --seed, in order (amp-train --no-shuffle
                  reads them batch by batch); for the models of token sequences in EXTRA
-                 (tiny_gpt, tiny_attention, tiny_encoder) "input" is int64 tokens [STEPS*BATCH,SEQ] and
+                 (tiny_gpt, tiny_attention, tiny_encoder, tiny_recurrent) "input" is int64 tokens [STEPS*BATCH,SEQ] and
                  "labels" their next tokens [STEPS*BATCH,SEQ] or classes (make_data)
   initial.npz    every parameter before training, by its ONNX initializer name
   sgd_update.npz every parameter's change after one step of plain SGD (--lr, no momentum, no
@@ -216,8 +216,38 @@ class TinyEncoder(torch.nn.Module):
     data = classmethod(TinyAttention.data.__func__)
 
 
+class TinyRecurrent(torch.nn.Module):
+    """Recurrent layers as torch 1.13 exports them for training (issue 31): token embedding, a
+    bidirectional nn.LSTM (batch_first, learned initial states expanded over the batch), an nn.GRU
+    on its outputs, and a linear head over the mean of the GRU's outputs and its final state. ONNX
+    LSTM and GRU with Transposes around them; the weights sliced and concatenated into ONNX's gate
+    order by the export's own nodes."""
+
+    VOCAB, SEQ = 32, 12
+    tokens = True
+
+    def __init__(self, dim=16, hidden=12):
+        super().__init__()
+        self.embed = torch.nn.Embedding(self.VOCAB, dim)
+        self.lstm = torch.nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
+        self.h0 = torch.nn.Parameter(torch.randn(2, 2, 1, hidden) * 0.1)
+        self.gru = torch.nn.GRU(2 * hidden, hidden, batch_first=True)
+        self.head = torch.nn.Linear(2 * hidden, 10)
+
+    def forward(self, x):
+        n = x.shape[0]
+        h0, c0 = (s.expand(2, n, s.shape[-1]).contiguous() for s in self.h0)
+        y, _ = self.lstm(self.embed(x), (h0, c0))
+        z, h = self.gru(y)
+        return self.head(torch.cat([z.mean(dim=1), h[0]], 1))
+
+    @classmethod
+    def data(cls, n, g):
+        return torch.randint(0, cls.VOCAB, (n, cls.SEQ), generator=g), torch.randint(0, 10, (n,), generator=g)
+
+
 EXTRA = {"tiny_transformer": TinyTransformer, "tiny_gpt": TinyGPT, "tiny_attention": TinyAttention,
-         "tiny_encoder": TinyEncoder}
+         "tiny_encoder": TinyEncoder, "tiny_recurrent": TinyRecurrent}
 
 
 def make_data(name, n, size, g):
