@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "graph/error.h"
 #include "graph/onnx_io.h"
@@ -127,6 +128,16 @@ std::string export_matches_original(const std::string& path) {
   return "the export differs from the file: " + report.substr(0, 300);
 }
 
+// Models whose conversion to opset 17 is refused on purpose, with the refusal's words: ONNX's
+// version converter would change what they compute (graph/onnx_converter_limits.h). Their import
+// at their own opset still round-trips (export_matches_original).
+const std::map<std::string, std::string>& refused_conversions() {
+  static const std::map<std::string, std::string> refused = {
+      {"node/test_scan_sum", "Scan): ONNX's version converter cannot take it from opset 8 to 9"},
+  };
+  return refused;
+}
+
 void round_trip_folder(const std::string& folder) {
   std::vector<std::string> models;
   for (const auto& entry : fs::directory_iterator(test::testdata_dir() + "/" + folder))
@@ -137,11 +148,14 @@ void round_trip_folder(const std::string& folder) {
   std::string failures;
   for (const auto& path : models) {
     std::string problem;
+    const auto refused = refused_conversions().find(folder + "/" + fs::path(path).parent_path().filename().string());
     try {
       problem = export_matches_original(path);
       if (problem.empty()) problem = round_trip(path);
+      if (refused != refused_conversions().end()) problem = "converted, though it should be refused: " + refused->second;
     } catch (const std::exception& e) {
       problem = e.what();
+      if (refused != refused_conversions().end() && problem.find(refused->second) != std::string::npos) problem.clear();
     }
     if (problem.empty())
       ++passed;

@@ -113,9 +113,17 @@ def test_errors(work):
 def test_gil_is_released_while_it_runs():
     """A Python thread keeps stamping the time while run() computes: with the GIL held for the
     whole call, its stamps would stop for the call's length."""
-    x = {"input": np.random.default_rng(0).standard_normal((512, 1, 28, 28)).astype(np.float32)}
     runner = onnx_amp.Runner(model("cnn.onnx"), threads=1)
-    runner.run(x)  # plans the shapes
+    # A batch large enough for a call of a few tenths of a second on this machine, whatever its speed.
+    batch = 256
+    while True:
+        x = {"input": np.random.default_rng(0).standard_normal((batch, 1, 28, 28)).astype(np.float32)}
+        runner.run(x)  # plans the shapes
+        t0 = time.perf_counter()
+        runner.run(x)
+        if time.perf_counter() - t0 > 0.2 or batch >= 16384:
+            break
+        batch *= 4
     stamps, stop = [], threading.Event()
 
     def tick():
