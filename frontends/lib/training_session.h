@@ -32,6 +32,11 @@ struct SessionOptions {
   bool tf32 = false;
   bool with_eval = false;  // build and compile the evaluation model too
   std::shared_ptr<Communicator> communicator;  // null: one process
+  // Calibration (amp-train --calibrate, calibrate.h): the forward's nodes that break accuracy on
+  // these inputs stay fp32 in the step's mixed-precision forward. Empty: none.
+  Feeds calibration_feeds;
+  std::string calibration_source;      // the file they came from, for messages
+  double calibration_max_error = -1;   // < 0: the default E
 };
 
 // One optimizer step (its micro-batches) as the step graph reported it.
@@ -62,6 +67,8 @@ class TrainingSession {
   void compile(uint64_t first_run, uint64_t step_seed);
 
   const TrainingStep& step() const { return step_; }
+  // What calibration measured and kept, as calibration_summary_text() says it; "" without it.
+  const std::string& calibration_summary() const { return calibration_summary_; }
   const Model& eval_model() const { return eval_; }  // an empty graph without with_eval
   bool has_evaluation() const { return o_.with_eval; }
   // The inputs a batch must hold: the step's data inputs, or the evaluation model's.
@@ -103,6 +110,7 @@ class TrainingSession {
  private:
   SessionOptions o_;
   TrainingStep step_;
+  std::string calibration_summary_;
   Model eval_;
   std::set<std::string> weights_;
   std::unique_ptr<Backend> backend_;
