@@ -163,10 +163,10 @@ std::optional<FusedAttention> fused_attention(const AttentionShape& a, DType t, 
 
 void record(DeviceContext& ctx, const char* direction, const std::optional<FusedAttention>& f, const std::string& why) {
   if (f) {
-    ctx.report().record("attention", {{"direction", direction}, {"unit", "cudnn"}, {"engine", f->plan->engine()},
+    ctx.report().record("attention", {{"direction", direction}, {"ran", "cudnn"}, {"engine", f->plan->engine()},
                                       {"workspace_bytes", std::to_string(f->plan->workspace_bytes())}});
   } else {
-    ctx.report().record("attention", {{"direction", direction}, {"unit", "fallback"}, {"why", why}});
+    ctx.report().record("attention", {{"direction", direction}, {"ran", "fallback"}, {"why", why}});
   }
 }
 

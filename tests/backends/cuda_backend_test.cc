@@ -1504,7 +1504,8 @@ TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
     ASSERT_EQ(lines.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
       EXPECT_EQ(lines[i]["direction"], i == 0 ? "forward" : "backward");
-      EXPECT_EQ(lines[i]["unit"], c.unit) << lines[i].dump();
+      EXPECT_EQ(lines[i]["ran"], c.unit) << lines[i].dump();
+      EXPECT_EQ(lines[i]["kind"], i == 0 ? "Attention" : "AttentionGrad");
       if (std::string(c.unit) == "cudnn") EXPECT_EQ(lines[i]["engine"], "engine 0 (heuristic result 0 of 1)");
     }
     if (c.refuse) EXPECT_NE(lines[0]["why"].get<std::string>().find("CUDNN_STATUS_NOT_SUPPORTED_SHAPE"), std::string::npos);
