@@ -1512,6 +1512,14 @@ TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
     if (c.t == DType::kFloat) EXPECT_EQ(lines[0]["why"], "cuDNN's fused attention takes fp16 and bf16, not float");
     if (c.d == 12) EXPECT_NE(lines[0]["why"].get<std::string>().find("head dim 12"), std::string::npos) << lines[0].dump();
   }
+  // Without the LSE output (inference), cuDNN's Stats go to the op's workspace.
+  const DeviceReportFile report("attention_y_only");
+  OneNode y_only("Attention", {{"q", random_tensor(DType::kBFloat16, {3, 2, 24, 32}, 6)},
+                               {"k", random_tensor(DType::kBFloat16, {3, 2, 40, 32}, 7)},
+                               {"v", random_tensor(DType::kBFloat16, {3, 2, 40, 16}, 8)}},
+                 {DType::kBFloat16}, kAmpDomain);
+  expect_parity(y_only.m, y_only.feeds, y_only.outputs, 2.0);
+  if (on_standins()) EXPECT_EQ(report.lines("attention").at(0)["ran"], "cudnn");
 }
 
 TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
