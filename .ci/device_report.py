@@ -9,7 +9,8 @@ cuBLASLt's better ones were not taken; heuristic results cuBLASLt refused when r
 convolution shape and direction the algorithm that ran (cuDNN's measured fastest, or the
 heuristic's first where nothing was measured), a 16-bit weight gradient's fp32-or-16-bit decision,
 the ones cuDNN refused when run and the ones skipped before; fused convolutions accepted or
-refused; the cuDNN graphs of convolutions with a BatchNorm's work built fused or not, and why; the time cuDNN's measurements and the generated kernels' compilations took; and once for the run, the ReLU-mask probe's answer per
+refused; the cuDNN graphs of convolutions with a BatchNorm's work built fused or not, and why; the attention units
+(cuDNN's fused flash attention with its engine, or the fallback kernels and why); the time cuDNN's measurements and the generated kernels' compilations took; and once for the run, the ReLU-mask probe's answer per
 type. Identical lines are counted, not repeated.
 
 Usage: device_report.py DIR
@@ -98,6 +99,9 @@ def step_report(lines):
                       + (f": {l.get('why')}" if l.get("why") else "")
                       for l in lines if l.get("event") == "convolution_graph"]):
         out.append(f"cuDNN convolution graph {t}")
+    for t in counted([f"{l.get('direction')}: {l.get('ran')}" + (f", {l.get('engine')}" if l.get("engine") else "")
+                      + (f" ({l.get('why')})" if l.get("why") else "") for l in lines if l.get("event") == "attention"]):
+        out.append(f"attention {t}")
     for source in ("NVRTC", "disk cache"):
         ms = [float(l["ms"]) for l in lines if l.get("event") == "kernel_image" and l.get("from") == source]
         if ms:

@@ -39,6 +39,8 @@
 # ZOO_DEVICE=cpu runs step 5's gpu_zoo.py on the CPU, to check this script. GPU_RUN_STEPS=scale
 # runs step 6 alone (ResNet-50 at 224 against PyTorch, tests/bench/bench_scale.py, scale_table.md;
 # GPU_RUN_BUDGET=420 fits it to one lease with machine start); SCALE_DEVICE=cpu checks it here.
+# GPU_RUN_STEPS=gpt2 runs step 7 alone (GPT-2-small at T = 1024 against PyTorch, issue 29,
+# tests/bench/bench_gpt2.py, gpt2_table.md; GPU_RUN_BUDGET=420); GPT2_DEVICE=cpu checks it here.
 set -uo pipefail
 START=$(date +%s)
 cd "$(dirname "$0")/.."
@@ -438,6 +440,25 @@ elif want scale; then
   say "== scale: no models in $SCALE (tests/bench/bench_scale.py prepare makes them), skipped"
 fi
 
+# --- 7. gpt2: GPT-2-small at T = 1024 against PyTorch (tests/bench/bench_gpt2.py, issue 29) --------
+# Asked for by name (GPU_RUN_STEPS=gpt2; GPU_RUN_BUDGET=420 fits it to one lease with machine
+# start). GPU_RUN_GPT2 (default .gpu-gpt2, made here by `bench_gpt2.py prepare` and carried) holds
+# the export; GPT2_DEVICE=cpu runs it without a GPU, to check this script.
+GPT2=${GPU_RUN_GPT2:-$ROOT/.gpu-gpt2}
+if want gpt2 && [ -f "$GPT2/model.onnx" ]; then
+  cp -r "$GPT2" "$WORK/gpt2"  # the weights are drawn beside the graph
+  if [ "$HAVE_GPU" = 1 ] || [ -n "${GPT2_DEVICE:-}" ]; then
+    now=$(date +%s)
+    step "py:bench_gpt2.py run" 600 "$BLOG" "$PYTHON" "$ROOT/tests/bench/bench_gpt2.py" run --bin "$WORK/wrap" \
+      --gpt2 "$WORK/gpt2" --out "$OUT" --device "${GPT2_DEVICE:-cuda}" --budget $(( DEADLINE - now - 30 )) \
+      ${GPU_RUN_GPT2_ARGS:-}
+  else
+    RESULTS+=("py:bench_gpt2.py run: skipped (no GPU)")
+  fi
+elif want gpt2; then
+  say "== gpt2: no model in $GPT2 (tests/bench/bench_gpt2.py prepare makes it), skipped"
+fi
+
 # --- summary ----------------------------------------------------------------------------------
 {
   echo "== summary ($(( $(date +%s) - START )) s; logs in $OUT)"
@@ -450,6 +471,6 @@ fi
 } | tee "$OUT/summary.txt" | tee -a "$TLOG" | tee -a "$BLOG"
 # The device tool brings back 8 files: the logs, the summary and the zoo's parts stay as they are,
 # the rest goes into more.tar.xz.
-( cd "$OUT" && rest=$(ls -A | grep -vE '^(summary\.txt|gpu_tests\.log|gpu_bench\.log|gpu_zoo_[0-9]+\.tar|scale_table\.md|more\.tar\.xz)$') &&
+( cd "$OUT" && rest=$(ls -A | grep -vE '^(summary\.txt|gpu_tests\.log|gpu_bench\.log|gpu_zoo_[0-9]+\.tar|scale_table\.md|gpt2_table\.md|more\.tar\.xz)$') &&
   if [ -n "$rest" ]; then tar -cJf more.tar.xz $rest && rm -rf $rest; fi )
 exit "$FAILED"

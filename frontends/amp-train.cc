@@ -36,6 +36,8 @@ void print_memory_report(const char* label, const TrainResult& r) {
   if (m.validation) line("validation model (state + arena)", m.validation);
   line("everything else (peak RSS - the above)", m.other);
   line("peak RSS", m.peak_rss);
+  std::printf("  the largest buffers at the arena's peak:\n");
+  for (const auto& [what, bytes] : m.largest) std::printf("    %-70s %12s\n", what.c_str(), mib(bytes).c_str());
 }
 
 void print_summary(const char* label, const TrainResult& r) {

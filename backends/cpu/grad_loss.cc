@@ -37,6 +37,10 @@ class ClassificationLossGrad : public Kernel {
     return 0;
   }
 
+  // Each row's scores are read into p before any of its gradient is written, and rows touch only
+  // their own elements: the gradient may take the scores' buffer.
+  int overwrites_input() const override { return 1; }
+
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& xv = io.input(1);
     const int64_t n = xv.dims[0], classes = xv.dims[1], d = product(xv.dims, 2);

@@ -102,6 +102,14 @@ class Kernel {
   // outputs as constants of the plan. run() always directly follows that infer().
   virtual bool runs_while_planning() const { return false; }
 
+  // The input whose bytes output 0 may be written over, or -1: the kernel reads every element of
+  // that input it needs before it writes any element of output 0 at or past that element's
+  // offset (per row, say), and output 0 has that input's type and size. The planner then gives
+  // output 0 the input's arena buffer when nothing reads the input afterwards
+  // (CpuExecutable::build_plan says when): the loss gradient over GPT-2's logits, 393 MiB at
+  // 2 x 1024 tokens in fp32, needs no buffer of its own.
+  virtual int overwrites_input() const { return -1; }
+
   // Binds the op's shape rule to this node's attributes, when the op has one (make_kernel does).
   void bind_shape_rule(const Node& n, int64_t opset);
 

@@ -4,6 +4,10 @@
 // sum dY_i Y_i; per query row dQ_i = scale sum_j dS_ij K_j; per key row dV_j = sum_i P_ij dY_i and
 // dK_j = scale sum_i dS_ij Q_i, with P_ij = exp(S_ij - LSE_i) and dS_ij = P_ij (dY_i . V_j - D_i).
 #include "backends/cuda/attention.cuh"
+
+#include <algorithm>
+#include <type_traits>
+
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/float_types.cuh"
 
@@ -164,6 +168,16 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(const T* __restrict__ dy,
     for (int64_t c = 0; c < s.dv; ++c) dv[(b * s.tk + j) * s.dv + c] = from_float<T>(dva[c]);
 }
 
+template <class T>
+__global__ void __launch_bounds__(kThreads) mask_bias_kernel(const void* __restrict__ mask, DType mask_type,
+                                                             T* __restrict__ bias, float lowest, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float term = mask_term(mask, mask_type, i);
+    bias[i] = from_float<T>(term == -INFINITY && mask_type == DType::kBool ? lowest : term);
+  }
+}
+
 dim3 rows_grid(int64_t rows, int64_t batch) {
   return dim3(static_cast<unsigned>((rows + kThreads - 1) / kThreads), static_cast<unsigned>(batch));
 }
@@ -177,6 +191,18 @@ void attention_forward(DType t, const void* q, const void* k, const void* v, con
     using T = decltype(tag);
     forward_kernel<T><<<rows_grid(s.tq, s.batch), kThreads, 0, stream>>>(
         static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), mask, static_cast<T*>(y), lse, s);
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+void attention_mask_bias(DType mask_type, const void* mask, DType t, void* bias, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 4096));
+  dispatch_float(t, "Attention", [&](auto tag) {
+    using T = decltype(tag);
+    // fp16's lowest finite value is -65504, bf16's -3.39e38: exp() of either minus a row's maximum is 0.
+    const float lowest = std::is_same_v<T, __half> ? -65504.0f : std::is_same_v<T, float> ? -3.4028235e38f : -3.3895314e38f;
+    mask_bias_kernel<T><<<blocks, kThreads, 0, stream>>>(mask, mask_type, static_cast<T*>(bias), lowest, n);
   });
   AMP_CUDA_CHECK(cudaGetLastError());
 }

@@ -39,4 +39,8 @@ void attention_backward(DType t, const void* dy, const void* q, const void* k, c
                         const float* lse, const void* mask, void* dq, void* dk, void* dv, const AttentionShape& s,
                         void* workspace, cudaStream_t stream);
 
+// bias[i] = mask[i] of a bool mask as 0 (attend) or the lowest finite value of t (hidden), of a
+// float mask as its value in t: the additive form cuDNN's fused attention takes a mask in.
+void attention_mask_bias(DType mask_type, const void* mask, DType t, void* bias, int64_t n, cudaStream_t stream);
+
 }  // namespace amp::cuda

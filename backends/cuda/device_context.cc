@@ -97,11 +97,20 @@ DeviceContext::DeviceContext(int device) : device_(device) {
 }
 
 DeviceContext::~DeviceContext() {
+  unit_caches_.clear();  // cuDNN plans, before the handle they were made with
   nccl_.reset();
   for (auto& [name, lib] : kernels_) cudaLibraryUnload(lib.first);
   if (dnn_) cudnnDestroy(dnn_);
   if (lt_) cublasLtDestroy(lt_);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::shared_ptr<void> DeviceContext::unit_cache(const std::string& family,
+                                                const std::function<std::shared_ptr<void>()>& make) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<void>& slot = unit_caches_[family];
+  if (!slot) slot = make();
+  return slot;
 }
 
 std::optional<int> DeviceContext::remembered_algorithm(const std::string& key) {

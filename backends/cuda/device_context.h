@@ -11,6 +11,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,6 +91,10 @@ class DeviceContext {
   cudaKernel_t load_kernel(const GeneratedKernel& k);
   const KernelImageCache& kernel_images() const { return *images_; }
 
+  // What a family of units keeps for the context's life (cuDNN's attention plans per shape:
+  // attention_ops.cc), made by `make` on first use, released before the handles.
+  std::shared_ptr<void> unit_cache(const std::string& family, const std::function<std::shared_ptr<void>()>& make);
+
  private:
   int device_ = 0, arch_ = 0, sm_count_ = 0;
   std::string name_;
@@ -101,6 +106,7 @@ class DeviceContext {
   std::unique_ptr<AlgorithmStore> algorithms_;
   std::map<DType, ReluMaskConvention> relu_masks_;
   std::unique_ptr<KernelImageCache> images_;
+  std::map<std::string, std::shared_ptr<void>> unit_caches_;
   std::string nvrtc_target_;
   std::mutex mutex_, probe_mutex_;
   std::unordered_map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> kernels_;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -307,7 +308,10 @@ MemoryReport Trainer::memory_report() const {
       r.gradients += b.bytes;
     else
       r.activations += b.bytes;
+    r.largest.emplace_back(b.value.empty() ? "kernel scratch" : b.value + " (" + (p ? p->op_type() : "?") + ")", b.bytes);
   }
+  std::sort(r.largest.begin(), r.largest.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (r.largest.size() > 12) r.largest.resize(12);
   r.arena = m.arena_bytes;
   r.arena_unused_at_peak = m.arena_bytes - m.peak_bytes;
   r.constants = m.constant_bytes;

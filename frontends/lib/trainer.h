@@ -64,6 +64,8 @@ struct MemoryReport {
   size_t validation = 0;             // the validation model's executable (state + arena + constants), with --val
   size_t other = 0;                  // peak_rss less everything above
   size_t peak_rss = 0;
+  // The largest buffers live at the arena's peak, largest first: "value (op)" and bytes.
+  std::vector<std::pair<std::string, size_t>> largest;
   std::vector<std::pair<std::string, size_t>> parts() const {
     return {{"weights", weights},
             {"optimizer_state", optimizer_state},

@@ -4,9 +4,12 @@
 // its state; MemoryStats's parts add up to its totals.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "backends/backend.h"
+#include "graph/amp_ops.h"
 #include "graph/model.h"
 
 namespace amp {
@@ -151,6 +154,83 @@ TEST(CpuMemory, ReshapeLikeStepsViewTheirInputsBuffer) {
   EXPECT_FALSE(live_at_peak(mem, "b"));
   EXPECT_FALSE(live_at_peak(mem, "c"));
   EXPECT_FALSE(live_at_peak(mem, "e"));
+}
+
+// A Shape read while the plan is made keeps no buffer alive: here a is read at run time only by
+// Neg, and its Shape (for the Reshape at the end, as a bias Add's gradient sums down to Shape of
+// the product before the Add) comes last. The arena holds y1, b and c at its peak, not a too.
+TEST(CpuMemory, AShapeReadWhilePlanningKeepsNoBufferAlive) {
+  Model m;
+  m.set_opset_version("", 17);
+  Graph& g = *m.graph;
+  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({kN})));
+  Value* a = g.add_node("Relu", {x}, {"a"})->output(0);
+  Value* y1 = g.add_node("Neg", {a}, {"y1"})->output(0);
+  Value* b = g.add_node("Exp", {x}, {"b"})->output(0);
+  Value* c = g.add_node("Add", {b, y1}, {"c"})->output(0);
+  Value* shape = g.add_node("Shape", {a}, {"shape"})->output(0);
+  g.add_output(g.add_node("Reshape", {c, shape}, {"y"})->output(0));
+  auto exe = make_backend("cpu")->compile(m, {});
+  Tensor xs(DType::kFloat, {kN});
+  for (int64_t i = 0; i < kN; ++i) xs.mutable_as<float>()[i] = static_cast<float>(i % 5) - 2.0f;
+  const auto out = exe->run({{"x", xs}}, {"y"});
+  for (int64_t i = 0; i < kN; ++i) {
+    const float v = xs.as<float>()[i];
+    ASSERT_EQ(out[0].as<float>()[i], std::exp(v) - std::max(v, 0.0f)) << i;
+  }
+  const MemoryStats mem = exe->memory();
+  EXPECT_FALSE(live_at_peak(mem, "a"));
+  EXPECT_EQ(mem.arena_bytes, 3 * kN * sizeof(float));
+}
+
+// The cross-entropy's gradient takes the scores' buffer when nothing reads the scores after it
+// (Kernel::overwrites_input; GPT-2's logits at 2 x 1024 tokens: 393 MiB): scores = Neg(x) and
+// dx = SoftmaxCrossEntropyLossGrad(dLoss, scores, labels) share one buffer, dx equal to
+// (softmax(scores) - onehot(label)) / N computed here in double; a later reader of the scores
+// (y = scores + dx) keeps them apart, with the same dx.
+TEST(CpuMemory, TheLossGradientIsWrittenOverScoresNobodyReadsAfterIt) {
+  constexpr int64_t kRows = 64, kClasses = kN / kRows;
+  std::vector<Tensor> got;
+  for (bool read_later : {false, true}) {
+    SCOPED_TRACE(read_later ? "scores read later" : "scores dead after the gradient");
+    Model m;
+    m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
+    Graph& g = *m.graph;
+    Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({kRows, kClasses})));
+    Value* labels = g.add_input("labels", ValueType::tensor(DType::kInt64, Shape::of({kRows})));
+    Value* dloss = g.add_input("dloss", ValueType::tensor(DType::kFloat, Shape::of({})));
+    Value* scores = g.add_node("Neg", {x}, {"scores"})->output(0);
+    Node* grad = g.add_node("SoftmaxCrossEntropyLossGrad", {dloss, scores, labels}, {"dx"}, kAmpDomain);
+    grad->set_attr(Attribute::of_string("reduction", "mean"));
+    Value* dx = grad->output(0);
+    dx->set_type(ValueType::tensor(DType::kFloat));
+    g.add_output(dx);
+    std::vector<std::string> fetches = {"dx"};
+    if (read_later) {
+      g.add_output(g.add_node("Add", {scores, dx}, {"y"})->output(0));
+      fetches.push_back("y");
+    }
+    Tensor xs(DType::kFloat, {kRows, kClasses}), ls(DType::kInt64, {kRows}), one(DType::kFloat, {});
+    for (int64_t i = 0; i < kN; ++i) xs.mutable_as<float>()[i] = static_cast<float>((i * 37) % 11) * 0.25f - 1.0f;
+    for (int64_t r = 0; r < kRows; ++r) ls.mutable_as<int64_t>()[r] = (r * 5) % kClasses;
+    one.mutable_as<float>()[0] = 1.0f;
+    auto exe = make_backend("cpu")->compile(m, {});
+    const auto out = exe->run({{"x", xs}, {"labels", ls}, {"dloss", one}}, fetches);
+    for (int64_t r = 0; r < kRows; ++r) {
+      double top = -INFINITY, sum = 0;
+      for (int64_t c = 0; c < kClasses; ++c) top = std::max(top, -static_cast<double>(xs.as<float>()[r * kClasses + c]));
+      for (int64_t c = 0; c < kClasses; ++c) sum += std::exp(-static_cast<double>(xs.as<float>()[r * kClasses + c]) - top);
+      for (int64_t c = 0; c < kClasses; ++c) {
+        const double p = std::exp(-static_cast<double>(xs.as<float>()[r * kClasses + c]) - top) / sum;
+        const double want = (p - (c == ls.as<int64_t>()[r] ? 1.0 : 0.0)) / kRows;
+        ASSERT_NEAR(out[0].as<float>()[r * kClasses + c], want, 1e-7) << r << ", " << c;
+      }
+    }
+    got.push_back(out[0]);
+    const MemoryStats mem = exe->memory();
+    EXPECT_EQ(mem.arena_bytes, (read_later ? 3 : 1) * kN * sizeof(float));
+  }
+  EXPECT_EQ(std::memcmp(got[0].data(), got[1].data(), got[0].nbytes()), 0);
 }
 
 TEST(CpuMemory, StatsAddUp) {

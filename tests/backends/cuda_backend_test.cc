@@ -1444,6 +1444,84 @@ Feeds training_feeds(const std::string& model, const TrainingStep& step) {
 // each tensor, and the key bias), none by more than 2 * lr per step (measured on the emulated
 // device, test_cuda_backend_emulated: 201 key-bias elements of 8 qkv.bias tensors, 10 to 26 of
 // 4096 to 12288 weights).
+// Attention and AttentionGrad on cuDNN's fused unit (backends/cuda/cudnn_attention.cc: the
+// graph-API descriptors, heuristics, plan, workspace and variant pack; on the stand-ins the graph
+// evaluated op by op, cudnn_graph_standin.cc) against the CPU backend's blocked kernels in fp16 and
+// bf16: Y and LSE, then dQ, dK and dV from the CPU's Y and LSE. No mask, causal, a key-padding bool
+// mask (given to cuDNN as a bias of Q's type) and a float mask of Q's type over [Tq, Tk]. Then the
+// fallback kernels where cuDNN's unit is not used: fp32, a head dim it refuses (12: multiples of 8
+// only), a plan the stand-in is told to refuse; each says why in the device report.
+TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* what;
+    DType t;
+    int64_t tq, tk, d;
+    bool causal;
+    int mask;  // 0 none, 1 bool over keys [2, 1, 1, Tk], 2 float [Tq, Tk]
+    const char* refuse;  // AMP_STANDIN_CUDNN_REFUSE_SDPA, or null
+    const char* unit;    // what the device report must say ran (on the stand-ins)
+  };
+  const std::vector<Case> cases = {
+      {"plain", DType::kFloat16, 19, 24, 32, false, 0, nullptr, "cudnn"},
+      {"causal", DType::kBFloat16, 33, 33, 16, true, 0, nullptr, "cudnn"},
+      {"causal", DType::kFloat16, 40, 40, 64, true, 0, nullptr, "cudnn"},
+      {"key padding", DType::kBFloat16, 17, 21, 32, false, 1, nullptr, "cudnn"},
+      {"float mask", DType::kFloat16, 12, 20, 16, false, 2, nullptr, "cudnn"},
+      {"fp32", DType::kFloat, 19, 24, 32, true, 1, nullptr, "fallback"},
+      {"head dim 12", DType::kFloat16, 19, 24, 12, true, 0, nullptr, "fallback"},
+      {"refused", DType::kBFloat16, 19, 24, 32, true, 1, "3002", "fallback"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.what) + " " + std::string(dtype_name(c.t)));
+    std::optional<ScopedEnv> refuse;
+    if (c.refuse) refuse.emplace("AMP_STANDIN_CUDNN_REFUSE_SDPA", c.refuse);
+    const DeviceReportFile report("attention");
+    const Tensor q = random_tensor(c.t, {2, 3, c.tq, c.d}, 1), k = random_tensor(c.t, {2, 3, c.tk, c.d}, 2),
+                 v = random_tensor(c.t, {2, 3, c.tk, c.d}, 3), dy = random_tensor(c.t, {2, 3, c.tq, c.d}, 4);
+    test::Feeds mask;
+    if (c.mask == 1) {
+      Tensor keys(DType::kBool, {2, 1, 1, c.tk});
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t j = 0; j < c.tk; ++j) keys.mutable_as<uint8_t>()[b * c.tk + j] = (j + b) % 4 != 3 || j == 0;
+      mask.emplace_back("mask", keys);
+    } else if (c.mask == 2) {
+      mask.emplace_back("mask", random_tensor(c.t, {c.tq, c.tk}, 5));
+    }
+    test::Feeds in = {{"q", q}, {"k", k}, {"v", v}};
+    in.insert(in.end(), mask.begin(), mask.end());
+    OneNode forward("Attention", in, {c.t, DType::kFloat}, kAmpDomain);
+    forward.attr(Attribute::of_int("is_causal", c.causal));
+    expect_parity(forward.m, forward.feeds, forward.outputs, 2.0);
+    const std::vector<Tensor> ylse = forward.run_cpu();
+    test::Feeds grad_in = {{"dy", dy}, {"q", q}, {"k", k}, {"v", v}, {"y", ylse[0]}, {"lse", ylse[1]}};
+    grad_in.insert(grad_in.end(), mask.begin(), mask.end());
+    OneNode backward("AttentionGrad", grad_in, {c.t, c.t, c.t}, kAmpDomain);
+    backward.attr(Attribute::of_int("is_causal", c.causal));
+    expect_parity(backward.m, backward.feeds, backward.outputs, 4.0);
+    if (!on_standins()) continue;
+    const std::vector<nlohmann::json> lines = report.lines("attention");
+    ASSERT_EQ(lines.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(lines[i]["direction"], i == 0 ? "forward" : "backward");
+      EXPECT_EQ(lines[i]["ran"], c.unit) << lines[i].dump();
+      EXPECT_EQ(lines[i]["kind"], i == 0 ? "Attention" : "AttentionGrad");
+      if (std::string(c.unit) == "cudnn") EXPECT_EQ(lines[i]["engine"], "engine 0 (heuristic result 0 of 1)");
+    }
+    if (c.refuse) EXPECT_NE(lines[0]["why"].get<std::string>().find("CUDNN_STATUS_NOT_SUPPORTED_SHAPE"), std::string::npos);
+    if (c.t == DType::kFloat) EXPECT_EQ(lines[0]["why"], "cuDNN's fused attention takes fp16 and bf16, not float");
+    if (c.d == 12) EXPECT_NE(lines[0]["why"].get<std::string>().find("head dim 12"), std::string::npos) << lines[0].dump();
+  }
+  // Without the LSE output (inference), cuDNN's Stats go to the op's workspace.
+  const DeviceReportFile report("attention_y_only");
+  OneNode y_only("Attention", {{"q", random_tensor(DType::kBFloat16, {3, 2, 24, 32}, 6)},
+                               {"k", random_tensor(DType::kBFloat16, {3, 2, 40, 32}, 7)},
+                               {"v", random_tensor(DType::kBFloat16, {3, 2, 40, 16}, 8)}},
+                 {DType::kBFloat16}, kAmpDomain);
+  expect_parity(y_only.m, y_only.feeds, y_only.outputs, 2.0);
+  if (on_standins()) EXPECT_EQ(report.lines("attention").at(0)["ran"], "cudnn");
+}
+
 TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
   REQUIRE_GPU();
   // "gpt-tanh": GPT-2's GELU, whose products run cuBLASLt's GELU_AUX_BIAS / DGELU_BGRAD pair.

@@ -1,5 +1,6 @@
 // A host stand-in of the cuDNN calls backends/cuda/ makes (cudnn_descriptors.cc,
-// convolution_ops.cc, normalization_ops.cc), written from cuDNN's documentation:
+// convolution_ops.cc, normalization_ops.cc), written from cuDNN's documentation (the graph API of
+// cudnn_attention.cc: cudnn_graph_standin.cc):
 //
 //  - tensors: N-d with explicit strides; filters: packed [K, C/groups, spatial...] (NCHW);
 //  - convolution: cross-correlation (CUDNN_CONVOLUTION, the flipped one, is not implemented),
@@ -459,6 +460,8 @@ void for_channel(const cudnnTensorStruct& x, int c, F&& fn) {
 }
 
 }  // namespace
+
+cudaStream_t amp_standin::cudnn_stream(cudnnContext* handle) { return handle->stream; }
 
 extern "C" {
 

@@ -10,6 +10,8 @@
 #include <functional>
 #include <string>
 
+struct cudnnContext;
+
 namespace amp_standin {
 
 // Runs `work` now, or records it when `stream` is capturing (returns the error a real runtime
@@ -21,6 +23,9 @@ bool is_device_range(const void* p, size_t bytes);
 
 // The error for the next cudaGetLastError (kernel faults, refused launches).
 void set_last_error(cudaError_t e);
+
+// The stream a cuDNN handle enqueues on (cudnnSetStream; cudnn_standin.cc).
+cudaStream_t cudnn_stream(cudnnContext* handle);
 
 // The directory for compiled host kernels (NVRTC stand-in).
 std::string kernel_cache_dir();
