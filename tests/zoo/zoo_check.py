@@ -601,6 +601,25 @@ def check_train16(d, ref, o):
     return ok, "loss vs fp32: %s; fp32 vs torch fp64 %.1e, torch fp32 %.1e" % (", ".join(cells), f64,
                                                                               ref["torch_fp32"]["loss_error"])
 
+def step_dims(step, d, o):
+    """--dim NAME=VALUE for the symbolic dims of the saved step's data inputs (swin's exports name
+    the labels' batch dim after the logits): the harness's batch for the first axis, the data's
+    own extent for the others."""
+    import onnx
+    m = onnx.load(step, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    data = np.load(os.path.join(d, "data.npz"))
+    dims = {}
+    inputs = list(m.graph.input) + [v for t in m.training_info for v in t.algorithm.input]  # the labels are the step's
+    for v in inputs:
+        if v.name in inits or v.name not in data.files:
+            continue
+        for axis, dim in enumerate(v.type.tensor_type.shape.dim):
+            if dim.dim_param:
+                dims[dim.dim_param] = o.batch if axis == 0 else data[v.name].shape[axis]
+    return sum((["--dim", "%s=%d" % kv] for kv in sorted(dims.items())), [])
+
+
 def check_cuda_plan(d, ref, o):
     """The bf16 training step (amp-train --dtype bf16 --save-training-graph, SGD with momentum, one
     step on the harness's batch) planned by the CUDA backend: amp-inspect --cuda-plan --json, which
@@ -612,8 +631,8 @@ def check_cuda_plan(d, ref, o):
         rc, out = amp_train(o, d, ["--steps", "1", "--momentum", "0.9", "--dtype", "bf16", "--save-training-graph", step])
         if rc != 0:
             return False, "amp-train --dtype bf16: " + last_error(out)
-    r = subprocess.run([os.path.join(o.build, "amp-inspect"), step, "--cuda-plan", "--json"], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True)
+    r = subprocess.run([os.path.join(o.build, "amp-inspect"), step, "--cuda-plan", "--json"] + step_dims(step, d, o),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         return False, last_error(r.stderr + r.stdout).replace(step, os.path.basename(step))
     plan = json.loads(r.stdout)["cuda_plan"]
