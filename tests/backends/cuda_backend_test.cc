@@ -1506,11 +1506,19 @@ TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
       EXPECT_EQ(lines[i]["direction"], i == 0 ? "forward" : "backward");
       EXPECT_EQ(lines[i]["ran"], c.unit) << lines[i].dump();
       EXPECT_EQ(lines[i]["kind"], i == 0 ? "Attention" : "AttentionGrad");
-      if (std::string(c.unit) == "cudnn") EXPECT_EQ(lines[i]["engine"], "engine 0 (heuristic result 0 of 1)");
+      if (std::string(c.unit) == "cudnn") {
+        EXPECT_EQ(lines[i]["engine"], "engine 0 (heuristic result 0 of 1)");
+      }
     }
-    if (c.refuse) EXPECT_NE(lines[0]["why"].get<std::string>().find("CUDNN_STATUS_NOT_SUPPORTED_SHAPE"), std::string::npos);
-    if (c.t == DType::kFloat) EXPECT_EQ(lines[0]["why"], "cuDNN's fused attention takes fp16 and bf16, not float");
-    if (c.d == 12) EXPECT_NE(lines[0]["why"].get<std::string>().find("head dim 12"), std::string::npos) << lines[0].dump();
+    if (c.refuse) {
+      EXPECT_NE(lines[0]["why"].get<std::string>().find("CUDNN_STATUS_NOT_SUPPORTED_SHAPE"), std::string::npos);
+    }
+    if (c.t == DType::kFloat) {
+      EXPECT_EQ(lines[0]["why"], "cuDNN's fused attention takes fp16 and bf16, not float");
+    }
+    if (c.d == 12) {
+      EXPECT_NE(lines[0]["why"].get<std::string>().find("head dim 12"), std::string::npos) << lines[0].dump();
+    }
   }
   // Without the LSE output (inference), cuDNN's Stats go to the op's workspace.
   const DeviceReportFile report("attention_y_only");
@@ -1519,7 +1527,9 @@ TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
                                {"v", random_tensor(DType::kBFloat16, {3, 2, 40, 16}, 8)}},
                  {DType::kBFloat16}, kAmpDomain);
   expect_parity(y_only.m, y_only.feeds, y_only.outputs, 2.0);
-  if (on_standins()) EXPECT_EQ(report.lines("attention").at(0)["ran"], "cudnn");
+  if (on_standins()) {
+    EXPECT_EQ(report.lines("attention").at(0)["ran"], "cudnn");
+  }
 }
 
 TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {

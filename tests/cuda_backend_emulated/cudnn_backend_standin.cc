@@ -1,484 +1,276 @@
-// A host stand-in of the part of cuDNN's backend (graph) API (cudnn_graph.h) that
-// backends/cuda/cudnn_convolution_graph.cc calls, written from cuDNN's documentation of the
-// descriptors and of the graph patterns of its fusion engines:
+// A host stand-in of cuDNN 9's backend (graph) API (cudnn_graph.h), the descriptor layer that both
+// of our callers use: backends/cuda/cudnn_convolution_graph.cc (convolution fusions with batch
+// norm) and backends/cuda/cudnn_attention.cc (fused flash attention). Written from cuDNN's
+// backend documentation ("Backend Descriptor Types"):
 //
-//  - descriptors: cudnnBackendCreateDescriptor / SetAttribute / GetAttribute / Finalize /
-//    DestroyDescriptor for TENSOR (data type, dims, strides, unique id, alignment, virtual),
-//    CONVOLUTION (compute type, mode, pads, strides, dilations, spatial dims), POINTWISE (ADD, MUL,
-//    RELU_FWD, math precision), the operations CONVOLUTION_FORWARD, CONVOLUTION_BACKWARD_FILTER,
-//    POINTWISE and GEN_STATS, OPERATIONGRAPH, ENGINEHEUR, ENGINECFG, EXECUTION_PLAN and
-//    VARIANT_PACK. A set on a finalized descriptor, a finalize with a required attribute missing
-//    and an attribute of the wrong type are CUDNN_STATUS_BAD_PARAM, as documented;
-//  - the engine heuristic offers one engine for the patterns of cuDNN's convolution fusions with
-//    batch norm (ConvBNfprop: [scale, bias, ReLU on X ->] convolution forward [-> GenStats of Y],
-//    and ConvBNwgrad: scale, bias, ReLU on X -> convolution backward filter), 16-bit X, W and Y
-//    with fp32 per-channel operands and statistics, and none for anything else;
-//    AMP_STANDIN_CUDNN_REFUSE_GRAPH=1 makes it offer none for any graph, as a real cuDNN does
-//    where no engine takes the graph (an architecture, a layout or a type it does not fuse);
-//  - execution: the operations in the graph's order, every value computed in fp32 and rounded to
-//    its tensor's data type once (a virtual tensor too: the ReLU's result a 16-bit convolution
-//    reads is rounded to the convolution's input type, as the Tensor Cores read it), convolutions
-//    summed in fp32 in a fixed order, GenStats' sums of Y as stored (rounded), in fp32.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+//  - descriptors hold typed attributes (cudnnBackendSetAttribute copies count elements of the
+//    attribute type's size); a set on a finalized descriptor, or without elements, is
+//    CUDNN_STATUS_BAD_PARAM, and so is a get of an attribute not set or of another type;
+//  - cudnnBackendFinalize checks what each descriptor's documentation requires: a tensor's data
+//    type, dims and strides of one rank, unique id and alignment; a convolution's compute type,
+//    mode, pads, strides, dilations and spatial dims; a pointwise mode and math precision; a
+//    pointwise operation's X and Y, B for binary modes, T for BINARY_SELECT, operands that
+//    broadcast to Y (dims equal or 1); a matmul's A [.., M, K], B [.., K, N], C [.., M, N]; a
+//    reduction's Y of X's rank with each dim X's or 1; a reshape's X and Y of one element count;
+//    the convolution operations' and GenStats' operands; an operation graph's handle and
+//    operations, each finalized; a heuristic's mode and finalized graph; a variant pack's ids and
+//    pointers of one count; an execution plan's handle and an engine configuration the heuristics
+//    filled;
+//  - two engines answer the heuristics. A graph with a convolution goes to the convolution fusion
+//    engine (cudnn_convolution_fusion_engine.cc), which offers one configuration for the patterns
+//    cuDNN fuses with batch norm and none for anything else; any other graph goes to the fused
+//    attention engine (cudnn_attention_engine.cc), which always offers one configuration (engine
+//    global index 0) and refuses at the plan's finalisation what its support surface excludes;
+//  - cudnnBackendExecute runs the plan's graph through its engine on the handle's stream.
+#include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "tests/cuda_backend_emulated/cudnn_backend_descriptors.h"
 #include "tests/cuda_backend_emulated/standin.h"
 
-struct StandinAttribute {
-  cudnnBackendAttributeType_t type{};
-  std::vector<char> bytes;  // count elements of `type`
-  int64_t count = 0;
-};
-
-struct StandinDescriptor {
-  cudnnBackendDescriptorType_t kind{};
-  bool finalized = false;
-  std::map<int, StandinAttribute> attrs;
-};
+namespace amp_standin::cudnn_backend {
 
 namespace {
 
+std::string last_error;
+
 size_t element_size(cudnnBackendAttributeType_t t) {
   switch (t) {
-    case CUDNN_TYPE_HANDLE:
-      return sizeof(cudnnHandle_t);
-    case CUDNN_TYPE_DATA_TYPE:
-      return sizeof(cudnnDataType_t);
-    case CUDNN_TYPE_BOOLEAN:
-      return sizeof(bool);
-    case CUDNN_TYPE_INT64:
-      return sizeof(int64_t);
-    case CUDNN_TYPE_FLOAT:
-      return sizeof(float);
-    case CUDNN_TYPE_DOUBLE:
-      return sizeof(double);
-    case CUDNN_TYPE_VOID_PTR:
-      return sizeof(void*);
-    case CUDNN_TYPE_CONVOLUTION_MODE:
-      return sizeof(cudnnConvolutionMode_t);
-    case CUDNN_TYPE_HEUR_MODE:
-      return sizeof(cudnnBackendHeurMode_t);
-    case CUDNN_TYPE_POINTWISE_MODE:
-      return sizeof(cudnnPointwiseMode_t);
-    case CUDNN_TYPE_BACKEND_DESCRIPTOR:
-      return sizeof(cudnnBackendDescriptor_t);
-    case CUDNN_TYPE_GENSTATS_MODE:
-      return sizeof(cudnnGenStatsMode_t);
-    default:
-      return 0;
+    case CUDNN_TYPE_HANDLE: return sizeof(cudnnHandle_t);
+    case CUDNN_TYPE_BOOLEAN: return sizeof(bool);
+    case CUDNN_TYPE_INT64: return sizeof(int64_t);
+    case CUDNN_TYPE_FLOAT: return sizeof(float);
+    case CUDNN_TYPE_DOUBLE: return sizeof(double);
+    case CUDNN_TYPE_VOID_PTR: return sizeof(void*);
+    case CUDNN_TYPE_BACKEND_DESCRIPTOR: return sizeof(cudnnBackendDescriptor_t);
+    default: return sizeof(int);  // the enumerations: data type, pointwise mode, heuristic mode, ...
   }
 }
 
-StandinDescriptor* of(cudnnBackendDescriptor_t d) { return reinterpret_cast<StandinDescriptor*>(d); }
-
-template <class T>
-std::vector<T> values(const StandinDescriptor& d, int name) {
-  auto it = d.attrs.find(name);
-  if (it == d.attrs.end()) return {};
-  std::vector<T> out(static_cast<size_t>(it->second.count));
-  std::memcpy(out.data(), it->second.bytes.data(), out.size() * sizeof(T));
-  return out;
-}
-template <class T>
-bool value(const StandinDescriptor& d, int name, T* out) {
-  const std::vector<T> v = values<T>(d, name);
-  if (v.size() != 1) return false;
-  *out = v[0];
-  return true;
-}
-StandinDescriptor* linked(const StandinDescriptor& d, int name) {
-  cudnnBackendDescriptor_t p = nullptr;
-  return value(d, name, &p) ? of(p) : nullptr;
-}
-
-bool sixteen_bit(cudnnDataType_t t) { return t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16; }
-
-float ld(const void* p, cudnnDataType_t t, int64_t i) {
-  switch (t) {
-    case CUDNN_DATA_FLOAT:
-      return static_cast<const float*>(p)[i];
-    case CUDNN_DATA_HALF:
-      return __half2float(static_cast<const __half*>(p)[i]);
-    default:
-      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-  }
-}
-float rounded(float v, cudnnDataType_t t) {
-  switch (t) {
-    case CUDNN_DATA_HALF:
-      return __half2float(__float2half_rn(v));
-    case CUDNN_DATA_BFLOAT16:
-      return __bfloat162float(__float2bfloat16_rn(v));
-    default:
-      return v;
-  }
-}
-void st(void* p, cudnnDataType_t t, int64_t i, float v) {
-  switch (t) {
-    case CUDNN_DATA_FLOAT:
-      static_cast<float*>(p)[i] = v;
-      break;
-    case CUDNN_DATA_HALF:
-      static_cast<__half*>(p)[i] = __float2half_rn(v);
-      break;
-    default:
-      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
-      break;
-  }
-}
-
-// A finalized tensor descriptor's facts.
-struct TensorInfo {
-  cudnnDataType_t type{};
-  std::vector<int64_t> dims, strides;
-  int64_t uid = 0;
-  bool is_virtual = false;
-  int64_t count() const {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    return n;
-  }
-};
-
-bool tensor_info(const StandinDescriptor* d, TensorInfo* t) {
-  if (!d || d->kind != CUDNN_BACKEND_TENSOR_DESCRIPTOR || !d->finalized) return false;
-  value(*d, CUDNN_ATTR_TENSOR_DATA_TYPE, &t->type);
-  t->dims = values<int64_t>(*d, CUDNN_ATTR_TENSOR_DIMENSIONS);
-  t->strides = values<int64_t>(*d, CUDNN_ATTR_TENSOR_STRIDES);
-  value(*d, CUDNN_ATTR_TENSOR_UNIQUE_ID, &t->uid);
-  uint8_t is_virtual = 0;  // a bool attribute (vector<bool> has no data())
-  static_assert(sizeof(bool) == 1, "bool attributes are read as bytes");
-  value(*d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, &is_virtual);
-  t->is_virtual = is_virtual != 0;
+// Row-major dims of `x` that broadcast to `y` (equal or 1, one rank).
+bool broadcasts(const Tensor& x, const Tensor& y) {
+  if (x.dims.size() != y.dims.size()) return false;
+  for (size_t a = 0; a < x.dims.size(); ++a)
+    if (x.dims[a] != y.dims[a] && x.dims[a] != 1) return false;
   return true;
 }
 
-// The attributes an operation names its tensors by, per kind: inputs, then outputs.
-struct OperationRoles {
-  std::vector<int> in, out;
-};
-const std::map<int, OperationRoles>& operation_roles() {
-  static const std::map<int, OperationRoles> roles = {
-      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-       {{CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W},
-        {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y}}},
-      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
-       {{CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY},
-        {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW}}},
-      {CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
-       {{CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_ATTR_OPERATION_POINTWISE_BDESC},
-        {CUDNN_ATTR_OPERATION_POINTWISE_YDESC}}},
-      {CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR,
-       {{CUDNN_ATTR_OPERATION_GENSTATS_XDESC},
-        {CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC}}},
+bool binary(cudnnPointwiseMode_t m) {
+  switch (m) {
+    case CUDNN_POINTWISE_ADD: case CUDNN_POINTWISE_SUB: case CUDNN_POINTWISE_MUL: case CUDNN_POINTWISE_DIV:
+    case CUDNN_POINTWISE_CMP_GE: case CUDNN_POINTWISE_CMP_LT: case CUDNN_POINTWISE_LOGICAL_AND:
+    case CUDNN_POINTWISE_BINARY_SELECT: return true;
+    default: return false;
+  }
+}
+
+// What cudnnBackendFinalize checks of each descriptor type (documented requirements).
+cudnnStatus_t check_finalize(Descriptor& d) {
+  auto need = [&](std::initializer_list<int> attrs) {
+    for (int a : attrs)
+      if (!has(d, a)) return fail(CUDNN_STATUS_BAD_PARAM, "attribute " + std::to_string(a) + " not set");
+    return CUDNN_STATUS_SUCCESS;
   };
-  return roles;
-}
-
-// Attributes a finalize requires, per kind.
-const std::map<int, std::vector<int>>& required() {
-  static const std::map<int, std::vector<int>> r = {
-      {CUDNN_BACKEND_TENSOR_DESCRIPTOR,
-       {CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_ATTR_TENSOR_STRIDES,
-        CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT}},
-      {CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR,
-       {CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_ATTR_CONVOLUTION_DILATIONS,
-        CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
-        CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS}},
-      {CUDNN_BACKEND_POINTWISE_DESCRIPTOR, {CUDNN_ATTR_POINTWISE_MODE, CUDNN_ATTR_POINTWISE_MATH_PREC}},
-      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-       {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y}},
-      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
-       {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW}},
-      {CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
-       {CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
-        CUDNN_ATTR_OPERATION_POINTWISE_YDESC}},
-      {CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR,
-       {CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_ATTR_OPERATION_GENSTATS_XDESC, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC,
-        CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC}},
-      {CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, {CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_ATTR_OPERATIONGRAPH_OPS}},
-      {CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, {CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH}},
-      {CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-       {CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG}},
-      {CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
-       {CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS}},
+  auto finalized = [&](std::initializer_list<int> attrs) {
+    for (int a : attrs)
+      if (!desc(d, a) || !desc(d, a)->finalized) return false;
+    return true;
   };
-  return r;
-}
-
-std::vector<StandinDescriptor*> graph_ops(const StandinDescriptor& graph) {
-  std::vector<StandinDescriptor*> ops;
-  for (cudnnBackendDescriptor_t d : values<cudnnBackendDescriptor_t>(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS))
-    ops.push_back(of(d));
-  return ops;
-}
-
-cudnnPointwiseMode_t pointwise_mode(const StandinDescriptor& op) {
-  cudnnPointwiseMode_t m{};
-  if (StandinDescriptor* pw = linked(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR))
-    value(*pw, CUDNN_ATTR_POINTWISE_MODE, &m);
-  return m;
-}
-
-// Whether an engine of the fusion engines takes the graph: [MUL, ADD, RELU_FWD on X ->]
-// convolution forward [-> GenStats of Y], or MUL, ADD, RELU_FWD on X -> convolution backward
-// filter; 16-bit X, W, Y, dY and dW; the per-channel operands and statistics fp32.
-bool fusion_engine_takes(const StandinDescriptor& graph) {
-  if (const char* v = std::getenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH"); v && std::string(v) == "1") return false;
-  std::vector<cudnnPointwiseMode_t> pointwise;
-  int convolutions = 0, genstats = 0;
-  for (StandinDescriptor* op : graph_ops(graph)) {
-    auto roles = operation_roles().find(op->kind);
-    if (roles == operation_roles().end()) return false;
-    if (op->kind == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
-      if (convolutions) return false;  // a prologue only
-      pointwise.push_back(pointwise_mode(*op));
-      continue;
+  auto tensor = [&](int a) { return tensor_of(desc(d, a)); };
+  switch (d.type) {
+    case CUDNN_BACKEND_TENSOR_DESCRIPTOR: {
+      if (cudnnStatus_t s = need({CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_ATTR_TENSOR_STRIDES,
+                                  CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT}))
+        return s;
+      const Tensor t = tensor_of(&d);
+      if (t.dims.size() != t.strides.size() || t.dims.empty())
+        return fail(CUDNN_STATUS_BAD_PARAM, "a tensor's dims and strides differ in rank");
+      for (int64_t x : t.dims)
+        if (x <= 0) return fail(CUDNN_STATUS_BAD_PARAM, "a tensor dim <= 0");
+      return CUDNN_STATUS_SUCCESS;
     }
-    if (op->kind == CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR) {
-      ++genstats;
-      TensorInfo sum, sq;
-      if (!tensor_info(linked(*op, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC), &sum) ||
-          !tensor_info(linked(*op, CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC), &sq) || sum.type != CUDNN_DATA_FLOAT ||
-          sq.type != CUDNN_DATA_FLOAT)
-        return false;
-      continue;
+    case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
+      return need({CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_ATTR_CONVOLUTION_DILATIONS,
+                   CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+                   CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS});
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR: return need({CUDNN_ATTR_POINTWISE_MODE, CUDNN_ATTR_POINTWISE_MATH_PREC});
+    case CUDNN_BACKEND_MATMUL_DESCRIPTOR: return need({CUDNN_ATTR_MATMUL_COMP_TYPE});
+    case CUDNN_BACKEND_REDUCTION_DESCRIPTOR: return need({CUDNN_ATTR_REDUCTION_OPERATOR});
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: {
+      if (!finalized({CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+                      CUDNN_ATTR_OPERATION_POINTWISE_YDESC}))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a pointwise operation without a finalized mode, X or Y");
+      const auto m = value<cudnnPointwiseMode_t>(*desc(d, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR),
+                                                 CUDNN_ATTR_POINTWISE_MODE);
+      std::vector<Tensor> in;
+      for (int a : {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+                    CUDNN_ATTR_OPERATION_POINTWISE_TDESC})
+        if (desc(d, a)) in.push_back(tensor(a));
+      const size_t want = m == CUDNN_POINTWISE_BINARY_SELECT ? 3 : binary(m) ? 2 : 1;
+      if (in.size() != want)
+        return fail(CUDNN_STATUS_BAD_PARAM,
+                    "pointwise mode " + std::to_string(m) + " with " + std::to_string(in.size()) + " operands");
+      const Tensor y = tensor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC);
+      for (const Tensor& t : in)
+        if (!broadcasts(t, y)) return fail(CUDNN_STATUS_BAD_PARAM, "a pointwise operand does not broadcast to Y");
+      return CUDNN_STATUS_SUCCESS;
     }
-    ++convolutions;
-    for (int role : roles->second.in) {
-      TensorInfo t;
-      if (!tensor_info(linked(*op, role), &t) || !sixteen_bit(t.type)) return false;
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+      if (!finalized({CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y}))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a convolution forward without a finalized descriptor, X, W or Y");
+      return CUDNN_STATUS_SUCCESS;
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+      if (!finalized({CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW}))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a convolution backward filter without a finalized descriptor, X, dY or dW");
+      return CUDNN_STATUS_SUCCESS;
+    case CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR:
+      if (cudnnStatus_t s = need({CUDNN_ATTR_OPERATION_GENSTATS_MODE})) return s;
+      if (!finalized({CUDNN_ATTR_OPERATION_GENSTATS_XDESC, CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC,
+                      CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC}))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a GenStats without finalized X, sum or sum of squares");
+      return CUDNN_STATUS_SUCCESS;
+    case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR: {
+      if (!finalized({CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
+                      CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_ATTR_OPERATION_MATMUL_DESC}))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a matmul without finalized A, B, C or descriptor");
+      const Tensor a = tensor(CUDNN_ATTR_OPERATION_MATMUL_ADESC), b = tensor(CUDNN_ATTR_OPERATION_MATMUL_BDESC),
+                   c = tensor(CUDNN_ATTR_OPERATION_MATMUL_CDESC);
+      const size_t r = c.dims.size();
+      if (a.dims.size() != r || b.dims.size() != r || r < 2 || a.dims[r - 1] != b.dims[r - 2] ||
+          a.dims[r - 2] != c.dims[r - 2] || b.dims[r - 1] != c.dims[r - 1])
+        return fail(CUDNN_STATUS_BAD_PARAM, "a matmul's A [.., M, K], B [.., K, N], C [.., M, N] do not fit");
+      for (size_t i = 0; i + 2 < r; ++i)
+        if ((a.dims[i] != c.dims[i] && a.dims[i] != 1) || (b.dims[i] != c.dims[i] && b.dims[i] != 1))
+          return fail(CUDNN_STATUS_BAD_PARAM, "a matmul's batch dims do not broadcast");
+      return CUDNN_STATUS_SUCCESS;
     }
-    TensorInfo y;
-    if (!tensor_info(linked(*op, roles->second.out[0]), &y) || !sixteen_bit(y.type)) return false;
-    if (op->kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR && pointwise.empty()) return false;
-  }
-  const std::vector<cudnnPointwiseMode_t> prologue = {CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD,
-                                                      CUDNN_POINTWISE_RELU_FWD};
-  return convolutions == 1 && genstats <= 1 && (pointwise.empty() || pointwise == prologue) &&
-         (pointwise.size() || genstats);
-}
-
-// A tensor's values while a graph runs: its device memory, or (virtual) fp32 values in row-major
-// order of its dims, already rounded to its type.
-struct Bound {
-  TensorInfo t;
-  void* data = nullptr;
-  std::vector<float> held;
-  int64_t offset(const std::vector<int64_t>& idx) const {
-    int64_t o = 0;
-    if (t.is_virtual) {
-      for (size_t d = 0; d < idx.size(); ++d) o = o * t.dims[d] + idx[d];
-      return o;
+    case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
+      if (!finalized({CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
+                      CUDNN_ATTR_OPERATION_REDUCTION_DESC}))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a reduction without finalized X, Y or descriptor");
+      if (!broadcasts(tensor(CUDNN_ATTR_OPERATION_REDUCTION_YDESC), tensor(CUDNN_ATTR_OPERATION_REDUCTION_XDESC)))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a reduction's Y is not X's dims or 1");
+      return CUDNN_STATUS_SUCCESS;
+    case CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR:
+      if (!finalized({CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_ATTR_OPERATION_RESHAPE_YDESC}))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a reshape without finalized X or Y");
+      if (tensor(CUDNN_ATTR_OPERATION_RESHAPE_XDESC).numel() != tensor(CUDNN_ATTR_OPERATION_RESHAPE_YDESC).numel())
+        return fail(CUDNN_STATUS_BAD_PARAM, "a reshape changes the element count");
+      return CUDNN_STATUS_SUCCESS;
+    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: {
+      if (cudnnStatus_t s = need({CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_ATTR_OPERATIONGRAPH_OPS})) return s;
+      for (cudnnBackendDescriptor_t o : values<cudnnBackendDescriptor_t>(d, CUDNN_ATTR_OPERATIONGRAPH_OPS))
+        if (!o || !as(o)->finalized) return fail(CUDNN_STATUS_BAD_PARAM, "an operation of the graph is not finalized");
+      return CUDNN_STATUS_SUCCESS;
     }
-    for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * t.strides[d];
-    return o;
-  }
-  float get(const std::vector<int64_t>& idx) const {
-    const int64_t o = offset(idx);
-    return t.is_virtual ? held[static_cast<size_t>(o)] : ld(data, t.type, o);
-  }
-  void set(const std::vector<int64_t>& idx, float v) {
-    const int64_t o = offset(idx);
-    if (t.is_virtual)
-      held[static_cast<size_t>(o)] = rounded(v, t.type);
-    else
-      st(data, t.type, o, v);
-  }
-  // The value broadcast to `idx` (dims of extent 1 repeat).
-  float get_broadcast(const std::vector<int64_t>& idx) const {
-    std::vector<int64_t> own(idx.size());
-    for (size_t d = 0; d < idx.size(); ++d) own[d] = t.dims[d] == 1 ? 0 : idx[d];
-    return get(own);
-  }
-};
-
-void unravel(int64_t i, const std::vector<int64_t>& dims, std::vector<int64_t>& idx) {
-  idx.resize(dims.size());
-  for (size_t d = dims.size(); d-- > 0;) {
-    idx[d] = i % dims[d];
-    i /= dims[d];
-  }
-}
-
-struct ConvGeometry {
-  std::vector<int64_t> pad, stride, dil;
-};
-ConvGeometry geometry(const StandinDescriptor& conv) {
-  return {values<int64_t>(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS),
-          values<int64_t>(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES),
-          values<int64_t>(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS)};
-}
-
-// fn(x index, w index, y index) for every (output element, filter tap) inside x.
-template <class F>
-void for_each_tap(const std::vector<int64_t>& xd, const std::vector<int64_t>& wd, const std::vector<int64_t>& yd,
-                  const ConvGeometry& g, F&& fn) {
-  const size_t nd = xd.size();
-  std::vector<int64_t> yi, wi(nd), xi(nd), taps(wd.begin() + 1, wd.end()), ti;
-  int64_t ny = 1, nt = 1;
-  for (int64_t d : yd) ny *= d;
-  for (int64_t d : taps) nt *= d;
-  for (int64_t e = 0; e < ny; ++e) {
-    unravel(e, yd, yi);
-    for (int64_t t = 0; t < nt; ++t) {
-      unravel(t, taps, ti);  // [c, r...]
-      bool inside = true;
-      xi[0] = yi[0];
-      xi[1] = ti[0];
-      wi[0] = yi[1];
-      wi[1] = ti[0];
-      for (size_t d = 2; d < nd && inside; ++d) {
-        wi[d] = ti[d - 1];
-        xi[d] = yi[d] * g.stride[d - 2] - g.pad[d - 2] + ti[d - 1] * g.dil[d - 2];
-        inside = xi[d] >= 0 && xi[d] < xd[d];
-      }
-      if (inside) fn(xi, wi, yi);
+    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+      if (!finalized({CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH}))
+        return fail(CUDNN_STATUS_BAD_PARAM, "a heuristic without a finalized graph");
+      return need({CUDNN_ATTR_ENGINEHEUR_MODE});
+    case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR: {
+      if (cudnnStatus_t s = need({CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS}))
+        return s;
+      if (d.attrs[CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS].count != d.attrs[CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS].count)
+        return fail(CUDNN_STATUS_BAD_PARAM, "a variant pack's ids and pointers differ in count");
+      return CUDNN_STATUS_SUCCESS;
     }
-  }
-}
-
-bool run_graph(const StandinDescriptor& graph, const std::map<int64_t, void*>& pointers) {
-  std::map<int64_t, Bound> bound;
-  auto bind = [&](StandinDescriptor* d) -> Bound* {
-    TensorInfo t;
-    if (!tensor_info(d, &t)) return nullptr;
-    auto it = bound.find(t.uid);
-    if (it != bound.end()) return &it->second;
-    Bound b;
-    b.t = t;
-    if (t.is_virtual) {
-      b.held.assign(static_cast<size_t>(t.count()), 0.0f);
-    } else {
-      auto p = pointers.find(t.uid);
-      if (p == pointers.end() || !p->second) return nullptr;
-      b.data = p->second;
+    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: {
+      if (cudnnStatus_t s = need({CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG})) return s;
+      const Descriptor* config = desc(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG);
+      if (!config || !config->finalized || !desc(*config, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH))
+        return fail(CUDNN_STATUS_BAD_PARAM, "an execution plan without an engine configuration of the heuristics");
+      const Descriptor& graph = *desc(*config, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      if (!is_convolution_graph(graph)) {
+        if (cudnnStatus_t s = attention_plan_check(graph)) return s;
+        d.workspace = attention_workspace(graph);
+      }  // the convolution fusion engine took the graph at the heuristics and computes without a workspace
+      d.attrs[CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH] = config->attrs.at(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      return CUDNN_STATUS_SUCCESS;
     }
-    return &bound.emplace(t.uid, std::move(b)).first->second;
-  };
-  for (StandinDescriptor* op : graph_ops(graph)) {
-    const OperationRoles& roles = operation_roles().at(op->kind);
-    std::vector<Bound*> in, out;
-    for (int r : roles.in) in.push_back(linked(*op, r) ? bind(linked(*op, r)) : nullptr);
-    for (int r : roles.out) out.push_back(bind(linked(*op, r)));
-    for (Bound* b : out)
-      if (!b) return false;
-    if (!in[0]) return false;
-    std::vector<int64_t> idx;
-    if (op->kind == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
-      const cudnnPointwiseMode_t mode = pointwise_mode(*op);
-      Bound& y = *out[0];
-      for (int64_t e = 0; e < y.t.count(); ++e) {
-        unravel(e, y.t.dims, idx);
-        const float a = in[0]->get_broadcast(idx);
-        const float b = in[1] ? in[1]->get_broadcast(idx) : 0.0f;
-        y.set(idx, mode == CUDNN_POINTWISE_MUL ? a * b : mode == CUDNN_POINTWISE_ADD ? a + b : (a > 0.0f ? a : 0.0f));
-      }
-    } else if (op->kind == CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR) {
-      const Bound& x = *in[0];
-      const int64_t channels = x.t.dims[1];
-      std::vector<float> sum(static_cast<size_t>(channels), 0.0f), sq(static_cast<size_t>(channels), 0.0f);
-      for (int64_t e = 0; e < x.t.count(); ++e) {
-        unravel(e, x.t.dims, idx);
-        const float v = x.get(idx);
-        sum[static_cast<size_t>(idx[1])] += v;
-        sq[static_cast<size_t>(idx[1])] += v * v;
-      }
-      for (int64_t c = 0; c < channels; ++c) {
-        std::vector<int64_t> at(x.t.dims.size(), 0);
-        at[1] = c;
-        out[0]->set(at, sum[static_cast<size_t>(c)]);
-        out[1]->set(at, sq[static_cast<size_t>(c)]);
-      }
-    } else {
-      const bool forward = op->kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
-      StandinDescriptor* conv = linked(*op, forward ? CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC
-                                                    : CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC);
-      if (!conv) return false;
-      const ConvGeometry g = geometry(*conv);
-      Bound& x = *in[0];
-      Bound& w = forward ? *in[1] : *out[0];  // W, or dW
-      Bound& y = forward ? *out[0] : *in[1];  // Y, or dY
-      Bound& acc_of = forward ? y : w;
-      std::vector<float> acc(static_cast<size_t>(acc_of.t.count()), 0.0f);
-      auto flat = [](const std::vector<int64_t>& i, const std::vector<int64_t>& dims) {
-        int64_t f = 0;
-        for (size_t d = 0; d < i.size(); ++d) f = f * dims[d] + i[d];
-        return static_cast<size_t>(f);
-      };
-      for_each_tap(x.t.dims, w.t.dims, y.t.dims, g,
-                   [&](const std::vector<int64_t>& xi, const std::vector<int64_t>& wi, const std::vector<int64_t>& yi) {
-                     if (forward)
-                       acc[flat(yi, y.t.dims)] += x.get(xi) * w.get(wi);
-                     else
-                       acc[flat(wi, w.t.dims)] += x.get(xi) * y.get(yi);
-                   });
-      for (int64_t e = 0; e < acc_of.t.count(); ++e) {
-        unravel(e, acc_of.t.dims, idx);
-        acc_of.set(idx, acc[static_cast<size_t>(e)]);
-      }
-    }
+    default: return CUDNN_STATUS_SUCCESS;
   }
-  return true;
 }
 
 }  // namespace
 
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+cudnnStatus_t fail(cudnnStatus_t s, const std::string& why) {
+  last_error = why;
+  return s;
+}
+
+Tensor tensor_of(const Descriptor* d) {
+  Tensor t;
+  if (!d) return t;
+  t.uid = value<int64_t>(*d, CUDNN_ATTR_TENSOR_UNIQUE_ID);
+  t.type = value<cudnnDataType_t>(*d, CUDNN_ATTR_TENSOR_DATA_TYPE);
+  t.dims = values<int64_t>(*d, CUDNN_ATTR_TENSOR_DIMENSIONS);
+  t.strides = values<int64_t>(*d, CUDNN_ATTR_TENSOR_STRIDES);
+  t.is_virtual = value<bool>(*d, CUDNN_ATTR_TENSOR_IS_VIRTUAL);
+  t.by_value = value<bool>(*d, CUDNN_ATTR_TENSOR_IS_BY_VALUE);
+  return t;
+}
+
+std::vector<const Descriptor*> operations(const Descriptor& graph) {
+  std::vector<const Descriptor*> ops;
+  for (cudnnBackendDescriptor_t o : values<cudnnBackendDescriptor_t>(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS))
+    ops.push_back(as(o));
+  return ops;
+}
+
+}  // namespace amp_standin::cudnn_backend
+
+using namespace amp_standin::cudnn_backend;
 
 extern "C" {
 
-cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t kind, cudnnBackendDescriptor_t* descriptor) {
-  if (!descriptor) return CUDNN_STATUS_BAD_PARAM;
-  auto* d = new StandinDescriptor;
-  d->kind = kind;
-  *descriptor = reinterpret_cast<cudnnBackendDescriptor_t>(d);
+void cudnnGetLastErrorString(char* message, size_t max_size) {
+  if (max_size == 0) return;
+  std::strncpy(message, last_error.c_str(), max_size - 1);
+  message[max_size - 1] = '\0';
+  last_error.clear();
+}
+
+cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* descriptor) {
+  if (!descriptor) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendCreateDescriptor without a place for it");
+  auto* d = new Descriptor();
+  d->type = type;
+  *descriptor = d;
   return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor) {
-  delete of(descriptor);
+  delete as(descriptor);
   return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t count, const void* elements) {
-  StandinDescriptor* d = of(descriptor);
-  const size_t size = element_size(type);
-  if (!d || d->finalized || count < 0 || !size || (count && !elements)) return CUDNN_STATUS_BAD_PARAM;
-  StandinAttribute& a = d->attrs[name];
+  Descriptor* d = as(descriptor);
+  if (!d || d->finalized || count < 0 || (count > 0 && !elements))
+    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendSetAttribute on a finalized descriptor or without elements");
+  Attribute a;
   a.type = type;
   a.count = count;
-  a.bytes.assign(static_cast<const char*>(elements),
-                 static_cast<const char*>(elements) + size * static_cast<size_t>(count));
+  a.bytes.resize(static_cast<size_t>(count) * element_size(type));
+  if (count) std::memcpy(a.bytes.data(), elements, a.bytes.size());
+  d->attrs[name] = std::move(a);
   return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
-  StandinDescriptor* d = of(descriptor);
-  if (!d || d->finalized) return CUDNN_STATUS_BAD_PARAM;
-  if (auto r = required().find(d->kind); r != required().end())
-    for (int name : r->second)
-      if (!d->attrs.count(name)) return CUDNN_STATUS_BAD_PARAM;
-  if (d->kind == CUDNN_BACKEND_TENSOR_DESCRIPTOR &&
-      values<int64_t>(*d, CUDNN_ATTR_TENSOR_DIMENSIONS).size() != values<int64_t>(*d, CUDNN_ATTR_TENSOR_STRIDES).size())
-    return CUDNN_STATUS_BAD_PARAM;
-  if (d->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && !d->attrs.count(CUDNN_ATTR_ENGINECFG_ENGINE))
-    return CUDNN_STATUS_BAD_PARAM;
-  if (d->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
-    StandinDescriptor* cfg = linked(*d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG);
-    if (!cfg || !cfg->finalized) return CUDNN_STATUS_BAD_PARAM;
-  }
+  Descriptor* d = as(descriptor);
+  if (!d || d->finalized) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendFinalize twice");
+  if (cudnnStatus_t s = check_finalize(*d)) return s;
   d->finalized = true;
   return CUDNN_STATUS_SUCCESS;
 }
@@ -486,58 +278,68 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
 cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t requested, int64_t* count,
                                        void* elements) {
-  StandinDescriptor* d = of(descriptor);
-  if (!d || !d->finalized) return CUDNN_STATUS_BAD_PARAM;
-  // The heuristic's results: one engine configuration (into the caller's ENGINECFG descriptor,
-  // which the caller created) when an engine takes the graph, else none.
-  if (d->kind == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS) {
-    StandinDescriptor* graph = linked(*d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
-    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR || !graph || !count) return CUDNN_STATUS_BAD_PARAM;
-    *count = fusion_engine_takes(*graph) ? 1 : 0;
+  const Descriptor* d = as(descriptor);
+  if (!d || !d->finalized) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendGetAttribute of a descriptor not finalized");
+  // The heuristic's results: one engine configuration (into the caller's ENGINECFG descriptors)
+  // when an engine takes the graph, else none.
+  if (d->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS) {
+    const Descriptor* graph = desc(*d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR || !graph || !count)
+      return fail(CUDNN_STATUS_BAD_PARAM, "the heuristic's results asked for without a count or as another type");
+    *count = is_convolution_graph(*graph) && !convolution_fusion_takes(*graph) ? 0 : 1;
     if (*count && requested >= 1) {
-      StandinDescriptor* cfg = of(static_cast<cudnnBackendDescriptor_t*>(elements)[0]);
-      if (!cfg || cfg->kind != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) return CUDNN_STATUS_BAD_PARAM;
-      cudnnBackendDescriptor_t g = reinterpret_cast<cudnnBackendDescriptor_t>(graph);
-      StandinAttribute& a = cfg->attrs[CUDNN_ATTR_ENGINECFG_ENGINE];
-      a.type = CUDNN_TYPE_BACKEND_DESCRIPTOR;
-      a.count = 1;
-      a.bytes.assign(reinterpret_cast<const char*>(&g), reinterpret_cast<const char*>(&g) + sizeof g);
-      cfg->finalized = true;
+      Descriptor* config = elements ? as(static_cast<cudnnBackendDescriptor_t*>(elements)[0]) : nullptr;
+      if (!config || config->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR || config->finalized)
+        return fail(CUDNN_STATUS_BAD_PARAM, "heuristic results into a descriptor that is no engine configuration");
+      config->attrs[CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH] = d->attrs.at(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      config->finalized = true;
     }
     return CUDNN_STATUS_SUCCESS;
   }
-  if (d->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE) {
-    if (type != CUDNN_TYPE_INT64 || !elements) return CUDNN_STATUS_BAD_PARAM;
-    *static_cast<int64_t*>(elements) = 0;  // the stand-in computes on the host
+  if (d->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && name == CUDNN_ATTR_ENGINECFG_ENGINE) {
+    Descriptor* engine = requested >= 1 && elements ? as(*static_cast<cudnnBackendDescriptor_t*>(elements)) : nullptr;
+    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR || !engine || engine->type != CUDNN_BACKEND_ENGINE_DESCRIPTOR)
+      return fail(CUDNN_STATUS_BAD_PARAM, "an engine configuration's engine asked for into no engine descriptor");
+    const int64_t index = 0;
+    Attribute a{CUDNN_TYPE_INT64, 1, std::vector<unsigned char>(sizeof index)};
+    std::memcpy(a.bytes.data(), &index, sizeof index);
+    engine->attrs[CUDNN_ATTR_ENGINE_GLOBAL_INDEX] = std::move(a);
+    engine->finalized = true;
+    if (count) *count = 1;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (d->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE) {
+    if (type != CUDNN_TYPE_INT64 || !elements)
+      return fail(CUDNN_STATUS_BAD_PARAM, "a plan's workspace size asked for as another type");
+    *static_cast<int64_t*>(elements) = d->workspace;
     if (count) *count = 1;
     return CUDNN_STATUS_SUCCESS;
   }
   auto it = d->attrs.find(name);
-  if (it == d->attrs.end() || it->second.type != type || !count) return CUDNN_STATUS_BAD_PARAM;
-  *count = it->second.count;
+  if (it == d->attrs.end() || it->second.type != type) return fail(CUDNN_STATUS_BAD_PARAM, "no such attribute");
   const int64_t n = std::min(requested, it->second.count);
   if (n > 0 && elements) std::memcpy(elements, it->second.bytes.data(), static_cast<size_t>(n) * element_size(type));
+  if (count) *count = it->second.count;
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack) {
-  StandinDescriptor* p = of(plan);
-  StandinDescriptor* v = of(pack);
-  if (!p || !v || !p->finalized || !v->finalized || p->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
-    return CUDNN_STATUS_BAD_PARAM;
-  StandinDescriptor* cfg = linked(*p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG);
-  StandinDescriptor* graph = cfg ? linked(*cfg, CUDNN_ATTR_ENGINECFG_ENGINE) : nullptr;
-  const std::vector<int64_t> uids = values<int64_t>(*v, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
-  const std::vector<void*> ptrs = values<void*>(*v, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
-  if (!graph || uids.size() != ptrs.size()) return CUDNN_STATUS_BAD_PARAM;
-  std::map<int64_t, void*> pointers;
-  for (size_t i = 0; i < uids.size(); ++i) pointers[uids[i]] = ptrs[i];
-  cudaStream_t stream = nullptr;
-  cudnnGetStream(handle, &stream);
+cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan,
+                                  cudnnBackendDescriptor_t variantPack) {
+  const Descriptor* plan = as(executionPlan);
+  const Descriptor* pack = as(variantPack);
+  if (!plan || !plan->finalized || plan->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || !pack ||
+      !pack->finalized || pack->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
+    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendExecute without a finalized plan and variant pack");
+  const Descriptor& graph = *desc(*plan, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+  if (!is_convolution_graph(graph)) return attention_execute(handle, graph, plan->workspace, *pack);
+  const std::vector<int64_t> uids = values<int64_t>(*pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
+  const std::vector<void*> pointers = values<void*>(*pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
+  std::map<int64_t, void*> where;
+  for (size_t i = 0; i < uids.size(); ++i) where[uids[i]] = pointers[i];
   // The graph's descriptors stay alive while the plan does (the caller keeps them).
-  const StandinDescriptor* g = graph;
-  const cudaError_t e = amp_standin::enqueue(stream, [g, pointers] {
-    if (!run_graph(*g, pointers)) amp_standin::set_last_error(cudaErrorLaunchFailure);
+  const Descriptor* g = &graph;
+  const cudaError_t e = amp_standin::enqueue(amp_standin::cudnn_stream(handle), [g, where] {
+    if (!convolution_fusion_run(*g, where)) amp_standin::set_last_error(cudaErrorLaunchFailure);
   });
   return e == cudaSuccess ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_EXECUTION_FAILED;
 }
