@@ -39,6 +39,27 @@ Attribute named(std::string name, AttrKind kind) {
 }
 }  // namespace
 
+Attribute Attribute::copy_without_graphs() const {
+  Attribute c;
+  c.name = name;
+  c.kind = kind;
+  c.doc_string = doc_string;
+  c.ref_attr_name = ref_attr_name;
+  c.f = f;
+  c.i = i;
+  c.s = s;
+  c.t = t;
+  c.sparse = sparse;
+  c.tp = tp;
+  c.floats = floats;
+  c.ints = ints;
+  c.strings = strings;
+  c.tensors = tensors;
+  c.sparse_tensors = sparse_tensors;
+  c.type_protos = type_protos;
+  return c;
+}
+
 Attribute Attribute::of_int(std::string name, int64_t v) {
   Attribute a = named(std::move(name), AttrKind::kInt);
   a.i = v;

@@ -67,6 +67,10 @@ struct Attribute {
   Attribute& operator=(Attribute&&) noexcept;
   ~Attribute();
 
+  // A copy of every field but the subgraphs (g, graphs), which belong to one owner graph; a caller
+  // that copies those makes them under its own graph.
+  Attribute copy_without_graphs() const;
+
   static Attribute of_int(std::string name, int64_t v);
   static Attribute of_float(std::string name, float v);
   static Attribute of_string(std::string name, std::string v);

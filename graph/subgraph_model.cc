@@ -14,23 +14,7 @@ using ValueMap = std::unordered_map<const Value*, Value*>;
 void copy_graph(const Graph& from, Graph& to, ValueMap& map);
 
 Attribute copy_attribute(const Attribute& a, Graph& owner, ValueMap& map) {
-  Attribute c;
-  c.name = a.name;
-  c.kind = a.kind;
-  c.doc_string = a.doc_string;
-  c.ref_attr_name = a.ref_attr_name;
-  c.f = a.f;
-  c.i = a.i;
-  c.s = a.s;
-  c.t = a.t;
-  c.sparse = a.sparse;
-  c.tp = a.tp;
-  c.floats = a.floats;
-  c.ints = a.ints;
-  c.strings = a.strings;
-  c.tensors = a.tensors;
-  c.sparse_tensors = a.sparse_tensors;
-  c.type_protos = a.type_protos;
+  Attribute c = a.copy_without_graphs();
   auto copy_sub = [&](const Graph& g) {
     auto sub = std::make_unique<Graph>(&owner);
     sub->name = g.name;

@@ -40,7 +40,7 @@ std::vector<NodeTwin> add_low_precision_twins(Model& m, const std::vector<const 
     for (const Value* v : n->outputs()) names.push_back(v ? g.fresh_name(v->name() + "_probe") : Graph::kAbsent);
     Node* twin = g.add_node(n->op_type(), inputs, names, n->domain());
     twin->name = g.fresh_name(n->name + "_probe");
-    for (const Attribute& a : n->attributes()) twin->set_attr(copy_attribute(a));
+    for (const Attribute& a : n->attributes()) twin->set_attr(a.copy_without_graphs());
     NodeTwin t{n->name, n->op_type(), {}, {}};
     for (size_t k = 0; k < n->outputs().size(); ++k) {
       if (!n->output(k)) continue;

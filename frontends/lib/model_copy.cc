@@ -1,32 +1,8 @@
 #include "frontends/lib/model_copy.h"
 
-#include <stdexcept>
-
 #include "passes/training/eval_mode.h"
 
 namespace amp {
-
-Attribute copy_attribute(const Attribute& a) {
-  if (a.g || !a.graphs.empty()) throw std::logic_error("copy_attribute: attribute '" + a.name + "' holds a subgraph");
-  Attribute c;
-  c.name = a.name;
-  c.kind = a.kind;
-  c.doc_string = a.doc_string;
-  c.ref_attr_name = a.ref_attr_name;
-  c.f = a.f;
-  c.i = a.i;
-  c.s = a.s;
-  c.t = a.t;
-  c.sparse = a.sparse;
-  c.tp = a.tp;
-  c.floats = a.floats;
-  c.ints = a.ints;
-  c.strings = a.strings;
-  c.tensors = a.tensors;
-  c.sparse_tensors = a.sparse_tensors;
-  c.type_protos = a.type_protos;
-  return c;
-}
 
 Model copy_model(const Model& m) {
   const Graph& g = *m.graph;
@@ -69,7 +45,7 @@ Model copy_model(const Model& m) {
     Node* d = h.add_node(n->op_type(), {}, names, n->domain());
     d->name = n->name;
     d->doc_string = n->doc_string;
-    for (const Attribute& a : n->attributes()) d->set_attr(copy_attribute(a));
+    for (const Attribute& a : n->attributes()) d->set_attr(a.copy_without_graphs());
     for (size_t k = 0; k < n->outputs().size(); ++k)
       if (n->output(k)) describe(d->output(k), n->output(k));
     pairs.emplace_back(n, d);

@@ -14,7 +14,4 @@ namespace amp {
 // through clone_model, which copies them.
 Model copy_model(const Model& m);
 
-// A copy of an attribute that has no subgraphs.
-Attribute copy_attribute(const Attribute& a);
-
 }  // namespace amp

@@ -12,17 +12,7 @@ using Grads = std::vector<Value*>;
 
 std::vector<Attribute> copy_attributes(const Node& n) {
   std::vector<Attribute> out;
-  for (const Attribute& a : n.attributes()) {
-    Attribute copy;
-    copy.name = a.name;
-    copy.kind = a.kind;
-    copy.i = a.i;
-    copy.f = a.f;
-    copy.s = a.s;
-    copy.ints = a.ints;
-    copy.floats = a.floats;
-    out.push_back(std::move(copy));
-  }
+  for (const Attribute& a : n.attributes()) out.push_back(a.copy_without_graphs());
   return out;
 }
 

@@ -21,17 +21,7 @@ std::vector<Value*> recurrent(GradContext& c) {
   std::vector<ValueType> types;
   for (size_t i : of) types.push_back(c.wants(i) && c.x(i) ? c.x(i)->type() : none);
   std::vector<Attribute> attrs;
-  for (const Attribute& a : c.node.attributes()) {
-    Attribute copy;
-    copy.name = a.name;
-    copy.kind = a.kind;
-    copy.i = a.i;
-    copy.f = a.f;
-    copy.s = a.s;
-    copy.floats = a.floats;
-    copy.strings = a.strings;
-    attrs.push_back(std::move(copy));
-  }
+  for (const Attribute& a : c.node.attributes()) attrs.push_back(a.copy_without_graphs());
   const std::vector<Value*> outs = c.b.emit(c.node.op_type() + "Grad", in, types, std::move(attrs), kAmpDomain);
   std::vector<Value*> grads(c.node.inputs().size(), nullptr);
   for (size_t k = 0; k < of.size(); ++k)
