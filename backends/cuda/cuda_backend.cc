@@ -19,10 +19,19 @@ bool CudaBackend::available(std::string* why) const {
 }
 
 std::string CudaBackend::unsupported_reason(const Node& n) const {
+  if (elem_op_of(n) && !is_fusable_node(n)) {
+    // The comparisons of int32 and int64 operands have a kernel of their own (int_compare_ops.cc).
+    const bool integers = n.inputs().size() == 2 && n.input(0) && n.input(1) &&
+                          n.input(0)->dtype() == n.input(1)->dtype() &&
+                          (n.input(0)->dtype() == DType::kInt32 || n.input(0)->dtype() == DType::kInt64);
+    if (integers && find_cuda_op(n.domain(), n.op_type())) return "";
+    return "elementwise " + n.op_type() +
+           " runs on the device only on float, float16, bfloat16 and bool tensors (comparisons also on int32 and "
+           "int64)";
+  }
   if (find_cuda_op(n.domain(), n.op_type())) return "";
   if (n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp) return "";
-  if (elem_op_of(n))
-    return is_fusable_node(n) ? "" : "elementwise " + n.op_type() + " runs on the device only on float, float16, bfloat16 and bool tensors";
+  if (elem_op_of(n)) return "";
   // Nodes that read nothing but constants and dims run on the host while a run is planned.
   if (n.domain().empty() && (n.op_type() == "Constant" || n.op_type() == "Shape" || n.op_type() == "Size")) return "";
   if (cpu::find_op(n.domain(), n.op_type()))

@@ -128,8 +128,9 @@ struct CudaOpEntry {
   CudaOpFactory make;
 };
 
-// Every op the CUDA backend runs on the device. Elementwise ops are not listed: they run as
-// generated kernels (fused_elementwise_op.h), alone or fused.
+// Every op the CUDA backend runs on the device. Elementwise ops run as generated kernels
+// (fused_elementwise_op.h), alone or fused; the comparisons listed here (int_compare_ops.cc) take
+// only the integer operands those kernels' fp32 registers cannot hold exactly.
 const std::vector<CudaOpEntry>& cuda_op_table();
 const CudaOpEntry* find_cuda_op(std::string_view domain, std::string_view op);
 
@@ -147,6 +148,7 @@ const std::vector<CudaOpEntry>& resize_ops();  // resize_ops.cc
 const std::vector<CudaOpEntry>& scatter_nd_ops();  // scatter_nd_ops.cc
 const std::vector<CudaOpEntry>& einsum_ops();      // einsum_ops.cc
 const std::vector<CudaOpEntry>& attention_ops();   // attention_ops.cc
+const std::vector<CudaOpEntry>& int_compare_ops();  // int_compare_ops.cc
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {

@@ -178,7 +178,7 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
     if (host_step[s] || unit_of_step[s] >= 0 || node_programs[s]) continue;
     const Node& n = *nodes[s];
     const CudaOpEntry* e = find_cuda_op(n.domain(), n.op_type());
-    if (!e) continue;
+    if (!e || (elem_op_of(n) && is_fusable_node(n))) continue;  // a comparison of floats: a generated kernel
     const Program::Step& step = program.steps[s];
     std::unique_ptr<CudaOp> op = at_node(step.where, [&] { return e->make(n, step.opset); });
     std::vector<const Node*> unit_nodes = {&n};

@@ -216,6 +216,32 @@ TEST(CudaBackendGpu, ElementwiseChainsFusedAndAloneMatchTheCpu) {
   expect_parity(where.m, where.feeds, where.outputs);
 }
 
+// Integer comparisons (nn.MultiheadAttention's key padding mask is Equal(tokens: int64, pad: int64)
+// in torch 1.13's export) run in their integer type: ids near 2^60 that differ by one are equal as
+// fp32, which the generated elementwise kernels compute in, and unequal here.
+TEST(CudaBackendGpu, IntegerComparisonsAreExactOnTheDevice) {
+  REQUIRE_GPU();
+  const int64_t base = int64_t{1} << 60;
+  Tensor tokens(DType::kInt64, {2, 9});
+  for (int64_t k = 0; k < tokens.numel(); ++k) tokens.mutable_as<int64_t>()[k] = base + k % 3;
+  Tensor pad(DType::kInt64, {});
+  pad.mutable_as<int64_t>()[0] = base + 1;
+  OneNode equal("Equal", {{"tokens", tokens}, {"pad", pad}}, {DType::kBool});
+  const std::vector<Tensor> got = run_on("cuda", equal.m, equal.feeds, equal.outputs);
+  ASSERT_EQ(got.at(0).dtype, DType::kBool);
+  ASSERT_EQ(got[0].numel(), tokens.numel());
+  for (int64_t k = 0; k < tokens.numel(); ++k)
+    EXPECT_EQ(got[0].as<bool>()[k], k % 3 == 1) << "element " << k << " of tokens == pad";
+  Tensor a(DType::kInt32, {3, 1, 5}), b(DType::kInt32, {4, 1});
+  for (int64_t k = 0; k < a.numel(); ++k) a.mutable_as<int32_t>()[k] = (1 << 30) + static_cast<int32_t>(k % 4);
+  for (int64_t k = 0; k < b.numel(); ++k) b.mutable_as<int32_t>()[k] = (1 << 30) + static_cast<int32_t>(k);
+  for (const char* op : {"Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Equal"}) {
+    SCOPED_TRACE(op);
+    OneNode cmp(op, {{"a", a}, {"b", b}}, {DType::kBool});
+    expect_parity(cmp.m, cmp.feeds, cmp.outputs);
+  }
+}
+
 TEST(CudaBackendGpu, ElementwiseOpsAcrossPassThroughsMatchTheCpu) {
   REQUIRE_GPU();
   for (DType t : {DType::kFloat, DType::kFloat16}) {
