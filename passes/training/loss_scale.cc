@@ -30,11 +30,16 @@ bool LossScalePass::run(Model& m) {
   tg_.seed = scale;
   tg_.loss_scale = scale;
   // 1/scale in fp32, as GradScaler's inv_scale; exact for the powers of two the dynamic scale takes.
+  // Both are typed in full (a scalar; the gradient's shape): a backend that fuses elementwise
+  // work by shape can then fuse each unscaling with its update instead of keeping the unscaled
+  // fp32 gradient in memory.
   Value* inverse = b.div(b.scalar(1, DType::kFloat), scale);
+  inverse->set_type(ValueType::tensor(DType::kFloat, Shape::of({})));
   tg_.inverse_scale = inverse;
   for (TrainedParam& p : tg_.params) {
     p.scaled_grad = p.grad;
     p.grad = b.mul(p.grad, inverse);
+    p.grad->set_type(p.scaled_grad->type());
   }
   count("gradients unscaled", static_cast<int64_t>(tg_.params.size()));
   return true;

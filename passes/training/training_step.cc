@@ -9,6 +9,7 @@
 #include "passes/training/clip_grad_norm.h"
 #include "passes/training/gradients.h"
 #include "passes/training/inf_check.h"
+#include "passes/training/late_unscale.h"
 #include "passes/training/master_weights.h"
 #include "passes/training/select_parameters.h"
 #include "passes/training/training_graph.h"
@@ -51,6 +52,8 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
   pipeline.add(std::make_unique<ClipGradNormPass>(tg, spec.clip_norm));
   pipeline.add(std::make_unique<OptimizerPass>(tg, spec.optimizer));
   pipeline.add(std::make_unique<UpdateLossScalePass>(tg, spec.loss_scale));
+  // Each gradient widened and unscaled next to its update, so one fp32 gradient exists at a time.
+  pipeline.add(std::make_unique<LateUnscalePass>(tg));
   pipeline.run(m);
 
   if (tg.params.empty())

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "backends/backend.h"
 #include "graph/amp_ops.h"
@@ -156,6 +157,55 @@ TEST(FaultInjection, Bf16ChecksWithoutScaling) {
   const auto before = snapshot(*exe);
   EXPECT_FALSE(run_step(*exe, step, 2, std::numeric_limits<float>::quiet_NaN(), ft).finite);
   for (const auto& [name, t] : before) EXPECT_TRUE(bits_equal(snapshot(*exe).at(name), t)) << name;
+}
+
+// Each fp16 gradient is widened and unscaled after the check and next to its own update (the
+// late-unscale pass), typed in full so that a backend fusing by shape fuses the unscaling into the
+// update; then the fp16 step holds no fp32 copy of every gradient at once.
+TEST(LateUnscale, EachGradientIsUnscaledNextToItsUpdateAndNoUpdateIsLiveAtThePeak) {
+  TrainingStep step =
+      build_training_step(mlp(), spec(DType::kFloat16, LossScaleSpec::Mode::kDynamic, OptimizerSpec::Kind::kSgd));
+  const Graph& g = *step.model.graph;
+  const std::vector<Node*> order = g.node_vector();
+  const Node* check = g.value(step.all_finite)->producer();
+  ASSERT_NE(check, nullptr);
+  const Value* inverse = check->input(0);
+  size_t check_at = 0, unscalings = 0;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] == check) check_at = i;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Node* n = order[i];
+    if (n->op_type() != "Mul" || n->input(1) != inverse) continue;
+    ++unscalings;
+    const Node* widen = n->input(0)->producer();
+    ASSERT_NE(widen, nullptr);
+    EXPECT_EQ(widen->op_type(), "Cast");
+    EXPECT_EQ(widen->input(0)->dtype(), DType::kFloat16);
+    EXPECT_GT(i, check_at) << n->label() << " unscales before the check";
+    ASSERT_GT(i, 0u);
+    EXPECT_EQ(order[i - 1], widen) << "the widening comes right before the unscaling";
+    ASSERT_LT(i + 1, order.size());
+    EXPECT_EQ(order[i + 1]->input(0) == n->output(0) || order[i + 1]->input(1) == n->output(0), true)
+        << n->label() << " is not read by the next node, its update";
+    EXPECT_TRUE(n->output(0)->type().shape.has_value()) << n->label();
+    EXPECT_EQ(n->output(0)->type().shape, widen->input(0)->type().shape) << n->label();
+  }
+  EXPECT_EQ(unscalings, 6u) << "one per parameter";
+
+  // Run on the CPU backend, the step's peak is not in the updates: no value made after the check
+  // (an unscaled gradient, an update's temporary) is live when the plan's live bytes peak.
+  std::set<std::string> after_check;
+  for (size_t i = check_at + 1; i < order.size(); ++i)
+    for (const Value* v : order[i]->outputs())
+      if (v) after_check.insert(v->name());
+  auto exe = compile(step);
+  Feeds feeds = batch(8, 1);
+  feeds.emplace_back(step.lr, scalar(1e-3f));
+  exe->run(feeds, {step.loss});
+  const MemoryStats mem = exe->memory();
+  ASSERT_FALSE(mem.peak_live.empty());
+  for (const ArenaUse& u : mem.peak_live)
+    EXPECT_EQ(after_check.count(u.value), 0u) << u.value << " (" << u.bytes << " bytes) is live at the step's peak";
 }
 
 // The loss-scaled check reads the fp16 gradients before unscaling (AllFiniteScaled with 1/scale),
