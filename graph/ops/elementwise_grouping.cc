@@ -143,8 +143,13 @@ bool is_fusable_node(const Node& n) {
   if (!op || n.outputs().size() != 1 || !fusable_tensor(n.output(0))) return false;
   const size_t arity = static_cast<size_t>(elem_op_info(*op).arity);
   const bool clamp = elem_op_info(*op).form == ElemForm::kClamp;
+  const bool fold = elem_op_info(*op).form == ElemForm::kFold;
   if (clamp) {
     if (n.inputs().empty() || n.inputs().size() > 3 || !n.input(0)) return false;
+  } else if (fold) {  // Sum, Max, Min of two or more operands: a chain of binary instructions
+    if (n.inputs().size() < arity) return false;
+    for (const Value* v : n.inputs())
+      if (!v) return false;
   } else if (n.inputs().size() != arity) {
     return false;
   }
@@ -185,6 +190,20 @@ ElementwiseProgram node_program(const Node& n, std::vector<const Value*>* inputs
   in.alpha = params.alpha;
   in.beta = params.beta;
   const int arity = elem_op_info(in.op).arity;
+  if (elem_op_info(in.op).form == ElemForm::kFold && n.inputs().size() > static_cast<size_t>(arity)) {
+    // More than two operands fold left in fp32 registers and round once, as the CPU kernel does:
+    // the partial results are float32 instructions, the last one the output's type.
+    int acc = operand(n.input(0));
+    for (size_t i = 1; i < n.inputs().size(); ++i) {
+      ElemInstr step = in;
+      step.dtype = i + 1 == n.inputs().size() ? in.dtype : DType::kFloat;
+      step.args = {acc, operand(n.input(i))};
+      acc = p.add(step);
+    }
+    p.outputs = {acc};
+    p.check();
+    return p;
+  }
   for (int i = 0; i < arity; ++i) {
     if (const Value* v = n.input(static_cast<size_t>(i))) {
       in.args.push_back(operand(v));

@@ -214,6 +214,13 @@ TEST(CudaBackendGpu, ElementwiseChainsFusedAndAloneMatchTheCpu) {
                           {"b", random_tensor(DType::kFloat16, {3, 1}, 5)}},
                 {DType::kFloat16});
   expect_parity(where.m, where.feeds, where.outputs);
+  // Variadic Sum, Max and Min (Caffe2's ResNet-50 adds residuals with one Sum): one generated kernel.
+  for (const char* op : {"Sum", "Max", "Min"}) {
+    OneNode fold(op, {{"a", random_tensor(DType::kFloat16, {3, 4}, 6)}, {"b", random_tensor(DType::kFloat16, {4}, 7)},
+                      {"c", random_tensor(DType::kFloat16, {3, 4}, 8)}, {"d", random_tensor(DType::kFloat16, {3, 1}, 9)}},
+                 {DType::kFloat16});
+    expect_parity(fold.m, fold.feeds, fold.outputs);
+  }
 }
 
 // Integer comparisons (nn.MultiheadAttention's key padding mask is Equal(tokens: int64, pad: int64)

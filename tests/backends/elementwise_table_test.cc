@@ -83,6 +83,11 @@ std::vector<RowCase> row_cases(const ElemOpInfo& info, DType t) {
     case ElemForm::kFold:
       s.push_back({{{"a", full(2)}, {"b", full(3)}}, out, {}, "same shape"});
       s.push_back({{{"a", full(4)}, {"b", row(5)}}, out, {}, "b broadcast"});
+      if (info.form == ElemForm::kFold) {  // variadic: folded in the compute type, rounded once
+        s.push_back({{{"a", row(15)}, {"b", full(16)}, {"c", full(17)}}, out, {}, "three operands"});
+        s.push_back({{{"a", full(18)}, {"b", row(19)}, {"c", full(20)}, {"d", values(t, {5, 1}, 21)}}, out, {},
+                     "four operands"});
+      }
       break;
     case ElemForm::kSelect:
       s.push_back({{{"c", values(DType::kBool, {5, 1}, 6)}, {"x", full(7)}, {"y", row(8)}}, t, {}, ""});
