@@ -223,6 +223,17 @@ TEST(CudaBackendGpu, ElementwiseChainsFusedAndAloneMatchTheCpu) {
   }
 }
 
+// LRN (Caffe's AlexNet and GoogLeNet through ONNX) runs on the device, in the three float types.
+TEST(CudaBackendGpu, LrnMatchesTheCpu) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    OneNode lrn("LRN", {{"x", random_tensor(t, {2, 16, 7, 7}, 31)}}, {t});
+    lrn.attr(Attribute::of_int("size", 5));
+    lrn.attr(Attribute::of_float("alpha", 0.01f));
+    expect_parity(lrn.m, lrn.feeds, lrn.outputs);
+  }
+}
+
 // Integer comparisons (nn.MultiheadAttention's key padding mask is Equal(tokens: int64, pad: int64)
 // in torch 1.13's export) run in their integer type: ids near 2^60 that differ by one are equal as
 // fp32, which the generated elementwise kernels compute in, and unequal here.
