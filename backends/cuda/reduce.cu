@@ -16,14 +16,16 @@ namespace amp::cuda {
 namespace {
 
 __device__ __forceinline__ float identity_of(int kind) {
-  return kind == static_cast<int>(ReduceKind::kMax) ? -INFINITY
-         : kind == static_cast<int>(ReduceKind::kMin) ? INFINITY
-                                                      : 0.0f;
+  return kind == static_cast<int>(ReduceKind::kMax)    ? -INFINITY
+         : kind == static_cast<int>(ReduceKind::kMin)  ? INFINITY
+         : kind == static_cast<int>(ReduceKind::kProd) ? 1.0f
+                                                       : 0.0f;
 }
 
 __device__ __forceinline__ float combine(int kind, float a, float b) {
   if (kind == static_cast<int>(ReduceKind::kMax)) return (a > b || a != a) ? a : b;
   if (kind == static_cast<int>(ReduceKind::kMin)) return (a < b || a != a) ? a : b;
+  if (kind == static_cast<int>(ReduceKind::kProd)) return a * b;
   return a + b;
 }
 
@@ -95,7 +97,7 @@ ReducePlan::ReducePlan(DType t, const std::vector<int64_t>& dims, const std::vec
   }
   if (count_ == 0) return;  // no output: enqueue launches nothing (and the sizes below divide by 0)
   if (total_ == 0) {
-    // Reducing an empty axis: every output is the identity (0, NaN for a mean, -inf for a max),
+    // Reducing an empty axis: every output is the identity (0, NaN for a mean, -inf for a max, 1 for a product),
     // a row pass over r = 0.
     passes_.push_back({count_, 0, 1, 1, true, true, 0, 0});
     return;

@@ -10,7 +10,7 @@
 
 namespace amp::cuda {
 
-enum class ReduceKind { kSum, kMean, kMax, kMin };
+enum class ReduceKind { kSum, kMean, kMax, kMin, kProd };
 
 // The passes of one reduction, planned once per shape: dims with the same kept/reduced status are
 // merged; each run of reduced dims is one [outer, r, inner] pass (innermost first); a long r over

@@ -1,4 +1,4 @@
-// ReduceSum / ReduceMean / ReduceMax / ReduceMin, GlobalAveragePool and the project's SumToShape
+// ReduceSum / ReduceMean / ReduceMax / ReduceMin / ReduceProd, GlobalAveragePool and the project's SumToShape
 // (the gradient of a broadcast) as ReducePlans (reduce.cuh): which axes are reduced is settled
 // while planning, from attributes or from operands known on the host.
 #include <algorithm>
@@ -32,7 +32,8 @@ class Reduce final : public CudaOp {
       : kind_(n.op_type() == "ReduceMean" ? ReduceKind::kMean
               : n.op_type() == "ReduceMax" ? ReduceKind::kMax
               : n.op_type() == "ReduceMin" ? ReduceKind::kMin
-                                           : ReduceKind::kSum),
+              : n.op_type() == "ReduceProd" ? ReduceKind::kProd
+                                            : ReduceKind::kSum),
         axes_attr_(n.attr_ints("axes")),
         // ReduceSum takes axes as an input from opset 13, the others from opset 18.
         axes_input_(n.op_type() == "ReduceSum" ? opset >= 13 : opset >= 18),
@@ -110,6 +111,7 @@ const std::vector<CudaOpEntry>& reduction_ops() {
       {"", "ReduceMean", make_op<Reduce>},
       {"", "ReduceMax", make_op<Reduce>},
       {"", "ReduceMin", make_op<Reduce>},
+      {"", "ReduceProd", make_op<Reduce>},  // keras2onnx's Tensordot: the product of a shape's dims
       {"", "GlobalAveragePool", make_op<GlobalAveragePool>},
       {kAmpDomain, "SumToShape", make_op<SumToShape>},
   };

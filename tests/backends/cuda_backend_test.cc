@@ -223,14 +223,19 @@ TEST(CudaBackendGpu, ElementwiseChainsFusedAndAloneMatchTheCpu) {
   }
 }
 
-// LRN (Caffe's AlexNet and GoogLeNet through ONNX) runs on the device, in the three float types.
-TEST(CudaBackendGpu, LrnMatchesTheCpu) {
+// LRN (Caffe's AlexNet and GoogLeNet through ONNX) and ReduceProd (keras2onnx's Tensordot) run on
+// the device, in the three float types.
+TEST(CudaBackendGpu, LrnAndReduceProdMatchTheCpu) {
   REQUIRE_GPU();
   for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
     OneNode lrn("LRN", {{"x", random_tensor(t, {2, 16, 7, 7}, 31)}}, {t});
     lrn.attr(Attribute::of_int("size", 5));
     lrn.attr(Attribute::of_float("alpha", 0.01f));
     expect_parity(lrn.m, lrn.feeds, lrn.outputs);
+    OneNode prod("ReduceProd", {{"x", random_tensor(t, {3, 6, 5}, 32)}}, {t});
+    prod.attr(Attribute::of_ints("axes", {1}));
+    prod.attr(Attribute::of_int("keepdims", 0));
+    expect_parity(prod.m, prod.feeds, prod.outputs);
   }
 }
 

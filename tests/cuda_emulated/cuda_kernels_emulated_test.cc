@@ -656,6 +656,7 @@ const char* kind_name(emu::ReduceKind k) {
     case emu::ReduceKind::kMean: return "ReduceMean";
     case emu::ReduceKind::kMax: return "ReduceMax";
     case emu::ReduceKind::kMin: return "ReduceMin";
+    case emu::ReduceKind::kProd: return "ReduceProd";
   }
   return "?";
 }
@@ -683,7 +684,10 @@ void check_reduce(DType t, const std::vector<int64_t>& dims, const std::vector<i
   std::vector<bool> reduced(dims.size(), axes.empty());
   for (int64_t a : axes) reduced[static_cast<size_t>(normalize(a, dims.size()))] = true;
   const bool min = kind == emu::ReduceKind::kMin;
-  const char* op = kind == emu::ReduceKind::kSum ? "ReduceSum" : kind == emu::ReduceKind::kMean ? "ReduceMean" : "ReduceMax";
+  const char* op = kind == emu::ReduceKind::kSum    ? "ReduceSum"
+                   : kind == emu::ReduceKind::kMean ? "ReduceMean"
+                   : kind == emu::ReduceKind::kProd ? "ReduceProd"
+                                                    : "ReduceMax";
   Feeds in = {{"x", min ? negated(x) : x}};
   if (kind == emu::ReduceKind::kSum && !axes.empty()) in.push_back({"axes", ints(axes)});  // an input from opset 13
   OneNode node(op, in, {t});
@@ -713,6 +717,26 @@ TEST(CudaKernelsEmulated, ReductionsOverAnyAxesMatchTheCpu) {
   for (const auto& l : launched(mark, "reduce_rows")) (l.block.x == 512 ? wide_rows : narrow_rows) = true;
   EXPECT_TRUE(chunked) << "no reduction was split into chunks";
   EXPECT_TRUE(wide_rows && narrow_rows);
+}
+
+// ReduceProd (keras2onnx's Tensordot multiplies a shape's dims with it) on values near 1, so that
+// products of thousands of factors neither underflow nor overflow and the comparison means something;
+// a NaN wins; an empty axis gives 1.
+TEST(CudaKernelsEmulated, ProductsOverAnyAxesMatchTheCpu) {
+  auto near_one = [](Tensor& x) {
+    for (int64_t k = 0; k < x.numel(); ++k) set(x, k, 1.0f + static_cast<float>(x.element(k)) / 64.0f);
+  };
+  uint32_t seed = 650;
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{6, 300, 5}, {0}}, {{6, 40, 5}, {0, 2}}, {{6, 300, 5}, {}}, {{3, 2500}, {1}}, {{333, 10}, {0}}, {{4, 1, 5}, {1}}};
+  for (DType t : kFloatTypes) {
+    for (const auto& [dims, axes] : cases) check_reduce(t, dims, axes, emu::ReduceKind::kProd, seed++, near_one);
+    check_reduce(t, {3, 2500}, {1}, emu::ReduceKind::kProd, seed++, [&](Tensor& x) {
+      near_one(x);
+      set(x, 2500 + 17, NAN);
+    });
+    check_reduce(t, {3, 0, 4}, {1}, emu::ReduceKind::kProd, seed++);
+  }
 }
 
 TEST(CudaKernelsEmulated, ReductionsWithNanAndEmptyAxesMatchTheCpu) {
