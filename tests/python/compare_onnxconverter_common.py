@@ -7,8 +7,10 @@ cannot install, so this is run by hand and its table kept in the README:
     PYTHONPATH=/path/to/onnxconverter-common /usr/bin/python3 tests/python/compare_onnxconverter_common.py \\
         --build build [MODEL ...]
 
-Columns per converter: the conversion's seconds, whether onnx.checker's full check passes, and
-ONNX Runtime's error against torch fp32 (max|diff| over max|output|) or why it did not run. The
+Columns per converter: the conversion's seconds, whether onnx.checker's full check passes,
+ONNX Runtime's error against torch fp32 (max|diff| over max|output|) or why it did not run, and
+amp-run's (which executes every float16 node in float16, where ONNX Runtime's CPU provider runs
+those it has no float16 kernel for in float32). The
 emulated whole-model float16 forward's error (zoo_reference.py) is given for scale.
 
 One input's error is one draw: on tiny_encoder the two converters' errors on the export's input
@@ -29,6 +31,7 @@ import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = None  # --build
 sys.path.insert(0, os.path.join(ROOT, "tests", "zoo"))
 
 ZOO = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x0_5", "mnasnet0_5",
@@ -79,7 +82,7 @@ def judge(float16_module, d, x, ref, work, tag):
     try:
         users_script(float16_module, os.path.join(d, "eval.onnx"), out)
     except Exception as e:  # the converter's own failure is a result here
-        return "%.1f" % (time.perf_counter() - start), "-", "conversion failed: %s" % str(e).splitlines()[0][:80]
+        return "%.1f" % (time.perf_counter() - start), "-", "conversion failed: %s" % str(e).splitlines()[0][:80], "-"
     seconds = "%.1f" % (time.perf_counter() - start)
     try:
         onnx.checker.check_model(out, full_check=True)
@@ -93,7 +96,31 @@ def judge(float16_module, d, x, ref, work, tag):
             ort += " (NaN/inf in the output)"
     except RuntimeError as e:
         ort = "refused: " + str(e).replace("ONNX Runtime: ", "")[:90]
-    return seconds, checker, ort
+    return seconds, checker, ort, amp_run_error(out, x, ref, work)
+
+
+def amp_run_error(path, x, ref, work):
+    """The converted model in amp-run, whose CPU kernels round every float16 node's result to float16
+    as a GPU does: the error of the model as written. ONNX Runtime's CPU provider runs the float16
+    nodes it has no float16 kernel for in float32 (it inserts the Casts itself), so its error is
+    that of a different, partly float32 model."""
+    m = onnx.load(path, load_external_data=False)
+    feeds = os.path.join(work, "amp_run_in.npz")
+    np.savez(feeds, **{m.graph.input[0].name: x})
+    try:
+        got = zoo_check_amp_run(path, feeds, os.path.join(work, "amp_run_out.npz"))
+    except RuntimeError as e:
+        return "refused: " + str(e)[:80]
+    return "%.1e" % (float(np.abs(got - ref["fp32"]).max() / np.abs(ref["fp32"]).max()))
+
+
+def zoo_check_amp_run(model, inputs, outputs):
+    import zoo_check
+
+    class Options:
+        build = BUILD
+        threads = 2
+    return zoo_check.amp_run(Options, model, inputs, outputs)
 
 
 def main():
@@ -103,20 +130,24 @@ def main():
     p.add_argument("--work", default=None)
     p.add_argument("--inputs", type=int, default=16, help="inputs for the mean and largest error (0: none)")
     o = p.parse_args()
-    build = os.path.abspath(o.build)
+    global BUILD
+    build = BUILD = os.path.abspath(o.build)
     sys.path.insert(0, os.path.join(build, "python"))
     from onnx_amp import float16 as ours
     from onnxconverter_common import float16 as theirs
     work = o.work or tempfile.mkdtemp(prefix="occ_compare_")
     over = " | onnxconverter-common, onnx_amp: mean / max error over %d inputs" % o.inputs if o.inputs else ""
-    print("| model | onnxconverter-common: s, checker, ORT error | onnx_amp.float16: s, checker, ORT error | "
+    print("| model | onnxconverter-common: s, checker, ORT error, amp-run error | "
+          "onnx_amp.float16: s, checker, ORT error, amp-run error | "
           "whole-model fp16 (emulated)%s |" % over)
     print("|---|---|---|---|%s" % ("---|---|" if o.inputs else ""))
     for name in o.models:
         d = os.path.join(work, name)
         if not os.path.exists(os.path.join(d, "eval_ref.npz")):
+            from zoo_check import MIN_SIZE  # ViT, MaxViT, AlexNet and VGG take 224x224, Inception v3 96x96
             r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "zoo", "zoo_reference.py"), name, d,
-                                "--eval"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                "--eval", "--size", str(MIN_SIZE.get(name, 64))],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if r.returncode != 0:
                 print("| %s | export failed | | |" % name, flush=True)
                 continue
