@@ -44,11 +44,9 @@ memory polling or ncu: what tests/bench/bench_gpt2_pipeline.sh checks here.
 import argparse
 import contextlib
 import json
-import math
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -293,24 +291,7 @@ class Run(bench_scale.Run):
                 loss.backward()
                 opt.step()
 
-            def sync():
-                if self.cuda:
-                    torch.cuda.synchronize()
-            t = time.time()
-            step()
-            sync()
-            first = time.time() - t
-            step()
-            times = []
-            for _ in range(self.a.steps):
-                sync()
-                t = time.time()
-                step()
-                sync()
-                times.append(time.time() - t)
-                if self.left() < 10:
-                    break
-            ms = statistics.median(times) * 1e3
+            first, ms = self.timed_steps(torch, step, warmup=1)
             r = None
         except Exception as e:  # torch.compile without a compiler, out of memory: the other rows still count
             r = dict(batch=batch, variant=variant, error="%s: %s" % (type(e).__name__, str(e).strip()[:200]))

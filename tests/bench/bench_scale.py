@@ -303,25 +303,7 @@ class Run:
                 scaler.step(opt)
                 scaler.update()
 
-            def sync():
-                if self.cuda:
-                    torch.cuda.synchronize()
-            t = time.time()
-            step()
-            sync()
-            first = time.time() - t
-            for _ in range(2):
-                step()
-            times = []
-            for _ in range(self.a.steps):
-                sync()
-                t = time.time()
-                step()
-                sync()
-                times.append(time.time() - t)
-                if self.left() < 10:
-                    break
-            ms = statistics.median(times) * 1e3
+            first, ms = self.timed_steps(torch, step, warmup=2)
             precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
             r = dict(model=name, batch=batch, variant=variant, step_ms=ms, images_per_s=batch / ms * 1e3,
                      mfu=self.meta(name)["train_flops_per_image"] * batch / (ms / 1e3) / self.peak(precision),
@@ -335,6 +317,29 @@ class Run:
         if self.cuda:
             torch.cuda.empty_cache()
         self.row(**r)
+
+    def timed_steps(self, torch, step, warmup):
+        """Seconds of the first step, then `warmup` untimed steps, then the median of up to
+        --steps timed steps in ms (fewer when the budget runs low), each between device syncs."""
+        def sync():
+            if self.cuda:
+                torch.cuda.synchronize()
+        t = time.time()
+        step()
+        sync()
+        first = time.time() - t
+        for _ in range(warmup):
+            step()
+        times = []
+        for _ in range(self.a.steps):
+            sync()
+            t = time.time()
+            step()
+            sync()
+            times.append(time.time() - t)
+            if self.left() < 10:
+                break
+        return first, statistics.median(times) * 1e3
 
     def first_steps(self, name, batch, dtype):
         """The first step with a cold kernel cache, then warm (the same cache folder)."""
