@@ -136,7 +136,8 @@ def main():
     from onnx_amp import float16 as ours
     from onnxconverter_common import float16 as theirs
     work = o.work or tempfile.mkdtemp(prefix="occ_compare_")
-    over = " | onnxconverter-common, onnx_amp: mean / max error over %d inputs" % o.inputs if o.inputs else ""
+    over = (" | onnxconverter-common: mean / max ORT error over %d inputs | onnx_amp: the same" % o.inputs
+            if o.inputs else "")
     print("| model | onnxconverter-common: s, checker, ORT error, amp-run error | "
           "onnx_amp.float16: s, checker, ORT error, amp-run error | "
           "whole-model fp16 (emulated)%s |" % over)
