@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include "backends/cpu/grad_kernels.h"
+#include "backends/cuda/cast.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_executable.h"
 #include "graph/error.h"
@@ -20,14 +21,17 @@ bool CudaBackend::available(std::string* why) const {
 
 std::string CudaBackend::unsupported_reason(const Node& n) const {
   if (elem_op_of(n) && !is_fusable_node(n)) {
-    // The comparisons of int32 and int64 operands have a kernel of their own (int_compare_ops.cc).
+    // The comparisons of int32 and int64 operands have a kernel of their own (int_compare_ops.cc),
+    // and so do Casts between the integer types and the others (cast_ops.cc).
     const bool integers = n.inputs().size() == 2 && n.input(0) && n.input(1) &&
                           n.input(0)->dtype() == n.input(1)->dtype() &&
                           (n.input(0)->dtype() == DType::kInt32 || n.input(0)->dtype() == DType::kInt64);
-    if (integers && find_cuda_op(n.domain(), n.op_type())) return "";
+    const bool castable = n.domain().empty() && n.op_type() == "Cast" && n.inputs().size() == 1 && n.input(0) &&
+                          n.output(0) && cast_supported(n.input(0)->dtype(), n.output(0)->dtype());
+    if ((integers || castable) && find_cuda_op(n.domain(), n.op_type())) return "";
     return "elementwise " + n.op_type() +
            " runs on the device only on float, float16, bfloat16 and bool tensors (comparisons also on int32 and "
-           "int64)";
+           "int64, Casts also from and to uint8, int8, int32 and int64)";
   }
   if (find_cuda_op(n.domain(), n.op_type())) return "";
   if (n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp) return "";

@@ -150,6 +150,8 @@ const std::vector<CudaOpEntry>& einsum_ops();      // einsum_ops.cc
 const std::vector<CudaOpEntry>& attention_ops();   // attention_ops.cc
 const std::vector<CudaOpEntry>& int_compare_ops();  // int_compare_ops.cc
 const std::vector<CudaOpEntry>& lrn_ops();          // lrn_ops.cc
+const std::vector<CudaOpEntry>& quantize_ops();     // quantize_ops.cc
+const std::vector<CudaOpEntry>& cast_ops();         // cast_ops.cc
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {

@@ -239,6 +239,42 @@ TEST(CudaBackendGpu, LrnAndReduceProdMatchTheCpu) {
   }
 }
 
+// QuantizeLinear and DequantizeLinear (ONNX Runtime's QDQ models) run on the device, per channel
+// with a zero point, exactly as on the CPU.
+TEST(CudaBackendGpu, QuantizeAndDequantizeMatchTheCpuExactly) {
+  REQUIRE_GPU();
+  Tensor scale(DType::kFloat, {4}), zp(DType::kInt8, {4});
+  for (int k = 0; k < 4; ++k) {
+    scale.mutable_as<float>()[k] = 0.01f * static_cast<float>(k + 1);
+    zp.mutable_as<int8_t>()[k] = static_cast<int8_t>(10 * k - 15);
+  }
+  OneNode q("QuantizeLinear", {{"x", random_tensor(DType::kFloat, {3, 4, 5, 5}, 41)}, {"scale", scale}, {"zp", zp}},
+            {DType::kInt8});
+  expect_parity(q.m, q.feeds, q.outputs);
+  const Tensor quantized = run_on("cpu", q.m, q.feeds, q.outputs)[0];
+  OneNode dq("DequantizeLinear", {{"x", quantized}, {"scale", scale}, {"zp", zp}}, {DType::kFloat});
+  expect_parity(dq.m, dq.feeds, dq.outputs, 0.0);
+}
+
+// Casts from and to the integer types (a QDQ model's uint8 -> uint8 Casts of its zero points, a
+// mask's int64 -> bool, token ids to float) run on the device; a Cast to its own type is a view.
+TEST(CudaBackendGpu, IntegerCastsMatchTheCpuExactly) {
+  REQUIRE_GPU();
+  Tensor ids(DType::kInt64, {3, 7});
+  for (int64_t k = 0; k < ids.numel(); ++k) ids.mutable_as<int64_t>()[k] = (k % 4 == 0 ? 0 : 1) * (k * 1000003 - 9);
+  Tensor bytes(DType::kUInt8, {5, 6});
+  for (int64_t k = 0; k < bytes.numel(); ++k) bytes.mutable_as<uint8_t>()[k] = static_cast<uint8_t>(k * 37);
+  const std::vector<std::pair<Tensor, DType>> cases = {{ids, DType::kFloat},  {ids, DType::kBool},
+                                                       {ids, DType::kFloat16}, {bytes, DType::kUInt8},
+                                                       {bytes, DType::kInt32}, {random_tensor(DType::kFloat, {4, 5}, 51), DType::kInt32}};
+  for (const auto& [x, to] : cases) {
+    SCOPED_TRACE(std::string(dtype_name(x.dtype)) + " -> " + std::string(dtype_name(to)));
+    OneNode cast("Cast", {{"x", x}}, {to});
+    cast.attr(Attribute::of_int("to", static_cast<int64_t>(to)));
+    expect_parity(cast.m, cast.feeds, cast.outputs, 0.0);
+  }
+}
+
 // Integer comparisons (nn.MultiheadAttention's key padding mask is Equal(tokens: int64, pad: int64)
 // in torch 1.13's export) run in their integer type: ids near 2^60 that differ by one are equal as
 // fp32, which the generated elementwise kernels compute in, and unequal here.
