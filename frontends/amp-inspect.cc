@@ -78,7 +78,10 @@ static int inspect(const std::string& path, bool nodes, bool json, const std::st
   std::map<std::string, int64_t> dims;
   for (const std::string& a : dim_args) dims.insert(parse_dim_assignment(a));
   LoadOptions options;
-  options.target_opset = 0;  // show the model as it is, not as the rewrite would see it
+  // Show the model as it is, not as the rewrite would see it; but plan it as amp-run --device cuda
+  // would run it: converted to opset 17 on load (ONNX Runtime's opset-12 LayerNormalization, say,
+  // is then read as what it means), so the plan is of what would run.
+  if (!cuda_plan) options.target_opset = 0;
   Model m = load_model(path, options);
   if (!html.empty()) {
     const auto dir = std::filesystem::absolute(html).parent_path();
@@ -146,7 +149,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> dims;
   app.add_flag("--cuda-plan", cuda_plan,
                "what the cuda backend would run (device units in order, fused kernels, views, planned memory), "
-               "worked out without a GPU; a training step saved by amp-train is planned whole");
+               "worked out without a GPU, of the model as amp-run loads it (converted to opset 17); a training step "
+               "saved by amp-train is planned whole");
   app.add_option("--dim", dims, "NAME=VALUE for a symbolic input dim, for --cuda-plan (e.g. --dim N=32 --dim T=128)");
   return amp::tool_main(app, argc, argv, [&] { return amp::inspect(model, nodes, json, dot, html, explain, cuda_plan, dims); });
 }
