@@ -112,11 +112,16 @@ def per_step(ncu, args, model, dtype, tmp):
                str(steps), "--batch-size", str(batch), "--no-shuffle", "--seed", "0", "--dtype", dtype,
                "--device", "cuda"] + options
         runs.append(kernel_sums(ncu, cmd, tmp, f"{model}.{dtype}.{steps}", args.find))
-    few, many = runs
+    return step_rows(*runs, MANY - FEW)
+
+
+def step_rows(few, many, steps):
+    """(ns, calls, kernel) of one step, largest first: two runs' kernel_sums that differ by `steps`
+    steps, subtracted (what runs once, planning and the first step's setup, cancels)."""
     rows = []
     for name in set(few) | set(many):
-        calls = (many.get(name, [0, 0.0])[0] - few.get(name, [0, 0.0])[0]) / (MANY - FEW)
-        ns = (many.get(name, [0, 0.0])[1] - few.get(name, [0, 0.0])[1]) / (MANY - FEW)
+        calls = (many.get(name, [0, 0.0])[0] - few.get(name, [0, 0.0])[0]) / steps
+        ns = (many.get(name, [0, 0.0])[1] - few.get(name, [0, 0.0])[1]) / steps
         if calls > 0:
             rows.append((ns, calls, name))
     rows.sort(reverse=True)

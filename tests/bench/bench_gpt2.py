@@ -371,14 +371,7 @@ class Run(bench_scale.Run):
         except (RuntimeError, OSError) as e:
             self.notes.append("kernel profile: FAILED: %s" % str(e)[:300])
             return
-        few, many = runs
-        rows = []
-        for k in set(few) | set(many):
-            calls = many.get(k, [0, 0.0])[0] - few.get(k, [0, 0.0])[0]
-            ns = many.get(k, [0, 0.0])[1] - few.get(k, [0, 0.0])[1]
-            if calls > 0:
-                rows.append((ns, calls, k))
-        rows.sort(reverse=True)
+        rows = kernel_times.step_rows(*runs, 1)
         total = sum(ns for ns, _, _ in rows)
         lines = ["kernels of amp bf16 at batch %d x %d (ncu, one step: 2 steps minus 1): %.1f ms of kernels" % (
             batch, self.a.seq, total / 1e6)]

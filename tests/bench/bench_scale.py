@@ -376,14 +376,7 @@ class Run:
         except (RuntimeError, OSError) as e:
             self.notes.append("kernel profile: FAILED: %s" % str(e)[:300])
             return
-        few, many = runs
-        rows = []
-        for k in set(few) | set(many):
-            calls = (many.get(k, [0, 0.0])[0] - few.get(k, [0, 0.0])[0]) / 2
-            ns = (many.get(k, [0, 0.0])[1] - few.get(k, [0, 0.0])[1]) / 2
-            if calls > 0:
-                rows.append((ns, calls, k))
-        rows.sort(reverse=True)
+        rows = kernel_times.step_rows(*runs, 2)
         total = sum(ns for ns, _, _ in rows)
         lines = ["kernels of %s %s at batch %d (ncu, cuDNN's heuristic order): %.1f ms of kernels a step" % (
             slow["model"], slow["variant"], slow["batch"], total / 1e6)]
