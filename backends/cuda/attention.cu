@@ -170,10 +170,14 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(const T* __restrict__ dy,
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) mask_bias_kernel(const void* __restrict__ mask, DType mask_type,
-                                                             T* __restrict__ bias, float lowest, int64_t n) {
+                                                             T* __restrict__ bias, float lowest, int64_t n,
+                                                             int64_t rows, int64_t cols, bool mask_rows,
+                                                             bool mask_cols) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float term = mask_term(mask, mask_type, i);
+    const int64_t o = i / (rows * cols), r = i / cols % rows, c = i % cols;
+    const int64_t from = (o * (mask_rows ? rows : 1) + (mask_rows ? r : 0)) * (mask_cols ? cols : 1) + (mask_cols ? c : 0);
+    const float term = mask_term(mask, mask_type, from);
     bias[i] = from_float<T>(term == -INFINITY && mask_type == DType::kBool ? lowest : term);
   }
 }
@@ -195,14 +199,17 @@ void attention_forward(DType t, const void* q, const void* k, const void* v, con
   AMP_CUDA_CHECK(cudaGetLastError());
 }
 
-void attention_mask_bias(DType mask_type, const void* mask, DType t, void* bias, int64_t n, cudaStream_t stream) {
+void attention_mask_bias(DType mask_type, const void* mask, DType t, void* bias, int64_t outer, int64_t rows,
+                         int64_t cols, bool mask_rows, bool mask_cols, cudaStream_t stream) {
+  const int64_t n = outer * rows * cols;
   if (n == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 4096));
   dispatch_float(t, "Attention", [&](auto tag) {
     using T = decltype(tag);
     // fp16's lowest finite value is -65504, bf16's -3.39e38: exp() of either minus a row's maximum is 0.
     const float lowest = std::is_same_v<T, __half> ? -65504.0f : std::is_same_v<T, float> ? -3.4028235e38f : -3.3895314e38f;
-    mask_bias_kernel<T><<<blocks, kThreads, 0, stream>>>(mask, mask_type, static_cast<T*>(bias), lowest, n);
+    mask_bias_kernel<T><<<blocks, kThreads, 0, stream>>>(mask, mask_type, static_cast<T*>(bias), lowest, n, rows, cols,
+                                                          mask_rows, mask_cols);
   });
   AMP_CUDA_CHECK(cudaGetLastError());
 }

@@ -39,8 +39,11 @@ void attention_backward(DType t, const void* dy, const void* q, const void* k, c
                         const float* lse, const void* mask, void* dq, void* dk, void* dv, const AttentionShape& s,
                         void* workspace, cudaStream_t stream);
 
-// bias[i] = mask[i] of a bool mask as 0 (attend) or the lowest finite value of t (hidden), of a
-// float mask as its value in t: the additive form cuDNN's fused attention takes a mask in.
-void attention_mask_bias(DType mask_type, const void* mask, DType t, void* bias, int64_t n, cudaStream_t stream);
+// bias [outer, rows, cols] from a mask [outer, mask_rows ? rows : 1, mask_cols ? cols : 1] (both
+// packed): a bool mask's element as 0 (attend) or the lowest finite value of t (hidden), a float
+// mask's as its value in t, repeated over the dims the mask is broadcast over: the additive form,
+// in full over queries and keys, that cuDNN's fused attention takes a mask in.
+void attention_mask_bias(DType mask_type, const void* mask, DType t, void* bias, int64_t outer, int64_t rows,
+                         int64_t cols, bool mask_rows, bool mask_cols, cudaStream_t stream);
 
 }  // namespace amp::cuda

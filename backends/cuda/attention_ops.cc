@@ -109,6 +109,7 @@ struct FusedAttention {
   CudnnAttentionShape shape;
   int64_t bias_elements = 0;  // a mask converted into the workspace first, else 0
   DType mask_type = DType::kUndefined;
+  bool mask_rows = true, mask_cols = true;  // whether the mask varies over queries, over keys
   size_t bias_bytes = 0, lse_bytes = 0;
 };
 
@@ -149,10 +150,20 @@ std::optional<FusedAttention> fused_attention(const AttentionShape& a, DType t, 
       return std::nullopt;
     }
     const bool over_b = a.lead > 1 && any, over_h = a.lead > 0 && a.mask_lead_stride[a.lead - 1] != 0;
-    s.bias_dims = {over_b ? s.b : 1, over_h ? s.h : 1, a.mask_row ? s.sq : 1, a.mask_col ? s.skv : 1};
+    // The bias is given in full over [queries, keys]: on an H100 (cuDNN 9.19) the backward graph
+    // computed wrong gradients from a key-padding bias [b, 1, 1, keys] broadcast over the queries,
+    // where the forward was right; so a mask broadcast over queries or keys is expanded first.
+    s.bias_dims = {over_b ? s.b : 1, over_h ? s.h : 1, s.sq, s.skv};
     f.mask_type = mask->dtype;
-    if (mask->dtype != t) {
-      f.bias_elements = mask->numel();
+    f.mask_rows = a.mask_row != 0;
+    f.mask_cols = a.mask_col != 0;
+    const int64_t outer = s.bias_dims[0] * s.bias_dims[1];
+    if (outer * (f.mask_rows ? s.sq : 1) * (f.mask_cols ? s.skv : 1) != mask->numel()) {
+      *why = "the mask has " + std::to_string(mask->numel()) + " elements, not those of [b or 1, h or 1, queries or 1, keys or 1]";
+      return std::nullopt;
+    }
+    if (mask->dtype != t || !f.mask_rows || !f.mask_cols) {
+      f.bias_elements = outer * s.sq * s.skv;
       f.bias_bytes = aligned(static_cast<size_t>(f.bias_elements) * dtype_size(t));
     }
   }
@@ -173,7 +184,9 @@ void record(DeviceContext& ctx, const char* direction, const std::optional<Fused
 // The mask as cuDNN's bias: the mask itself when it is of Q's type, else converted into `scratch`.
 const void* bias_of(const FusedAttention& f, const void* mask, void* scratch, cudaStream_t stream) {
   if (!mask || f.bias_elements == 0) return mask;
-  attention_mask_bias(f.mask_type, mask, f.shape.type, scratch, f.bias_elements, stream);
+  const CudnnAttentionShape& s = f.shape;
+  attention_mask_bias(f.mask_type, mask, s.type, scratch, s.bias_dims[0] * s.bias_dims[1], s.sq, s.skv, f.mask_rows,
+                      f.mask_cols, stream);
   return scratch;
 }
 

@@ -28,6 +28,7 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
                       step's output and the final states, so every output of the layer carries a
                       gradient (RecurrentClassifier).
 """
+import inspect
 import sys
 
 import numpy as np
@@ -199,9 +200,12 @@ def main():
     x = net.example_input() if hasattr(net, "example_input") else torch.randn(2, 3, 16, 16) * 3
     batch_axis = 1 if getattr(net, "batch_first", True) is False else 0
     labels = torch.tensor([3, 7])
+    # A newer torch (2.9 on: the GPU machine's) exports through dynamo by default, at opset 18 whatever
+    # opset_version says; the TorchScript exporter keeps 17.
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(net, x, out + "/model.onnx", opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=["input"], output_names=["logits"],
-                      dynamic_axes={"input": {batch_axis: "N"}, "logits": {0: "N"}})
+                      dynamic_axes={"input": {batch_axis: "N"}, "logits": {0: "N"}}, **legacy)
     # The export ran the model once, which moved BatchNorm's running statistics but no parameter;
     # in training mode the batch's own statistics normalise, so the loss is the exported model's.
     net.zero_grad()
