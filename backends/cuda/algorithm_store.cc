@@ -10,8 +10,9 @@
 
 namespace amp::cuda {
 
-// A line is "ALGORITHM<TAB>KEY": the key (direction and shape) has spaces, the algorithm none.
-// cuDNN's algorithm enums are below 16; anything else is not a line this store wrote.
+// A line is "CHOICE<TAB>KEY": the key (direction and shape) has spaces, the choice none. A choice
+// is an algorithm and its math type (convolution_ops.cc's remembered_choice), below 64; anything
+// else is not a line this store wrote.
 AlgorithmStore::AlgorithmStore(const std::string& folder, const std::string& versions)
     : header_("onnx-amp convolution algorithms for " + versions) {
   if (folder.empty()) return;
@@ -32,7 +33,7 @@ AlgorithmStore::AlgorithmStore(const std::string& folder, const std::string& ver
     } catch (const std::exception&) {
       continue;
     }
-    if (algo < 0 || algo >= 16) continue;
+    if (algo < 0 || algo >= 64) continue;
     choices_[line.substr(tab + 1)] = algo;  // a later line for the key wins: the algorithm that ran last
     ++read_;
   }

@@ -168,6 +168,20 @@ struct RankedAlgorithm {
   size_t memory;
 };
 
+// What the device remembers of a choice (DeviceContext::remember_algorithm): the algorithm and the
+// math type it was measured or ran with, as algorithm + 16 * math type (cuDNN's algorithm enums are
+// below 16, its math types below 4). The algorithm alone is not a choice: on an H100 (cuDNN 9.19)
+// the bf16 backward-data ALGO_1 of ResNet-50's 1x1 convolutions took 0.3 ms with TENSOR_OP_MATH and
+// 10 ms with DEFAULT_MATH, and recalling the algorithm alone ran whichever the heuristic ranked first.
+template <class Algo>
+int remembered_choice(const RankedAlgorithm<Algo>& a) {
+  return static_cast<int>(a.algo) + 16 * static_cast<int>(a.math);
+}
+template <class Algo>
+bool is_choice(const RankedAlgorithm<Algo>& a, int choice) {
+  return remembered_choice(a) == choice;
+}
+
 // The algorithms one direction of one convolution may run, in the heuristic's order (the one that
 // ran for this shape before, if any, first), and the one that runs now: a call cuDNN refuses moves
 // it on for every later run (run_ranked).
@@ -232,8 +246,22 @@ Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const 
   if (r.algos.empty())
     throw InputError(std::string("cuDNN has no ") + what + " algorithm for these shapes and types (" + skipped + ")");
   if (const std::optional<int> ran = ctx.remembered_algorithm(r.key())) {
-    auto it = std::find_if(r.algos.begin(), r.algos.end(), [&](const RankedAlgorithm<Algo>& a) { return a.algo == *ran; });
-    if (it != r.algos.end()) std::rotate(r.algos.begin(), it, it + 1);
+    auto it = std::find_if(r.algos.begin(), r.algos.end(), [&](const RankedAlgorithm<Algo>& a) { return is_choice(a, *ran); });
+    if (it != r.algos.end()) {
+      std::rotate(r.algos.begin(), it, it + 1);
+    } else {
+      // cuDNN's Find may time an algorithm with a math type the heuristic did not rank it with: the
+      // remembered pair goes first when the heuristic still ranks the algorithm runnable and its
+      // workspace with that math type fits.
+      const auto algo = static_cast<Algo>(*ran % 16);
+      const auto math = static_cast<cudnnMathType_t>(*ran / 16);
+      auto alike = std::find_if(r.algos.begin(), r.algos.end(), [&](const RankedAlgorithm<Algo>& a) { return a.algo == algo; });
+      size_t bytes = 0;
+      if (alike != r.algos.end() && !setup.fma_only &&
+          cudnnSetConvolutionMathType(setup.conv->get(), math) == CUDNN_STATUS_SUCCESS &&
+          workspace_of(algo, &bytes) == CUDNN_STATUS_SUCCESS && std::max(alike->memory, bytes) <= kMaxConvWorkspace)
+        r.algos.insert(r.algos.begin(), RankedAlgorithm<Algo>{algo, math, std::max(alike->memory, bytes)});
+    }
   }
   std::string ranked;
   for (const RankedAlgorithm<Algo>& a : r.algos)
@@ -269,7 +297,7 @@ std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& se
                                             size_t y_bytes, DeviceContext& ctx, Find&& find) {
   // Measured before (by this process or an earlier one: algorithm_store.h) and still runnable.
   const std::optional<int> ran = ctx.remembered_algorithm(r.key());
-  if (!measure_algorithms() || (ran && static_cast<int>(r.algos.front().algo) == *ran)) return std::nullopt;
+  if (!measure_algorithms() || (ran && is_choice(r.algos.front(), *ran))) return std::nullopt;
   const auto started = std::chrono::steady_clock::now();  // what measuring costs a plan, in the report
   const DeviceBuffer x(x_bytes), w(w_bytes), y(y_bytes), workspace(r.largest_workspace());
   for (const DeviceBuffer* b : {&x, &w, &y}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
@@ -310,7 +338,7 @@ std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& se
   for (size_t k = 0; k < r.algos.size(); ++k)
     if (!taken[k]) ordered.push_back(r.algos[k]);
   r.algos = std::move(ordered);
-  ctx.remember_algorithm(r.key(), static_cast<int>(r.algos[0].algo));
+  ctx.remember_algorithm(r.key(), remembered_choice(r.algos[0]));
   ctx.report().record("convolution_algorithms_measured", {{"direction", r.what},
                                                           {"shape", r.shape},
                                                           {"chosen", algorithm_name(r.algos[0].algo)},
@@ -374,7 +402,7 @@ void run_ranked(const Ranked<Algo>& r, cudnnConvolutionDescriptor_t conv, Device
                                                         {"status", cudnnGetErrorString(status)},
                                                         {"next", algorithm_name(next.algo)}});
     r.current->store(j);
-    c.remember_algorithm(r.key(), static_cast<int>(next.algo));
+    c.remember_algorithm(r.key(), remembered_choice(next));
     i = j;
   }
 }

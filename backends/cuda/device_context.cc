@@ -90,7 +90,8 @@ DeviceContext::DeviceContext(int device) : device_(device) {
   AMP_CUBLAS_CHECK(cublasLtCreate(&lt_));
   AMP_CUDNN_CHECK(cudnnCreate(&dnn_));
   AMP_CUDNN_CHECK(cudnnSetStream(dnn_, stream_));
-  algorithms_ = std::make_unique<AlgorithmStore>(kernel_cache_dir(name_), "cudnn " + std::to_string(cudnnGetVersion()));
+  algorithms_ = std::make_unique<AlgorithmStore>(kernel_cache_dir(name_),
+                                                 "cudnn " + std::to_string(cudnnGetVersion()) + " algorithms with math types");
   if (algorithms_->read_from_file() > 0)
     report_.record("convolution_algorithms_read", {{"file", algorithms_->file()},
                                                    {"choices", std::to_string(algorithms_->read_from_file())}});
