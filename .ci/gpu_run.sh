@@ -29,6 +29,7 @@
 # the set-up failed (kit, libraries), 1 when a test or benchmark step failed or timed out (the
 # benchmarks run regardless), 0 when all passed. PYTHON names the Python with torch and numpy
 # (default python3); SMOKE_DEVICE=cpu runs the smoke step without a GPU, to check this script.
+# GPU_RUN_TEST_FILTER replaces step 2's gtest filter (to rerun what failed);
 # GPU_RUN_BENCH_FILTER (bench_cuda_train_step's --benchmark_filter), GPU_RUN_BENCH_MODELS (default
 # "mlp cnn gpt") and GPU_RUN_KERNEL_CONFIGS (kernel_times.py's --configs) narrow steps 3 and 4 when
 # little device time is left; GPU_RUN_STEPS (default "tests smoke bench kernels zoo") picks steps;
@@ -276,7 +277,7 @@ gtest_counts() {  # gtest_counts NAME XML
 
 # --- 2. tests ---------------------------------------------------------------------------------
 if want tests; then
-step "gtest test_backends (CUDA)" 200 "$TLOG" "$K/bin/test_backends" --gtest_filter='Cuda*:Nvrtc*:*Gpu*:MakeBackend.*-CudaCodegenHost.*' \
+step "gtest test_backends (CUDA)" 200 "$TLOG" "$K/bin/test_backends" --gtest_filter="${GPU_RUN_TEST_FILTER:-Cuda*:Nvrtc*:*Gpu*:MakeBackend.*-CudaCodegenHost.*}" \
   --gtest_output="xml:$OUT/gtest_backends_cuda.xml"
 gtest_counts "test_backends" "$OUT/gtest_backends_cuda.xml"
 step "gtest test_frontends (amp-run)" 60 "$TLOG" "$K/bin/test_frontends" --gtest_filter='AmpRun.*' \

@@ -51,16 +51,19 @@ def find_ncu():
     return None
 
 
-def kernel_sums(ncu, cmd, tmp, tag, find):
-    """{kernel name: (launches, total ns)} of one profiled run."""
+def kernel_sums(ncu, cmd, tmp, tag, find, timeout=None):
+    """{kernel name: (launches, total ns)} of one profiled run (RuntimeError past timeout seconds)."""
     log = os.path.join(tmp, tag + ".csv")
     # cuDNN's measured ranking (AMP_CUDNN_FIND) would time algorithms with ncu's per-kernel cost
     # added and may choose otherwise than a run without ncu: the profile is of the heuristic's
     # order unless --find (or AMP_CUDNN_FIND in the environment) says otherwise.
     env = {"AMP_CUDNN_FIND": "1" if find else "0", **os.environ, "AMP_CUDA_GRAPHS": "0"}
-    proc = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
-                           "--print-units", "base", "--log-file", log] + cmd,
-                          capture_output=True, text=True, env=env)
+    try:
+        proc = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
+                               "--print-units", "base", "--log-file", log] + cmd,
+                              capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"amp-train ({tag}) under ncu did not end within {timeout:.0f} s")
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr + proc.stdout).strip().splitlines()[-15:])
         raise RuntimeError(f"amp-train ({tag}) under ncu exited with {proc.returncode}:\n{tail}")

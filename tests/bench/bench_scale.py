@@ -356,31 +356,44 @@ class Run:
                 gpu_zoo.zoo_check.last_error(out)))
             self.save()
 
-    def kernels(self):
-        """The slowest amp row's kernels under ncu (kernel_times.py's 4 steps minus 2)."""
+    def kernels(self, slow=None):
+        """The kernels of one amp row under ncu (kernel_times.py's 4 steps minus 2): `slow` (a row's
+        model, batch and variant), else the slowest amp row."""
         import kernel_times
         amp = [r for r in self.rows if r["variant"].startswith("amp") and "images_per_s" in r]
         ncu = kernel_times.find_ncu()
-        if not amp or not ncu or not self.cuda or self.left() < 60:
-            self.notes.append("kernel profile: not run (%s)" % ("no amp row" if not amp else "no ncu" if not ncu else
-                                                                 "no GPU" if not self.cuda else "the time budget is spent"))
+        if not (amp or slow) or not ncu or not self.cuda or self.left() < 60:
+            self.notes.append("kernel profile: not run (%s)" % ("no amp row" if not (amp or slow) else "no ncu" if not ncu
+                                                                 else "no GPU" if not self.cuda else "the time budget is spent"))
             return
-        slow = min(amp, key=lambda r: r["images_per_s"])
+        slow = slow or min(amp, key=lambda r: r["images_per_s"])
         dtype = slow["variant"].split()[1]
         extra = ["--tf32"] if slow["variant"].endswith("tf32") else []
         runs = []
+        # The algorithms the timed row ran: cuDNN's measured choices, read from the rows' kernel
+        # cache (a first run outside ncu measures them when no row has), not measured under ncu.
+        if not any(r["variant"].startswith("amp") for r in self.rows):
+            self.command("kernels_warmup", self.amp_train(slow["model"], slow["batch"], dtype, 1, extra),
+                         {"AMP_KERNEL_CACHE_DIR": self.cache})
+        before = os.environ.get("AMP_KERNEL_CACHE_DIR")
+        os.environ["AMP_KERNEL_CACHE_DIR"] = self.cache
         try:
             for steps in (2, 4):
                 cmd = self.amp_train(slow["model"], slow["batch"], dtype, steps, extra)
-                runs.append(kernel_times.kernel_sums(ncu, cmd, self.tmp, "ncu_%d" % steps, False))
+                runs.append(kernel_times.kernel_sums(ncu, cmd, self.tmp, "ncu_%d" % steps, True, max(10.0, self.left())))
         except (RuntimeError, OSError) as e:
             self.notes.append("kernel profile: FAILED: %s" % str(e)[:300])
             return
+        finally:
+            if before is None:
+                os.environ.pop("AMP_KERNEL_CACHE_DIR", None)
+            else:
+                os.environ["AMP_KERNEL_CACHE_DIR"] = before
         rows = kernel_times.step_rows(*runs, 2)
         total = sum(ns for ns, _, _ in rows)
-        lines = ["kernels of %s %s at batch %d (ncu, cuDNN's heuristic order): %.1f ms of kernels a step" % (
+        lines = ["kernels of %s %s at batch %d (ncu, cuDNN's measured choices): %.1f ms of kernels a step" % (
             slow["model"], slow["variant"], slow["batch"], total / 1e6)]
-        lines += ["  %9.1f us %5.1f%% %6.1fx  %s" % (ns / 1e3, 100 * ns / max(total, 1), c, k[:100]) for ns, c, k in rows[:15]]
+        lines += ["  %9.1f us %5.1f%% %6.1fx  %s" % (ns / 1e3, 100 * ns / max(total, 1), c, k[:100]) for ns, c, k in rows[:25]]
         self.notes.append("\n".join(lines))
         self.save()
 
@@ -458,12 +471,19 @@ def run(a):
     names = [n for n in MODELS if os.path.exists(os.path.join(a.scale, n, "model.onnx"))]
     if "resnet50" not in names:
         sys.exit("bench_scale: %s has no resnet50/model.onnx (bench_scale.py prepare makes it)" % a.scale)
+    if a.kernels_of:
+        names = ["resnet50"]
     for name in names:
         g = os.path.join(a.scale, name)
         if not os.path.exists(os.path.join(g, "weights.bin")):
             gpu_zoo.regenerate(g, r.meta(name))
     print("# %s: rows as they come" % r.device_name, flush=True)
     b = a.batch
+    if a.kernels_of:  # the profile alone, of one amp row (when one lease has already measured the table)
+        r.kernels({"model": "resnet50", "batch": b, "variant": "amp " + a.kernels_of})
+        r.table()
+        shutil.rmtree(r.tmp, ignore_errors=True)
+        sys.exit(0)
     for dtype, tf32 in (("fp32", False), ("fp32", True), ("fp16", False), ("bf16", False)):
         r.amp_row("resnet50", b, dtype, tf32)
     for variant in ("torch fp32", "torch autocast fp16 (CL)", "torch autocast bf16 (CL)", "torch compile bf16 (CL)"):
@@ -499,6 +519,8 @@ def main():
     q.add_argument("--steps", type=int, default=12, help="timed steps per row")
     q.add_argument("--loss-steps", type=int, default=LOSS_STEPS, help="steps of the loss check at batch 8")
     q.add_argument("--budget", type=float, default=420, help="seconds; rows not started by then are not run")
+    q.add_argument("--kernels-of", metavar="DTYPE", help="only the kernel profile of amp-train resnet50 at --batch in "
+                   "DTYPE (fp32, fp16, bf16), no table rows")
     a = p.parse_args()
     for k in ("out", "scale", "bin"):
         if getattr(a, k, None):
