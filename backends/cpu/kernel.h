@@ -148,6 +148,7 @@ const std::vector<OpEntry>& pool_ops();
 const std::vector<OpEntry>& norm_ops();
 const std::vector<OpEntry>& softmax_ops();
 const std::vector<OpEntry>& reduce_ops();
+const std::vector<OpEntry>& arg_extremum_ops();  // ArgMax, ArgMin
 const std::vector<OpEntry>& shape_ops();
 const std::vector<OpEntry>& generator_ops();
 const std::vector<OpEntry>& dropout_ops();

@@ -149,6 +149,7 @@ const std::vector<CudaOpEntry>& scatter_nd_ops();  // scatter_nd_ops.cc
 const std::vector<CudaOpEntry>& einsum_ops();      // einsum_ops.cc
 const std::vector<CudaOpEntry>& attention_ops();   // attention_ops.cc
 const std::vector<CudaOpEntry>& int_compare_ops();  // int_compare_ops.cc
+const std::vector<CudaOpEntry>& arg_extremum_ops();  // arg_extremum_ops.cc
 const std::vector<CudaOpEntry>& lrn_ops();          // lrn_ops.cc
 const std::vector<CudaOpEntry>& quantize_ops();     // quantize_ops.cc
 const std::vector<CudaOpEntry>& cast_ops();         // cast_ops.cc

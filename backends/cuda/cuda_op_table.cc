@@ -11,7 +11,7 @@ const std::vector<CudaOpEntry>& cuda_op_table() {
     for (const auto* family : {&matmul_ops(), &data_movement_ops(), &normalization_ops(), &softmax_loss_ops(),
                                &reduction_ops(), &convolution_ops(), &training_ops(),
                                &collective_ops(), &pad_ops(), &resize_ops(), &scatter_nd_ops(),
-                               &einsum_ops(), &attention_ops(), &int_compare_ops(), &lrn_ops(),
+                               &einsum_ops(), &attention_ops(), &int_compare_ops(), &lrn_ops(), &arg_extremum_ops(),
                                &quantize_ops(), &cast_ops()})
       all.insert(all.end(), family->begin(), family->end());
     return all;

@@ -782,6 +782,24 @@ ShapeFn reduce_rule(const Node& n, int64_t) {
   };
 }
 
+// ArgMax / ArgMin: int64 indices, X's shape with `axis` (default 0) kept as 1 or dropped.
+ShapeFn arg_extremum_rule(const Node& n, int64_t) {
+  const int64_t axis = n.attr_int("axis", 0);
+  const bool keepdims = n.attr_int("keepdims", 1) != 0;
+  return [axis, keepdims](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) return put(q, 0, DType::kInt64, std::nullopt);
+    const size_t a = static_cast<size_t>(normalize_axis(axis, rank_of(x)));
+    Shape out = *x.shape;
+    if (keepdims) {
+      out.dims[a] = known(1);
+    } else {
+      out.dims.erase(out.dims.begin() + static_cast<long>(a));
+    }
+    put(q, 0, DType::kInt64, out);
+  };
+}
+
 ShapeFn loss_rule(const Node& n, int64_t) {
   const bool per_item = n.attr_string("reduction", "mean") == "none";
   return [per_item](ShapeQuery& q) {
@@ -1134,6 +1152,8 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"ReduceMean", {reduce_rule, {1}}},
         {"ReduceSum", {reduce_rule, {1}}},
         {"ReduceProd", {reduce_rule, {1}}},
+        {"ArgMax", {arg_extremum_rule, {}}},
+        {"ArgMin", {arg_extremum_rule, {}}},
         {"LRN", {plain<like_input>, {}}},
         {"QuantizeLinear", {plain<quantize_linear>, {}}},
         {"DequantizeLinear", {plain<dequantize_linear>, {}}},

@@ -1,0 +1,106 @@
+#include "backends/cuda/arg_extremum.cuh"
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/float_types.cuh"
+
+namespace amp::cuda {
+namespace {
+
+constexpr int kRowThreads = 512;
+
+// Whether candidate (v, i) wins over (best, at): at < 0 is no candidate yet.
+__device__ __forceinline__ bool wins(float v, int64_t i, float best, int64_t at, bool max, bool last) {
+  if (i < 0) return false;
+  if (at < 0) return true;
+  const bool v_nan = v != v, best_nan = best != best;
+  if (v_nan || best_nan) {
+    if (v_nan && best_nan) return last ? i > at : i < at;
+    return v_nan;
+  }
+  if (v != best) return max ? v > best : v < best;
+  return last ? i > at : i < at;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kRowThreads)
+    arg_rows(const T* __restrict__ x, int64_t* __restrict__ out, int64_t r, bool max, bool last) {
+  __shared__ float values[32];
+  __shared__ int64_t indices[32];
+  const T* row = x + blockIdx.x * r;
+  float best = 0.0f;
+  int64_t at = -1;
+  for (int64_t k = threadIdx.x; k < r; k += blockDim.x) {
+    const float v = to_float(row[k]);
+    if (wins(v, k, best, at, max, last)) {
+      best = v;
+      at = k;
+    }
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float v = __shfl_xor_sync(0xffffffffu, best, offset);
+    const int64_t i = __shfl_xor_sync(0xffffffffu, at, offset);
+    if (wins(v, i, best, at, max, last)) {
+      best = v;
+      at = i;
+    }
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) {
+    values[warp] = best;
+    indices[warp] = at;
+  }
+  __syncthreads();
+  if (warp != 0) return;
+  best = lane < static_cast<int>(blockDim.x / 32) ? values[lane] : 0.0f;
+  at = lane < static_cast<int>(blockDim.x / 32) ? indices[lane] : -1;
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float v = __shfl_xor_sync(0xffffffffu, best, offset);
+    const int64_t i = __shfl_xor_sync(0xffffffffu, at, offset);
+    if (wins(v, i, best, at, max, last)) {
+      best = v;
+      at = i;
+    }
+  }
+  if (lane == 0) out[blockIdx.x] = at;
+}
+
+template <class T>
+__global__ void arg_columns(const T* __restrict__ x, int64_t* __restrict__ out, int64_t outer, int64_t r, int64_t inner,
+                            bool max, bool last) {
+  for (int64_t pos = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; pos < outer * inner;
+       pos += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const T* lane = x + (pos / inner) * r * inner + pos % inner;
+    float best = to_float(lane[0]);
+    int64_t at = 0;
+    for (int64_t k = 1; k < r; ++k) {
+      const float v = to_float(lane[k * inner]);
+      if (wins(v, k, best, at, max, last)) {
+        best = v;
+        at = k;
+      }
+    }
+    out[pos] = at;
+  }
+}
+
+}  // namespace
+
+void arg_extremum(DType t, const ArgExtremumShape& s, const void* x, int64_t* out, cudaStream_t stream) {
+  if (s.outer * s.inner == 0) return;
+  dispatch_float(t, s.max ? "ArgMax" : "ArgMin", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x);
+    if (s.inner == 1) {
+      arg_rows<T><<<static_cast<unsigned>(s.outer), s.r >= 2048 ? kRowThreads : 128, 0, stream>>>(in, out, s.r, s.max,
+                                                                                                 s.last);
+    } else {
+      const int64_t blocks = std::min<int64_t>((s.outer * s.inner + 255) / 256, 65535);
+      arg_columns<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(in, out, s.outer, s.r, s.inner, s.max, s.last);
+    }
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,45 @@
+// ArgMax and ArgMin as device ops (arg_extremum.cuh).
+#include "backends/cuda/arg_extremum.cuh"
+#include "backends/cuda/cuda_op.h"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+class ArgExtremum final : public CudaOp {
+ public:
+  ArgExtremum(const Node& n, int64_t)
+      : max_(n.op_type() == "ArgMax"), axis_(n.attr_int("axis", 0)), last_(n.attr_int("select_last_index", 0) != 0) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& x = *s.in.at(0);
+    const int64_t rank = static_cast<int64_t>(x.dims.size());
+    if (rank == 0) throw InputError("X must have a rank of at least 1");
+    if (axis_ < -rank || axis_ >= rank) throw InputError("axis " + std::to_string(axis_) + " is out of range");
+    const size_t a = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
+    ArgExtremumShape shape;
+    shape.max = max_;
+    shape.last = last_;
+    shape.r = x.dims[a];
+    for (size_t d = 0; d < a; ++d) shape.outer *= x.dims[d];
+    for (size_t d = a + 1; d < x.dims.size(); ++d) shape.inner *= x.dims[d];
+    if (shape.r == 0 && shape.outer * shape.inner > 0) throw InputError("the axis is empty: there is no extremum to index");
+    const DType t = x.dtype;
+    return std::make_unique<PreparedFunction>([shape, t](const OpBuffers& b, DeviceContext& c) {
+      arg_extremum(t, shape, b.in[0], static_cast<int64_t*>(b.out[0]), c.stream());
+    });
+  }
+
+ private:
+  bool max_;
+  int64_t axis_;
+  bool last_;
+};
+
+}  // namespace
+
+const std::vector<CudaOpEntry>& arg_extremum_ops() {
+  static const std::vector<CudaOpEntry> ops = {{"", "ArgMax", make_op<ArgExtremum>}, {"", "ArgMin", make_op<ArgExtremum>}};
+  return ops;
+}
+
+}  // namespace amp::cuda
