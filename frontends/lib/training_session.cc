@@ -1,6 +1,7 @@
 #include "frontends/lib/training_session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "frontends/lib/calibrate.h"
@@ -201,8 +202,11 @@ void TrainingSession::compile(uint64_t first_run, uint64_t step_seed) {
 
 StepOutcome TrainingSession::run_step(const std::function<Feeds(int64_t)>& micro_batch, float lr) {
   std::vector<std::string> fetches{step_.loss};
+  // The step counts its correct predictions itself (add_correct_count); a step saved before that
+  // hands out its scores instead, and the host counts.
+  const bool counted = !step_.correct.empty();
   const size_t target_at = step_.classification ? fetches.size() : 0;
-  if (step_.classification) fetches.push_back(step_.target);
+  if (step_.classification) fetches.push_back(counted ? step_.correct : step_.target);
   const size_t finite_at = step_.all_finite.empty() ? 0 : fetches.size();
   if (!step_.all_finite.empty()) fetches.push_back(step_.all_finite);
   const size_t scale_at = step_.loss_scale.empty() ? 0 : fetches.size();
@@ -219,7 +223,8 @@ StepOutcome TrainingSession::run_step(const std::function<Feeds(int64_t)>& micro
     ++runs_;
     step_memory_ = train_->memory();
     loss_sum += as_scalar(got[0]);
-    if (step_.classification)
+    if (step_.classification && counted) out.correct += static_cast<int64_t>(std::llround(as_scalar(got[target_at])));
+    if (step_.classification && !counted)
       for (const auto& [key, t] : feeds)
         if (key == step_.labels) out.correct += correct_predictions(got[target_at], t);
     if (finite_at && m == accumulate - 1) out.skipped = as_scalar(got[finite_at]) == 0;

@@ -115,4 +115,17 @@ LossInfo add_loss(Model& m, const LossSpec& spec) {
   return info;
 }
 
+Value* add_correct_count(Graph& g, const LossInfo& info) {
+  if (!info.classification || !info.target || !info.labels) return nullptr;
+  GraphBuilder b(g);
+  Value* best = b.op("ArgMax", {info.target}, DType::kInt64,
+                     attrs(Attribute::of_int("axis", -1), Attribute::of_int("keepdims", 0)));
+  Value* hits = b.cast(b.equal(best, info.labels), DType::kFloat);
+  Value* correct = b.reduce_sum(hits, {}, false);
+  correct->set_type(ValueType::tensor(DType::kFloat, Shape::of({})));
+  g.rename_value(correct, g.fresh_name("correct"));
+  g.add_output(correct);
+  return correct;
+}
+
 }  // namespace amp

@@ -22,6 +22,7 @@ nlohmann::json names_of(const TrainingStep& s) {
   return {{"loss", s.loss},           {"target", s.target},       {"labels", s.labels},
           {"lr", s.lr},               {"apply_update", s.apply_update}, {"all_finite", s.all_finite},
           {"loss_scale", s.loss_scale}, {"grad_norm", s.grad_norm}, {"classification", s.classification},
+          {"correct", s.correct},
           {"params", s.params},       {"data_inputs", s.data_inputs}, {"model_outputs", s.model_outputs},
           {"loss_spec", loss}};
 }
@@ -163,6 +164,7 @@ TrainingStep step_from_training_info(const Model& m) {
     step.loss_scale = names.at("loss_scale");
     step.grad_norm = names.at("grad_norm");
     step.classification = names.at("classification");
+    step.correct = names.value("correct", "");  // absent from steps saved before it was counted in the graph
     step.params = names.at("params").get<std::vector<std::string>>();
     step.data_inputs = names.at("data_inputs").get<std::vector<std::string>>();
     step.model_outputs = names.at("model_outputs").get<std::vector<std::string>>();

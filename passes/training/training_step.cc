@@ -27,6 +27,7 @@ TrainingStep build_training_step(Model forward, const TrainingSpec& spec) {
 
   TrainingGraph tg(m);
   tg.loss = add_loss(m, spec.loss);
+  if (Value* correct = add_correct_count(*m.graph, tg.loss)) step.correct = correct->name();
   if (tg.loss.labels) step.data_inputs.push_back(tg.loss.labels->name());
 
   PassManager pipeline(/*verify_each=*/true);

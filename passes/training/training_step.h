@@ -54,6 +54,7 @@ struct TrainingStep {
   std::string all_finite;                // bool output, when checked
   std::string loss_scale;                // fp32 state, with dynamic scaling (a constant for static)
   std::string grad_norm;                 // fp32 output, with clipping
+  std::string correct;                   // fp32 scalar output: rows predicted right (classification)
   bool classification = false;
   std::vector<PassRun> passes;
 };
