@@ -29,10 +29,25 @@
 namespace amp::cuda {
 namespace {
 
-constexpr size_t kMaxConvWorkspace = size_t{256} << 20;
+// The most workspace one convolution's algorithm may ask for: 256 MiB, or AMP_CUDNN_WORKSPACE_MIB.
+// On an H100 (2026-11-27) cuDNN ranked first, for 34 of ResNet-50's bf16 convolutions at batch
+// 128, algorithms that asked 294 MiB; what a larger cap buys in time against the arena's memory is
+// for a device run to measure (the plan shares one workspace among all units: the cap bounds it).
+size_t max_conv_workspace() {
+  static const size_t bytes = [] {
+    const char* v = std::getenv("AMP_CUDNN_WORKSPACE_MIB");
+    if (!v || !*v) return size_t{256} << 20;
+    char* end = nullptr;
+    const unsigned long long mib = std::strtoull(v, &end, 10);
+    if (*end != '\0' || mib == 0 || mib > (size_t{1} << 20))
+      throw InputError(std::string("AMP_CUDNN_WORKSPACE_MIB must be a positive number of MiB, got '") + v + "'");
+    return static_cast<size_t>(mib) << 20;
+  }();
+  return bytes;
+}
 // The workspace a convolution reserves beyond its chosen algorithm's for the ones it may fall back
 // on: cuBLASLt's products reserve as much (Gemm::kMaxWorkspace), so the plan's shared scratch rarely
-// grows for it. Reserving every ranked algorithm's need instead (up to kMaxConvWorkspace each) made
+// grows for it. Reserving every ranked algorithm's need instead (up to max_conv_workspace() each) made
 // the plan's scratch the largest need of any algorithm ranked for any convolution, run or not.
 constexpr size_t kFallbackWorkspace = size_t{32} << 20;
 
@@ -211,7 +226,7 @@ struct Ranked {
 
 // Every result of a _v7 heuristic that may run: its status is success, cuDNN answers the workspace
 // query for it (with its math type set: the workspace depends on both) and the workspace is at
-// most kMaxConvWorkspace. Its workspace is the larger of the heuristic's estimate and the query's
+// most max_conv_workspace(). Its workspace is the larger of the heuristic's estimate and the query's
 // answer: an algorithm handed less than it needs fails with CUDNN_STATUS_BAD_PARAM at run time.
 // fp32 data without TF32 keeps CUDNN_FMA_MATH whatever the heuristic says, so no fallback can
 // bring TF32 in.
@@ -237,7 +252,7 @@ Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const 
       continue;
     }
     const size_t memory = std::max(p.memory, bytes);
-    if (memory > kMaxConvWorkspace) {
+    if (memory > max_conv_workspace()) {
       skip(p.algo, "needs " + std::to_string(memory >> 20) + " MiB of workspace");
       continue;
     }
@@ -259,7 +274,7 @@ Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const 
       size_t bytes = 0;
       if (alike != r.algos.end() && !setup.fma_only &&
           cudnnSetConvolutionMathType(setup.conv->get(), math) == CUDNN_STATUS_SUCCESS &&
-          workspace_of(algo, &bytes) == CUDNN_STATUS_SUCCESS && std::max(alike->memory, bytes) <= kMaxConvWorkspace)
+          workspace_of(algo, &bytes) == CUDNN_STATUS_SUCCESS && std::max(alike->memory, bytes) <= max_conv_workspace())
         r.algos.insert(r.algos.begin(), RankedAlgorithm<Algo>{algo, math, std::max(alike->memory, bytes)});
     }
   }
@@ -270,6 +285,7 @@ Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const 
   ctx.report().record("convolution_algorithms", {{"direction", what},
                                                  {"shape", setup.shape},
                                                  {"chosen", algorithm_name(r.algos[0].algo)},
+                                                 {"chosen math", math_name(r.algos[0].math)},
                                                  {"runnable", ranked},
                                                  {"skipped", skipped}});
   return r;
@@ -568,7 +584,7 @@ std::optional<WidenedFilter> widened_filter(const WindowAttrs& attrs, const OpSh
   TensorDesc x = *s.in[1], w = *s.in[2], dy = *s.in[0];
   for (TensorDesc* d : {&x, &w, &dy}) d->dtype = DType::kFloat;
   const size_t copies = aligned(x.nbytes()) + aligned(dy.nbytes()) + aligned(w.nbytes());
-  if (copies > kMaxConvWorkspace) {
+  if (copies > max_conv_workspace()) {
     ctx.remember_algorithm(key, 0);
     ctx.report().record("convolution_widened", {{"shape", filter16.shape}, {"chosen", "16-bit"},
                                                 {"why", "the fp32 copies need " + std::to_string(copies >> 20) + " MiB"}});

@@ -1339,6 +1339,49 @@ TEST(CudaBackendGpu, ConvolutionsRunTheAlgorithmCuDnnMeasuredFastest) {
 // device report: each generated kernel's image, whether NVRTC compiled it or the disk cache
 // ($AMP_KERNEL_CACHE_DIR) had it, and how long that took. A HardSigmoid with an alpha of its own
 // is a kernel no earlier test compiled; it still computes what the CPU does.
+// A remembered choice is the algorithm with the math type it was measured with: cuDNN's Find times
+// an algorithm with each math type (on an H100, ResNet-50's bf16 backward-data ALGO_1 took 0.3 ms
+// with TENSOR_OP_MATH and 10 ms with DEFAULT_MATH), and a later plan of the shape must run the pair
+// that was measured fastest, not the algorithm with the heuristic's math type. On the stand-ins
+// (AMP_STANDIN_CUDNN_BOTH_MATHS) the heuristic ranks the 16-bit backward-data ALGO_0 with
+// DEFAULT_MATH and Find also times it with TENSOR_OP_MATH, fastest; on a GPU whatever was fastest.
+TEST(CudaBackendGpu, ARememberedConvolutionAlgorithmKeepsItsMathType) {
+  REQUIRE_GPU();
+  const ScopedEnv both("AMP_STANDIN_CUDNN_BOTH_MATHS", "1");
+  const ScopedEnv times("AMP_STANDIN_CUDNN_TIMES", "bwd_data:0=0.4,bwd_data:0@1=0.05,bwd_data:1=0.3");
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    const DeviceReportFile report(std::string("conv_math_") + std::string(dtype_name(t)));
+    two_executables_of_a_convolution_and_its_gradient(t, 130, 13);  // 13 x 13: shapes of this test alone
+    const std::string type = std::string(dtype_name(t)) + " ";
+    for (const char* direction : {"forward convolution", "backward-data convolution", "backward-filter convolution"}) {
+      SCOPED_TRACE(direction);
+      std::vector<nlohmann::json> measured, ranked;
+      for (const nlohmann::json& l : report.lines("convolution_algorithms_measured"))
+        if (l["direction"] == direction && l["shape"].get<std::string>().rfind(type, 0) == 0) measured.push_back(l);
+      for (const nlohmann::json& l : report.lines("convolution_algorithms"))
+        if (l["direction"] == direction && l["shape"].get<std::string>().rfind(type, 0) == 0) ranked.push_back(l);
+      ASSERT_EQ(measured.size(), 1u);
+      ASSERT_EQ(ranked.size(), 2u);
+      // "ALGO (MATH) t ms, ...": the fastest pair first.
+      const std::string times_text = measured[0]["measured"], chosen = measured[0]["chosen"];
+      const size_t open = times_text.find(" ("), close = times_text.find(')');
+      ASSERT_NE(close, std::string::npos) << times_text;
+      const std::string fastest_math = times_text.substr(open + 2, close - open - 2);
+      std::printf("%s %s: %s (%s), measured %s\n", std::string(dtype_name(t)).c_str(), direction, chosen.c_str(),
+                  fastest_math.c_str(), times_text.c_str());
+      EXPECT_EQ(ranked[1]["chosen"], chosen) << "the second executable starts with the measured algorithm";
+      EXPECT_EQ(ranked[1]["chosen math"], fastest_math) << "and with the math type it was measured with";
+      if (on_standins() && std::string(direction) == "backward-data convolution") {
+        EXPECT_EQ(chosen, "ALGO_0");
+        EXPECT_EQ(fastest_math, "TENSOR_OP_MATH");
+        EXPECT_NE(ranked[1]["runnable"].get<std::string>().find("ALGO_0 (DEFAULT_MATH"), std::string::npos)
+            << "the heuristic ranks it with DEFAULT_MATH";
+      }
+    }
+  }
+}
+
 TEST(CudaBackendGpu, TheDeviceReportRecordsEachGeneratedKernelsImage) {
   REQUIRE_GPU();
   const DeviceReportFile report("kernel_images");

@@ -39,7 +39,9 @@
 //    type would be (so AMP_STANDIN_CUDNN_FAIL's run and exec failures show as its status), timed
 //    as AMP_STANDIN_CUDNN_TIMES says (DIRECTION[.TYPE]:ALGO=MILLISECONDS, comma-separated; TYPE
 //    float, half or bfloat16) or else 1 ms, 2 ms, ... in rank order; successes fastest first, then
-//    failures;
+//    failures; with AMP_STANDIN_CUDNN_BOTH_MATHS=1 an algorithm ranked with DEFAULT_MATH for
+//    16-bit data is also timed (DIRECTION:ALGO@1=MILLISECONDS) and runs with TENSOR_OP_MATH, as a
+//    real cuDNN's Find answers;
 //  - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dimensions of size 1;
 //  - cudnnActivationForward, ReLU: y = alpha * relu(x) + beta * y, in place allowed;
 //  - pooling: max (NaN propagated under CUDNN_PROPAGATE_NAN; the gradient goes to the first
@@ -239,11 +241,11 @@ const char* type_name(cudnnDataType_t t) {
 // A number the environment variable `env` tells for (dir, algo): its comma-separated items are
 // DIRECTION:ALGO=NUMBER, or DIRECTION.TYPE:ALGO=NUMBER for data of one type (float, half or
 // bfloat16), which wins.
-std::optional<double> told(const char* env, Direction dir, int algo, cudnnDataType_t data) {
+std::optional<double> told(const char* env, Direction dir, int algo, cudnnDataType_t data, const char* suffix = "") {
   static const char* kDirections[] = {"fwd", "bwd_data", "bwd_filter"};
   const char* value = std::getenv(env);
   if (!value) return std::nullopt;
-  const std::string all = "," + std::string(value) + ",", at_algo = ":" + std::to_string(algo) + "=";
+  const std::string all = "," + std::string(value) + ",", at_algo = ":" + std::to_string(algo) + suffix + "=";
   for (const std::string& key : {"," + std::string(kDirections[dir]) + "." + type_name(data) + at_algo,
                                  "," + std::string(kDirections[dir]) + at_algo})
     if (const size_t at = all.find(key); at != std::string::npos) return std::stod(all.substr(at + key.size()));
@@ -286,11 +288,20 @@ cudnnStatus_t algo_workspace(Direction dir, const Conv& g, int algo, cudnnDataTy
 
 // What a call with `algo` checks before it computes: the algorithm ranked runnable, the
 // descriptor's math type the one it was ranked with, enough workspace, and AMP_STANDIN_CUDNN_FAIL.
+// AMP_STANDIN_CUDNN_BOTH_MATHS=1: as a real cuDNN does, an algorithm the heuristic ranks with
+// DEFAULT_MATH for 16-bit data also runs with TENSOR_OP_MATH, and Find times it both ways (its
+// TENSOR_OP_MATH time told as DIRECTION:ALGO@1=MILLISECONDS).
+bool both_maths() {
+  const char* v = std::getenv("AMP_STANDIN_CUDNN_BOTH_MATHS");
+  return v && std::string(v) == "1";
+}
+
 cudnnStatus_t algo_call_check(Direction dir, const Conv& g, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c,
                               const void* workspace, size_t workspace_bytes) {
   const int math = ranked_math(dir, algo, data, c);
   if (math < 0) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
-  if (c.math != math) return CUDNN_STATUS_NOT_SUPPORTED;
+  const bool also_tensor_op = both_maths() && is_half(data) && math == CUDNN_DEFAULT_MATH && c.math == CUDNN_TENSOR_OP_MATH;
+  if (c.math != math && !also_tensor_op) return CUDNN_STATUS_NOT_SUPPORTED;
   size_t needed = 0;
   if (cudnnStatus_t s = algo_workspace(dir, g, algo, data, c, &needed)) return s;
   if (workspace_bytes < needed || (needed && !amp_standin::is_device_range(workspace, needed))) return CUDNN_STATUS_BAD_PARAM;
@@ -388,6 +399,14 @@ cudnnStatus_t measured_algorithms(Direction dir, const Conv& g, cudnnDataType_t 
     p.time = static_cast<float>(told("AMP_STANDIN_CUDNN_TIMES", dir, r[i].algo, data).value_or(1.0 + static_cast<double>(i)));
     p.determinism = CUDNN_DETERMINISTIC;
     all.push_back(p);
+    if (both_maths() && is_half(data) && with_math.math == CUDNN_DEFAULT_MATH && math >= 0) {
+      with_math.math = CUDNN_TENSOR_OP_MATH;
+      p.mathType = CUDNN_TENSOR_OP_MATH;
+      p.status = algo_call_check(dir, g, r[i].algo, data, with_math, workspace, workspace_bytes);
+      p.time = static_cast<float>(
+          told("AMP_STANDIN_CUDNN_TIMES", dir, r[i].algo, data, "@1").value_or(1.5 + static_cast<double>(i)));
+      all.push_back(p);
+    }
   }
   std::stable_sort(all.begin(), all.end(), [](const Perf& a, const Perf& b) {
     if ((a.status == CUDNN_STATUS_SUCCESS) != (b.status == CUDNN_STATUS_SUCCESS)) return a.status == CUDNN_STATUS_SUCCESS;
