@@ -227,12 +227,15 @@ class Run:
         self.save()
         print("  " + ", ".join("%s %s" % (k, v) for k, v in r.items()), flush=True)
 
-    def amp_row(self, name, batch, dtype, tf32=False):
+    def amp_row(self, name, batch, dtype, tf32=False, extra_env=None):
+        """extra_env: {VARIABLE: value} for this row alone (--amp-env), named in its label."""
         label = "amp %s%s" % (dtype, " tf32" if tf32 else "")
+        label += "".join(" (%s=%s)" % kv for kv in (extra_env or {}).items())
         if self.left() < 30:
             return self.row(model=name, batch=batch, variant=label, error="not run: the time budget is spent")
-        tag = "%s_%d_%s%s" % (name, batch, dtype, "_tf32" if tf32 else "")
-        env = {"AMP_KERNEL_CACHE_DIR": self.cache}
+        tag = "%s_%d_%s%s%s" % (name, batch, dtype, "_tf32" if tf32 else "",
+                                "".join("_%s_%s" % kv for kv in (extra_env or {}).items()))
+        env = {"AMP_KERNEL_CACHE_DIR": self.cache, **(extra_env or {})}
         if self.cuda:  # what cuBLASLt and cuDNN took (backends/cuda/device_report.h), kept with the log
             env["AMP_CUDA_REPORT"] = os.path.join(self.logs, tag + ".jsonl")
         rc, out, held = self.command(tag, self.amp_train(name, batch, dtype, self.a.steps, ["--tf32"] if tf32 else []),
@@ -488,6 +491,11 @@ def run(a):
         r.amp_row("resnet50", b, dtype, tf32)
     for variant in ("torch fp32", "torch autocast fp16 (CL)", "torch autocast bf16 (CL)", "torch compile bf16 (CL)"):
         r.torch_row("resnet50", b, variant)
+    for setting in a.amp_env:  # the same bf16 step under one setting each (AMP_CUDNN_WORKSPACE_MIB=1024, ...)
+        key, eq, value = setting.partition("=")
+        if not key or not eq:
+            sys.exit("bench_scale: --amp-env takes VARIABLE=VALUE, got %r" % setting)
+        r.amp_row("resnet50", b, "bf16", extra_env={key: value})
     r.first_steps("resnet50", b, "bf16")
     r.losses("resnet50", "bf16")
     r.amp_row("resnet50", 2 * b, "bf16")
@@ -519,6 +527,8 @@ def main():
     q.add_argument("--steps", type=int, default=12, help="timed steps per row")
     q.add_argument("--loss-steps", type=int, default=LOSS_STEPS, help="steps of the loss check at batch 8")
     q.add_argument("--budget", type=float, default=420, help="seconds; rows not started by then are not run")
+    q.add_argument("--amp-env", action="append", default=[], metavar="VARIABLE=VALUE",
+                   help="one more amp bf16 resnet50 row at --batch with this environment setting (repeatable)")
     q.add_argument("--kernels-of", metavar="DTYPE", help="only the kernel profile of amp-train resnet50 at --batch in "
                    "DTYPE (fp32, fp16, bf16), no table rows")
     a = p.parse_args()
