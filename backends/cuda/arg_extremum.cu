@@ -23,6 +23,18 @@ __device__ __forceinline__ bool wins(float v, int64_t i, float best, int64_t at,
   return last ? i > at : i < at;
 }
 
+// The warp's winner, in every lane.
+__device__ __forceinline__ void warp_best(float& best, int64_t& at, bool max, bool last) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float v = __shfl_xor_sync(0xffffffffu, best, offset);
+    const int64_t i = __shfl_xor_sync(0xffffffffu, at, offset);
+    if (wins(v, i, best, at, max, last)) {
+      best = v;
+      at = i;
+    }
+  }
+}
+
 template <class T>
 __global__ void __launch_bounds__(kRowThreads)
     arg_rows(const T* __restrict__ x, int64_t* __restrict__ out, int64_t r, bool max, bool last) {
@@ -38,14 +50,7 @@ __global__ void __launch_bounds__(kRowThreads)
       at = k;
     }
   }
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const float v = __shfl_xor_sync(0xffffffffu, best, offset);
-    const int64_t i = __shfl_xor_sync(0xffffffffu, at, offset);
-    if (wins(v, i, best, at, max, last)) {
-      best = v;
-      at = i;
-    }
-  }
+  warp_best(best, at, max, last);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) {
     values[warp] = best;
@@ -55,14 +60,7 @@ __global__ void __launch_bounds__(kRowThreads)
   if (warp != 0) return;
   best = lane < static_cast<int>(blockDim.x / 32) ? values[lane] : 0.0f;
   at = lane < static_cast<int>(blockDim.x / 32) ? indices[lane] : -1;
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const float v = __shfl_xor_sync(0xffffffffu, best, offset);
-    const int64_t i = __shfl_xor_sync(0xffffffffu, at, offset);
-    if (wins(v, i, best, at, max, last)) {
-      best = v;
-      at = i;
-    }
-  }
+  warp_best(best, at, max, last);
   if (lane == 0) out[blockIdx.x] = at;
 }
 

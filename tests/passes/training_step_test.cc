@@ -120,10 +120,10 @@ StepRun run_step(Executable& exe, const TrainingStep& step, uint32_t seed, float
 int64_t host_correct(const Tensor& scores, const Tensor& labels) {
   const int64_t rows = labels.numel(), classes = scores.numel() / rows;
   int64_t correct = 0;
+  std::vector<double> row(static_cast<size_t>(classes));
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c)
-      if (scores.element(r * classes + c) > scores.element(r * classes + best)) best = c;
+    for (int64_t c = 0; c < classes; ++c) row[static_cast<size_t>(c)] = scores.element(r * classes + c);
+    const int64_t best = std::max_element(row.begin(), row.end()) - row.begin();  // the first of equals
     correct += best == static_cast<int64_t>(labels.element(r));
   }
   return correct;
