@@ -183,11 +183,14 @@ TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
     std::vector<int64_t> dims;
     bool residual, summed, shortcut;
   };
-  // NCHW (each channel in runs of 25), and [N, C] with C past one tile of 32 channels.
+  // NCHW (each channel in runs of 25, of 49 over 9 images, and of 400: planes smaller and larger
+  // than a block of the statistics kernel), and [N, C] with C past one tile of 32 channels.
   const Case cases[] = {{{4, 6, 5, 5}, true, true, false},
                         {{4, 6, 5, 5}, false, false, false},
                         {{24, 40}, false, true, false},
-                        {{4, 6, 5, 5}, true, true, true}};
+                        {{4, 6, 5, 5}, true, true, true},
+                        {{9, 5, 7, 7}, false, true, false},
+                        {{3, 4, 20, 20}, true, true, false}};
   uint32_t seed = 300;
   for (const Case& c : cases)
     for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
