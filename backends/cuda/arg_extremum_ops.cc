@@ -12,6 +12,9 @@ class ArgExtremum final : public CudaOp {
       : max_(n.op_type() == "ArgMax"), axis_(n.attr_int("axis", 0)), last_(n.attr_int("select_last_index", 0) != 0) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     const TensorDesc& x = *s.in.at(0);
+    if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16)
+      throw InputError(std::string(max_ ? "ArgMax" : "ArgMin") + " on cuda takes float, float16 or bfloat16, not " +
+                       std::string(dtype_name(x.dtype)));
     const int64_t rank = static_cast<int64_t>(x.dims.size());
     if (rank == 0) throw InputError("X must have a rank of at least 1");
     if (axis_ < -rank || axis_ >= rank) throw InputError("axis " + std::to_string(axis_) + " is out of range");

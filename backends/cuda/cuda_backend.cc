@@ -33,6 +33,11 @@ std::string CudaBackend::unsupported_reason(const Node& n) const {
            " runs on the device only on float, float16, bfloat16 and bool tensors (comparisons also on int32 and "
            "int64, Casts also from and to uint8, int8, int32 and int64)";
   }
+  const DType first = n.inputs().empty() || !n.input(0) ? DType::kUndefined : n.input(0)->dtype();
+  if (n.domain().empty() && (n.op_type() == "ArgMax" || n.op_type() == "ArgMin") && first != DType::kUndefined &&
+      first != DType::kFloat && first != DType::kFloat16 && first != DType::kBFloat16)
+    return n.op_type() + " runs on the device only on float, float16 and bfloat16 tensors, not " +
+           std::string(dtype_name(first));
   if (find_cuda_op(n.domain(), n.op_type())) return "";
   if (n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp) return "";
   if (elem_op_of(n)) return "";

@@ -97,9 +97,13 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
   iadd->output(0)->set_type(ValueType::tensor(DType::kInt64, Shape::of({2})));
   Node* nll = g.add_node("NegativeLogLikelihoodLoss", {x, i}, 1);
   Node* mm = g.add_node("MatMul", {x, x}, 1);
+  Node* argmax = g.add_node("ArgMax", {x}, 1);
+  Node* int_argmax = g.add_node("ArgMax", {i}, 1);
   const cuda::CudaBackend b;
   EXPECT_EQ(b.unsupported_reason(*relu), "");
   EXPECT_EQ(b.unsupported_reason(*mm), "");
+  EXPECT_EQ(b.unsupported_reason(*argmax), "");
+  EXPECT_NE(b.unsupported_reason(*int_argmax).find("only on float, float16 and bfloat16 tensors, not int64"), std::string::npos);
   EXPECT_NE(b.unsupported_reason(*iadd).find("float, float16, bfloat16 and bool"), std::string::npos);
   EXPECT_NE(b.unsupported_reason(*nll).find("no device kernel"), std::string::npos);
 }
