@@ -65,13 +65,15 @@ __device__ __forceinline__ float row_weight(const L* labels, const T* weights, i
 }
 
 // One block per row r = (i, j) of [n, inner]: loss_r, weight_r into scratch; log_prob if asked.
-template <class T, class L>
-__global__ void forward_rows(const T* __restrict__ scores, const L* __restrict__ labels, const T* __restrict__ weights,
+// TS: the scores' storage type (float16/bfloat16 with float T where the op absorbed the widening
+// Cast: the scores are widened as they are read, exactly).
+template <class T, class L, class TS>
+__global__ void forward_rows(const TS* __restrict__ scores, const L* __restrict__ labels, const T* __restrict__ weights,
                              T* __restrict__ log_prob, float* __restrict__ row_loss, float* __restrict__ row_weight_out,
                              int64_t classes, int64_t inner, bool has_ignore, int64_t ignore) {
   const int64_t r = blockIdx.x;
   const int64_t base = (r / inner) * classes * inner + r % inner;
-  const T* row = scores + base;
+  const TS* row = scores + base;
   const RowStats s = row_stats(row, classes, inner);
   const float lse = s.max + logf(s.sum);
   if (log_prob)
@@ -123,15 +125,16 @@ __global__ void __launch_bounds__(kReduceThreads)
   if (threadIdx.x == 0) out[0] = w;
 }
 
-// TG: the storage type of dscores (float16/bfloat16 from float scores where the op absorbed a Cast).
-template <class T, class L, class TG>
-__global__ void backward_rows(const T* __restrict__ dloss, const T* __restrict__ scores, const L* __restrict__ labels,
+// TG: the storage type of dscores (float16/bfloat16 from float scores where the op absorbed a Cast);
+// TS: the scores' (float16/bfloat16 where it absorbed the widening Cast before it).
+template <class T, class L, class TG, class TS>
+__global__ void backward_rows(const T* __restrict__ dloss, const TS* __restrict__ scores, const L* __restrict__ labels,
                               const T* __restrict__ weights, const float* __restrict__ weight_total,
                               TG* __restrict__ dscores, int64_t classes, int64_t inner, int reduction, bool has_ignore,
                               int64_t ignore) {
   const int64_t r = blockIdx.x;
   const int64_t base = (r / inner) * classes * inner + r % inner;
-  const T* row = scores + base;
+  const TS* row = scores + base;
   const RowStats s = row_stats(row, classes, inner);
   const float w = row_weight(labels, weights, r, classes, has_ignore, ignore);
   const int64_t label = label_at(labels, r);
@@ -145,6 +148,20 @@ __global__ void backward_rows(const T* __restrict__ dloss, const T* __restrict__
     const float p = expf(to_float(row[c * inner]) - s.max) * inv_sum;
     dscores[base + c * inner] = from_float<TG>((p - (c == label ? 1.0f : 0.0f)) * scale);
   }
+}
+
+// f(TS{}) with TS the scores' storage type: T's when `scores` is undefined or T's type; a 16-bit
+// type only under float T (an absorbed Cast).
+template <class T, class F>
+void dispatch_scores(DType t, DType scores, const char* what, F&& f) {
+  if (scores == DType::kUndefined || scores == t) {
+    f(T{});
+    return;
+  }
+  if (t != DType::kFloat)
+    throw InputError(std::string(what) + ": " + std::string(dtype_name(scores)) + " scores under a " +
+                     std::string(dtype_name(t)) + " loss; only a float loss reads scores of another type");
+  dispatch_float(scores, what, [&](auto tag) { f(tag); });
 }
 
 template <class F>
@@ -169,13 +186,16 @@ void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const
     using T = decltype(tag);
     dispatch_labels(s.label_type, [&](auto ltag) {
       using L = decltype(ltag);
-      // No rows: no row blocks (a grid of 0 is an invalid launch), but the scalar loss is still
-      // written below: 0 for sum, 0/0 = NaN for mean, as on the CPU backend.
-      if (rows > 0)
-        forward_rows<T, L><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-          static_cast<const T*>(scores), static_cast<const L*>(labels), static_cast<const T*>(weights),
-          static_cast<T*>(log_prob), row_loss, row_w, s.classes, s.inner, s.ignore_index.has_value(),
-          s.ignore_index.value_or(0));
+      dispatch_scores<T>(s.type, s.score_type, "SoftmaxCrossEntropyLoss", [&](auto stag) {
+        using TS = decltype(stag);
+        // No rows: no row blocks (a grid of 0 is an invalid launch), but the scalar loss is still
+        // written below: 0 for sum, 0/0 = NaN for mean, as on the CPU backend.
+        if (rows > 0)
+          forward_rows<T, L, TS><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+            static_cast<const TS*>(scores), static_cast<const L*>(labels), static_cast<const T*>(weights),
+            static_cast<T*>(log_prob), row_loss, row_w, s.classes, s.inner, s.ignore_index.has_value(),
+            s.ignore_index.value_or(0));
+      });
     });
     reduce_loss<T><<<1, kReduceThreads, 0, stream>>>(row_loss, row_w, rows, static_cast<int>(s.reduction),
                                                      static_cast<T*>(loss));
@@ -199,10 +219,13 @@ void cross_entropy_backward(const CrossEntropyShape& s, const void* dloss, const
                                                              static_cast<const T*>(weights), rows, s.classes,
                                                              s.ignore_index.has_value(), s.ignore_index.value_or(0),
                                                              weight_total);
-      backward_rows<T, L, TG><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-          static_cast<const T*>(dloss), static_cast<const T*>(scores), static_cast<const L*>(labels),
-          static_cast<const T*>(weights), weight_total, static_cast<TG*>(dscores), s.classes, s.inner,
-          static_cast<int>(s.reduction), s.ignore_index.has_value(), s.ignore_index.value_or(0));
+      dispatch_scores<T>(s.type, s.score_type, "SoftmaxCrossEntropyLossGrad", [&](auto stag) {
+        using TS = decltype(stag);
+        backward_rows<T, L, TG, TS><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+            static_cast<const T*>(dloss), static_cast<const TS*>(scores), static_cast<const L*>(labels),
+            static_cast<const T*>(weights), weight_total, static_cast<TG*>(dscores), s.classes, s.inner,
+            static_cast<int>(s.reduction), s.ignore_index.has_value(), s.ignore_index.value_or(0));
+      });
     });
   });
   AMP_CUDA_CHECK(cudaGetLastError());

@@ -17,6 +17,8 @@ struct CrossEntropyShape {
   int64_t n = 0, classes = 0, inner = 1;
   DType type = DType::kFloat;         // scores, weights, loss, dloss
   DType grad_type = DType::kUndefined;  // dscores: `type` when undefined; fp16/bf16 from float scores (an absorbed Cast)
+  DType score_type = DType::kUndefined;  // scores' storage: `type` when undefined; fp16/bf16 under a float
+                                         // loss where the op absorbed the widening Cast before it
   DType label_type = DType::kInt64;   // int32 or int64
   std::optional<int64_t> ignore_index;
   LossReduction reduction = LossReduction::kMean;

@@ -81,9 +81,12 @@ CrossEntropyShape loss_shape(const Node& n) {
   return s;
 }
 
-void fill_dims(CrossEntropyShape& s, const TensorDesc& scores, const TensorDesc& labels) {
+// type: the loss's (and weights', dloss's) type; the scores may be stored in another (an absorbed
+// widening Cast: CudaOp::reads_any_float).
+void fill_dims(CrossEntropyShape& s, const TensorDesc& scores, const TensorDesc& labels, DType type) {
   if (scores.dims.size() < 2) throw InputError("scores need a class axis: [N, C, ...]");
-  s.type = scores.dtype;
+  s.type = type;
+  s.score_type = scores.dtype;
   s.label_type = labels.dtype;
   s.n = scores.dims[0];
   s.classes = scores.dims[1];
@@ -97,7 +100,7 @@ class CrossEntropy final : public CudaOp {
   CrossEntropy(const Node& n, int64_t) : base_(loss_shape(n)) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     CrossEntropyShape shape = base_;
-    fill_dims(shape, *s.in[0], *s.in[1]);
+    fill_dims(shape, *s.in[0], *s.in[1], s.out[0]->dtype);
     const bool weighted = s.has_in(2), log_prob = s.has_out(1);
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& ctx) {
@@ -106,6 +109,9 @@ class CrossEntropy final : public CudaOp {
         },
         cross_entropy_workspace(shape));
   }
+  // A step's 16-bit scores are widened for the loss (mixed precision keeps it fp32); the kernel
+  // widens them as it reads, so a GPT-2 step's [tokens, 50257] scores are not stored again in fp32.
+  bool reads_any_float(size_t input) const override { return input == 0; }
 
  private:
   CrossEntropyShape base_;
@@ -117,8 +123,9 @@ class CrossEntropyGrad final : public CudaOp {
   CrossEntropyGrad(const Node& n, int64_t) : base_(loss_shape(n)) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     CrossEntropyShape shape = base_;
-    fill_dims(shape, *s.in[1], *s.in[2]);
-    if (s.in[0]->dtype != shape.type) throw InputError("dLoss and scores differ in type");
+    fill_dims(shape, *s.in[1], *s.in[2], s.in[0]->dtype);
+    if (shape.score_type != shape.type && shape.type != DType::kFloat)
+      throw InputError("dLoss and scores differ in type");
     shape.grad_type = s.out[0]->dtype;
     const bool weighted = s.has_in(3);
     return std::make_unique<PreparedFunction>(
@@ -129,6 +136,7 @@ class CrossEntropyGrad final : public CudaOp {
         cross_entropy_workspace(shape));
   }
   bool writes_any_float(size_t output) const override { return output == 0; }
+  bool reads_any_float(size_t input) const override { return input == 1; }
 
  private:
   CrossEntropyShape base_;

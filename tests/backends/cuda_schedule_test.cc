@@ -454,6 +454,40 @@ TEST(CudaSchedule, EveryFusedUnitOfATrainingStepComputesWhatTheUnfusedGraphCompu
   }
 }
 
+// Mixed precision widens a step's 16-bit scores for the loss, and both the loss and its gradient
+// read the widened copy: for GPT-2 a [tokens, 50257] fp32 tensor (1.6 GB at 8 x 1024 tokens),
+// written once and read twice. The two loss units now read the 16-bit scores and widen them as
+// they load (CudaOp::reads_any_float), the Cast is held by the first of them, and no unit writes
+// the fp32 copy; the ArgMax that counts the correct predictions reads the 16-bit scores too.
+TEST(CudaSchedule, TheLossAndItsGradientReadTheSixteenBitScoresThemselves) {
+  for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = mixed_precision_step("gpt.train.onnx", precision);
+    const Schedule s(step.model, step_options(step));
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    expect_every_step_placed(s, p);
+    // The widened scores: the loss node's first input, made by a Cast from 16 bits.
+    const Value* widened = nullptr;
+    for (const Node* n : step.model.graph->nodes())
+      if (n->op_type() == "SoftmaxCrossEntropyLoss") widened = n->input(0);
+    ASSERT_NE(widened, nullptr);
+    ASSERT_TRUE(widened->producer() && widened->producer()->op_type() == "Cast");
+    ASSERT_EQ(widened->dtype(), DType::kFloat);
+    ASSERT_GE(widened->uses().size(), 2u) << "the loss and its gradient read it";
+    const int widened_id = s.program.find(widened->name());
+    int loss_units = 0;
+    for (const Unit* u : p.order) {
+      EXPECT_EQ(std::count(u->out.begin(), u->out.end(), widened_id), 0) << u->kind << " writes the widened scores";
+      if (u->kind.rfind("SoftmaxCrossEntropyLoss", 0) != 0) continue;
+      ++loss_units;
+      const size_t scores = u->kind.rfind("SoftmaxCrossEntropyLossGrad", 0) == 0 ? 1 : 0;
+      EXPECT_EQ(p.desc[u->in[scores]].dtype, precision) << u->kind << " reads " << s.program.values[u->in[scores]].name;
+    }
+    EXPECT_EQ(loss_units, 2) << listing(p);
+  }
+}
+
 // The same for every copy unit — Transposes, Slices, the attention's composed and batched copies
 // (copy_fusion.h): its copies applied on the host to the inputs the CPU backend computed for the
 // unfused graph write exactly the CPU backend's values of its outputs.
