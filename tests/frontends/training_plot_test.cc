@@ -303,11 +303,15 @@ TEST(TrainingPlot, CompareFp32DrawsBothRunsBesideTheMetrics) {
   EXPECT_GT(trace(p, frames[1], parse_colour(kOrange), 0, 1).pixels, 100);
 
   const std::string text = read_text(png);
-  // (The title's bold "mlp" is read as "mlip" at times: the words after it are enough.)
+  // (The title's bold "mlp" is read as "mlip" at times: the words after it are enough. The legend's
+  // "fp32:" was once read as "f032:" on a loaded machine: its line is found by what follows it.)
   for (const char* words :
-       {"train.onnx: fp32 vs fp16 mixed precision", "fp32:", "fp16:", "ms/step", "MiB backend memory", "val accuracy",
+       {"train.onnx: fp32 vs fp16 mixed precision", "32: ", "fp16:", "ms/step", "MiB backend memory", "val accuracy",
         "validation loss", "training loss", "loss scale", "optimizer step"})
     EXPECT_NE(text.find(words), std::string::npos) << words << " not read in:\n" << text;
+  size_t lines = 0;
+  for (size_t at = text.find("ms/step"); at != std::string::npos; at = text.find("ms/step", at + 1)) ++lines;
+  EXPECT_EQ(lines, 2u) << "one legend line a run:\n" << text;
 }
 
 TEST(TrainingPlot, PlotFolderIsCheckedBeforeTraining) {
