@@ -51,13 +51,14 @@ def find_ncu():
     return None
 
 
-def kernel_sums(ncu, cmd, tmp, tag, find, timeout=None):
-    """{kernel name: (launches, total ns)} of one profiled run (RuntimeError past timeout seconds)."""
+def kernel_sums(ncu, cmd, tmp, tag, find, timeout=None, env=None):
+    """{kernel name: (launches, total ns)} of one profiled run (RuntimeError past timeout seconds);
+    env: variables set for this run beside the process's own."""
     log = os.path.join(tmp, tag + ".csv")
     # cuDNN's measured ranking (AMP_CUDNN_FIND) would time algorithms with ncu's per-kernel cost
     # added and may choose otherwise than a run without ncu: the profile is of the heuristic's
     # order unless --find (or AMP_CUDNN_FIND in the environment) says otherwise.
-    env = {"AMP_CUDNN_FIND": "1" if find else "0", **os.environ, "AMP_CUDA_GRAPHS": "0"}
+    env = {"AMP_CUDNN_FIND": "1" if find else "0", **os.environ, **(env or {}), "AMP_CUDA_GRAPHS": "0"}
     try:
         proc = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
                                "--print-units", "base", "--log-file", log] + cmd,

@@ -3,8 +3,6 @@
 // with select_last_index. A NaN counts as larger and as smaller than any number, as numpy (ONNX's
 // reference) and torch.argmax have it: the first NaN of a lane wins (the last with
 // select_last_index). 16-bit values are compared as fp32, which orders them exactly.
-#include <limits>
-
 #include "backends/cpu/kernel_util.h"
 #include "graph/error.h"
 

@@ -74,8 +74,8 @@ ordered_json cuda_plan_report(const Model& model, const std::map<std::string, in
     // As TrainingSession::run_step fetches: the correct count, or the scores of a step saved
     // before the step counted.
     const std::string& accuracy = step.correct.empty() ? step.target : step.correct;
-    for (const std::string* name : std::initializer_list<const std::string*>{&step.loss, &accuracy, &step.all_finite, &step.loss_scale})
-      if (!name->empty() && (name != &accuracy || step.classification)) fetch_names.push_back(*name);
+    for (const std::string& name : {step.loss, step.classification ? accuracy : std::string(), step.all_finite, step.loss_scale})
+      if (!name.empty()) fetch_names.push_back(name);
   } else {
     for (const Value* v : model.graph->outputs()) fetch_names.push_back(v->name());
   }

@@ -378,20 +378,14 @@ class Run:
         if not any(r["variant"].startswith("amp") for r in self.rows):
             self.command("kernels_warmup", self.amp_train(slow["model"], slow["batch"], dtype, 1, extra),
                          {"AMP_KERNEL_CACHE_DIR": self.cache})
-        before = os.environ.get("AMP_KERNEL_CACHE_DIR")
-        os.environ["AMP_KERNEL_CACHE_DIR"] = self.cache
         try:
             for steps in (2, 4):
                 cmd = self.amp_train(slow["model"], slow["batch"], dtype, steps, extra)
-                runs.append(kernel_times.kernel_sums(ncu, cmd, self.tmp, "ncu_%d" % steps, True, max(10.0, self.left())))
+                runs.append(kernel_times.kernel_sums(ncu, cmd, self.tmp, "ncu_%d" % steps, True, max(10.0, self.left()),
+                                                     {"AMP_KERNEL_CACHE_DIR": self.cache}))
         except (RuntimeError, OSError) as e:
             self.notes.append("kernel profile: FAILED: %s" % str(e)[:300])
             return
-        finally:
-            if before is None:
-                os.environ.pop("AMP_KERNEL_CACHE_DIR", None)
-            else:
-                os.environ["AMP_KERNEL_CACHE_DIR"] = before
         rows = kernel_times.step_rows(*runs, 2)
         total = sum(ns for ns, _, _ in rows)
         lines = ["kernels of %s %s at batch %d (ncu, cuDNN's measured choices): %.1f ms of kernels a step" % (

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "graph/half.h"
 #include "tests/support/cuda_emulator.h"
 #include "tests/support/guarded_buffer.h"
 #include "tests/support/one_node.h"
+#include "tests/support/parity.h"
 
 #define cuda cuda_emulated
 #include "backends/cuda/arg_extremum.cuh"
@@ -27,12 +27,6 @@ namespace {
 
 namespace emu = cuda_emulated;
 
-void put(Tensor& x, int64_t k, float v) {
-  if (x.dtype == DType::kFloat) x.mutable_as<float>()[k] = v;
-  else if (x.dtype == DType::kFloat16) x.mutable_as<uint16_t>()[k] = fp32_to_fp16(v);
-  else x.mutable_as<uint16_t>()[k] = fp32_to_bf16(v);
-}
-
 // Values drawn from a few levels, so that lanes have ties, with NaNs planted at `nan_every`.
 Tensor drawn(DType t, const std::vector<int64_t>& dims, uint32_t seed, int64_t nan_every) {
   Tensor x(t, dims);
@@ -42,7 +36,7 @@ Tensor drawn(DType t, const std::vector<int64_t>& dims, uint32_t seed, int64_t n
   for (int64_t k = 0; k < x.numel(); ++k) {
     float v = static_cast<float>(level(rng)) + (t == DType::kFloat ? 0.0f : fine(rng));
     if (nan_every > 0 && k % nan_every == nan_every / 2) v = std::nanf("");
-    put(x, k, v);
+    test::put_float(x, k, v);
   }
   return x;
 }

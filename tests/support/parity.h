@@ -15,6 +15,13 @@
 
 namespace amp::test {
 
+// Element k of a float, float16 or bfloat16 tensor set to v (rounded to the type).
+inline void put_float(Tensor& x, int64_t k, float v) {
+  if (x.dtype == DType::kFloat) x.mutable_as<float>()[k] = v;
+  else if (x.dtype == DType::kFloat16) x.mutable_as<uint16_t>()[k] = fp32_to_fp16(v);
+  else x.mutable_as<uint16_t>()[k] = fp32_to_bf16(v);
+}
+
 // Uniform in [lo, hi) (floored for integers, > 0 for bool), from `seed`.
 inline Tensor random_tensor(DType t, std::vector<int64_t> dims, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
   Tensor x(t, std::move(dims));
@@ -23,9 +30,9 @@ inline Tensor random_tensor(DType t, std::vector<int64_t> dims, uint32_t seed, f
   for (int64_t k = 0; k < x.numel(); ++k) {
     const float v = u(rng);
     switch (t) {
-      case DType::kFloat: x.mutable_as<float>()[k] = v; break;
-      case DType::kFloat16: x.mutable_as<uint16_t>()[k] = fp32_to_fp16(v); break;
-      case DType::kBFloat16: x.mutable_as<uint16_t>()[k] = fp32_to_bf16(v); break;
+      case DType::kFloat:
+      case DType::kFloat16:
+      case DType::kBFloat16: put_float(x, k, v); break;
       case DType::kInt64: x.mutable_as<int64_t>()[k] = static_cast<int64_t>(std::floor(v)); break;
       case DType::kInt32: x.mutable_as<int32_t>()[k] = static_cast<int32_t>(std::floor(v)); break;
       case DType::kBool: x.mutable_as<uint8_t>()[k] = v > 0; break;
