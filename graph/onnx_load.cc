@@ -25,6 +25,7 @@
 #include "graph/onnx_import.h"
 #include "graph/onnx_io.h"
 #include "graph/onnx_converter_limits.h"
+#include "graph/onnx_newer_opsets.h"
 #include "graph/onnx_runtime_forms.h"
 
 namespace amp {
@@ -278,12 +279,34 @@ int64_t ir_version_for_opset(int64_t opset) {
   return std::prev(it)->second;
 }
 
+// Shape inference. A declared shape of an output or intermediate value that contradicts what its op
+// computes (a rank-0 output declared for a [20] result, as onnx2c's fp_float16 test model has) stops
+// ONNX's inference; ONNX Runtime ignores such declarations (a warning) and computes the shapes
+// itself. So does this import: those declarations are dropped, with one warning line, and
+// inference runs again. Anything else it fails on refuses the model.
 void infer_shapes(onnx::ModelProto& p, const std::string& path) {
+  onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/false);
   try {
-    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/false);
     onnx::shape_inference::InferShapes(p, onnx::OpSchemaRegistry::Instance(), options);
+    return;
   } catch (const std::exception& e) {
-    throw InputError(path + ": shape inference failed: " + one_line(e.what()));
+    const std::string message = one_line(e.what());
+    if (message.find("Inferred shape and existing shape differ") == std::string::npos)
+      throw InputError(path + ": shape inference failed: " + message);
+    onnx::ModelProto retry = p;
+    for_each_graph(retry, [](onnx::GraphProto& g) {
+      g.clear_value_info();
+      for (auto& vi : *g.mutable_output())
+        if (vi.has_type() && vi.type().has_tensor_type()) vi.mutable_type()->mutable_tensor_type()->clear_shape();
+    });
+    try {
+      onnx::shape_inference::InferShapes(retry, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception&) {
+      throw InputError(path + ": shape inference failed: " + message);
+    }
+    spdlog::warn("{}: a declared shape contradicts what its node computes ({}); the declared output and value shapes are "
+                 "ignored, as ONNX Runtime ignores them", path, message);
+    p.Swap(&retry);
   }
 }
 
@@ -417,7 +440,20 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
     throw InputError(path + ": unsupported target opset " + std::to_string(options.target_opset) +
                      " (this build reads up to opset " + std::to_string(kMaxOpset) + ")");
   ExternalDataReader external(path, base_dir);
+  if (const int64_t newer = default_opset(p); newer > kMaxOpset) {
+    std::string notes;
+    for (const std::string& n : lower_to_opset_17(p, path)) notes += (notes.empty() ? "" : "; ") + n;
+    spdlog::warn("{}: opset {} is newer than the {} this build's ONNX library knows: read through its opset-{} form{}", path,
+                 newer, kMaxOpset, kMaxOpset, notes.empty() ? " (no node changes)" : " (" + notes + ")");
+  }
   check_opsets(p, path);
+  const LenientFixes mended = mend_lenient_forms(p);
+  if (mended.untyped_value_info)
+    spdlog::warn("{}: {} value_info entr{} without a type (ONNX requires one; ONNX Runtime ignores them): dropped", path,
+                 mended.untyped_value_info, mended.untyped_value_info == 1 ? "y" : "ies");
+  if (mended.initializers_listed)
+    spdlog::warn("{}: IR version {} lists every initializer among the graph inputs and {} {} not: added, as ONNX Runtime "
+                 "reads them", path, p.ir_version(), mended.initializers_listed, mended.initializers_listed == 1 ? "is" : "are");
   for (const std::string& g : sort_nodes_topologically(p))
     spdlog::warn("{}: the nodes of graph '{}' are not in topological order, which ONNX requires (ONNX Runtime sorts "
                  "them); sorted on import", path, g);

@@ -344,4 +344,38 @@ int flatten_softmax_axes(onnx::ModelProto& p) {
   return count;
 }
 
+LenientFixes mend_lenient_forms(onnx::ModelProto& p) {
+  LenientFixes fixes;
+  std::function<void(onnx::GraphProto&)> mend = [&](onnx::GraphProto& g) {
+    auto* infos = g.mutable_value_info();
+    for (int i = infos->size() - 1; i >= 0; --i)
+      if (!infos->Get(i).has_type()) {
+        infos->DeleteSubrange(i, 1);
+        ++fixes.untyped_value_info;
+      }
+    for (auto& n : *g.mutable_node())
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.has_g()) mend(*a.mutable_g());
+        for (auto& sub : *a.mutable_graphs()) mend(sub);
+      }
+  };
+  mend(*p.mutable_graph());
+  if (p.ir_version() < 4) {
+    onnx::GraphProto& g = *p.mutable_graph();
+    std::set<std::string> inputs;
+    for (const auto& vi : g.input()) inputs.insert(vi.name());
+    for (const auto& t : g.initializer()) {
+      if (inputs.count(t.name())) continue;
+      onnx::ValueInfoProto* vi = g.add_input();
+      vi->set_name(t.name());
+      auto* type = vi->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(t.data_type());
+      auto* shape = type->mutable_shape();
+      for (int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
+      ++fixes.initializers_listed;
+    }
+  }
+  return fixes;
+}
+
 }  // namespace amp

@@ -43,4 +43,14 @@ void restore_onnx_runtime_ops(onnx::ModelProto& p, const SetAsideNodes& saved);
 // means the same at every opset. Call after shape inference (its ranks decide). Returns the count.
 int flatten_softmax_axes(onnx::ModelProto& p);
 
+// Two slips of other exporters that ONNX Runtime lets pass and ONNX's checker does not, mended
+// before the checker runs: a value_info entry with no type (it says nothing about its value; removed),
+// and, below IR version 4, an initializer missing from the graph inputs, where that IR lists every
+// initializer (it is added as an input of the initializer's type and shape). Returns the counts.
+struct LenientFixes {
+  int untyped_value_info = 0;
+  int initializers_listed = 0;
+};
+LenientFixes mend_lenient_forms(onnx::ModelProto& p);
+
 }  // namespace amp

@@ -29,6 +29,12 @@ The torch exports are the patterns the corpus's third-party files showed, made s
   while_if        opset 13, onnx.helper: a while loop (cond computed by the body from the data) with
                   an If in its body whose else branch reads the main graph's input, two levels
                   out; and an If on the data in the main graph.
+  opset18 .. opset22  onnx.helper, at the opsets newer than ONNX 1.12's 17 (torch 2's exporters and
+                  current converters write them): each changed op in its new form (Reduce axes as
+                  an input, Split's num_outputs, Pad's axes, Resize's axes, Mish, GroupNormalization
+                  per group (18) and per channel (21), Cast's saturate, AveragePool's dilations,
+                  Gelu in both forms, QuantizeLinear's output_dtype) with the IR version each
+                  opset came with; what the import reads through its opset-17 form.
 The files are deterministic (fixed seeds).
 """
 import argparse
@@ -181,6 +187,84 @@ def while_if(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="project_models.py"), path)
 
 
+def newer_opsets(out_dir):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    F = onnx.TensorProto.FLOAT
+    rng = np.random.default_rng(5)
+
+    def const(name, array):
+        return numpy_helper.from_array(np.asarray(array), name)
+
+    def save(name, opset, ir, nodes, inputs, outputs, inits):
+        graph = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info(o, F, shape) for o, shape in outputs],
+                                  inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="project_models.py")
+        m.ir_version = ir
+        onnx.save(m, os.path.join(out_dir, name + ".onnx"))  # ONNX 1.12's checker knows none of these opsets
+
+    x = helper.make_tensor_value_info("x", F, [2, 6, 4, 4])
+    y = helper.make_tensor_value_info("y", F, [2, 7])
+    z = helper.make_tensor_value_info("z", F, ["seq", 5])
+    nodes = [
+        helper.make_node("ReduceMean", ["x", "axes23"], ["mean23"], keepdims=1),
+        helper.make_node("ReduceMax", ["x"], ["max_all"], keepdims=0),
+        helper.make_node("Constant", [], ["no_axes"], value=const("no_axes_value", np.zeros(0, np.int64))),
+        helper.make_node("ReduceMin", ["x", "no_axes"], ["min_noop"], noop_with_empty_axes=1),
+        helper.make_node("ReduceProd", ["x", "axes1"], ["prod1"], keepdims=0),
+        helper.make_node("Split", ["y"], ["y0", "y1", "y2"], axis=1, num_outputs=3),
+        helper.make_node("Split", ["z"], ["z0", "z1"], axis=0, num_outputs=2),
+        helper.make_node("Pad", ["x", "pads", "pad_value", "axes23"], ["padded"], mode="constant"),
+        helper.make_node("Resize", ["x", "", "scales"], ["resized"], mode="nearest", axes=[2, 3]),
+        helper.make_node("Mish", ["x"], ["mish"]),
+        helper.make_node("GroupNormalization", ["x", "gscale", "gbias"], ["group_norm"], num_groups=3, epsilon=1e-5),
+    ]
+    inits = [const("axes23", np.array([2, 3], np.int64)), const("axes1", np.array([1], np.int64)),
+             const("pads", np.array([1, 2, 0, 1], np.int64)), const("pad_value", np.array(0.5, np.float32)),
+             const("scales", np.array([2.0, 1.5], np.float32)),
+             const("gscale", rng.standard_normal(3).astype(np.float32)),
+             const("gbias", rng.standard_normal(3).astype(np.float32))]
+    x_shape = [2, 6, 4, 4]
+    save("opset18", 18, 8, nodes, [x, y, z],
+         [("mean23", [2, 6, 1, 1]), ("max_all", []), ("min_noop", x_shape), ("prod1", [2, 4, 4]), ("y0", [2, 3]),
+          ("y1", [2, 3]), ("y2", [2, 1]), ("z0", [None, 5]), ("z1", [None, 5]), ("padded", [2, 6, 5, 7]),
+          ("resized", [2, 6, 8, 6]), ("mish", x_shape), ("group_norm", x_shape)], inits)
+
+    nodes = [
+        helper.make_node("Cast", ["x"], ["x16"], to=onnx.TensorProto.FLOAT16, saturate=1),
+        helper.make_node("Cast", ["x16"], ["x32"], to=F),
+        helper.make_node("AveragePool", ["x32"], ["pooled"], kernel_shape=[2, 2], dilations=[1, 1], strides=[2, 2]),
+        helper.make_node("Gelu", ["x"], ["gelu"]),
+        helper.make_node("Gelu", ["x"], ["gelu_tanh"], approximate="tanh"),
+        helper.make_node("ReduceMax", ["gelu", "axes1"], ["gelu_max"], keepdims=1),
+    ]
+    save("opset20", 20, 9, nodes, [x], [("pooled", [2, 6, 2, 2]), ("gelu", x_shape), ("gelu_tanh", x_shape),
+                                         ("gelu_max", [2, 1, 4, 4])], [const("axes1", np.array([1], np.int64))])
+
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "qscale"], ["q"], output_dtype=onnx.TensorProto.UINT8),
+        helper.make_node("DequantizeLinear", ["q", "qscale"], ["dq"]),
+        helper.make_node("GroupNormalization", ["x", "cscale", "cbias"], ["group_norm"], num_groups=2, epsilon=1e-5),
+    ]
+    save("opset21", 21, 10, nodes, [x], [("dq", x_shape), ("group_norm", x_shape)],
+         [const("qscale", np.array(0.05, np.float32)), const("cscale", rng.standard_normal(6).astype(np.float32)),
+          const("cbias", rng.standard_normal(6).astype(np.float32))])
+
+    w = rng.standard_normal((8, 6, 3, 3)).astype(np.float32) * 0.2
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["conv"], pads=[1, 1, 1, 1]),
+        helper.make_node("Gelu", ["conv"], ["act"]),
+        helper.make_node("ReduceMean", ["act", "axes23"], ["pooled"], keepdims=0),
+        helper.make_node("Gemm", ["pooled", "fc", "fcb"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+    ]
+    save("opset22", 22, 10, nodes, [x], [("probs", [2, 5])],
+         [const("w", w), const("b", rng.standard_normal(8).astype(np.float32)),
+          const("axes23", np.array([2, 3], np.int64)), const("fc", rng.standard_normal((5, 8)).astype(np.float32)),
+          const("fcb", rng.standard_normal(5).astype(np.float32))])
+
+
 def calibrate(model, *inputs):
     """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -221,6 +305,7 @@ def main():
     ort_norms(os.path.join(a.out, "ort_norms.onnx"))
     loop_ops(os.path.join(a.out, "loop_ops.onnx"))
     while_if(os.path.join(a.out, "while_if.onnx"))
+    newer_opsets(a.out)
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     for name in a.zoo:

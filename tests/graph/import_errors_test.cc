@@ -80,7 +80,7 @@ TEST_F(ImportErrors, UnknownDomain) {
 }
 
 TEST_F(ImportErrors, UnsupportedOpset) {
-  EXPECT_TRUE(Contains(load_error(dir_ + "/opset18.onnx"), dir_ + "/opset18.onnx: unsupported opset 18"));
+  EXPECT_TRUE(Contains(load_error(dir_ + "/opset23.onnx"), dir_ + "/opset23.onnx: unsupported opset 23"));
 }
 
 TEST_F(ImportErrors, UndefinedInput) {

@@ -1,0 +1,778 @@
+#include "graph/onnx_newer_opsets.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "graph/error.h"
+#include "graph/half.h"
+
+namespace amp {
+namespace {
+
+using onnx::AttributeProto;
+using onnx::GraphProto;
+using onnx::NodeProto;
+using onnx::TensorProto;
+
+// The graphs around a node, outermost first: a name a subgraph reads may be defined further out.
+using Chain = std::vector<const GraphProto*>;
+
+bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+std::string node_label(const NodeProto& n) {
+  return n.name().empty() ? "a node of type " + n.op_type() : "node '" + n.name() + "' (" + n.op_type() + ")";
+}
+
+const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t attr_int(const NodeProto& n, const std::string& name, int64_t fallback) {
+  const AttributeProto* a = find_attr(n, name);
+  return a ? a->i() : fallback;
+}
+
+std::string attr_string(const NodeProto& n, const std::string& name, const std::string& fallback) {
+  const AttributeProto* a = find_attr(n, name);
+  return a ? a->s() : fallback;
+}
+
+// True when the attribute was there.
+bool remove_attr(NodeProto& n, const std::string& name) {
+  auto* list = n.mutable_attribute();
+  for (auto it = list->begin(); it != list->end(); ++it)
+    if (it->name() == name) {
+      list->erase(it);
+      return true;
+    }
+  return false;
+}
+
+void set_ints_attr(NodeProto& n, const std::string& name, const std::vector<int64_t>& values) {
+  remove_attr(n, name);
+  AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void set_string_attr(NodeProto& n, const std::string& name, const std::string& value) {
+  remove_attr(n, name);
+  AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::STRING);
+  a->set_s(value);
+}
+
+template <class T>
+std::vector<T> raw_values(const std::string& raw) {
+  std::vector<T> out(raw.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), raw.data(), out.size() * sizeof(T));
+  return out;
+}
+
+std::optional<std::vector<int64_t>> ints_of(const TensorProto& t) {
+  if (t.data_location() == TensorProto::EXTERNAL) return std::nullopt;
+  if (t.data_type() == TensorProto::INT64)
+    return t.has_raw_data() ? raw_values<int64_t>(t.raw_data()) : std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end());
+  if (t.data_type() == TensorProto::INT32) {
+    if (!t.has_raw_data()) return std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end());
+    std::vector<int32_t> v = raw_values<int32_t>(t.raw_data());
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<float>> floats_of(const TensorProto& t) {
+  if (t.data_location() == TensorProto::EXTERNAL || t.data_type() != TensorProto::FLOAT) return std::nullopt;
+  return t.has_raw_data() ? raw_values<float>(t.raw_data()) : std::vector<float>(t.float_data().begin(), t.float_data().end());
+}
+
+// The tensor a name holds when it is a constant of the graphs around: an initializer or the output
+// of a Constant node (value, value_ints, value_int, value_floats, value_float).
+std::optional<TensorProto> constant_tensor(const Chain& chain, const std::string& name) {
+  for (auto g = chain.rbegin(); g != chain.rend(); ++g) {
+    for (const auto& t : (*g)->initializer())
+      if (t.name() == name) return t;
+    for (const auto& n : (*g)->node()) {
+      if (n.op_type() != "Constant" || !default_domain(n.domain()) || n.output_size() != 1 || n.output(0) != name) continue;
+      TensorProto t;
+      if (const AttributeProto* a = find_attr(n, "value")) return a->t();
+      if (const AttributeProto* a = find_attr(n, "value_ints")) {
+        t.set_data_type(TensorProto::INT64);
+        t.add_dims(a->ints_size());
+        for (int64_t v : a->ints()) t.add_int64_data(v);
+        return t;
+      }
+      if (const AttributeProto* a = find_attr(n, "value_int")) {
+        t.set_data_type(TensorProto::INT64);
+        t.add_int64_data(a->i());
+        return t;
+      }
+      if (const AttributeProto* a = find_attr(n, "value_floats")) {
+        t.set_data_type(TensorProto::FLOAT);
+        t.add_dims(a->floats_size());
+        for (float v : a->floats()) t.add_float_data(v);
+        return t;
+      }
+      if (const AttributeProto* a = find_attr(n, "value_float")) {
+        t.set_data_type(TensorProto::FLOAT);
+        t.add_float_data(a->f());
+        return t;
+      }
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> constant_ints(const Chain& chain, const std::string& name) {
+  auto t = constant_tensor(chain, name);
+  return t ? ints_of(*t) : std::nullopt;
+}
+
+// The declared tensor type of a name (graph input, output, value_info or initializer), if any.
+const onnx::TypeProto_Tensor* declared_type(const Chain& chain, const std::string& name) {
+  for (auto g = chain.rbegin(); g != chain.rend(); ++g)
+    for (const auto* list : {&(*g)->input(), &(*g)->value_info(), &(*g)->output()})
+      for (const auto& vi : *list)
+        if (vi.name() == name && vi.has_type() && vi.type().has_tensor_type()) return &vi.type().tensor_type();
+  return nullptr;
+}
+
+std::optional<std::vector<std::optional<int64_t>>> known_dims(const Chain& chain, const std::string& name) {
+  for (auto g = chain.rbegin(); g != chain.rend(); ++g)
+    for (const auto& t : (*g)->initializer())
+      if (t.name() == name) return std::vector<std::optional<int64_t>>(t.dims().begin(), t.dims().end());
+  const auto* type = declared_type(chain, name);
+  if (!type || !type->has_shape()) return std::nullopt;
+  std::vector<std::optional<int64_t>> dims;
+  for (const auto& d : type->shape().dim())
+    dims.push_back(d.has_dim_value() ? std::optional<int64_t>(d.dim_value()) : std::nullopt);
+  return dims;
+}
+
+// The element type of a name: declared, or followed back through its producers (the ops of a
+// float model's data path make their first input's type; Cast, Constant and the shape ops say
+// theirs). 0 when unknown.
+int32_t known_elem_type(const Chain& chain, const std::string& name, int depth = 0) {
+  for (auto g = chain.rbegin(); g != chain.rend(); ++g)
+    for (const auto& t : (*g)->initializer())
+      if (t.name() == name) return t.data_type();
+  if (const auto* type = declared_type(chain, name)) return type->elem_type();
+  if (depth > 64) return 0;
+  static const std::set<std::string> kSameAsFirstInput = {
+      "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Gelu", "Mish", "Softplus", "Add", "Sub", "Mul",
+      "Div", "Pow", "MatMul", "Gemm", "BatchNormalization", "LayerNormalization", "GroupNormalization",
+      "InstanceNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Reshape", "Flatten",
+      "Transpose", "Squeeze", "Unsqueeze", "Concat", "Slice", "Gather", "Identity", "Pad", "Resize", "Softmax",
+      "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Erf", "Sqrt", "Exp", "Neg", "Abs",
+      "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu", "Dropout", "Split", "Expand", "Tile"};
+  for (auto g = chain.rbegin(); g != chain.rend(); ++g)
+    for (const auto& n : (*g)->node()) {
+      if (std::find(n.output().begin(), n.output().end(), name) == n.output().end()) continue;
+      if (!default_domain(n.domain())) return 0;
+      if (n.op_type() == "Cast") return static_cast<int32_t>(attr_int(n, "to", 0));
+      if (n.op_type() == "Constant") {
+        const AttributeProto* v = find_attr(n, "value");
+        return v ? v->t().data_type() : 0;
+      }
+      if (n.op_type() == "Shape" || n.op_type() == "Size") return TensorProto::INT64;
+      if (n.op_type() == "DequantizeLinear") return TensorProto::FLOAT;
+      if (kSameAsFirstInput.count(n.op_type()) && n.input_size() > 0)
+        return known_elem_type(chain, n.input(0), depth + 1);
+      return 0;
+    }
+  return 0;
+}
+
+// The element types IR version 8 (ONNX 1.12) has: up to BFLOAT16. Later ones are float8 (IR 9),
+// uint4 / int4 (IR 10) and float4 (IR 11).
+bool ir8_type(int64_t t) { return t <= TensorProto::BFLOAT16; }
+
+const std::set<std::string> kReductionsWithAxesInput = {"ReduceL1",  "ReduceL2",   "ReduceLogSum", "ReduceLogSumExp",
+                                                        "ReduceMax", "ReduceMean", "ReduceMin",    "ReduceProd",
+                                                        "ReduceSumSquare"};
+
+// Ops that opsets 18-22 added and opset 17 has no node for, by the opset that added them.
+const std::map<std::string, int64_t> kNoOpset17Form = {
+    {"BitwiseAnd", 18},    {"BitwiseOr", 18},      {"BitwiseXor", 18},     {"BitwiseNot", 18}, {"CenterCropPad", 18},
+    {"Col2Im", 18},        {"DeformConv", 19},     {"AffineGrid", 20},     {"ImageDecoder", 20},
+    {"RegexFullMatch", 20}, {"StringConcat", 20},  {"StringSplit", 20}};
+
+class Lowering {
+ public:
+  Lowering(onnx::ModelProto& p, std::string path, int64_t opset) : p_(p), path_(std::move(path)), opset_(opset) {
+    collect_names(p.graph());
+  }
+
+  std::vector<std::string> run() {
+    lower_graph(*p_.mutable_graph(), {});
+    for (auto& t : *p_.mutable_training_info()) {
+      if (t.has_initialization()) lower_graph(*t.mutable_initialization(), {&p_.graph()});
+      if (t.has_algorithm()) lower_graph(*t.mutable_algorithm(), {&p_.graph()});
+    }
+    for (const auto& f : p_.functions())
+      for (const auto& o : f.opset_import())
+        if (default_domain(o.domain()) && o.version() > 17)
+          for (const auto& n : f.node())
+            if (default_domain(n.domain()) && changed_after_17(n.op_type()))
+              throw InputError(path_ + ": function '" + f.name() + "', " + node_label(n) + ": opset " +
+                               std::to_string(o.version()) + " form of " + n.op_type() +
+                               " inside a model-local function; this build reads opset-17 forms there");
+    for (auto& f : *p_.mutable_functions())
+      for (auto& o : *f.mutable_opset_import())
+        if (default_domain(o.domain()) && o.version() > 17) o.set_version(17);
+    for (auto& o : *p_.mutable_opset_import())
+      if (default_domain(o.domain())) o.set_version(17);
+    if (p_.ir_version() > 8) {
+      check_ir8_types();
+      p_.set_ir_version(8);
+    }
+    std::vector<std::string> notes;
+    for (const auto& [what, count] : notes_) notes.push_back(what + (count > 1 ? " (" + std::to_string(count) + " nodes)" : ""));
+    return notes;
+  }
+
+ private:
+  bool changed_after_17(const std::string& op) const {
+    static const std::set<std::string> kChanged = {"Split", "Pad", "Resize", "ScatterElements", "ScatterND", "LpPool",
+                                                   "AveragePool", "Cast", "CastLike", "QuantizeLinear",
+                                                   "DequantizeLinear", "GridSample", "DFT", "Gelu", "Mish",
+                                                   "GroupNormalization"};
+    return kChanged.count(op) || kReductionsWithAxesInput.count(op) || kNoOpset17Form.count(op);
+  }
+
+  void collect_names(const GraphProto& g) {
+    for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+      for (const auto& vi : *list) names_.insert(vi.name());
+    for (const auto& t : g.initializer()) names_.insert(t.name());
+    for (const auto& n : g.node()) {
+      names_.insert(n.name());
+      for (const auto& o : n.output()) names_.insert(o);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) collect_names(a.g());
+        for (const auto& sub : a.graphs()) collect_names(sub);
+      }
+    }
+  }
+
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; names_.count(name); ++i) name = base + "_" + std::to_string(i);
+    names_.insert(name);
+    return name;
+  }
+
+  [[noreturn]] void refuse(const NodeProto& n, const std::string& why) const {
+    throw InputError(path_ + ": " + node_label(n) + " at opset " + std::to_string(opset_) + ": " + why +
+                     "; this build reads models through their opset-17 form");
+  }
+
+  void note(const std::string& what) { ++notes_[what]; }
+
+  // A new node of the default domain, named after `from`.
+  NodeProto make(const NodeProto& from, const std::string& op, std::vector<std::string> inputs, const std::string& output) {
+    NodeProto n;
+    n.set_op_type(op);
+    n.set_name(fresh((from.name().empty() ? from.output(0) : from.name()) + "/" + op));
+    for (auto& i : inputs) n.add_input(i);
+    n.add_output(output);
+    return n;
+  }
+
+  // A Constant node holding `t`; returns the name of its output.
+  std::string constant(std::vector<NodeProto>& out, const NodeProto& from, TensorProto t, const std::string& what) {
+    const std::string name = fresh((from.name().empty() ? from.output(0) : from.name()) + "/" + what);
+    t.set_name(name);
+    NodeProto c = make(from, "Constant", {}, name);
+    AttributeProto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(AttributeProto::TENSOR);
+    *a->mutable_t() = std::move(t);
+    out.push_back(std::move(c));
+    return name;
+  }
+
+  std::string int64_constant(std::vector<NodeProto>& out, const NodeProto& from, const std::vector<int64_t>& v,
+                             const std::string& what) {
+    TensorProto t;
+    t.set_data_type(TensorProto::INT64);
+    t.add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t.add_int64_data(x);
+    return constant(out, from, std::move(t), what);
+  }
+
+  // A scalar of element type `type` (a float type) equal to `value` rounded once into it; for an
+  // unknown type, a float scalar made like `like` by CastLike.
+  std::string scalar_like(std::vector<NodeProto>& out, const NodeProto& from, double value, int32_t type,
+                          const std::string& like, const std::string& what) {
+    TensorProto t;
+    switch (type) {
+      case TensorProto::DOUBLE:
+        t.set_data_type(type);
+        t.add_double_data(value);
+        return constant(out, from, std::move(t), what);
+      case TensorProto::FLOAT16:
+        t.set_data_type(type);
+        t.add_int32_data(fp32_to_fp16(static_cast<float>(value)));
+        return constant(out, from, std::move(t), what);
+      case TensorProto::BFLOAT16:
+        t.set_data_type(type);
+        t.add_int32_data(fp32_to_bf16(static_cast<float>(value)));
+        return constant(out, from, std::move(t), what);
+      case TensorProto::FLOAT:
+        t.set_data_type(type);
+        t.add_float_data(static_cast<float>(value));
+        return constant(out, from, std::move(t), what);
+      default: {
+        t.set_data_type(TensorProto::FLOAT);
+        t.add_float_data(static_cast<float>(value));
+        const std::string f = constant(out, from, std::move(t), what + "_float");
+        const std::string cast = fresh(f + "_like");
+        out.push_back(make(from, "CastLike", {f, like}, cast));
+        return cast;
+      }
+    }
+  }
+
+  void lower_graph(GraphProto& g, Chain chain) {
+    chain.push_back(&g);
+    // Each node is lowered from a copy: the graph's own nodes stay as they are until the end, for
+    // the constants that later nodes and subgraphs look up in it.
+    std::vector<NodeProto> nodes;
+    for (const NodeProto& original : g.node()) {
+      NodeProto n = original;
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.has_g()) lower_graph(*a.mutable_g(), chain);
+        for (auto& sub : *a.mutable_graphs()) lower_graph(sub, chain);
+      }
+      if (!default_domain(n.domain())) {
+        nodes.push_back(std::move(n));
+        continue;
+      }
+      lower_node(std::move(n), chain, nodes);
+    }
+    g.clear_node();
+    for (auto& n : nodes) *g.add_node() = std::move(n);
+  }
+
+  void lower_node(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    const std::string op = n.op_type();
+    // A node without inputs or outputs (malformed, or a Constant) is left for the checker to judge.
+    if (n.input_size() == 0 || n.output_size() == 0) return out.push_back(std::move(n));
+    if (op == "GroupNormalization" && n.input_size() < 3) refuse(n, "it needs input, scale and bias");
+    if (auto it = kNoOpset17Form.find(op); it != kNoOpset17Form.end() && opset_ >= it->second)
+      refuse(n, op + " came with opset " + std::to_string(it->second) + " and has no opset-17 form");
+    if (kReductionsWithAxesInput.count(op)) return reduction(std::move(n), chain, out);
+    if (op == "Split") return split(std::move(n), chain, out);
+    if (op == "Pad") return pad(std::move(n), chain, out);
+    if (op == "Resize") return resize(std::move(n), chain, out);
+    if (op == "Gelu" && opset_ >= 20) return gelu(std::move(n), chain, out);
+    if (op == "Mish") return mish(std::move(n), chain, out);
+    if (op == "GroupNormalization") return group_norm(std::move(n), chain, out);
+    if ((op == "ScatterElements" || op == "ScatterND")) {
+      const std::string r = attr_string(n, "reduction", "none");
+      if (r == "max" || r == "min") refuse(n, "reduction '" + r + "' came with opset 18");
+    } else if (op == "LpPool") {
+      if (attr_int(n, "ceil_mode", 0) != 0) refuse(n, "ceil_mode came with opset 18");
+      if (remove_attr(n, "ceil_mode")) note("LpPool: ceil_mode 0 dropped");
+    } else if (op == "AveragePool" && opset_ >= 19) {
+      if (const AttributeProto* d = find_attr(n, "dilations")) {
+        for (int64_t v : d->ints())
+          if (v != 1) refuse(n, "dilations came with opset 19");
+        remove_attr(n, "dilations");
+        note("AveragePool: dilations of 1 dropped");
+      }
+    } else if ((op == "Cast" || op == "CastLike") && opset_ >= 19) {
+      if (remove_attr(n, "saturate")) note(op + ": saturate (float8 only) dropped");
+    } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+      if (opset_ >= 19 && remove_attr(n, "saturate")) note(op + ": saturate (float8 only) dropped");
+      if (attr_int(n, "block_size", 0) != 0) refuse(n, "blocked quantization (block_size) came with opset 21");
+      if (remove_attr(n, "block_size")) note(op + ": block_size 0 dropped");
+      if (const AttributeProto* a = find_attr(n, "output_dtype")) {
+        const int64_t t = a->i();
+        const bool has_zero_point = n.input_size() >= 3 && !n.input(2).empty();
+        if (t != 0 && t != TensorProto::UINT8 && !has_zero_point)
+          refuse(n, "output_dtype " + std::to_string(t) + " without a y_zero_point came with opset 21");
+        remove_attr(n, "output_dtype");
+        note(op + ": output_dtype dropped (the zero point's type says it)");
+      }
+    } else if (op == "GridSample" && opset_ >= 20) {
+      const std::string mode = attr_string(n, "mode", "linear");
+      if (auto dims = known_dims(chain, n.input(0)); dims && dims->size() != 4)
+        refuse(n, "a " + std::to_string(dims->size()) + "-D GridSample came with opset 20");
+      const std::string old = mode == "linear" ? "bilinear" : mode == "cubic" ? "bicubic" : mode;
+      set_string_attr(n, "mode", old);
+      note("GridSample: mode '" + mode + "' -> '" + old + "'");
+    } else if (op == "DFT" && opset_ >= 20) {
+      refuse(n, "DFT's opset-20 form (axis as an input) has no reader here");
+    }
+    out.push_back(std::move(n));
+  }
+
+  // Opset 18 moved the axes of every Reduce op but ReduceSum (moved at 13) from an attribute to an
+  // optional input, with noop_with_empty_axes.
+  void reduction(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    const std::string op = n.op_type();
+    const bool noop = attr_int(n, "noop_with_empty_axes", 0) != 0;
+    remove_attr(n, "noop_with_empty_axes");
+    std::optional<std::vector<int64_t>> axes;
+    if (n.input_size() >= 2 && !n.input(1).empty()) {
+      axes = constant_ints(chain, n.input(1));
+      if (!axes) refuse(n, "its axes are computed in the graph, and opset 17's " + op + " takes them as an attribute");
+    }
+    while (n.input_size() > 1) n.mutable_input()->RemoveLast();
+    if ((!axes || axes->empty()) && noop) {
+      n.set_op_type("Identity");
+      n.clear_attribute();
+      note(op + ": no axes with noop_with_empty_axes -> Identity");
+    } else {
+      if (axes && !axes->empty()) set_ints_attr(n, "axes", *axes);
+      note(op + ": opset-18 form (axes input) -> opset-13 form (axes attribute)");
+    }
+    out.push_back(std::move(n));
+  }
+
+  // Opset 18's num_outputs: chunks of ceil(dim / num_outputs), the last one smaller.
+  void split(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    const AttributeProto* a = find_attr(n, "num_outputs");
+    if (!a) return out.push_back(std::move(n));
+    const int64_t k = a->i();
+    if (n.input_size() >= 2 && !n.input(1).empty()) refuse(n, "it has both a split input and num_outputs");
+    if (k < 1 || k != n.output_size())
+      refuse(n, "num_outputs is " + std::to_string(k) + " for " + std::to_string(n.output_size()) + " outputs");
+    remove_attr(n, "num_outputs");
+    int64_t axis = attr_int(n, "axis", 0);
+    auto dims = known_dims(chain, n.input(0));
+    if (dims && axis < 0) axis += static_cast<int64_t>(dims->size());
+    std::string sizes;
+    if (dims && axis >= 0 && axis < static_cast<int64_t>(dims->size()) && (*dims)[axis]) {
+      const int64_t d = *(*dims)[axis], c = (d + k - 1) / k;
+      if (d - c * (k - 1) < 0) refuse(n, "a dim of " + std::to_string(d) + " does not split into " + std::to_string(k) + " chunks");
+      std::vector<int64_t> v(k, c);
+      v.back() = d - c * (k - 1);
+      sizes = int64_constant(out, n, v, "split");
+      note("Split: num_outputs -> split sizes");
+    } else {
+      // The dim is known only at run time: the sizes are computed from the input's shape.
+      NodeProto shape = make(n, "Shape", {n.input(0)}, fresh(n.output(0) + "/dim"));
+      const int64_t raw_axis = attr_int(n, "axis", 0);
+      AttributeProto* start = shape.add_attribute();
+      start->set_name("start");
+      start->set_type(AttributeProto::INT);
+      start->set_i(raw_axis);
+      if (raw_axis != -1) {
+        AttributeProto* end = shape.add_attribute();
+        end->set_name("end");
+        end->set_type(AttributeProto::INT);
+        end->set_i(raw_axis + 1);
+      }
+      const std::string d = shape.output(0);
+      out.push_back(std::move(shape));
+      const std::string km1 = int64_constant(out, n, {k - 1}, "k_minus_1"), kk = int64_constant(out, n, {k}, "k");
+      const std::string sum = fresh(n.output(0) + "/dim_plus");
+      out.push_back(make(n, "Add", {d, km1}, sum));
+      const std::string c = fresh(n.output(0) + "/chunk");
+      out.push_back(make(n, "Div", {sum, kk}, c));
+      const std::string before = fresh(n.output(0) + "/before_last");
+      out.push_back(make(n, "Mul", {c, km1}, before));
+      const std::string last = fresh(n.output(0) + "/last");
+      out.push_back(make(n, "Sub", {d, before}, last));
+      std::vector<std::string> parts(k - 1, c);
+      parts.push_back(last);
+      sizes = fresh(n.output(0) + "/split");
+      NodeProto concat = make(n, "Concat", parts, sizes);
+      AttributeProto* ax = concat.add_attribute();
+      ax->set_name("axis");
+      ax->set_type(AttributeProto::INT);
+      ax->set_i(0);
+      out.push_back(std::move(concat));
+      note("Split: num_outputs -> split sizes computed from the input's shape");
+    }
+    if (n.input_size() < 2) n.add_input(sizes);
+    else n.set_input(1, sizes);
+    out.push_back(std::move(n));
+  }
+
+  // Opset 18 added Pad's axes input (pads for those axes only); 19 the wrap mode.
+  void pad(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    if (attr_string(n, "mode", "constant") == "wrap") refuse(n, "mode 'wrap' came with opset 19");
+    if (n.input_size() < 4 || n.input(3).empty()) {
+      while (n.input_size() > 3) n.mutable_input()->RemoveLast();
+      return out.push_back(std::move(n));
+    }
+    auto axes = constant_ints(chain, n.input(3));
+    if (!axes) refuse(n, "its axes are computed in the graph; opset 17's Pad takes pads for every axis");
+    auto pads = n.input(1).empty() ? std::nullopt : constant_ints(chain, n.input(1));
+    if (!pads || pads->size() != 2 * axes->size()) refuse(n, "its pads are not a constant of twice the axes' length");
+    auto dims = known_dims(chain, n.input(0));
+    if (!dims) refuse(n, "the rank of its input is not declared, and opset 17's Pad needs pads for every axis");
+    const int64_t rank = static_cast<int64_t>(dims->size());
+    std::vector<int64_t> full(2 * rank, 0);
+    for (size_t i = 0; i < axes->size(); ++i) {
+      int64_t axis = (*axes)[i] < 0 ? (*axes)[i] + rank : (*axes)[i];
+      if (axis < 0 || axis >= rank) refuse(n, "axis " + std::to_string((*axes)[i]) + " is out of range");
+      full[axis] = (*pads)[i];
+      full[axis + rank] = (*pads)[i + axes->size()];
+    }
+    n.set_input(1, int64_constant(out, n, full, "pads"));
+    n.mutable_input()->RemoveLast();
+    if (n.input_size() == 3 && n.input(2).empty()) n.mutable_input()->RemoveLast();
+    note("Pad: axes input -> pads for every axis");
+    out.push_back(std::move(n));
+  }
+
+  // Opset 18 added antialias, keep_aspect_ratio_policy and axes; 19 half_pixel_symmetric.
+  void resize(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    if (attr_int(n, "antialias", 0) != 0) refuse(n, "antialias came with opset 18");
+    if (remove_attr(n, "antialias")) note("Resize: antialias 0 dropped");
+    const bool has_sizes = n.input_size() >= 4 && !n.input(3).empty();
+    const std::string policy = attr_string(n, "keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch" && has_sizes) refuse(n, "keep_aspect_ratio_policy '" + policy + "' came with opset 18");
+    if (remove_attr(n, "keep_aspect_ratio_policy")) note("Resize: keep_aspect_ratio_policy dropped");
+    if (attr_string(n, "coordinate_transformation_mode", "half_pixel") == "half_pixel_symmetric")
+      refuse(n, "coordinate_transformation_mode 'half_pixel_symmetric' came with opset 19");
+    const AttributeProto* axes_attr = find_attr(n, "axes");
+    if (!axes_attr) return out.push_back(std::move(n));
+    std::vector<int64_t> axes(axes_attr->ints().begin(), axes_attr->ints().end());
+    auto dims = known_dims(chain, n.input(0));
+    if (!dims) refuse(n, "it resizes some axes only and the rank of its input is not declared");
+    const int64_t rank = static_cast<int64_t>(dims->size());
+    for (auto& a : axes) a = a < 0 ? a + rank : a;
+    remove_attr(n, "axes");
+    bool all_in_order = static_cast<int64_t>(axes.size()) == rank;
+    for (int64_t i = 0; all_in_order && i < rank; ++i) all_in_order = axes[i] == i;
+    if (all_in_order) {
+      note("Resize: axes over every dim dropped");
+      return out.push_back(std::move(n));
+    }
+    if (n.input_size() >= 2 && !n.input(1).empty()) {
+      auto roi = constant_tensor(chain, n.input(1));
+      if (!roi || (roi->dims_size() > 0 && roi->dims(0) > 0)) refuse(n, "a region of interest over some axes only came with opset 18");
+    }
+    if (has_sizes) {
+      auto sizes = constant_ints(chain, n.input(3));
+      if (!sizes || sizes->size() != axes.size()) refuse(n, "its sizes over some axes are not a constant");
+      std::vector<int64_t> full(rank);
+      for (int64_t i = 0; i < rank; ++i) {
+        auto it = std::find(axes.begin(), axes.end(), i);
+        if (it != axes.end()) full[i] = (*sizes)[it - axes.begin()];
+        else if ((*dims)[i]) full[i] = *(*dims)[i];
+        else refuse(n, "it leaves dim " + std::to_string(i) + " as it is, and that dim is not declared");
+      }
+      n.set_input(3, int64_constant(out, n, full, "sizes"));
+    } else if (n.input_size() >= 3 && !n.input(2).empty()) {
+      auto scales_t = constant_tensor(chain, n.input(2));
+      auto scales = scales_t ? floats_of(*scales_t) : std::nullopt;
+      if (!scales || scales->size() != axes.size()) refuse(n, "its scales over some axes are not a float constant");
+      TensorProto t;
+      t.set_data_type(TensorProto::FLOAT);
+      t.add_dims(rank);
+      for (int64_t i = 0; i < rank; ++i) {
+        auto it = std::find(axes.begin(), axes.end(), i);
+        t.add_float_data(it != axes.end() ? (*scales)[it - axes.begin()] : 1.0f);
+      }
+      n.set_input(2, constant(out, n, std::move(t), "scales"));
+    }
+    note("Resize: axes -> scales or sizes over every dim");
+    out.push_back(std::move(n));
+  }
+
+  // Gelu (opset 20) as ONNX's own function body, in the form torch's exporter writes at opset 17
+  // (the fusion passes recognise it): x * (erf(x / sqrt(2)) + 1) * 0.5, or with tanh.
+  void gelu(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    const std::string x = n.input(0), y = n.output(0);
+    const int32_t type = known_elem_type(chain, x);
+    const std::string approximate = attr_string(n, "approximate", "none");
+    auto tmp = [&](const std::string& what) { return fresh(y + "/" + what); };
+    std::string inner;
+    if (approximate == "none") {
+      const std::string sqrt2 = scalar_like(out, n, 1.41421356237309504880, type, x, "sqrt2");
+      const std::string d = tmp("div");
+      out.push_back(make(n, "Div", {x, sqrt2}, d));
+      inner = tmp("erf");
+      out.push_back(make(n, "Erf", {d}, inner));
+    } else if (approximate == "tanh") {
+      const std::string c = scalar_like(out, n, 0.044715, type, x, "c"),
+                        three = scalar_like(out, n, 3.0, type, x, "three"),
+                        k = scalar_like(out, n, 0.79788456080286535588, type, x, "sqrt_2_over_pi");
+      const std::string cube = tmp("cube"), cc = tmp("c_cube"), sum = tmp("sum"), scaled = tmp("scaled");
+      out.push_back(make(n, "Pow", {x, three}, cube));
+      out.push_back(make(n, "Mul", {cube, c}, cc));
+      out.push_back(make(n, "Add", {x, cc}, sum));
+      out.push_back(make(n, "Mul", {sum, k}, scaled));
+      inner = tmp("tanh");
+      out.push_back(make(n, "Tanh", {scaled}, inner));
+    } else {
+      refuse(n, "approximate '" + approximate + "' is neither 'none' nor 'tanh'");
+    }
+    const std::string one = scalar_like(out, n, 1.0, type, x, "one"), half = scalar_like(out, n, 0.5, type, x, "half");
+    const std::string plus = tmp("plus_one"), times = tmp("times_x");
+    out.push_back(make(n, "Add", {inner, one}, plus));
+    out.push_back(make(n, "Mul", {x, plus}, times));
+    NodeProto last = make(n, "Mul", {times, half}, y);
+    last.set_name(n.name().empty() ? fresh(y + "/Gelu") : n.name());
+    out.push_back(std::move(last));
+    note("Gelu: its function body (Erf or Tanh form)");
+  }
+
+  // Mish (opset 18): x * tanh(softplus(x)).
+  void mish(NodeProto n, const Chain&, std::vector<NodeProto>& out) {
+    const std::string x = n.input(0), y = n.output(0);
+    const std::string sp = fresh(y + "/softplus"), t = fresh(y + "/tanh");
+    out.push_back(make(n, "Softplus", {x}, sp));
+    out.push_back(make(n, "Tanh", {sp}, t));
+    NodeProto last = make(n, "Mul", {x, t}, y);
+    last.set_name(n.name().empty() ? fresh(y + "/Mish") : n.name());
+    out.push_back(std::move(last));
+    note("Mish: x * Tanh(Softplus(x))");
+  }
+
+  // GroupNormalization (opset 18; 21 made scale and bias per channel): normalized over each group
+  // of channels, as ONNX's function body: reshape to [N, G, -1], mean and variance over the last
+  // axis (in float for 16-bit inputs, stash_type 1), back to the input's shape, then scale and bias.
+  void group_norm(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    const std::string x = n.input(0), scale = n.input(1), bias = n.input(2), y = n.output(0);
+    const int64_t groups = attr_int(n, "num_groups", 0);
+    if (groups < 1) refuse(n, "num_groups is missing or not positive");
+    if (attr_int(n, "stash_type", 1) != 1) refuse(n, "stash_type other than float");
+    const float eps = find_attr(n, "epsilon") ? find_attr(n, "epsilon")->f() : 1e-5f;
+    auto dims = known_dims(chain, x);
+    if (!dims || dims->size() < 2) refuse(n, "the rank of its input is not declared");
+    const int64_t rank = static_cast<int64_t>(dims->size());
+    const int32_t type = known_elem_type(chain, x);
+    if (type == 0) refuse(n, "the element type of its input is not declared");
+    // Opset 18's scale and bias hold one value per group, 21's one per channel.
+    const bool per_channel = opset_ >= 21;
+    auto tmp = [&](const std::string& what) { return fresh(y + "/" + what); };
+    auto cast = [&](const std::string& v, int32_t to) {
+      const std::string r = tmp("cast");
+      NodeProto c = make(n, "Cast", {v}, r);
+      AttributeProto* a = c.add_attribute();
+      a->set_name("to");
+      a->set_type(AttributeProto::INT);
+      a->set_i(to);
+      out.push_back(std::move(c));
+      return r;
+    };
+    const bool widen = type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16;
+    const int32_t math = widen ? TensorProto::FLOAT : type;
+    const std::string xs = widen ? cast(x, TensorProto::FLOAT) : x;
+    const std::string grouped_shape = int64_constant(out, n, {0, groups, -1}, "grouped_shape");
+    const std::string grouped = tmp("grouped");
+    out.push_back(make(n, "Reshape", {xs, grouped_shape}, grouped));
+    auto reduce_mean = [&](const std::string& v, const std::string& what) {
+      const std::string r = tmp(what);
+      NodeProto m = make(n, "ReduceMean", {v}, r);
+      set_ints_attr(m, "axes", {2});
+      out.push_back(std::move(m));
+      return r;
+    };
+    const std::string mean = reduce_mean(grouped, "mean");
+    const std::string centered = tmp("centered"), square = tmp("square");
+    out.push_back(make(n, "Sub", {grouped, mean}, centered));
+    out.push_back(make(n, "Mul", {centered, centered}, square));
+    const std::string var = reduce_mean(square, "var");
+    const std::string eps_c = scalar_like(out, n, eps, math, x, "epsilon");
+    const std::string var_eps = tmp("var_eps"), stddev = tmp("std"), normalized = tmp("normalized");
+    out.push_back(make(n, "Add", {var, eps_c}, var_eps));
+    out.push_back(make(n, "Sqrt", {var_eps}, stddev));
+    out.push_back(make(n, "Div", {centered, stddev}, normalized));
+    std::string z = normalized;
+    if (!per_channel) {  // per-group affine on the [N, G, -1] form
+      const std::string gshape = int64_constant(out, n, {1, groups, 1}, "group_param_shape");
+      const std::string s = tmp("scale"), b = tmp("bias"), zs = tmp("scaled"), zb = tmp("shifted");
+      out.push_back(make(n, "Reshape", {widen ? cast(scale, TensorProto::FLOAT) : scale, gshape}, s));
+      out.push_back(make(n, "Reshape", {widen ? cast(bias, TensorProto::FLOAT) : bias, gshape}, b));
+      out.push_back(make(n, "Mul", {z, s}, zs));
+      out.push_back(make(n, "Add", {zs, b}, zb));
+      z = zb;
+    }
+    const std::string x_shape = tmp("input_shape"), back = tmp("ungrouped");
+    out.push_back(make(n, "Shape", {x}, x_shape));
+    out.push_back(make(n, "Reshape", {z, x_shape}, back));
+    z = back;
+    if (per_channel) {  // per-channel affine, [C] broadcast as [1, C, 1, ...]
+      std::vector<int64_t> shape(rank, 1);
+      shape[1] = -1;
+      const std::string cshape = int64_constant(out, n, shape, "channel_param_shape");
+      const std::string s = tmp("scale"), b = tmp("bias"), zs = tmp("scaled"), zb = tmp("shifted");
+      out.push_back(make(n, "Reshape", {widen ? cast(scale, TensorProto::FLOAT) : scale, cshape}, s));
+      out.push_back(make(n, "Reshape", {widen ? cast(bias, TensorProto::FLOAT) : bias, cshape}, b));
+      out.push_back(make(n, "Mul", {z, s}, zs));
+      out.push_back(make(n, "Add", {zs, b}, zb));
+      z = zb;
+    }
+    if (widen) {
+      NodeProto c = make(n, "Cast", {z}, y);
+      AttributeProto* a = c.add_attribute();
+      a->set_name("to");
+      a->set_type(AttributeProto::INT);
+      a->set_i(type);
+      c.set_name(n.name().empty() ? fresh(y + "/GroupNormalization") : n.name());
+      out.push_back(std::move(c));
+    } else {
+      NodeProto id = make(n, "Identity", {z}, y);
+      id.set_name(n.name().empty() ? fresh(y + "/GroupNormalization") : n.name());
+      out.push_back(std::move(id));
+    }
+    note(std::string("GroupNormalization: its function body (scale and bias per ") + (per_channel ? "channel" : "group") + ")");
+  }
+
+  void check_ir8_types() const {
+    auto check = [&](int64_t t, const std::string& where) {
+      if (!ir8_type(t))
+        throw InputError(path_ + ": " + where + " has element type " + std::to_string(t) +
+                         " (float8, int4 or float4, after IR version 8), which this build does not read");
+    };
+    std::function<void(const onnx::TypeProto&, const std::string&)> check_type = [&](const onnx::TypeProto& t,
+                                                                                      const std::string& where) {
+      if (t.has_tensor_type()) check(t.tensor_type().elem_type(), where);
+      if (t.has_sequence_type()) check_type(t.sequence_type().elem_type(), where);
+      if (t.has_optional_type()) check_type(t.optional_type().elem_type(), where);
+    };
+    std::function<void(const GraphProto&)> graph = [&](const GraphProto& g) {
+      for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+        for (const auto& vi : *list)
+          if (vi.has_type()) check_type(vi.type(), "'" + vi.name() + "'");
+      for (const auto& t : g.initializer()) check(t.data_type(), "initializer '" + t.name() + "'");
+      for (const auto& n : g.node())
+        for (const auto& a : n.attribute()) {
+          if (a.has_t()) check(a.t().data_type(), node_label(n));
+          if ((a.name() == "to" || a.name() == "dtype" || a.name() == "output_dtype") && a.type() == AttributeProto::INT)
+            check(a.i(), node_label(n));
+          if (a.has_g()) graph(a.g());
+          for (const auto& sub : a.graphs()) graph(sub);
+        }
+    };
+    graph(p_.graph());
+  }
+
+  onnx::ModelProto& p_;
+  const std::string path_;
+  const int64_t opset_;
+  std::set<std::string> names_;
+  std::map<std::string, int> notes_;
+};
+
+}  // namespace
+
+std::vector<std::string> lower_to_opset_17(onnx::ModelProto& p, const std::string& path) {
+  int64_t opset = 0;
+  for (const auto& o : p.opset_import())
+    if (default_domain(o.domain())) opset = o.version();
+  if (opset <= 17) return {};
+  if (opset > kNewestReadableOpset)
+    throw InputError(path + ": unsupported opset " + std::to_string(opset) + " of domain 'ai.onnx' (this build reads up to opset " +
+                     std::to_string(kNewestReadableOpset) + ")");
+  return Lowering(p, path, opset).run();
+}
+
+}  // namespace amp

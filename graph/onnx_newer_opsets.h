@@ -1,0 +1,28 @@
+// Models at default-domain opsets 18 to 22, newer than this build's ONNX library (1.12, which knows
+// the ops up to opset 17): torch 2's exporters, ONNX Runtime's tools and current converters write
+// them. Most ops did not change after 17, or changed only in the element types they accept (float8,
+// int4, bfloat16 for more ops). The ones whose inputs or attributes changed are rewritten here into
+// their opset-17 form, which computes the same, and the model's default opset becomes 17; every
+// later step (checker, shape inference, import) then sees an opset-17 model. A node with no
+// opset-17 form (Reduce axes computed in the graph, Pad's wrap mode, Resize's antialias, a
+// DeformConv, float8 or int4 types...) is refused in one line naming the file, node, op and opset.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace amp {
+
+// The newest default-domain opset a model may import (its nodes are read as opset-17 nodes).
+constexpr int64_t kNewestReadableOpset = 22;
+
+// Rewrites a model whose default opset is 18..kNewestReadableOpset to opset 17 (and an IR version
+// above what ONNX 1.12 reads to 8, after checking that no value uses a type IR 8 lacks). Returns
+// one note per kind of change made ("ReduceMean: axes input -> attribute (3 nodes)"); throws
+// InputError naming `path`, the node and its op for what has no opset-17 form.
+std::vector<std::string> lower_to_opset_17(onnx::ModelProto& p, const std::string& path);
+
+}  // namespace amp

@@ -1,0 +1,232 @@
+// Models at opsets 18-22 (graph/onnx_newer_opsets.h), built as protos here: each changed op read
+// through its opset-17 form, and what has no such form refused in one line naming the node, its op
+// and the opset. What the forms compute is checked against ONNX Runtime on the opset18 .. opset22
+// models of tests/corpus/project_models.py (corpus.models).
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include "graph/error.h"
+#include "graph/onnx_io.h"
+#include "graph/verify.h"
+
+namespace amp {
+namespace {
+
+onnx::ValueInfoProto tensor(const std::string& name, std::vector<int64_t> dims, bool with_shape = true,
+                            int32_t type = onnx::TensorProto::FLOAT) {
+  onnx::ValueInfoProto vi;
+  vi.set_name(name);
+  auto* t = vi.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(type);
+  if (with_shape) {
+    auto* shape = t->mutable_shape();
+    for (int64_t d : dims) {
+      if (d < 0) shape->add_dim()->set_dim_param("n");
+      else shape->add_dim()->set_dim_value(d);
+    }
+  }
+  return vi;
+}
+
+onnx::NodeProto* node(onnx::GraphProto& g, const std::string& op, std::vector<std::string> in,
+                      std::vector<std::string> out, const std::string& name) {
+  auto* n = g.add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : in) n->add_input(i);
+  for (const auto& o : out) n->add_output(o);
+  return n;
+}
+
+void int_attr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void string_attr(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+void ints_initializer(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> values) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+onnx::ModelProto model(int64_t opset, int64_t ir) {
+  onnx::ModelProto p;
+  p.set_ir_version(ir);
+  auto* o = p.add_opset_import();
+  o->set_domain("");
+  o->set_version(opset);
+  p.mutable_graph()->set_name("g");
+  return p;
+}
+
+Model load(const onnx::ModelProto& p) {
+  std::string bytes;
+  p.SerializeToString(&bytes);
+  return load_model_from_bytes(bytes, "test.onnx", ".");
+}
+
+std::string refusal(const onnx::ModelProto& p) {
+  try {
+    load(p);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+const Node* find(const Graph& g, const std::string& op) {
+  for (const Node* n : g.nodes())
+    if (n->op_type() == op) return n;
+  return nullptr;
+}
+
+TEST(NewerOpsets, ReduceAxesInputBecomesTheAttribute) {
+  onnx::ModelProto p = model(18, 8);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("x", {2, 3, 4});
+  ints_initializer(g, "axes", {1, -1});
+  int_attr(node(g, "ReduceMean", {"x", "axes"}, {"y"}, "r"), "keepdims", 0);
+  *g.add_output() = tensor("y", {2});
+  const Model m = load(p);
+  const Node* r = find(*m.graph, "ReduceMean");
+  ASSERT_NE(r, nullptr);
+  ASSERT_NE(r->attr("axes"), nullptr);
+  EXPECT_EQ(r->attr("axes")->ints, (std::vector<int64_t>{1, -1}));
+  EXPECT_EQ(r->inputs().size(), 1u);
+  EXPECT_EQ(m.opset_version(""), 17);
+  EXPECT_TRUE(verify(m).empty());
+}
+
+TEST(NewerOpsets, NoAxesWithNoopIsIdentity) {
+  onnx::ModelProto p = model(18, 8);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("x", {2, 3});
+  int_attr(node(g, "ReduceMax", {"x"}, {"y"}, "r"), "noop_with_empty_axes", 1);
+  *g.add_output() = tensor("y", {2, 3});
+  const Model m = load(p);
+  EXPECT_EQ(find(*m.graph, "ReduceMax"), nullptr);
+  EXPECT_NE(find(*m.graph, "Identity"), nullptr);
+}
+
+TEST(NewerOpsets, ComputedReduceAxesAreRefusedByNode) {
+  onnx::ModelProto p = model(18, 8);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("x", {2, 3});
+  *g.add_input() = tensor("axes", {1}, true, onnx::TensorProto::INT64);
+  node(g, "ReduceL2", {"x", "axes"}, {"y"}, "norm");
+  *g.add_output() = tensor("y", {}, false);
+  const std::string why = refusal(p);
+  EXPECT_NE(why.find("test.onnx: node 'norm' (ReduceL2) at opset 18: its axes are computed in the graph"), std::string::npos)
+      << why;
+}
+
+TEST(NewerOpsets, SplitNumOutputsOfAnUnknownDimComputesTheSizes) {
+  onnx::ModelProto p = model(18, 8);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("x", {-1, 4});
+  auto* s = node(g, "Split", {"x"}, {"a", "b", "c"}, "split");
+  int_attr(s, "num_outputs", 3);
+  for (const char* o : {"a", "b", "c"}) *g.add_output() = tensor(o, {-1, 4});
+  const Model m = load(p);
+  const Node* split = find(*m.graph, "Split");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->attr("num_outputs"), nullptr);
+  ASSERT_EQ(split->inputs().size(), 2u);
+  EXPECT_NE(find(*m.graph, "Shape"), nullptr);
+  EXPECT_NE(find(*m.graph, "Concat"), nullptr);
+  EXPECT_TRUE(verify(m).empty());
+}
+
+TEST(NewerOpsets, WhatOpset17CannotSayIsRefusedInOneLine) {
+  {
+    onnx::ModelProto p = model(19, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {1, 2, 3});
+    ints_initializer(g, "pads", {0, 0, 1, 0, 0, 1});
+    string_attr(node(g, "Pad", {"x", "pads"}, {"y"}, "pad"), "mode", "wrap");
+    *g.add_output() = tensor("y", {1, 2, 5});
+    EXPECT_NE(refusal(p).find("node 'pad' (Pad) at opset 19: mode 'wrap' came with opset 19"), std::string::npos)
+        << refusal(p);
+  }
+  {
+    onnx::ModelProto p = model(19, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {1, 2, 4, 4});
+    *g.add_input() = tensor("w", {2, 2, 3, 3});
+    *g.add_input() = tensor("offset", {1, 18, 2, 2});
+    node(g, "DeformConv", {"x", "w", "offset"}, {"y"}, "deform");
+    *g.add_output() = tensor("y", {1, 2, 2, 2});
+    EXPECT_NE(refusal(p).find("node 'deform' (DeformConv) at opset 19: DeformConv came with opset 19 and has no opset-17 form"),
+              std::string::npos)
+        << refusal(p);
+  }
+  {
+    onnx::ModelProto p = model(18, 8);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {1, 3, 4, 4});
+    int_attr(node(g, "Resize", {"x"}, {"y"}, "resize"), "antialias", 1);
+    *g.add_output() = tensor("y", {}, false);
+    EXPECT_NE(refusal(p).find("node 'resize' (Resize) at opset 18: antialias came with opset 18"), std::string::npos)
+        << refusal(p);
+  }
+  {
+    onnx::ModelProto p = model(23, 11);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {2});
+    node(g, "Relu", {"x"}, {"y"}, "relu");
+    *g.add_output() = tensor("y", {2});
+    EXPECT_NE(refusal(p).find("test.onnx: unsupported opset 23 of domain 'ai.onnx' (this build reads up to opset 22)"),
+              std::string::npos)
+        << refusal(p);
+  }
+  {
+    onnx::ModelProto p = model(19, 9);  // a float8 input: IR 9's type
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {2}, true, 17);
+    int_attr(node(g, "Cast", {"x"}, {"y"}, "cast"), "to", onnx::TensorProto::FLOAT);
+    *g.add_output() = tensor("y", {2});
+    EXPECT_NE(refusal(p).find("test.onnx: 'x' has element type 17 (float8, int4 or float4, after IR version 8)"),
+              std::string::npos)
+        << refusal(p);
+  }
+}
+
+TEST(NewerOpsets, GeluBecomesTheFormTorchsExporterWrites) {
+  onnx::ModelProto p = model(20, 9);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("x", {2, 8});
+  node(g, "Gelu", {"x"}, {"y"}, "gelu");
+  *g.add_output() = tensor("y", {2, 8});
+  const Model m = load(p);
+  EXPECT_NE(find(*m.graph, "Erf"), nullptr);
+  EXPECT_EQ(find(*m.graph, "CastLike"), nullptr);  // the type is known: typed constants
+  EXPECT_TRUE(verify(m).empty());
+}
+
+// Two slips ONNX Runtime lets pass: an output declared with a shape its node does not make, and a
+// value_info entry without a type.
+TEST(NewerOpsets, ContradictingDeclaredShapesAndUntypedValueInfoAreIgnored) {
+  onnx::ModelProto p = model(17, 8);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("x", {20});
+  int_attr(node(g, "Cast", {"x"}, {"y"}, "cast"), "to", onnx::TensorProto::FLOAT);
+  *g.add_output() = tensor("y", {});  // declared rank 0; the Cast makes [20]
+  g.add_value_info()->set_name("y");  // no type
+  const Model m = load(p);
+  ASSERT_TRUE(m.graph->outputs().at(0)->type().shape.has_value());
+  EXPECT_EQ(m.graph->outputs().at(0)->type().shape->rank(), 1u);
+}
+
+}  // namespace
+}  // namespace amp
