@@ -446,7 +446,11 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
     spdlog::warn("{}: opset {} is newer than the {} this build's ONNX library knows: read through its opset-{} form{}", path,
                  newer, kMaxOpset, kMaxOpset, notes.empty() ? " (no node changes)" : " (" + notes + ")");
   }
+  lower_ir_version(p, path);
   check_opsets(p, path);
+  if (int n = expand_quantized_contrib_ops(p))
+    spdlog::warn("{}: {} node{} of ONNX Runtime's quantized contrib ops (com.microsoft QLinear*): read as what {} "
+                 "(DequantizeLinear, the float op, QuantizeLinear)", path, n, n == 1 ? "" : "s", n == 1 ? "it computes" : "they compute");
   const LenientFixes mended = mend_lenient_forms(p);
   if (mended.untyped_value_info)
     spdlog::warn("{}: {} value_info entr{} without a type (ONNX requires one; ONNX Runtime ignores them): dropped", path,

@@ -231,10 +231,6 @@ class Lowering {
         if (default_domain(o.domain()) && o.version() > 17) o.set_version(17);
     for (auto& o : *p_.mutable_opset_import())
       if (default_domain(o.domain())) o.set_version(17);
-    if (p_.ir_version() > 8) {
-      check_ir8_types();
-      p_.set_ir_version(8);
-    }
     std::vector<std::string> notes;
     for (const auto& [what, count] : notes_) notes.push_back(what + (count > 1 ? " (" + std::to_string(count) + " nodes)" : ""));
     return notes;
@@ -726,35 +722,6 @@ class Lowering {
     note(std::string("GroupNormalization: its function body (scale and bias per ") + (per_channel ? "channel" : "group") + ")");
   }
 
-  void check_ir8_types() const {
-    auto check = [&](int64_t t, const std::string& where) {
-      if (!ir8_type(t))
-        throw InputError(path_ + ": " + where + " has element type " + std::to_string(t) +
-                         " (float8, int4 or float4, after IR version 8), which this build does not read");
-    };
-    std::function<void(const onnx::TypeProto&, const std::string&)> check_type = [&](const onnx::TypeProto& t,
-                                                                                      const std::string& where) {
-      if (t.has_tensor_type()) check(t.tensor_type().elem_type(), where);
-      if (t.has_sequence_type()) check_type(t.sequence_type().elem_type(), where);
-      if (t.has_optional_type()) check_type(t.optional_type().elem_type(), where);
-    };
-    std::function<void(const GraphProto&)> graph = [&](const GraphProto& g) {
-      for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
-        for (const auto& vi : *list)
-          if (vi.has_type()) check_type(vi.type(), "'" + vi.name() + "'");
-      for (const auto& t : g.initializer()) check(t.data_type(), "initializer '" + t.name() + "'");
-      for (const auto& n : g.node())
-        for (const auto& a : n.attribute()) {
-          if (a.has_t()) check(a.t().data_type(), node_label(n));
-          if ((a.name() == "to" || a.name() == "dtype" || a.name() == "output_dtype") && a.type() == AttributeProto::INT)
-            check(a.i(), node_label(n));
-          if (a.has_g()) graph(a.g());
-          for (const auto& sub : a.graphs()) graph(sub);
-        }
-    };
-    graph(p_.graph());
-  }
-
   onnx::ModelProto& p_;
   const std::string path_;
   const int64_t opset_;
@@ -762,7 +729,44 @@ class Lowering {
   std::map<std::string, int> notes_;
 };
 
+void check_ir8_types(const onnx::ModelProto& p_, const std::string& path_) {
+  auto check = [&](int64_t t, const std::string& where) {
+    if (!ir8_type(t))
+      throw InputError(path_ + ": " + where + " has element type " + std::to_string(t) +
+                       " (float8, int4 or float4, after IR version 8), which this build does not read");
+  };
+  std::function<void(const onnx::TypeProto&, const std::string&)> check_type = [&](const onnx::TypeProto& t,
+                                                                                    const std::string& where) {
+    if (t.has_tensor_type()) check(t.tensor_type().elem_type(), where);
+    if (t.has_sequence_type()) check_type(t.sequence_type().elem_type(), where);
+    if (t.has_optional_type()) check_type(t.optional_type().elem_type(), where);
+  };
+  std::function<void(const GraphProto&)> graph = [&](const GraphProto& g) {
+    for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+      for (const auto& vi : *list)
+        if (vi.has_type()) check_type(vi.type(), "'" + vi.name() + "'");
+    for (const auto& t : g.initializer()) check(t.data_type(), "initializer '" + t.name() + "'");
+    for (const auto& n : g.node())
+      for (const auto& a : n.attribute()) {
+        if (a.has_t()) check(a.t().data_type(), node_label(n));
+        if ((a.name() == "to" || a.name() == "dtype" || a.name() == "output_dtype") && a.type() == AttributeProto::INT)
+          check(a.i(), node_label(n));
+        if (a.has_g()) graph(a.g());
+        for (const auto& sub : a.graphs()) graph(sub);
+      }
+  };
+  graph(p_.graph());
+}
+
+
 }  // namespace
+
+bool lower_ir_version(onnx::ModelProto& p, const std::string& path) {
+  if (p.ir_version() <= 8) return false;
+  check_ir8_types(p, path);
+  p.set_ir_version(8);
+  return true;
+}
 
 std::vector<std::string> lower_to_opset_17(onnx::ModelProto& p, const std::string& path) {
   int64_t opset = 0;

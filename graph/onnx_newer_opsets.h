@@ -19,10 +19,15 @@ namespace amp {
 // The newest default-domain opset a model may import (its nodes are read as opset-17 nodes).
 constexpr int64_t kNewestReadableOpset = 22;
 
-// Rewrites a model whose default opset is 18..kNewestReadableOpset to opset 17 (and an IR version
-// above what ONNX 1.12 reads to 8, after checking that no value uses a type IR 8 lacks). Returns
+// Rewrites a model whose default opset is 18..kNewestReadableOpset to opset 17. Returns
 // one note per kind of change made ("ReduceMean: axes input -> attribute (3 nodes)"); throws
 // InputError naming `path`, the node and its op for what has no opset-17 form.
 std::vector<std::string> lower_to_opset_17(onnx::ModelProto& p, const std::string& path);
+
+// IR versions 9 and 10 (ONNX 1.14-1.17) added element types (float8, int4, uint4) and fields for
+// model-local function overloads and metadata; a model that uses none of the types is read as IR
+// 8, ONNX 1.12's. Returns whether the version changed; throws InputError naming `path` and the
+// value of a type IR 8 lacks.
+bool lower_ir_version(onnx::ModelProto& p, const std::string& path);
 
 }  // namespace amp

@@ -3,6 +3,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <queue>
@@ -377,5 +378,170 @@ LenientFixes mend_lenient_forms(onnx::ModelProto& p) {
   }
   return fixes;
 }
+
+namespace {
+
+bool is_ms_domain(const std::string& d) { return d == "com.microsoft"; }
+
+class QuantizedContribExpansion {
+ public:
+  explicit QuantizedContribExpansion(onnx::ModelProto& p) : p_(p) {}
+
+  int run() {
+    for_each_graph(p_, [&](onnx::GraphProto& g) {
+      for (const auto& n : g.node()) {
+        names_.insert(n.name());
+        for (const auto& o : n.output()) names_.insert(o);
+      }
+    });
+    for_each_graph(p_, [&](onnx::GraphProto& g) { expand(g); });
+    if (count_ == 0) return 0;
+    bool still_read = false;
+    for_each_graph(p_, [&](onnx::GraphProto& g) {
+      for (const auto& n : g.node()) still_read = still_read || is_ms_domain(n.domain());
+    });
+    auto* imports = p_.mutable_opset_import();
+    if (!still_read)
+      for (int i = imports->size() - 1; i >= 0; --i)
+        if (is_ms_domain(imports->Get(i).domain())) imports->DeleteSubrange(i, 1);
+    // A model of contrib ops alone may import no default domain: the new nodes need one.
+    bool has_default = false;
+    for (const auto& o : *imports) has_default = has_default || o.domain().empty() || o.domain() == "ai.onnx";
+    if (!has_default) {
+      auto* o = p_.add_opset_import();
+      o->set_domain("");
+      o->set_version(17);
+      p_.set_ir_version(std::max<int64_t>(p_.ir_version(), 8));
+    }
+    return count_;
+  }
+
+ private:
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; names_.count(name); ++i) name = base + "_" + std::to_string(i);
+    names_.insert(name);
+    return name;
+  }
+
+  static std::string input(const onnx::NodeProto& n, int i) { return i < n.input_size() ? n.input(i) : std::string(); }
+
+  // DequantizeLinear(x, scale[, zero point]) -> a fresh float value.
+  std::string dequantize(std::vector<onnx::NodeProto>& out, const onnx::NodeProto& n, const std::string& x,
+                         const std::string& scale, const std::string& zero_point) {
+    const std::string y = fresh(x + "/dequantized");
+    std::vector<std::string> in = {x, scale};
+    if (!zero_point.empty()) in.push_back(zero_point);
+    out.push_back(make_node("DequantizeLinear", in, y, fresh(n.name() + "/DequantizeLinear")));
+    return y;
+  }
+
+  void quantize(std::vector<onnx::NodeProto>& out, const onnx::NodeProto& n, const std::string& y_float,
+                const std::string& scale, const std::string& zero_point) {
+    std::vector<std::string> in = {y_float, scale};
+    if (!zero_point.empty()) in.push_back(zero_point);
+    out.push_back(make_node("QuantizeLinear", in, n.output(0), n.name().empty() ? fresh(n.output(0) + "/QuantizeLinear") : n.name()));
+  }
+
+  static void copy_attributes_except(const onnx::NodeProto& from, onnx::NodeProto& to, const std::set<std::string>& skip) {
+    for (const auto& a : from.attribute())
+      if (!skip.count(a.name())) *to.add_attribute() = a;
+  }
+
+  static int64_t int_attr(const onnx::NodeProto& n, const std::string& name, int64_t fallback) {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return a.i();
+    return fallback;
+  }
+
+  // Transpose between channels-last and channels-first of a rank-4 tensor.
+  std::string transpose(std::vector<onnx::NodeProto>& out, const onnx::NodeProto& n, const std::string& x,
+                        std::vector<int64_t> perm) {
+    const std::string y = fresh(x + "/transposed");
+    onnx::NodeProto t = make_node("Transpose", {x}, y, fresh(n.name() + "/Transpose"));
+    auto* a = t.add_attribute();
+    a->set_name("perm");
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : perm) a->add_ints(v);
+    out.push_back(std::move(t));
+    return y;
+  }
+
+  bool rewrite(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    const std::string& op = n.op_type();
+    if (n.output_size() != 1) return false;
+    if (op == "QLinearAdd" || op == "QLinearMul") {
+      if (n.input_size() < 7) return false;
+      const std::string a = dequantize(out, n, n.input(0), n.input(1), input(n, 2));
+      const std::string b = dequantize(out, n, n.input(3), n.input(4), input(n, 5));
+      const std::string y = fresh(n.output(0) + "/float");
+      out.push_back(make_node(op == "QLinearAdd" ? "Add" : "Mul", {a, b}, y, fresh(n.name() + "/" + op.substr(7))));
+      quantize(out, n, y, n.input(6), input(n, 7));
+      return true;
+    }
+    if (op == "QLinearSigmoid" || op == "QLinearLeakyRelu") {
+      if (n.input_size() < 4) return false;
+      const std::string x = dequantize(out, n, n.input(0), n.input(1), input(n, 2));
+      const std::string y = fresh(n.output(0) + "/float");
+      onnx::NodeProto f = make_node(op.substr(7), {x}, y, fresh(n.name() + "/" + op.substr(7)));
+      copy_attributes_except(n, f, {});
+      out.push_back(std::move(f));
+      quantize(out, n, y, n.input(3), input(n, 4));
+      return true;
+    }
+    if (op == "QLinearGlobalAveragePool" || op == "QLinearAveragePool") {
+      if (n.input_size() < 4) return false;
+      const bool channels_last = int_attr(n, "channels_last", 0) != 0;
+      std::string x = dequantize(out, n, n.input(0), n.input(1), input(n, 2));
+      if (channels_last) x = transpose(out, n, x, {0, 3, 1, 2});
+      std::string y = fresh(n.output(0) + "/float");
+      const std::string pool = op == "QLinearGlobalAveragePool" ? "GlobalAveragePool" : "AveragePool";
+      onnx::NodeProto f = make_node(pool, {x}, y, fresh(n.name() + "/" + pool));
+      copy_attributes_except(n, f, {"channels_last"});
+      out.push_back(std::move(f));
+      if (channels_last) y = transpose(out, n, y, {0, 2, 3, 1});
+      quantize(out, n, y, n.input(3), input(n, 4));
+      return true;
+    }
+    if (op == "QLinearConcat") {
+      if (n.input_size() < 5 || (n.input_size() - 2) % 3 != 0) return false;
+      std::vector<std::string> parts;
+      for (int i = 2; i + 2 < n.input_size(); i += 3) parts.push_back(dequantize(out, n, n.input(i), n.input(i + 1), n.input(i + 2)));
+      const std::string y = fresh(n.output(0) + "/float");
+      onnx::NodeProto f = make_node("Concat", parts, y, fresh(n.name() + "/Concat"));
+      copy_attributes_except(n, f, {});
+      out.push_back(std::move(f));
+      quantize(out, n, y, n.input(0), n.input(1));
+      return true;
+    }
+    return false;
+  }
+
+  void expand(onnx::GraphProto& g) {
+    std::vector<onnx::NodeProto> nodes;
+    bool changed = false;
+    for (const auto& n : g.node()) {
+      std::vector<onnx::NodeProto> replacement;
+      if (is_ms_domain(n.domain()) && rewrite(n, replacement)) {
+        for (auto& r : replacement) nodes.push_back(std::move(r));
+        ++count_;
+        changed = true;
+      } else {
+        nodes.push_back(n);
+      }
+    }
+    if (!changed) return;
+    g.clear_node();
+    for (auto& n : nodes) *g.add_node() = std::move(n);
+  }
+
+  onnx::ModelProto& p_;
+  std::set<std::string> names_;
+  int count_ = 0;
+};
+
+}  // namespace
+
+int expand_quantized_contrib_ops(onnx::ModelProto& p) { return QuantizedContribExpansion(p).run(); }
 
 }  // namespace amp

@@ -35,6 +35,10 @@ The torch exports are the patterns the corpus's third-party files showed, made s
                   per group (18) and per channel (21), Cast's saturate, AveragePool's dilations,
                   Gelu in both forms, QuantizeLinear's output_dtype) with the IR version each
                   opset came with; what the import reads through its opset-17 form.
+  ms_qlinear      opset 13 + com.microsoft, as ONNX Runtime's quantizer writes the QOperator format: a
+                  chain of its contrib QLinearSigmoid, QLinearLeakyRelu, QLinearAdd, QLinearMul,
+                  QLinearConcat, QLinearAveragePool (channels_last) and QLinearGlobalAveragePool
+                  between a QuantizeLinear and a DequantizeLinear.
 The files are deterministic (fixed seeds).
 """
 import argparse
@@ -265,6 +269,45 @@ def newer_opsets(out_dir):
           const("fcb", rng.standard_normal(5).astype(np.float32))])
 
 
+def ms_qlinear(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    U8 = onnx.TensorProto.UINT8
+
+    def q(name, scale, zero):
+        return [numpy_helper.from_array(np.array(scale, np.float32), name + "_scale"),
+                numpy_helper.from_array(np.array(zero, np.uint8), name + "_zp")]
+
+    inits = q("x", 0.03, 128) + q("s", 1 / 255.0, 0) + q("l", 0.01, 10) + q("a", 0.02, 20) + q("m", 0.0004, 5) + \
+        q("c", 0.02, 20) + q("p", 0.015, 15) + q("g", 0.012, 12)
+
+    def ms(op, inputs, output, **attrs):
+        return helper.make_node(op, inputs, [output], domain="com.microsoft", **attrs)
+
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"]),
+        ms("QLinearSigmoid", ["xq", "x_scale", "x_zp", "s_scale", "s_zp"], "sq"),
+        ms("QLinearLeakyRelu", ["xq", "x_scale", "x_zp", "l_scale", "l_zp"], "lq", alpha=0.1),
+        ms("QLinearAdd", ["sq", "s_scale", "s_zp", "lq", "l_scale", "l_zp", "a_scale", "a_zp"], "aq"),
+        ms("QLinearMul", ["aq", "a_scale", "a_zp", "sq", "s_scale", "s_zp", "m_scale", "m_zp"], "mq"),
+        ms("QLinearConcat", ["c_scale", "c_zp", "aq", "a_scale", "a_zp", "mq", "m_scale", "m_zp"], "cq", axis=1),
+        helper.make_node("Transpose", ["cq"], ["cq_nhwc"], perm=[0, 2, 3, 1]),
+        ms("QLinearAveragePool", ["cq_nhwc", "c_scale", "c_zp", "p_scale", "p_zp"], "pq_nhwc", kernel_shape=[2, 2],
+           strides=[2, 2], channels_last=1),
+        helper.make_node("Transpose", ["pq_nhwc"], ["pq"], perm=[0, 3, 1, 2]),
+        ms("QLinearGlobalAveragePool", ["pq", "p_scale", "p_zp", "g_scale", "g_zp"], "gq", channels_last=0),
+        helper.make_node("DequantizeLinear", ["gq", "g_scale", "g_zp"], ["y"]),
+        helper.make_node("DequantizeLinear", ["pq", "p_scale", "p_zp"], ["pooled"]),
+    ]
+    graph = helper.make_graph(nodes, "ms_qlinear", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4, 6, 6])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 8, 1, 1]),
+                               helper.make_tensor_value_info("pooled", onnx.TensorProto.FLOAT, [1, 8, 3, 3])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="project_models.py")
+    onnx.save(m, path)
+
+
 def calibrate(model, *inputs):
     """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -306,6 +349,7 @@ def main():
     loop_ops(os.path.join(a.out, "loop_ops.onnx"))
     while_if(os.path.join(a.out, "while_if.onnx"))
     newer_opsets(a.out)
+    ms_qlinear(os.path.join(a.out, "ms_qlinear.onnx"))
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     for name in a.zoo:
