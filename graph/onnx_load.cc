@@ -26,6 +26,7 @@
 #include "graph/onnx_io.h"
 #include "graph/onnx_converter_limits.h"
 #include "graph/onnx_newer_opsets.h"
+#include "graph/onnx_runtime_contrib_ops.h"
 #include "graph/onnx_runtime_forms.h"
 
 namespace amp {
@@ -448,9 +449,9 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
   }
   lower_ir_version(p, path);
   check_opsets(p, path);
-  if (int n = expand_quantized_contrib_ops(p))
-    spdlog::warn("{}: {} node{} of ONNX Runtime's quantized contrib ops (com.microsoft QLinear*): read as what {} "
-                 "(DequantizeLinear, the float op, QuantizeLinear)", path, n, n == 1 ? "" : "s", n == 1 ? "it computes" : "they compute");
+  if (const std::string expanded = expand_onnx_runtime_contrib_ops(p, path); !expanded.empty())
+    spdlog::warn("{}: ONNX Runtime's contrib ops (com.microsoft: {}) read as the standard nodes that compute them", path,
+                 expanded);
   const LenientFixes mended = mend_lenient_forms(p);
   if (mended.untyped_value_info)
     spdlog::warn("{}: {} value_info entr{} without a type (ONNX requires one; ONNX Runtime ignores them): dropped", path,

@@ -9,6 +9,7 @@
 
 #include "graph/error.h"
 #include "graph/half.h"
+#include "graph/onnx_value_types.h"
 
 namespace amp {
 namespace {
@@ -19,7 +20,7 @@ using onnx::NodeProto;
 using onnx::TensorProto;
 
 // The graphs around a node, outermost first: a name a subgraph reads may be defined further out.
-using Chain = std::vector<const GraphProto*>;
+using Chain = ProtoGraphChain;
 
 bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
@@ -135,61 +136,6 @@ std::optional<TensorProto> constant_tensor(const Chain& chain, const std::string
 std::optional<std::vector<int64_t>> constant_ints(const Chain& chain, const std::string& name) {
   auto t = constant_tensor(chain, name);
   return t ? ints_of(*t) : std::nullopt;
-}
-
-// The declared tensor type of a name (graph input, output, value_info or initializer), if any.
-const onnx::TypeProto_Tensor* declared_type(const Chain& chain, const std::string& name) {
-  for (auto g = chain.rbegin(); g != chain.rend(); ++g)
-    for (const auto* list : {&(*g)->input(), &(*g)->value_info(), &(*g)->output()})
-      for (const auto& vi : *list)
-        if (vi.name() == name && vi.has_type() && vi.type().has_tensor_type()) return &vi.type().tensor_type();
-  return nullptr;
-}
-
-std::optional<std::vector<std::optional<int64_t>>> known_dims(const Chain& chain, const std::string& name) {
-  for (auto g = chain.rbegin(); g != chain.rend(); ++g)
-    for (const auto& t : (*g)->initializer())
-      if (t.name() == name) return std::vector<std::optional<int64_t>>(t.dims().begin(), t.dims().end());
-  const auto* type = declared_type(chain, name);
-  if (!type || !type->has_shape()) return std::nullopt;
-  std::vector<std::optional<int64_t>> dims;
-  for (const auto& d : type->shape().dim())
-    dims.push_back(d.has_dim_value() ? std::optional<int64_t>(d.dim_value()) : std::nullopt);
-  return dims;
-}
-
-// The element type of a name: declared, or followed back through its producers (the ops of a
-// float model's data path make their first input's type; Cast, Constant and the shape ops say
-// theirs). 0 when unknown.
-int32_t known_elem_type(const Chain& chain, const std::string& name, int depth = 0) {
-  for (auto g = chain.rbegin(); g != chain.rend(); ++g)
-    for (const auto& t : (*g)->initializer())
-      if (t.name() == name) return t.data_type();
-  if (const auto* type = declared_type(chain, name)) return type->elem_type();
-  if (depth > 64) return 0;
-  static const std::set<std::string> kSameAsFirstInput = {
-      "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Gelu", "Mish", "Softplus", "Add", "Sub", "Mul",
-      "Div", "Pow", "MatMul", "Gemm", "BatchNormalization", "LayerNormalization", "GroupNormalization",
-      "InstanceNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Reshape", "Flatten",
-      "Transpose", "Squeeze", "Unsqueeze", "Concat", "Slice", "Gather", "Identity", "Pad", "Resize", "Softmax",
-      "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Erf", "Sqrt", "Exp", "Neg", "Abs",
-      "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu", "Dropout", "Split", "Expand", "Tile"};
-  for (auto g = chain.rbegin(); g != chain.rend(); ++g)
-    for (const auto& n : (*g)->node()) {
-      if (std::find(n.output().begin(), n.output().end(), name) == n.output().end()) continue;
-      if (!default_domain(n.domain())) return 0;
-      if (n.op_type() == "Cast") return static_cast<int32_t>(attr_int(n, "to", 0));
-      if (n.op_type() == "Constant") {
-        const AttributeProto* v = find_attr(n, "value");
-        return v ? v->t().data_type() : 0;
-      }
-      if (n.op_type() == "Shape" || n.op_type() == "Size") return TensorProto::INT64;
-      if (n.op_type() == "DequantizeLinear") return TensorProto::FLOAT;
-      if (kSameAsFirstInput.count(n.op_type()) && n.input_size() > 0)
-        return known_elem_type(chain, n.input(0), depth + 1);
-      return 0;
-    }
-  return 0;
 }
 
 // The element types IR version 8 (ONNX 1.12) has: up to BFLOAT16. Later ones are float8 (IR 9),

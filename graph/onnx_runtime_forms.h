@@ -43,15 +43,6 @@ void restore_onnx_runtime_ops(onnx::ModelProto& p, const SetAsideNodes& saved);
 // means the same at every opset. Call after shape inference (its ranks decide). Returns the count.
 int flatten_softmax_axes(onnx::ModelProto& p);
 
-// ONNX Runtime's quantized contrib ops in its com.microsoft domain, as its quantizer writes them in
-// the QOperator format (QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-// QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat), become what ONNX Runtime defines
-// them to compute: DequantizeLinear of each quantized input, the float op, QuantizeLinear of the
-// result (channels_last forms transpose around the pool). A missing zero point is 0 of the
-// quantized type (uint8 for an output). Returns the number of nodes rewritten; the com.microsoft
-// import goes when nothing reads it any more.
-int expand_quantized_contrib_ops(onnx::ModelProto& p);
-
 // Two slips of other exporters that ONNX Runtime lets pass and ONNX's checker does not, mended
 // before the checker runs: a value_info entry with no type (it says nothing about its value; removed),
 // and, below IR version 4, an initializer missing from the graph inputs, where that IR lists every

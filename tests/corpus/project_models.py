@@ -39,6 +39,9 @@ The torch exports are the patterns the corpus's third-party files showed, made s
                   chain of its contrib QLinearSigmoid, QLinearLeakyRelu, QLinearAdd, QLinearMul,
                   QLinearConcat, QLinearAveragePool (channels_last) and QLinearGlobalAveragePool
                   between a QuantizeLinear and a DequantizeLinear.
+  ms_transformer  opset 14 + com.microsoft, as ONNX Runtime's transformer optimizer writes a block:
+                  SkipLayerNormalization (with bias and its sum output), FusedMatMul (transB,
+                  alpha), FastGelu with bias, BiasGelu, Gelu, QuickGelu, SkipSimplifiedLayerNormalization.
 The files are deterministic (fixed seeds).
 """
 import argparse
@@ -308,6 +311,42 @@ def ms_qlinear(path):
     onnx.save(m, path)
 
 
+def ms_transformer(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    F = onnx.TensorProto.FLOAT
+    rng = np.random.default_rng(11)
+
+    def w(name, *shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    def ms(op, inputs, outputs, **attrs):
+        return helper.make_node(op, inputs, outputs, domain="com.microsoft", **attrs)
+
+    inits = [w("gamma", 16, scale=1.0), w("beta", 16), w("bias", 16), w("w1", 32, 16), w("b1", 32), w("w2", 32, 16),
+             w("gamma2", 16, scale=1.0), w("bias2", 16)]
+    nodes = [
+        ms("SkipLayerNormalization", ["x", "skip", "gamma", "beta", "bias"], ["ln", "", "", "sum"], epsilon=1e-5),
+        ms("FusedMatMul", ["ln", "w1"], ["h"], transB=1, alpha=0.5),
+        ms("FastGelu", ["h", "b1"], ["a1"]),
+        ms("BiasGelu", ["h", "b1"], ["a2"]),
+        ms("Gelu", ["a1"], ["a3"]),
+        ms("QuickGelu", ["a2"], ["a4"], alpha=1.5),
+        helper.make_node("Add", ["a3", "a4"], ["a"]),
+        helper.make_node("MatMul", ["a", "w2"], ["o"]),
+        ms("SkipSimplifiedLayerNormalization", ["o", "sum", "gamma2", "bias2"], ["y"], epsilon=1e-6),
+    ]
+    graph = helper.make_graph(nodes, "ms_transformer", [helper.make_tensor_value_info("x", F, [2, 5, 16]),
+                                                        helper.make_tensor_value_info("skip", F, [2, 5, 16])],
+                              [helper.make_tensor_value_info("y", F, [2, 5, 16]),
+                               helper.make_tensor_value_info("sum", F, [2, 5, 16])], inits,
+                              value_info=[helper.make_tensor_value_info("ln", F, [2, 5, 16])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="project_models.py")
+    onnx.save(m, path)
+
+
 def calibrate(model, *inputs):
     """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -350,6 +389,7 @@ def main():
     while_if(os.path.join(a.out, "while_if.onnx"))
     newer_opsets(a.out)
     ms_qlinear(os.path.join(a.out, "ms_qlinear.onnx"))
+    ms_transformer(os.path.join(a.out, "ms_transformer.onnx"))
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     for name in a.zoo:
