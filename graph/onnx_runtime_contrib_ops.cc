@@ -1,6 +1,7 @@
 #include "graph/onnx_runtime_contrib_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -165,6 +166,12 @@ class ContribExpansion {
     return type == 0 ? cast_like(from, name, like) : name;
   }
 
+  // v converted to the element type of `like`: a Cast when that type is known, else a CastLike.
+  std::string to_type_of(const NodeProto& from, const std::string& v, const std::string& like) {
+    const int32_t type = declared_type(like);
+    return type != 0 ? cast(from, v, type) : cast_like(from, v, like);
+  }
+
   std::string cast_like(const NodeProto& from, const std::string& v, const std::string& like) {
     if (opset_ != 0 && opset_ < 15) refuse(from, "the element type of '" + like + "' is not declared (CastLike needs opset 15)");
     return add(from, "CastLike", {v, like});
@@ -260,8 +267,173 @@ class ContribExpansion {
     return false;
   }
 
+
+  // An int64 constant (rank 1 when `vector`, else a scalar).
+  std::string int64s(const NodeProto& from, const std::vector<int64_t>& values, bool vector = true) {
+    TensorProto t;
+    t.set_data_type(TensorProto::INT64);
+    if (vector) t.add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t.add_int64_data(v);
+    const std::string name = fresh(from.output(0) + "/ints");
+    t.set_name(name);
+    NodeProto c;
+    add(from, "Constant", {}, name, &c);
+    AttributeProto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(AttributeProto::TENSOR);
+    *a->mutable_t() = t;
+    push(std::move(c));
+    return name;
+  }
+
+  std::string reshape(const NodeProto& n, const std::string& x, const std::vector<int64_t>& shape) {
+    return add(n, "Reshape", {x, int64s(n, shape)});
+  }
+
+  std::string cast(const NodeProto& n, const std::string& x, int32_t to) {
+    NodeProto c;
+    const std::string y = add(n, "Cast", {x}, "", &c);
+    add_attr(c, "to", static_cast<int64_t>(to));
+    push(std::move(c));
+    return y;
+  }
+
+  // The int64 scalar x.shape[axis].
+  std::string dim(const NodeProto& n, const std::string& x, int64_t axis) {
+    NodeProto g;
+    const std::string y = add(n, "Gather", {add(n, "Shape", {x}), int64s(n, {axis}, false)}, "", &g);
+    add_attr(g, "axis", int64_t{0});
+    push(std::move(g));
+    return y;
+  }
+
+  // 0, 1, ..., x.shape[axis] - 1 (int64).
+  std::string positions(const NodeProto& n, const std::string& x, int64_t axis) {
+    return add(n, "Range", {int64s(n, {0}, false), dim(n, x, axis), int64s(n, {1}, false)});
+  }
+
+  // ReduceSum over `axes`, keepdims 0, in the form the model's opset takes (axes an input from 13).
+  std::string reduce_sum(const NodeProto& n, const std::string& x, const std::vector<int64_t>& axes) {
+    NodeProto r;
+    const std::string y = opset_ >= 13 ? add(n, "ReduceSum", {x, int64s(n, axes)}, "", &r) : add(n, "ReduceSum", {x}, "", &r);
+    if (opset_ < 13) add_attr(r, "axes", axes);
+    add_attr(r, "keepdims", int64_t{0});
+    push(std::move(r));
+    return y;
+  }
+
+  // ONNX Runtime's Attention (no past state): the packed QKV projection, scaled dot products per
+  // head, an additive mask (mask_filter_value where masked) from a raw [B, T] mask or [B] end
+  // positions, later keys at the type's lowest value when unidirectional, softmax, the heads
+  // merged back.
+  void attention(const NodeProto& n) {
+    const std::string x = n.input(0);
+    if (n.input_size() < 2) refuse(n, "it needs input and weights");
+    for (int i = 4; i < n.input_size(); ++i)
+      if (!n.input(i).empty()) refuse(n, "past state, relative position bias and past_sequence_length are not read");
+    if (n.output_size() > 1 && !n.output(1).empty()) refuse(n, "its present state output is read");
+    if (find_attr(n, "qkv_hidden_sizes")) refuse(n, "qkv_hidden_sizes is not read");
+    if (int_attr(n, "do_rotary", 0)) refuse(n, "do_rotary is not read");
+    const int64_t heads = int_attr(n, "num_heads", 0);
+    if (heads < 1) refuse(n, "num_heads is missing");
+    auto wdims = known_dims({graph_}, n.input(1));
+    if (!wdims || wdims->size() != 2 || !(*wdims)[1] || *(*wdims)[1] % (3 * heads) != 0)
+      refuse(n, "its weights' shape [input hidden, 3 x hidden] is not known");
+    const int64_t hidden = *(*wdims)[1] / 3, head_size = hidden / heads;
+    const float filter = float_attr(n, "mask_filter_value", -10000.0f);
+    const float scale = float_attr(n, "scale", 1.0f / std::sqrt(static_cast<float>(head_size)));
+    std::string qkv = add(n, "MatMul", {x, n.input(1)});
+    if (!input(n, 2).empty()) qkv = add(n, "Add", {qkv, n.input(2)});
+    NodeProto split;
+    const std::string q = fresh(n.output(0) + "/q"), k = fresh(n.output(0) + "/k"), v = fresh(n.output(0) + "/v");
+    add(n, "Split", opset_ >= 13 ? std::vector<std::string>{qkv, int64s(n, {hidden, hidden, hidden})} : std::vector<std::string>{qkv},
+        q, &split);
+    split.add_output(k);
+    split.add_output(v);
+    add_attr(split, "axis", int64_t{-1});
+    if (opset_ < 13) add_attr(split, "split", std::vector<int64_t>{hidden, hidden, hidden});
+    push(std::move(split));
+    auto heads_of = [&](const std::string& t, const std::vector<int64_t>& perm) {
+      return transpose(n, reshape(n, t, {0, 0, heads, head_size}), perm);
+    };
+    const std::string qh = heads_of(q, {0, 2, 1, 3}), kt = heads_of(k, {0, 2, 3, 1}), vh = heads_of(v, {0, 2, 1, 3});
+    std::string scores = add(n, "Mul", {add(n, "MatMul", {qh, kt}), scalar(n, scale, x)});
+    if (!input(n, 3).empty()) {
+      const std::string m = n.input(3);
+      auto mdims = known_dims({graph_}, m);
+      std::string keep;  // 1 where attended, 0 where masked, [B, T], in the input's type
+      if (mdims && mdims->size() == 2) {
+        keep = to_type_of(n, m, x);
+      } else if (mdims && mdims->size() == 1) {
+        const std::string end = reshape(n, cast(n, m, TensorProto::INT64), {-1, 1});
+        const std::string pos = reshape(n, positions(n, x, 1), {1, -1});
+        keep = to_type_of(n, add(n, "Less", {pos, end}), x);
+      } else {
+        refuse(n, "its mask_index is not declared as [B] end positions or a raw [B, T] mask");
+      }
+      const std::string masked = add(n, "Sub", {scalar(n, 1.0, x), keep});
+      scores = add(n, "Add", {scores, reshape(n, add(n, "Mul", {masked, scalar(n, filter, x)}), {0, 1, 1, -1})});
+    }
+    if (int_attr(n, "unidirectional", 0)) {
+      const std::string pos = positions(n, x, 1);
+      // ONNX Runtime (1.30) gives a later key the type's lowest value, not mask_filter_value: a
+      // query whose earlier keys are all masked attends to those, never to a later one.
+      const std::string later = add(n, "Greater", {reshape(n, pos, {1, -1}), reshape(n, pos, {-1, 1})});
+      const int32_t type = declared_type(x);
+      const double lowest = type == TensorProto::FLOAT16 ? -65504.0 : type == TensorProto::BFLOAT16 ? -3.3895313892515355e38
+                            : type == TensorProto::DOUBLE ? -1.7976931348623157e308 : -3.4028234663852886e38;
+      scores = add(n, "Where", {later, scalar(n, lowest, x), scores});
+    }
+    NodeProto softmax;
+    const std::string probs = add(n, "Softmax", {scores}, "", &softmax);
+    add_attr(softmax, "axis", int64_t{-1});
+    push(std::move(softmax));
+    const std::string context = transpose(n, add(n, "MatMul", {probs, vh}), {0, 2, 1, 3});
+    add(n, "Reshape", {context, int64s(n, {0, 0, hidden})}, n.output(0));
+  }
+
+  // ONNX Runtime's EmbedLayerNormalization: word + position (+ segment) embeddings, layer-normalized;
+  // the mask's row sums as mask_index; the sum as the optional third output.
+  void embed_layer_norm(const NodeProto& n) {
+    if (n.input_size() < 7) refuse(n, "it needs ids, segment ids, three embeddings, gamma and beta");
+    const std::string ids = n.input(0), segments = n.input(1), word = n.input(2), position = n.input(3),
+                      segment = n.input(4), gamma = n.input(5), beta = n.input(6), mask = input(n, 7),
+                      position_ids = input(n, 8);
+    auto gather = [&](const std::string& table, const std::string& index) {
+      NodeProto g;
+      const std::string y = add(n, "Gather", {table, index}, "", &g);
+      add_attr(g, "axis", int64_t{0});
+      push(std::move(g));
+      return y;
+    };
+    std::string sum = add(n, "Add", {gather(word, ids),
+                                     gather(position, position_ids.empty() ? positions(n, ids, 1) : position_ids)});
+    if (!segments.empty() && !segment.empty()) sum = add(n, "Add", {sum, gather(segment, segments)});
+    if (!output(n, 2).empty()) add(n, "Identity", {sum}, output(n, 2));
+    if (!output(n, 1).empty()) {
+      if (mask.empty()) refuse(n, "its mask_index output is read and it has no mask");
+      NodeProto c;
+      add(n, "Cast", {reduce_sum(n, cast(n, mask, TensorProto::INT32), {1})}, output(n, 1), &c);
+      add_attr(c, "to", static_cast<int64_t>(TensorProto::INT32));
+      push(std::move(c));
+    }
+    NodeProto ln;
+    add(n, "LayerNormalization", {sum, gamma, beta}, n.output(0), &ln);
+    add_attr(ln, "axis", int64_t{-1});
+    add_attr(ln, "epsilon", float_attr(n, "epsilon", 1e-12f));
+    push(std::move(ln));
+  }
+
   bool transformer(const NodeProto& n) {
     const std::string& op = n.op_type();
+    if (op == "Attention") {
+      attention(n);
+      return true;
+    }
+    if (op == "EmbedLayerNormalization") {
+      embed_layer_norm(n);
+      return true;
+    }
     if (op == "Gelu") {
       gelu_erf(n, n.input(0), n.output(0));
       return true;

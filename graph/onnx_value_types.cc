@@ -46,7 +46,9 @@ int32_t elem_type(const ProtoGraphChain& chain, const std::string& name, int dep
       static const std::set<std::string> kFusedSameAsFirstInput = {
           "FusedMatMul", "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "SkipLayerNormalization",
           "SkipSimplifiedLayerNormalization", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
-          "QLinearAveragePool", "QLinearGlobalAveragePool"};
+          "QLinearAveragePool", "QLinearGlobalAveragePool", "Attention"};
+      if (n.domain() == "com.microsoft" && n.op_type() == "EmbedLayerNormalization")
+        return n.output(0) == name && n.input_size() > 2 ? elem_type(chain, n.input(2), depth + 1) : 0;
       if (n.domain() == "com.microsoft")
         return kFusedSameAsFirstInput.count(n.op_type()) && n.input_size() > 0 ? elem_type(chain, n.input(0), depth + 1) : 0;
       if (!n.domain().empty() && n.domain() != "ai.onnx") return 0;

@@ -42,6 +42,9 @@ The torch exports are the patterns the corpus's third-party files showed, made s
   ms_transformer  opset 14 + com.microsoft, as ONNX Runtime's transformer optimizer writes a block:
                   SkipLayerNormalization (with bias and its sum output), FusedMatMul (transB,
                   alpha), FastGelu with bias, BiasGelu, Gelu, QuickGelu, SkipSimplifiedLayerNormalization.
+  ms_bert         opset 14 + com.microsoft, the optimizer's BERT ops: EmbedLayerNormalization (its
+                  mask_index from a mask computed from the ids), Attention with those [B] end
+                  positions, Attention with a raw [B, T] mask and unidirectional, SkipLayerNormalization.
 The files are deterministic (fixed seeds).
 """
 import argparse
@@ -347,6 +350,45 @@ def ms_transformer(path):
     onnx.save(m, path)
 
 
+def ms_bert(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    F, I32 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32
+    rng = np.random.default_rng(13)
+
+    def w(name, *shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    def ms(op, inputs, outputs, **attrs):
+        return helper.make_node(op, inputs, outputs, domain="com.microsoft", **attrs)
+
+    inits = [w("word", 30, 16), w("pos", 16, 16), w("seg", 2, 16), w("gamma", 16, scale=1.0), w("beta", 16),
+             w("qkv_w", 16, 48), w("qkv_b", 48), w("qkv_w2", 16, 48), w("qkv_b2", 48), w("bias", 16),
+             numpy_helper.from_array(np.array(0, np.int32), "zero")]
+    nodes = [
+        helper.make_node("Equal", ["input_ids", "zero"], ["is_pad"]),
+        helper.make_node("Not", ["is_pad"], ["keep"]),
+        helper.make_node("Cast", ["keep"], ["mask"], to=I32),
+        ms("EmbedLayerNormalization", ["input_ids", "segment_ids", "word", "pos", "seg", "gamma", "beta", "mask"],
+           ["emb", "mask_index", "emb_sum"], epsilon=1e-5),
+        ms("Attention", ["emb", "qkv_w", "qkv_b", "mask_index"], ["attn"], num_heads=4),
+        ms("Attention", ["emb", "qkv_w2", "qkv_b2", "mask"], ["causal"], num_heads=2, unidirectional=1),
+        helper.make_node("Add", ["attn", "causal"], ["both"]),
+        ms("SkipLayerNormalization", ["both", "emb", "gamma", "beta", "bias"], ["y"], epsilon=1e-5),
+    ]
+    graph = helper.make_graph(nodes, "ms_bert", [helper.make_tensor_value_info("input_ids", I32, [2, 6]),
+                                                 helper.make_tensor_value_info("segment_ids", I32, [2, 6])],
+                              [helper.make_tensor_value_info("y", F, [2, 6, 16]),
+                               helper.make_tensor_value_info("emb_sum", F, [2, 6, 16]),
+                               helper.make_tensor_value_info("mask_index", I32, [2])], inits,
+                              value_info=[helper.make_tensor_value_info("mask", I32, [2, 6]),
+                                          helper.make_tensor_value_info("emb", F, [2, 6, 16])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="project_models.py")
+    onnx.save(m, path)
+
+
 def calibrate(model, *inputs):
     """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -390,6 +432,7 @@ def main():
     newer_opsets(a.out)
     ms_qlinear(os.path.join(a.out, "ms_qlinear.onnx"))
     ms_transformer(os.path.join(a.out, "ms_transformer.onnx"))
+    ms_bert(os.path.join(a.out, "ms_bert.onnx"))
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     for name in a.zoo:
