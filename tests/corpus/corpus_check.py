@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """ONNX models from every exporter through ONNX Runtime, amp-run and amp-rewrite.
 
-    /usr/bin/python3 tests/corpus/corpus_check.py --build BUILD [--work DIR] [--corpus DIR]
+    /usr/bin/python3 tests/corpus/corpus_check.py --build BUILD [--work DIR] [--corpus DIR ...]
         [--project] [--zoo NAME ...] [--only NAME ...] [--known FILE] [--table]
 
-Models: every .onnx file of --corpus (default /work/shared/corpus: third-party files, see its
+Models: every .onnx file of each --corpus folder (default /work/shared/corpus: third-party files, see its
 README.md and SOURCES.tsv) and, with --project, the models this project makes itself
 (project_models.py: torch 1.13 eval exports with MatMul + BatchNormalization, LSTM / GRU / RNN,
 PReLU, the shipped demo models; --zoo adds zoo_reference.py's eval exports by name).
@@ -263,7 +263,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", required=True)
     p.add_argument("--work", default=None)
-    p.add_argument("--corpus", default="/work/shared/corpus")
+    p.add_argument("--corpus", nargs="*", default=["/work/shared/corpus"],
+                   help="folders of ONNX files (default: the shared corpus); tests/corpus/third_party holds more")
     p.add_argument("--project", action="store_true", help="also the models project_models.py makes")
     p.add_argument("--zoo", nargs="*", default=[], help="with --project: zoo_reference.py eval exports by name")
     p.add_argument("--only", nargs="*", default=None, help="model names (file names without .onnx)")
@@ -276,10 +277,11 @@ def main():
     os.makedirs(o.work, exist_ok=True)
 
     models = []
-    if o.corpus and os.path.isdir(o.corpus):
-        models += [(os.path.basename(f)[:-5], f) for f in sorted(glob.glob(os.path.join(o.corpus, "*.onnx")))]
-    elif o.corpus:
-        print("corpus folder %s not found: its models are not checked" % o.corpus)
+    for folder in o.corpus:
+        if os.path.isdir(folder):
+            models += [(os.path.basename(f)[:-5], f) for f in sorted(glob.glob(os.path.join(folder, "*.onnx")))]
+        else:
+            print("corpus folder %s not found: its models are not checked" % folder)
     if o.project:
         pd = os.path.join(o.work, "project_models")
         rc, out = sh(["/usr/bin/python3", os.path.join(HERE, "project_models.py"), pd] + (["--zoo"] + o.zoo if o.zoo else []),
