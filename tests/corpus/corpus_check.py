@@ -84,7 +84,9 @@ def make_inputs(model_path):
             else:
                 dims.append(4 if SEQUENCE_DIMS.search(d.dim_param or "") else 1)
         dtype = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[tt.elem_type]
-        if dtype == np.bool_:
+        if tt.elem_type == onnx.TensorProto.STRING:  # words, for the string ops this project refuses
+            feeds[vi.name] = np.array([b"onnx"] * int(np.prod(dims)), dtype=object).reshape(dims)
+        elif dtype == np.bool_:
             feeds[vi.name] = np.ones(dims, np.bool_)
         elif np.issubdtype(dtype, np.integer):
             if "mask" in vi.name.lower():
