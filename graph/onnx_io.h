@@ -19,7 +19,9 @@ namespace amp {
 inline constexpr int64_t kCanonicalOpset = 17;
 
 struct LoadOptions {
-  int64_t target_opset = kCanonicalOpset;  // 0 keeps the model's own
+  // 0 keeps the model's own opset, and its calls of model-local functions as calls; otherwise the
+  // calls are inlined (graph/onnx_function_inlining.h) before the conversion.
+  int64_t target_opset = kCanonicalOpset;
   bool infer_shapes = true;
   bool check = true;          // run onnx::checker on the input (errors are InputError naming the file)
   // Rehearse ONNX's checker, converter and shape inference in a forked child first, so that a

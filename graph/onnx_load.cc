@@ -25,6 +25,7 @@
 #include "graph/onnx_import.h"
 #include "graph/onnx_io.h"
 #include "graph/onnx_converter_limits.h"
+#include "graph/onnx_function_inlining.h"
 #include "graph/onnx_newer_opsets.h"
 #include "graph/onnx_runtime_contrib_ops.h"
 #include "graph/onnx_runtime_forms.h"
@@ -441,6 +442,9 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
     throw InputError(path + ": unsupported target opset " + std::to_string(options.target_opset) +
                      " (this build reads up to opset " + std::to_string(kMaxOpset) + ")");
   ExternalDataReader external(path, base_dir);
+  if (options.target_opset > 0)
+    if (int n = inline_local_functions(p, path))
+      spdlog::info("{}: {} call{} of model-local functions inlined", path, n, n == 1 ? "" : "s");
   if (const int64_t newer = default_opset(p); newer > kMaxOpset) {
     std::string notes;
     for (const std::string& n : lower_to_opset_17(p, path)) notes += (notes.empty() ? "" : "; ") + n;

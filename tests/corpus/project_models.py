@@ -45,6 +45,9 @@ The torch exports are the patterns the corpus's third-party files showed, made s
   ms_bert         opset 14 + com.microsoft, the optimizer's BERT ops: EmbedLayerNormalization (its
                   mask_index from a mask computed from the ids), Attention with those [B] end
                   positions, Attention with a raw [B, T] mask and unidirectional, SkipLayerNormalization.
+  local_functions opset 18, IR 9, as torch 2's dynamo exporter and onnxscript write models: calls of
+                  model-local functions (one calling another twice), attribute references given by
+                  the call or defaulted (IR 9's attribute_proto), bodies using opset-18 forms.
 The files are deterministic (fixed seeds).
 """
 import argparse
@@ -389,6 +392,59 @@ def ms_bert(path):
     onnx.save(m, path)
 
 
+def local_functions(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    F = onnx.TensorProto.FLOAT
+    rng = np.random.default_rng(17)
+    # LinearAct(x, w, b; alpha, reduce): LeakyRelu(x @ w + b, alpha) scaled by 1 + mean over the last
+    # axis (opset 18's ReduceMean with an axes input) when reduce, Mish otherwise.
+    alpha = helper.make_attribute("alpha", 0.0)
+    alpha.ref_attr_name = "alpha"
+    linear_act = helper.make_function(
+        "pkg.test", "LinearAct", ["x", "w", "b"], ["y"],
+        [helper.make_node("MatMul", ["x", "w"], ["xw"]),
+         helper.make_node("Add", ["xw", "b"], ["h"]),
+         onnx.NodeProto(),  # the LeakyRelu with a referenced attribute, below
+         helper.make_node("Constant", [], ["last"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+         helper.make_node("ReduceMean", ["a", "last"], ["m"], keepdims=1),
+         helper.make_node("Mish", ["m"], ["mm"]),
+         helper.make_node("Add", ["a", "mm"], ["y"])],
+        [helper.make_opsetid("", 18)], attributes=["alpha"])
+    leaky = helper.make_node("LeakyRelu", ["h"], ["a"])
+    leaky.attribute.append(alpha)
+    linear_act.node[2].CopyFrom(leaky)
+    # IR 9's default for alpha (FunctionProto.attribute_proto, field 11), which onnx 1.12's Python
+    # cannot set: appended as the field's bytes.
+    default = helper.make_attribute("alpha", 0.25).SerializeToString()
+    size = len(default)
+    varint = b""
+    while True:
+        byte = size & 0x7F
+        size >>= 7
+        varint += bytes([byte | (0x80 if size else 0)])
+        if not size:
+            break
+    linear_act.MergeFromString(bytes([11 << 3 | 2]) + varint + default)
+    block = helper.make_function(
+        "pkg.test", "Block", ["x", "w1", "b1", "w2", "b2"], ["y"],
+        [helper.make_node("LinearAct", ["x", "w1", "b1"], ["h"], domain="pkg.test", alpha=0.05),
+         helper.make_node("LinearAct", ["h", "w2", "b2"], ["y"], domain="pkg.test")],
+        [helper.make_opsetid("", 18), helper.make_opsetid("pkg.test", 1)])
+    inits = [numpy_helper.from_array((rng.standard_normal(shape) * 0.4).astype(np.float32), name)
+             for name, shape in (("w1", (8, 12)), ("b1", (12,)), ("w2", (12, 6)), ("b2", (6,)))]
+    graph = helper.make_graph(
+        [helper.make_node("Block", ["x", "w1", "b1", "w2", "b2"], ["y"], domain="pkg.test", name="block"),
+         helper.make_node("LinearAct", ["x", "w1", "b1"], ["z"], domain="pkg.test", name="direct", alpha=0.5)],
+        "local_functions", [helper.make_tensor_value_info("x", F, [3, 8])],
+        [helper.make_tensor_value_info("y", F, [3, 6]), helper.make_tensor_value_info("z", F, [3, 12])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("pkg.test", 1)],
+                          functions=[linear_act, block], producer_name="project_models.py")
+    m.ir_version = 9
+    onnx.save(m, path)
+
+
 def calibrate(model, *inputs):
     """BatchNorm statistics from one training-mode batch, so eval mode normalises for real."""
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -433,6 +489,7 @@ def main():
     ms_qlinear(os.path.join(a.out, "ms_qlinear.onnx"))
     ms_transformer(os.path.join(a.out, "ms_transformer.onnx"))
     ms_bert(os.path.join(a.out, "ms_bert.onnx"))
+    local_functions(os.path.join(a.out, "local_functions.onnx"))
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     for name in a.zoo:
