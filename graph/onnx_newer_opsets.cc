@@ -164,14 +164,19 @@ class Lowering {
       if (t.has_initialization()) lower_graph(*t.mutable_initialization(), {&p_.graph()});
       if (t.has_algorithm()) lower_graph(*t.mutable_algorithm(), {&p_.graph()});
     }
-    for (const auto& f : p_.functions())
-      for (const auto& o : f.opset_import())
-        if (default_domain(o.domain()) && o.version() > 17)
-          for (const auto& n : f.node())
-            if (default_domain(n.domain()) && changed_after_17(n.op_type()))
-              throw InputError(path_ + ": function '" + f.name() + "', " + node_label(n) + ": opset " +
-                               std::to_string(o.version()) + " form of " + n.op_type() +
-                               " inside a model-local function; this build reads opset-17 forms there");
+    // Functions still called as functions (a model loaded as it is): their bodies are lowered the
+    // same way, as a graph of their own (what their formal inputs are is not declared there).
+    for (auto& f : *p_.mutable_functions()) {
+      bool newer = false;
+      for (const auto& o : f.opset_import()) newer = newer || (default_domain(o.domain()) && o.version() > 17);
+      if (!newer) continue;
+      GraphProto body;
+      body.set_name(f.name());
+      for (const auto& n : f.node()) *body.add_node() = n;
+      lower_graph(body, {});
+      f.clear_node();
+      for (const auto& n : body.node()) *f.add_node() = n;
+    }
     for (auto& f : *p_.mutable_functions())
       for (auto& o : *f.mutable_opset_import())
         if (default_domain(o.domain()) && o.version() > 17) o.set_version(17);
@@ -183,14 +188,6 @@ class Lowering {
   }
 
  private:
-  bool changed_after_17(const std::string& op) const {
-    static const std::set<std::string> kChanged = {"Split", "Pad", "Resize", "ScatterElements", "ScatterND", "LpPool",
-                                                   "AveragePool", "Cast", "CastLike", "QuantizeLinear",
-                                                   "DequantizeLinear", "GridSample", "DFT", "Gelu", "Mish",
-                                                   "GroupNormalization"};
-    return kChanged.count(op) || kReductionsWithAxesInput.count(op) || kNoOpset17Form.count(op);
-  }
-
   void collect_names(const GraphProto& g) {
     for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
       for (const auto& vi : *list) names_.insert(vi.name());
