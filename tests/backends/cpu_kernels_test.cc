@@ -763,6 +763,20 @@ TEST(CpuKernels, ConvGradOf3DConvolutionInDoubleSaysWhy) {
   }
 }
 
+// BitShift's direction is LEFT or RIGHT (ONNX gives no default): anything else is one clear line.
+TEST(CpuKernels, BitShiftWithAnotherDirectionSaysWhichItTakes) {
+  Tensor x(DType::kUInt8, {3});
+  for (int64_t k = 0; k < 3; ++k) x.mutable_as<uint8_t>()[k] = static_cast<uint8_t>(k);
+  OneNode n("BitShift", {{"x", x}, {"s", x}}, {DType::kUInt8});
+  n.attr(Attribute::of_string("direction", "UP"));
+  try {
+    n.run_cpu();
+    FAIL() << "BitShift ran with direction UP";
+  } catch (const amp::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("direction is 'UP'; BitShift takes LEFT or RIGHT"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CpuKernels, ConvTransposeMatchesTorchInEveryFloatType) {
   std::vector<Case> cases;
   for (DType t : kFloatTypes) {
