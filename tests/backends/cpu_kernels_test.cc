@@ -242,6 +242,12 @@ TEST(CpuKernels, SpecialValuesMatchTorch) {
                          {}, 1, tolerance(t, 0)});
     cases.push_back(Case{"round_special" + suffix(t), "Round", {{"x", special_tensor(t, {4, 25}, 47)}}, {}, 1,
                          tolerance(t, 0)});
+    // The new maps through NaN, infinities and signed zeros (ThresholdedRelu and Shrink give 0 for
+    // NaN, as ONNX's numpy reference).
+    for (const auto& [ref, op] : {std::pair<const char*, const char*>{"sin_special", "Sin"}, {"atan_special", "Atan"},
+                                  {"softsign_special", "Softsign"}, {"celu_special", "Celu"},
+                                  {"thresholdedrelu_special", "ThresholdedRelu"}, {"shrink_special", "Shrink"}})
+      cases.push_back(Case{ref + suffix(t), op, {{"x", special_tensor(t, {4, 25}, 56)}}, {}, 1, tolerance(t, 1)});
     // IsNaN, and IsInf with both signs (the default), +inf only and -inf only.
     cases.push_back(Case{"isnan_special" + suffix(t), "IsNaN", {{"x", special_tensor(t, {4, 25}, 48)}}, {}, 1,
                          tolerance(t, 0)});

@@ -84,9 +84,10 @@ def autograd(fn, x, dy):
 
 
 def bit_shift(shift, x, y):
-    """numpy's shift, with a shift by the type's width or more giving 0 explicitly (x86 would shift
-    by the amount modulo the width)."""
-    return np.where(y >= 8 * x.dtype.itemsize, np.zeros_like(x), shift(x, np.minimum(y, 8 * x.dtype.itemsize - 1))).astype(x.dtype)
+    """numpy's shift in x's type; a shift by the type's width or more gives 0, written out here (C
+    leaves it undefined, and x86 shifts by the amount modulo the width)."""
+    width = 8 * x.dtype.itemsize
+    return np.where(y >= width, np.zeros_like(x), shift(x, np.minimum(y, width - 1))).astype(x.dtype)
 
 
 def softmax(x, axis):
@@ -174,6 +175,12 @@ CASES = {
                                   np.where(i["x"] > np.float32(0.75), i["x"] - np.float32(0.25), 0)), None),
     "softshrink": (lambda i: F.softshrink(t(i["x"]), 0.5).numpy(), None),
     "round_special": (lambda i: torch.round(t(i["x"])).numpy(), None),
+    "sin_special": (lambda i: torch.sin(t(i["x"])).numpy(), None),
+    "atan_special": (lambda i: torch.atan(t(i["x"])).numpy(), None),
+    "softsign_special": (lambda i: F.softsign(t(i["x"])).numpy(), None),
+    "celu_special": (lambda i: F.celu(t(i["x"])).numpy(), None),
+    "thresholdedrelu_special": (lambda i: np.where(i["x"] > 1, i["x"], 0), None),
+    "shrink_special": (lambda i: np.where(i["x"] < -0.5, i["x"], np.where(i["x"] > 0.5, i["x"], 0)), None),
     "isnan_special": (lambda i: torch.isnan(t(i["x"])).numpy(), "bool"),
     "isinf_special": (lambda i: torch.isinf(t(i["x"])).numpy(), "bool"),
     "isposinf_special": (lambda i: torch.isposinf(t(i["x"])).numpy(), "bool"),
