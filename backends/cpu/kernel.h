@@ -141,6 +141,9 @@ const OpEntry* find_op(std::string_view op);
 // The family tables op_table() joins, one per kernel file.
 const std::vector<OpEntry>& elementwise_ops();
 const std::vector<OpEntry>& cast_ops();
+const std::vector<OpEntry>& float_class_ops();  // IsNaN, IsInf
+const std::vector<OpEntry>& mean_ops();
+const std::vector<OpEntry>& bit_shift_ops();
 const std::vector<OpEntry>& matmul_ops();
 const std::vector<OpEntry>& conv_ops();
 const std::vector<OpEntry>& conv_transpose_ops();

@@ -1,5 +1,6 @@
 // Cast as a device op (cast.cuh) for the Casts no generated kernel can run (is_fusable_node: those
 // between float, float16, bfloat16 and bool fuse); a Cast to its own type is its input's bytes.
+// CastLike is the same op: its output type, its second input's, is known when it is prepared.
 #include <string>
 
 #include "backends/cuda/cast.cuh"
@@ -29,7 +30,7 @@ class Cast final : public CudaOp {
 }  // namespace
 
 const std::vector<CudaOpEntry>& cast_ops() {
-  static const std::vector<CudaOpEntry> ops = {{"", "Cast", make_op<Cast>}};
+  static const std::vector<CudaOpEntry> ops = {{"", "Cast", make_op<Cast>}, {"", "CastLike", make_op<Cast>}};
   return ops;
 }
 

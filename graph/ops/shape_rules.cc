@@ -169,6 +169,21 @@ ShapeFn elementwise_rule(const Node& n, int64_t) {
 
 // ---- same shape as an input
 
+// Mean: one or more operands of one type, broadcast; BitShift: two.
+void broadcast_same_type(ShapeQuery& q) {
+  require_same_types(q, q.in.size());
+  std::vector<const std::optional<Shape>*> all;
+  for (const TensorFacts* f : q.in)
+    if (f) all.push_back(&f->shape);
+  put(q, 0, q.input(0).dtype, broadcast_shapes(all));
+}
+
+// CastLike(x, target_type): x's shape in target_type's element type.
+void cast_like(ShapeQuery& q) { put(q, 0, q.input(1).dtype, q.input(0).shape); }
+
+// IsNaN, IsInf: bool, the input's shape.
+void float_class(ShapeQuery& q) { put(q, 0, DType::kBool, q.input(0).shape); }
+
 void dropout(ShapeQuery& q) {
   put_like(q, 0, q.input(0));
   put(q, 1, DType::kBool, q.input(0).shape);
@@ -1120,6 +1135,11 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
     }
     const std::pair<const char*, ShapeRule> onnx_rules[] = {
         {"Dropout", {plain<dropout>, {}}},
+        {"CastLike", {plain<cast_like>, {}}},
+        {"Mean", {plain<broadcast_same_type>, {}}},
+        {"BitShift", {plain<broadcast_same_type>, {}}},
+        {"IsNaN", {plain<float_class>, {}}},
+        {"IsInf", {plain<float_class>, {}}},
         {"Softmax", {softmax_rule, {}}},
         {"LogSoftmax", {softmax_rule, {}}},
         {"LayerNormalization", {layer_norm_rule, {}}},

@@ -84,6 +84,16 @@ Grads sum(GradContext& c) {
   return g;
 }
 
+// Mean (variadic): each operand gets dy / n, summed over the axes it was broadcast along
+// (torch.mean over a stack: dy / n to each).
+Grads mean(GradContext& c) {
+  Grads g(c.node.inputs().size());
+  Value* share = c.b.div(c.dy[0], c.b.scalar(static_cast<double>(g.size()), c.dy[0]->dtype()));
+  for (size_t i = 0; i < g.size(); ++i)
+    if (c.wants(i)) g[i] = c.sum_to_input(share, i);
+  return g;
+}
+
 // PRelu(x, slope) = x < 0 ? slope x : x: dx = dy slope where x < 0, else dy; dslope = dy x where
 // x < 0, else 0 (PyTorch's prelu backward; at x == 0 both take the x >= 0 side).
 Grads prelu(GradContext& c) {
@@ -116,6 +126,7 @@ void add_broadcast_gradients(GradRuleTable& t) {
   t["Max"] = select_extreme;
   t["Where"] = where;
   t["Sum"] = sum;
+  t["Mean"] = mean;
   t["PRelu"] = prelu;
 }
 

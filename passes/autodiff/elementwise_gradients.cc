@@ -78,6 +78,78 @@ Grads hard_swish(GradContext& c) {
   return {c.b.where(c.b.less(x, constant_like(c, -3, x)), constant_like(c, 0, x), from_minus_three)};
 }
 
+// Softsign' = 1 / (1 + |x|)^2 (torch's softsign is x / (1 + |x|), differentiated by autograd).
+Grads softsign(GradContext& c) {
+  Value* x = c.x(0);
+  Value* d = c.b.add(constant_like(c, 1, x), c.b.same("Abs", {x}));
+  return {c.b.div(c.dy[0], c.b.mul(d, d))};
+}
+
+// Celu' = e^(x / alpha) for x <= 0, else 1: PyTorch's elu_backward with input scale 1 / alpha,
+// dy * (1 / alpha) * alpha * e^(x / alpha) (NaN fails x <= 0 and gets dy, as there).
+Grads celu(GradContext& c) {
+  Value* x = c.x(0);
+  const double alpha = c.node.attr_float("alpha", 1.0f), input_scale = 1 / alpha;
+  Value* at_or_below_zero = c.b.op("LessOrEqual", {x, constant_like(c, 0, x)}, DType::kBool);
+  Value* negative = c.b.mul(c.b.mul(c.dy[0], constant_like(c, input_scale * alpha, x)),
+                            c.b.exp(c.b.mul(x, constant_like(c, input_scale, x))));
+  return {c.b.where(at_or_below_zero, negative, c.dy[0])};
+}
+
+// ThresholdedRelu' = 1 above alpha, else 0 (torch's threshold_backward).
+Grads thresholded_relu(GradContext& c) {
+  Value* x = c.x(0);
+  Value* above = c.b.greater(x, constant_like(c, c.node.attr_float("alpha", 1.0f), x));
+  return {c.b.where(above, c.dy[0], constant_like(c, 0, x))};
+}
+
+// Shrink' = 1 below -lambd and above lambd, else 0, whatever the bias (torch's hardshrink_backward
+// and softshrink_backward).
+Grads shrink(GradContext& c) {
+  Value* x = c.x(0);
+  const double lambd = c.node.attr_float("lambd", 0.5f);
+  Value* zero = constant_like(c, 0, x);
+  Value* above = c.b.where(c.b.greater(x, constant_like(c, lambd, x)), c.dy[0], zero);
+  return {c.b.where(c.b.less(x, constant_like(c, -lambd, x)), c.dy[0], above)};
+}
+
+// The trigonometric and hyperbolic functions, as derivatives.yaml writes them (rsqrt(v) as
+// 1 / sqrt(v): ONNX has no Rsqrt).
+Value* square(GradContext& c, Value* v) { return c.b.mul(v, v); }
+Grads sin(GradContext& c) { return {c.b.mul(c.dy[0], c.b.same("Cos", {c.x(0)}))}; }
+Grads cos(GradContext& c) { return {c.b.mul(c.dy[0], c.b.neg(c.b.same("Sin", {c.x(0)})))}; }
+Grads tan(GradContext& c) {
+  Value* y = c.y(0);
+  return {c.b.mul(c.dy[0], c.b.add(constant_like(c, 1, y), square(c, y)))};
+}
+// asin' = 1 / sqrt(1 - x^2), acos' = -asin'.
+Grads asin(GradContext& c) {
+  Value* x = c.x(0);
+  return {c.b.div(c.dy[0], c.b.sqrt(c.b.sub(constant_like(c, 1, x), square(c, x))))};
+}
+Grads acos(GradContext& c) {
+  Value* x = c.x(0);
+  return {c.b.neg(c.b.div(c.dy[0], c.b.sqrt(c.b.sub(constant_like(c, 1, x), square(c, x)))))};
+}
+Grads atan(GradContext& c) {
+  Value* x = c.x(0);
+  return {c.b.div(c.dy[0], c.b.add(square(c, x), constant_like(c, 1, x)))};
+}
+Grads sinh(GradContext& c) { return {c.b.mul(c.dy[0], c.b.same("Cosh", {c.x(0)}))}; }
+Grads cosh(GradContext& c) { return {c.b.mul(c.dy[0], c.b.same("Sinh", {c.x(0)}))}; }
+Grads asinh(GradContext& c) {
+  Value* x = c.x(0);
+  return {c.b.div(c.dy[0], c.b.sqrt(c.b.add(square(c, x), constant_like(c, 1, x))))};
+}
+Grads acosh(GradContext& c) {
+  Value* x = c.x(0);
+  return {c.b.div(c.dy[0], c.b.sqrt(c.b.sub(square(c, x), constant_like(c, 1, x))))};
+}
+Grads atanh(GradContext& c) {
+  Value* x = c.x(0);
+  return {c.b.div(c.dy[0], c.b.sub(constant_like(c, 1, x), square(c, x)))};
+}
+
 Grads exp(GradContext& c) { return {c.b.mul(c.dy[0], c.y(0))}; }
 Grads log(GradContext& c) { return {c.b.div(c.dy[0], c.x(0))}; }
 
@@ -106,6 +178,8 @@ Grads abs(GradContext& c) {
 Grads identity(GradContext& c) { return {c.dy[0]}; }
 
 Grads cast(GradContext& c) { return {c.b.cast(c.dy[0], c.x(0)->dtype())}; }
+// CastLike(x, target_type): as Cast for x; target_type gives only its element type, no gradient.
+Grads cast_like(GradContext& c) { return {c.b.cast(c.dy[0], c.x(0)->dtype()), nullptr}; }
 
 // Training-mode Dropout scales kept elements by 1/(1-ratio); its mask output says which were kept.
 // Without a training_mode input Dropout is the identity.
@@ -145,6 +219,21 @@ void add_elementwise_gradients(GradRuleTable& t) {
   t["HardSigmoid"] = hard_sigmoid;
   t["HardSwish"] = hard_swish;
   t[std::string(kAmpDomain) + ":Gelu"] = gelu;
+  t["Softsign"] = softsign;
+  t["Celu"] = celu;
+  t["ThresholdedRelu"] = thresholded_relu;
+  t["Shrink"] = shrink;
+  t["Sin"] = sin;
+  t["Cos"] = cos;
+  t["Tan"] = tan;
+  t["Asin"] = asin;
+  t["Acos"] = acos;
+  t["Atan"] = atan;
+  t["Sinh"] = sinh;
+  t["Cosh"] = cosh;
+  t["Asinh"] = asinh;
+  t["Acosh"] = acosh;
+  t["Atanh"] = atanh;
   t["Exp"] = exp;
   t["Log"] = log;
   t["Sqrt"] = sqrt;
@@ -153,6 +242,7 @@ void add_elementwise_gradients(GradRuleTable& t) {
   t["Abs"] = abs;
   t["Identity"] = identity;
   t["Cast"] = cast;
+  t["CastLike"] = cast_like;
   t["Dropout"] = dropout;
   t["Clip"] = clip;
 }

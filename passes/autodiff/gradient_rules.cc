@@ -30,7 +30,7 @@ const GradRuleTable& gradient_rules() {
 const std::unordered_set<std::string>& non_differentiable_ops() {
   static const std::unordered_set<std::string> ops = {
       "Shape", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Sign"};
+      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf", "BitShift"};
   return ops;
 }
 

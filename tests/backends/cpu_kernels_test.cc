@@ -115,6 +115,40 @@ TEST(CpuKernels, ElementwiseMatchNumpyInEveryFloatType) {
     cases.push_back(unary("reciprocal", "Reciprocal", t, 0.1, 4, 0));
     cases.push_back(unary("neg", "Neg", t, -2, 2, 0));
     cases.push_back(unary("abs", "Abs", t, -2, 2, 0));
+    // Round half to even: bf16 and fp16 draws in [-4, 4] hit halves.
+    cases.push_back(unary("round", "Round", t, -4, 4, 0));
+    cases.push_back(unary("sin", "Sin", t, -6, 6, 1));
+    cases.push_back(unary("cos", "Cos", t, -6, 6, 1));
+    cases.push_back(unary("tan", "Tan", t, -1.4, 1.4, 1));
+    cases.push_back(unary("asin", "Asin", t, -0.99, 0.99, 1));
+    cases.push_back(unary("acos", "Acos", t, -0.99, 0.99, 1));
+    cases.push_back(unary("atan", "Atan", t, -5, 5, 1));
+    cases.push_back(unary("sinh", "Sinh", t, -5, 5, 1));
+    cases.push_back(unary("cosh", "Cosh", t, -5, 5, 1));
+    cases.push_back(unary("asinh", "Asinh", t, -5, 5, 1));
+    cases.push_back(unary("acosh", "Acosh", t, 1.01, 6, 1));
+    cases.push_back(unary("atanh", "Atanh", t, -0.95, 0.95, 1));
+    cases.push_back(unary("softsign", "Softsign", t, -4, 4, 0));
+    {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_float("alpha", 2.0f));
+      cases.push_back(unary("celu", "Celu", t, -4, 4, 1, std::move(a)));
+    }
+    {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_float("alpha", 0.5f));
+      cases.push_back(unary("thresholdedrelu", "ThresholdedRelu", t, -2, 2, 0, std::move(a)));
+    }
+    {  // ONNX's general form against numpy, and torch's softshrink (bias = lambd)
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_float("bias", 0.25f));
+      a.push_back(Attribute::of_float("lambd", 0.75f));
+      cases.push_back(unary("shrink", "Shrink", t, -2, 2, 0, std::move(a)));
+      std::vector<Attribute> soft;
+      soft.push_back(Attribute::of_float("bias", 0.5f));
+      soft.push_back(Attribute::of_float("lambd", 0.5f));
+      cases.push_back(unary("softshrink", "Shrink", t, -2, 2, 0, std::move(soft)));
+    }
     for (const char* op : {"Min", "Max"}) {
       Case c{std::string(op == std::string("Min") ? "min3" : "max3") + suffix(t), op,
              {{"a", random_tensor(t, {2, 3}, -2, 2, 3)}, {"b", random_tensor(t, {3}, -2, 2, 4)},
@@ -133,6 +167,39 @@ TEST(CpuKernels, ElementwiseMatchNumpyInEveryFloatType) {
                           {"hi", random_tensor(t, {}, 1.5, 1.5, 0)}},
                          {}, 1, tolerance(t, 0)});
     cases.push_back(binary("less", "Less", t, -1, 1, 0));
+    // Mean of three broadcast operands, added left to right and divided by 3.
+    cases.push_back(Case{"mean3" + suffix(t), "Mean",
+                         {{"a", random_tensor(t, {2, 3}, -2, 2, 3)}, {"b", random_tensor(t, {3}, -2, 2, 4)},
+                          {"c", random_tensor(t, {2, 1}, -2, 2, 5)}},
+                         {}, 1, tolerance(t, 0)});
+    cases.push_back(Case{"mean1" + suffix(t), "Mean", {{"a", random_tensor(t, {2, 3}, -2, 2, 6)}}, {}, 1, tolerance(t, 0)});
+    // CastLike to each other float type: the output takes the second input's type.
+    for (DType to : kFloatTypes) {
+      if (to == t) continue;
+      cases.push_back(Case{"castlike_to_" + std::string(dtype_name(to)) + suffix(t), "CastLike",
+                           {{"x", random_tensor(t, {3, 5}, -70000, 70000, 7)}, {"like", random_tensor(to, {1}, 0, 1, 8)}},
+                           {}, 1, tolerance(to, 0)});
+    }
+  }
+  // Shrink on integers computes in float and stores converted, as ONNX's reference.
+  {
+    std::vector<Attribute> a;
+    a.push_back(Attribute::of_float("bias", 1.0f));
+    a.push_back(Attribute::of_float("lambd", 1.5f));
+    cases.push_back(Case{"shrink_int@int32", "Shrink", {{"x", random_tensor(DType::kInt32, {4, 9}, -6, 6, 9)}},
+                         std::move(a), 1, tolerance(DType::kInt32, 0)});
+  }
+  // BitShift on every unsigned type, both directions, broadcast, shifts up to the width and past it.
+  for (DType t : {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
+    const double bits = 8.0 * static_cast<double>(dtype_size(t));
+    const double top = bits == 64 ? 1e15 : std::ldexp(1.0, static_cast<int>(bits));  // values the draw holds exactly
+    for (const char* direction : {"LEFT", "RIGHT"}) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_string("direction", direction));
+      cases.push_back(Case{std::string("bitshift_") + direction + suffix(t), "BitShift",
+                           {{"a", random_tensor(t, {3, 11}, 0, top, 10)}, {"b", random_tensor(t, {11}, 0, bits + 3, 11)}},
+                           std::move(a), 1, tolerance(t, 0)});
+    }
   }
   check(cases, "elementwise");
 }
@@ -173,6 +240,26 @@ TEST(CpuKernels, SpecialValuesMatchTorch) {
                          {{"x", special_tensor(t, {4, 25}, 46)}, {"lo", random_tensor(t, {}, -1, -1, 0)},
                           {"hi", random_tensor(t, {}, 2, 2, 0)}},
                          {}, 1, tolerance(t, 0)});
+    cases.push_back(Case{"round_special" + suffix(t), "Round", {{"x", special_tensor(t, {4, 25}, 47)}}, {}, 1,
+                         tolerance(t, 0)});
+    // The new maps through NaN, infinities and signed zeros (ThresholdedRelu and Shrink give 0 for
+    // NaN, as ONNX's numpy reference).
+    for (const auto& [ref, op] : {std::pair<const char*, const char*>{"sin_special", "Sin"}, {"atan_special", "Atan"},
+                                  {"softsign_special", "Softsign"}, {"celu_special", "Celu"},
+                                  {"thresholdedrelu_special", "ThresholdedRelu"}, {"shrink_special", "Shrink"}})
+      cases.push_back(Case{ref + suffix(t), op, {{"x", special_tensor(t, {4, 25}, 56)}}, {}, 1, tolerance(t, 1)});
+    // IsNaN, and IsInf with both signs (the default), +inf only and -inf only.
+    cases.push_back(Case{"isnan_special" + suffix(t), "IsNaN", {{"x", special_tensor(t, {4, 25}, 48)}}, {}, 1,
+                         tolerance(t, 0)});
+    cases.push_back(Case{"isinf_special" + suffix(t), "IsInf", {{"x", special_tensor(t, {4, 25}, 49)}}, {}, 1,
+                         tolerance(t, 0)});
+    for (const auto& [ref, detect] : {std::pair<const char*, const char*>{"isposinf_special", "detect_negative"},
+                                      {"isneginf_special", "detect_positive"}}) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_int(detect, 0));
+      cases.push_back(Case{ref + suffix(t), "IsInf", {{"x", special_tensor(t, {4, 25}, 50)}}, std::move(a), 1,
+                           tolerance(t, 0)});
+    }
   }
   check(cases, "special");
 }
@@ -679,6 +766,20 @@ TEST(CpuKernels, ConvGradOf3DConvolutionInDoubleSaysWhy) {
     FAIL() << "a 3-D ConvGrad in double ran";
   } catch (const amp::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("ConvGrad of a 3-D convolution runs on oneDNN only"), std::string::npos) << e.what();
+  }
+}
+
+// BitShift's direction is LEFT or RIGHT (ONNX gives no default): anything else is one clear line.
+TEST(CpuKernels, BitShiftWithAnotherDirectionSaysWhichItTakes) {
+  Tensor x(DType::kUInt8, {3});
+  for (int64_t k = 0; k < 3; ++k) x.mutable_as<uint8_t>()[k] = static_cast<uint8_t>(k);
+  OneNode n("BitShift", {{"x", x}, {"s", x}}, {DType::kUInt8});
+  n.attr(Attribute::of_string("direction", "UP"));
+  try {
+    n.run_cpu();
+    FAIL() << "BitShift ran with direction UP";
+  } catch (const amp::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("direction is 'UP'; BitShift takes LEFT or RIGHT"), std::string::npos) << e.what();
   }
 }
 

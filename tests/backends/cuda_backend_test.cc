@@ -99,6 +99,7 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
   Node* mm = g.add_node("MatMul", {x, x}, 1);
   Node* argmax = g.add_node("ArgMax", {x}, 1);
   Node* int_argmax = g.add_node("ArgMax", {i}, 1);
+  Node* cast_like = g.add_node("CastLike", {i, x}, 1);
   const cuda::CudaBackend b;
   EXPECT_EQ(b.unsupported_reason(*relu), "");
   EXPECT_EQ(b.unsupported_reason(*mm), "");
@@ -106,6 +107,12 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
   EXPECT_NE(b.unsupported_reason(*int_argmax).find("only on float, float16 and bfloat16 tensors, not int64"), std::string::npos);
   EXPECT_NE(b.unsupported_reason(*iadd).find("float, float16, bfloat16 and bool"), std::string::npos);
   EXPECT_NE(b.unsupported_reason(*nll).find("no device kernel"), std::string::npos);
+  EXPECT_EQ(b.unsupported_reason(*cast_like), "");
+  // Ops the CPU runs and the device does not, refused by name.
+  for (const char* op : {"IsNaN", "IsInf", "Mean", "BitShift"}) {
+    Node* n = g.add_node(op, {x, x}, 1);
+    EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
+  }
 }
 
 // ---- parity with the CPU backend
@@ -276,6 +283,22 @@ TEST(CudaBackendGpu, IntegerCastsMatchTheCpuExactly) {
     OneNode cast("Cast", {{"x", x}}, {to});
     cast.attr(Attribute::of_int("to", static_cast<int64_t>(to)));
     expect_parity(cast.m, cast.feeds, cast.outputs, 0.0);
+  }
+}
+
+// CastLike runs as a Cast to its second input's type, whose data it does not read.
+TEST(CudaBackendGpu, CastLikeMatchesTheCpuExactly) {
+  REQUIRE_GPU();
+  Tensor ids(DType::kInt64, {3, 7});
+  for (int64_t k = 0; k < ids.numel(); ++k) ids.mutable_as<int64_t>()[k] = k * 1009 - 7;
+  const std::vector<std::pair<Tensor, DType>> cases = {{random_tensor(DType::kFloat, {4, 5}, 52), DType::kFloat16},
+                                                       {random_tensor(DType::kFloat, {4, 5}, 53), DType::kBFloat16},
+                                                       {random_tensor(DType::kFloat16, {4, 5}, 54), DType::kFloat},
+                                                       {ids, DType::kFloat}};
+  for (const auto& [x, to] : cases) {
+    SCOPED_TRACE(std::string(dtype_name(x.dtype)) + " like " + std::string(dtype_name(to)));
+    OneNode cast_like("CastLike", {{"x", x}, {"like", random_tensor(to, {1}, 55)}}, {to});
+    expect_parity(cast_like.m, cast_like.feeds, cast_like.outputs, 0.0);
   }
 }
 

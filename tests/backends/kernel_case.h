@@ -32,6 +32,10 @@ inline Tensor random_tensor(DType dtype, std::vector<int64_t> dims, double lo, d
       case DType::kBFloat16: reinterpret_cast<uint16_t*>(p)[i] = fp32_to_bf16(static_cast<float>(v)); break;
       case DType::kInt64: reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(std::floor(v)); break;
       case DType::kInt32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(std::floor(v)); break;
+      case DType::kUInt8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(std::floor(v)); break;
+      case DType::kUInt16: reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(std::floor(v)); break;
+      case DType::kUInt32: reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(std::floor(v)); break;
+      case DType::kUInt64: reinterpret_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(std::floor(v)); break;
       case DType::kBool: p[i] = v > (lo + hi) / 2; break;
       default: throw std::runtime_error("random_tensor: unsupported type");
     }

@@ -83,6 +83,13 @@ def autograd(fn, x, dy):
     return x.grad.numpy()
 
 
+def bit_shift(shift, x, y):
+    """numpy's shift in x's type; a shift by the type's width or more gives 0, written out here (C
+    leaves it undefined, and x86 shifts by the amount modulo the width)."""
+    width = 8 * x.dtype.itemsize
+    return np.where(y >= width, np.zeros_like(x), shift(x, np.minimum(y, width - 1))).astype(x.dtype)
+
+
 def softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -132,7 +139,52 @@ CASES = {
     "hardswish": (lambda i: F.hardswish(t(i["x"])).numpy(), None),
     "hardsigmoid_torch_grad": (lambda i: autograd(F.hardsigmoid, i["x"], i["dy"]), None),
     "hardswish_grad": (lambda i: autograd(F.hardswish, i["x"], i["dy"]), None),
+    "softsign_grad": (lambda i: autograd(F.softsign, i["x"], i["dy"]), None),
+    "celu_grad": (lambda i: autograd(lambda v: F.celu(v, alpha=2.0), i["x"], i["dy"]), None),
+    "thresholdedrelu_grad": (lambda i: autograd(lambda v: F.threshold(v, 1.0, 0.0), i["x"], i["dy"]), None),
+    "hardshrink_grad": (lambda i: autograd(lambda v: F.hardshrink(v, 0.5), i["x"], i["dy"]), None),
+    "softshrink_grad": (lambda i: autograd(lambda v: F.softshrink(v, 0.5), i["x"], i["dy"]), None),
+    "sin_grad": (lambda i: autograd(torch.sin, i["x"], i["dy"]), None),
+    "cos_grad": (lambda i: autograd(torch.cos, i["x"], i["dy"]), None),
+    "tan_grad": (lambda i: autograd(torch.tan, i["x"], i["dy"]), None),
+    "asin_grad": (lambda i: autograd(torch.asin, i["x"], i["dy"]), None),
+    "acos_grad": (lambda i: autograd(torch.acos, i["x"], i["dy"]), None),
+    "atan_grad": (lambda i: autograd(torch.atan, i["x"], i["dy"]), None),
+    "sinh_grad": (lambda i: autograd(torch.sinh, i["x"], i["dy"]), None),
+    "cosh_grad": (lambda i: autograd(torch.cosh, i["x"], i["dy"]), None),
+    "asinh_grad": (lambda i: autograd(torch.asinh, i["x"], i["dy"]), None),
+    "acosh_grad": (lambda i: autograd(torch.acosh, i["x"], i["dy"]), None),
+    "atanh_grad": (lambda i: autograd(torch.atanh, i["x"], i["dy"]), None),
     "tanh": (lambda i: np.tanh(i["x"]), None),
+    "round": (lambda i: np.round(i["x"]), None),
+    "sin": (lambda i: torch.sin(t(i["x"])).numpy(), None),
+    "cos": (lambda i: torch.cos(t(i["x"])).numpy(), None),
+    "tan": (lambda i: torch.tan(t(i["x"])).numpy(), None),
+    "asin": (lambda i: torch.asin(t(i["x"])).numpy(), None),
+    "acos": (lambda i: torch.acos(t(i["x"])).numpy(), None),
+    "atan": (lambda i: torch.atan(t(i["x"])).numpy(), None),
+    "sinh": (lambda i: torch.sinh(t(i["x"])).numpy(), None),
+    "cosh": (lambda i: torch.cosh(t(i["x"])).numpy(), None),
+    "asinh": (lambda i: torch.asinh(t(i["x"])).numpy(), None),
+    "acosh": (lambda i: torch.acosh(t(i["x"])).numpy(), None),
+    "atanh": (lambda i: torch.atanh(t(i["x"])).numpy(), None),
+    "softsign": (lambda i: F.softsign(t(i["x"])).numpy(), None),
+    "celu": (lambda i: F.celu(t(i["x"]), alpha=2.0).numpy(), None),
+    "thresholdedrelu": (lambda i: np.where(i["x"] > np.float32(0.5), i["x"], 0), None),
+    "shrink": (lambda i: np.where(i["x"] < -np.float32(0.75), i["x"] + np.float32(0.25),
+                                  np.where(i["x"] > np.float32(0.75), i["x"] - np.float32(0.25), 0)), None),
+    "softshrink": (lambda i: F.softshrink(t(i["x"]), 0.5).numpy(), None),
+    "round_special": (lambda i: torch.round(t(i["x"])).numpy(), None),
+    "sin_special": (lambda i: torch.sin(t(i["x"])).numpy(), None),
+    "atan_special": (lambda i: torch.atan(t(i["x"])).numpy(), None),
+    "softsign_special": (lambda i: F.softsign(t(i["x"])).numpy(), None),
+    "celu_special": (lambda i: F.celu(t(i["x"])).numpy(), None),
+    "thresholdedrelu_special": (lambda i: np.where(i["x"] > 1, i["x"], 0), None),
+    "shrink_special": (lambda i: np.where(i["x"] < -0.5, i["x"], np.where(i["x"] > 0.5, i["x"], 0)), None),
+    "isnan_special": (lambda i: torch.isnan(t(i["x"])).numpy(), "bool"),
+    "isinf_special": (lambda i: torch.isinf(t(i["x"])).numpy(), "bool"),
+    "isposinf_special": (lambda i: torch.isposinf(t(i["x"])).numpy(), "bool"),
+    "isneginf_special": (lambda i: torch.isneginf(t(i["x"])).numpy(), "bool"),
     "sign": (lambda i: torch.sign(t(i["x"])).numpy(), None),
     "softplus": (lambda i: F.softplus(t(i["x"])).numpy(), None),
     "elu": (lambda i: F.elu(t(i["x"])).numpy(), None),
@@ -175,6 +227,16 @@ CASES = {
     "where": (lambda i: np.where(i["c"], i["a"], i["b"]), None),
     "clip": (lambda i: np.clip(i["x"], i["lo"], i["hi"]), None),
     "less": (lambda i: i["a"] < i["b"], "bool"),
+    "mean3": (lambda i: (i["a"] + i["b"] + i["c"]) / np.asarray(3, i["a"].dtype), None),
+    "mean1": (lambda i: i["a"], None),
+    "castlike_to_float": (lambda i: i["x"], "float32"),
+    "castlike_to_double": (lambda i: i["x"].astype(np.float64), "float64"),
+    "castlike_to_float16": (lambda i: i["x"], "float16"),
+    "castlike_to_bfloat16": (lambda i: i["x"], "bf16"),
+    "shrink_int": (lambda i: np.where(i["x"] < -1.5, i["x"] + np.float32(1.0),
+                                      np.where(i["x"] > 1.5, i["x"] - np.float32(1.0), 0)), None),
+    "bitshift_LEFT": (lambda i: bit_shift(np.left_shift, i["a"], i["b"]), None),
+    "bitshift_RIGHT": (lambda i: bit_shift(np.right_shift, i["a"], i["b"]), None),
     "relu_special": (lambda i: torch.relu(t(i["x"])).numpy(), None),
     "abs_special": (lambda i: torch.abs(t(i["x"])).numpy(), None),
     "sigmoid_special": (lambda i: torch.sigmoid(t(i["x"])).numpy(), None),

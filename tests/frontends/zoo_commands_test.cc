@@ -4,7 +4,7 @@
 //   17's Conv schema leaves bf16 out;
 // - amp-rewrite --dtype bf16, whose output must stay valid ONNX, keeps those Convs fp32 and says
 //   so plainly: how many, which op types, why, what the user can do;
-// - a model with an op we lack (ONNX's Shrink) fails in amp-run and amp-train with one line
+// - a model with an op we lack (ONNX's LpNormalization) fails in amp-run and amp-train with one line
 //   naming the file, the node and the op, exit 2; amp-rewrite writes its (valid) rewrite and says
 //   in one line, with the file, node and op, that amp-run cannot run it;
 // - an upsampling head as PyTorch exports F.interpolate (Resize bilinear both ways and nearest) runs
@@ -104,7 +104,7 @@ TEST(ZooCommands, AnOpWeLackIsNamedWithFileAndNodeInEveryCommand) {
   ASSERT_EQ(errors.size(), 1u) << out;
   EXPECT_NE(errors[0].find(where), std::string::npos) << errors[0];
   EXPECT_NE(errors[0].find("the_gap"), std::string::npos) << errors[0];
-  EXPECT_NE(errors[0].find("Shrink"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("LpNormalization"), std::string::npos) << errors[0];
 
   ASSERT_EQ(test::run_command(tool("amp-train") + " " + model + " --data " + dir +
                                   "/missing_train.npz --loss mse --steps 1 --batch-size 4 2>&1",
@@ -115,10 +115,10 @@ TEST(ZooCommands, AnOpWeLackIsNamedWithFileAndNodeInEveryCommand) {
   ASSERT_EQ(errors.size(), 1u) << out;
   EXPECT_NE(errors[0].find(where), std::string::npos) << errors[0];
   EXPECT_NE(errors[0].find("the_gap"), std::string::npos) << errors[0];
-  EXPECT_NE(errors[0].find("Shrink"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("LpNormalization"), std::string::npos) << errors[0];
 
   ASSERT_EQ(test::run_command(tool("amp-rewrite") + " " + model + " -o " + dir + "/missing.amp.onnx 2>&1", &out), 0) << out;
-  const auto warnings = lines_with(out, "Shrink");
+  const auto warnings = lines_with(out, "LpNormalization");
   ASSERT_EQ(warnings.size(), 1u) << out;
   EXPECT_NE(warnings[0].find(where), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("the_gap"), std::string::npos) << warnings[0];

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Models for tests/frontends/zoo_commands_test.cc, written with onnx.helper (ONNX's checker passes).
 
-zoo_model.py missing DIR   DIR/missing.onnx: Conv -> Shrink -> Relu, a valid ONNX model with an op
-                            (Shrink, node 'the_gap') this project has no kernel or gradient for;
-                            DIR/missing_in.npz and DIR/missing_train.npz to feed it.
+zoo_model.py missing DIR   DIR/missing.onnx: Conv -> LpNormalization -> Relu, a valid ONNX model
+                            with an op (LpNormalization, node 'the_gap') this project has no kernel or
+                            gradient for; DIR/missing_in.npz and DIR/missing_train.npz to feed it.
 zoo_model.py check DIR/step.onnx
                             ONNX's shape inference on a saved training step, then one line per
                             product ("Conv BFLOAT16 BFLOAT16", main graph and algorithm graph,
@@ -31,7 +31,7 @@ def missing(folder):
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 4])
     w = helper.make_tensor("w", TensorProto.FLOAT, [3, 3, 1, 1], [0.1] * 9)
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
-             helper.make_node("Shrink", ["c"], ["r"], name="the_gap"),
+             helper.make_node("LpNormalization", ["c"], ["r"], name="the_gap"),
              helper.make_node("Relu", ["r"], ["y"], name="relu")]
     m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]), opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(m)

@@ -25,7 +25,7 @@ namespace {
 constexpr double kStep = 1e-5;
 constexpr double kTolerance = 2e-6;  // relative to max(1, |finite difference|)
 
-enum class Fill { kRandom, kPositive, kSpread, kWide, kSomeZeros };
+enum class Fill { kRandom, kPositive, kSpread, kWide, kSomeZeros, kInside, kAboveOne };
 
 // One input of the node under test: a differentiable float64 graph input, or a constant.
 struct In {
@@ -70,6 +70,9 @@ struct Case {
   size_t outputs = 1;
   std::vector<size_t> loss_outputs = {0};
   std::string domain;
+  // ONNX's schema takes float only (Celu), so its shape inference refuses float64: the outputs are
+  // typed as input 0, as the project's shape rule types them.
+  bool float_only_schema = false;
 };
 
 Case make(std::string name, std::string op, std::vector<In> inputs, std::vector<Attr> attrs = {},
@@ -92,6 +95,10 @@ Tensor random_tensor(const std::vector<int64_t>& dims, Fill fill, std::mt19937& 
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (fill == Fill::kPositive) {
       p[i] = pos(rng);
+    } else if (fill == Fill::kInside) {
+      p[i] = 0.9 * u(rng);  // inside (-1, 1) away from its ends: Asin, Acos, Atanh
+    } else if (fill == Fill::kAboveOne) {
+      p[i] = 1 + pos(rng);  // in [1.5, 3]: Acosh
     } else if (fill == Fill::kSpread) {
       p[i] = -1 + 2 * (grid[next++ % grid.size()] + 0.5) / 1000.0;
     } else if (fill == Fill::kWide) {
@@ -231,7 +238,10 @@ void check_case(const Case& k) {
     n->set_attr(std::move(attr));
   }
   for (Value* y : n->outputs()) g.add_output(y);
-  infer_types(c.m);
+  if (k.float_only_schema)
+    for (Value* y : n->outputs()) y->set_type(ins[0]->type());
+  else
+    infer_types(c.m);
 
   // Output shapes from one forward run, then the weighted loss over them.
   std::vector<std::string> out_names;
@@ -268,6 +278,18 @@ std::vector<Case> cases() {
   add(make("HardSigmoid", "HardSigmoid", {x({4, 6}, Fill::kWide)}));
   add(make("HardSigmoidTorch", "HardSigmoid", {x({4, 6}, Fill::kWide)}, {float_attr("alpha", 1.0f / 6)}));
   add(make("HardSwish", "HardSwish", {x({4, 6}, Fill::kWide)}));
+  add(make("Softsign", "Softsign", {x({4, 6}, Fill::kWide)}));
+  for (float alpha : {1.0f, 2.0f}) {
+    Case celu = make(alpha == 1 ? "Celu" : "CeluAlpha", "Celu", {x({4, 6}, Fill::kWide)}, {float_attr("alpha", alpha)});
+    celu.float_only_schema = true;
+    add(std::move(celu));
+  }
+  // Kinks at alpha and at -lambd, lambd: 2.5, which kWide keeps away from.
+  add(make("ThresholdedRelu", "ThresholdedRelu", {x({4, 6}, Fill::kWide)}, {float_attr("alpha", 2.5f)}));
+  add(make("Shrink", "Shrink", {x({4, 6}, Fill::kWide)}, {float_attr("bias", 0.5f), float_attr("lambd", 2.5f)}));
+  for (const char* op : {"Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh"}) add(make(op, op, {x(m23)}));
+  for (const char* op : {"Asin", "Acos", "Atanh"}) add(make(op, op, {x(m23, Fill::kInside)}));
+  add(make("Acosh", "Acosh", {x(m23, Fill::kAboveOne)}));
   // The zoo's activations and Mod in both fmod modes (issue 16; zoo_activation_gradients.cc).
   add(make("Softplus", "Softplus", {x({4, 6}, Fill::kWide)}));
   add(make("Elu", "Elu", {x({4, 6}, Fill::kWide)}));
@@ -327,6 +349,7 @@ std::vector<Case> cases() {
   }
   for (const char* op : {"Log", "Sqrt", "Reciprocal"}) add(make(op, op, {x(m23, Fill::kPositive)}));
   add(make("Cast", "Cast", {x(m23)}, {int_attr("to", static_cast<int64_t>(DType::kDouble))}));
+  add(make("CastLike", "CastLike", {x(m23), constant<double>(DType::kDouble, {1}, {0.0})}));
   add(make("Clip", "Clip", {x({2, 4}), scalar(-0.5), scalar(0.5)}));
   add(make("ClipMinOnly", "Clip", {x({2, 4}), scalar(-0.5)}));
   add(make("DropoutTraining", "Dropout",
@@ -428,6 +451,8 @@ std::vector<Case> cases() {
   add(make("ReduceMin", "ReduceMin", {x({2, 3, 4}, Fill::kSpread)}, {ints_attr("axes", {1})}));
   // the ops third-party exporters' models brought (issue 31)
   add(make("Sum3", "Sum", {x(m23), x({3}), x({2, 1})}));
+  add(make("Mean3", "Mean", {x(m23), x({3}), x({2, 1})}));
+  add(make("Mean1", "Mean", {x(m23)}));
   add(make("PRelu", "PRelu", {x({2, 3, 4}), x({3, 1})}));
   add(make("ReduceProd", "ReduceProd", {x({2, 3, 4})}, {ints_attr("axes", {1}), int_attr("keepdims", 0)}));
   add(make("ReduceProdZeros", "ReduceProd", {x({4, 6}, Fill::kSomeZeros)}, {ints_attr("axes", {1})}));
