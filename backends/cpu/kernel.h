@@ -165,6 +165,22 @@ const std::vector<OpEntry>& quantize_ops();
 const std::vector<OpEntry>& recurrent_ops();
 const std::vector<OpEntry>& scan_ops();
 const std::vector<OpEntry>& control_flow_ops();  // Loop, If
+// Data movement and indexing (issue 31).
+const std::vector<OpEntry>& tile_ops();
+const std::vector<OpEntry>& cumsum_ops();
+const std::vector<OpEntry>& gather_elements_ops();  // GatherElements, ScatterElements
+const std::vector<OpEntry>& depth_to_space_ops();   // DepthToSpace, SpaceToDepth
+const std::vector<OpEntry>& top_k_ops();
+const std::vector<OpEntry>& gather_nd_ops();
+const std::vector<OpEntry>& nonzero_ops();
+const std::vector<OpEntry>& compress_ops();
+const std::vector<OpEntry>& eye_like_ops();
+const std::vector<OpEntry>& reverse_sequence_ops();
+const std::vector<OpEntry>& hardmax_ops();
+const std::vector<OpEntry>& non_max_suppression_ops();
+const std::vector<OpEntry>& max_unpool_ops();
+const std::vector<OpEntry>& unique_ops();
+const std::vector<OpEntry>& roi_align_ops();
 
 // Factory helper: a kernel class constructed from (node, opset), with the op's shape rule.
 template <class K>

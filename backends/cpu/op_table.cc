@@ -11,6 +11,10 @@ const std::vector<OpEntry>& op_table() {
     for (const auto* family : {&elementwise_ops(), &cast_ops(), &float_class_ops(), &mean_ops(), &bit_shift_ops(), &matmul_ops(), &conv_ops(), &conv_transpose_ops(), &pool_ops(), &norm_ops(),
                                &softmax_ops(), &reduce_ops(), &arg_extremum_ops(), &shape_ops(), &generator_ops(), &dropout_ops(),
                                &loss_ops(), &pad_ops(), &resize_ops(), &scatter_nd_ops(), &einsum_ops(),
+                               &tile_ops(), &cumsum_ops(), &gather_elements_ops(), &depth_to_space_ops(), &top_k_ops(),
+                               &gather_nd_ops(), &nonzero_ops(), &compress_ops(), &eye_like_ops(), &reverse_sequence_ops(),
+                               &hardmax_ops(), &non_max_suppression_ops(), &max_unpool_ops(),
+                               &unique_ops(), &roi_align_ops(),
                                &quantize_ops(), &recurrent_ops(), &scan_ops(), &control_flow_ops()})
       for (const OpEntry& e : *family) all.push_back(with_shape_rule(e, ""));
     return all;

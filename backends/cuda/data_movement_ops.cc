@@ -1,7 +1,7 @@
 // Ops that move elements without arithmetic: reshapes (the same bytes: the plan aliases output
-// and input, see CudaOp::aliases_input, and falls back to a copy where it cannot), Transpose, Slice, Split, Concat, Expand
-// (strided copies, strided_copy.cuh, which the plan composes and batches: CudaOp::element_copies),
-// Gather and the gradients of Slice and Gather. Shape operands (Reshape's shape, Slice's starts)
+// and input, see CudaOp::aliases_input, and falls back to a copy where it cannot), Transpose, Slice, Split, Concat, Expand,
+// Tile, DepthToSpace, SpaceToDepth (strided copies, strided_copy.cuh, which the plan composes and
+// batches: CudaOp::element_copies), Gather and the gradients of Slice and Gather. Shape operands (Reshape's shape, Slice's starts)
 // are read on the host while planning; only data moves on the device.
 #include <algorithm>
 
@@ -157,6 +157,67 @@ class Expand final : public CopyingOp {
   }
 };
 
+// Tile: the output seen as [r0, d0, r1, d1, ...] reads the input with stride 0 along each repeat.
+class Tile final : public CopyingOp {
+ public:
+  Tile(const Node&, int64_t) {}
+  std::vector<OperandCopy> element_copies(const OpShapes& s) const override {
+    const std::vector<int64_t>& in = s.in[0]->dims;
+    const std::vector<int64_t>& out = s.out[0]->dims;
+    const std::vector<int64_t> in_strides = contiguous_strides(in);
+    StridedCopy c;
+    for (size_t d = 0; d < in.size(); ++d) {
+      c.dims.push_back(in[d] ? out[d] / in[d] : 0);
+      c.src_strides.push_back(0);
+      c.dims.push_back(in[d]);
+      c.src_strides.push_back(in_strides[d]);
+    }
+    c.dst_strides = contiguous_strides(c.dims);
+    c.elem_bytes = dtype_size(s.in[0]->dtype);
+    return {one_copy(c)};
+  }
+};
+
+// DepthToSpace and SpaceToDepth: a transpose of the [N, C, H, W] input seen as six dims
+// (backends/cpu/depth_to_space.cc has ONNX's definitions).
+class DepthSpace final : public CopyingOp {
+ public:
+  DepthSpace(const Node& n, int64_t)
+      : to_space_(n.op_type() == "DepthToSpace"), crd_(n.attr_string("mode", "DCR") == "CRD"), b_(n.attr_int("blocksize", 0)) {
+    if (b_ <= 0) throw InputError(n.op_type() + " needs a positive blocksize");
+  }
+  std::vector<OperandCopy> element_copies(const OpShapes& s) const override {
+    const std::vector<int64_t>& x = s.in[0]->dims;
+    if (x.size() != 4) throw InputError("DepthToSpace and SpaceToDepth take 4-D inputs");
+    const int64_t n = x[0], c = x[1], h = x[2], w = x[3], b = b_;
+    std::vector<int64_t> six;
+    std::vector<size_t> perm;
+    if (to_space_ && crd_) {
+      six = {n, c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    } else if (to_space_) {
+      six = {n, b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else {
+      six = {n, c, h / b, b, w / b, b};
+      perm = {0, 3, 5, 1, 2, 4};
+    }
+    const std::vector<int64_t> in_strides = contiguous_strides(six);
+    StridedCopy copy;
+    for (size_t p : perm) {
+      copy.dims.push_back(six[p]);
+      copy.src_strides.push_back(in_strides[p]);
+    }
+    copy.dst_strides = contiguous_strides(copy.dims);
+    copy.elem_bytes = dtype_size(s.in[0]->dtype);
+    return {one_copy(copy)};
+  }
+
+ private:
+  bool to_space_, crd_;
+  int64_t b_;
+};
+
 // Concat and Split: each part is a block of the whole along the axis.
 StridedCopy part_copy(const std::vector<int64_t>& part, const std::vector<int64_t>& whole, size_t axis, int64_t offset,
                       size_t elem_bytes, bool into_whole) {
@@ -265,6 +326,8 @@ const std::vector<CudaOpEntry>& data_movement_ops() {
       {"", "Concat", make_op<Concat>},        {"", "Split", make_op<Split>},
       {"", "Gather", make_op<Gather>},        {kAmpDomain, "SliceGrad", make_op<SliceGrad>},
       {kAmpDomain, "GatherGrad", make_op<GatherGrad>},
+      {"", "Tile", make_op<Tile>},            {"", "DepthToSpace", make_op<DepthSpace>},
+      {"", "SpaceToDepth", make_op<DepthSpace>},
   };
   return ops;
 }

@@ -304,6 +304,264 @@ void scatter_nd(ShapeQuery& q) {
   put_like(q, 0, x);
 }
 
+// An index input (Gather*, Scatter*) must be int32 or int64.
+void require_index_type(const TensorFacts& idx, const char* op) {
+  if (idx.dtype != DType::kUndefined && idx.dtype != DType::kInt64 && idx.dtype != DType::kInt32)
+    throw InputError(std::string(op) + " indices must be int32 or int64, not " + std::string(dtype_name(idx.dtype)));
+}
+
+// A dim times a known factor (unknown when the dim is), a dim divided by one (checked exact).
+Dim scaled(const Dim& d, int64_t f) { return d.value ? known(*d.value * f) : unknown(); }
+Dim divided(const Dim& d, int64_t f, const char* op, const char* what) {
+  if (!d.value) return unknown();
+  if (*d.value % f != 0)
+    throw InputError(std::string(op) + ": " + what + " " + std::to_string(*d.value) + " is not divisible by " +
+                     std::to_string(f));
+  return known(*d.value / f);
+}
+
+// ScatterElements: data's type and shape; updates of that type, indices of the updates' rank.
+void scatter_elements(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  require_index_type(q.input(1), "ScatterElements");
+  if (q.has(2) && q.input(2).dtype != DType::kUndefined && x.dtype != DType::kUndefined && q.input(2).dtype != x.dtype)
+    throw InputError("ScatterElements updates are " + std::string(dtype_name(q.input(2).dtype)) + " but the data is " +
+                     std::string(dtype_name(x.dtype)));
+  if (x.shape && q.input(1).shape && x.shape->rank() != q.input(1).shape->rank())
+    throw InputError("ScatterElements indices " + shape_text(q.input(1).shape) + " must have the data's rank " +
+                     std::to_string(x.shape->rank()));
+  put_like(q, 0, x);
+}
+
+// GatherElements: the indices' shape (of the data's rank), the data's type.
+void gather_elements(ShapeQuery& q) {
+  const TensorFacts &x = q.input(0), &idx = q.input(1);
+  require_index_type(idx, "GatherElements");
+  if (x.shape && idx.shape && x.shape->rank() != idx.shape->rank())
+    throw InputError("GatherElements indices " + shape_text(idx.shape) + " must have the data's rank " +
+                     std::to_string(x.shape->rank()));
+  put(q, 0, x.dtype, idx.shape);
+}
+
+// GatherND with batch_dims b: indices' dims but the last (k), then the data's dims after b + k.
+ShapeFn gather_nd_rule(const Node& n, int64_t) {
+  const int64_t b = n.attr_int("batch_dims", 0);
+  return [b](ShapeQuery& q) {
+    const TensorFacts &x = q.input(0), &idx = q.input(1);
+    if (idx.dtype != DType::kUndefined && idx.dtype != DType::kInt64)
+      throw InputError("GatherND indices must be int64, not " + std::string(dtype_name(idx.dtype)));
+    if (!x.shape || !idx.shape || idx.shape->rank() == 0 || !idx.shape->dims.back().value)
+      return put(q, 0, x.dtype, std::nullopt);
+    const int64_t k = *idx.shape->dims.back().value, r = rank_of(x), ir = rank_of(idx);
+    if (b < 0 || b >= std::min(r, ir))
+      throw InputError("GatherND batch_dims " + std::to_string(b) + " must be below the data's and the indices' ranks");
+    if (k < 1 || k > r - b)
+      throw InputError("GatherND index tuples of " + std::to_string(k) + " do not fit the data " + shape_text(x.shape) +
+                       " after " + std::to_string(b) + " batch dims");
+    for (size_t d = 0; d < static_cast<size_t>(b); ++d) {
+      const Dim &a = x.shape->dims[d], &c = idx.shape->dims[d];
+      if (a.value && c.value && *a.value != *c.value)
+        throw InputError("GatherND batch dims of the data " + shape_text(x.shape) + " and the indices " +
+                         shape_text(idx.shape) + " differ");
+    }
+    Shape out;
+    out.dims.assign(idx.shape->dims.begin(), idx.shape->dims.end() - 1);
+    out.dims.insert(out.dims.end(), x.shape->dims.begin() + static_cast<long>(b + k), x.shape->dims.end());
+    put(q, 0, x.dtype, out);
+  };
+}
+
+// Tile: each dim times its repeat (repeats, input 1, one per dim).
+void tile(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (q.input(1).dtype != DType::kUndefined && q.input(1).dtype != DType::kInt64)
+    throw InputError("Tile repeats must be int64, not " + std::string(dtype_name(q.input(1).dtype)));
+  if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+  const std::optional<std::vector<int64_t>> repeats = q.ints(1);
+  if (!repeats) return put(q, 0, x.dtype, unknown_dims(x.shape->rank()));
+  if (repeats->size() != x.shape->rank())
+    throw InputError("Tile repeats " + dims_text(*repeats) + " must have one value per dim of " + shape_text(x.shape));
+  Shape out = *x.shape;
+  for (size_t d = 0; d < repeats->size(); ++d) {
+    if ((*repeats)[d] < 0) throw InputError("Tile repeats " + dims_text(*repeats) + " must not be negative");
+    out.dims[d] = (*repeats)[d] == 1 ? x.shape->dims[d] : scaled(x.shape->dims[d], (*repeats)[d]);
+  }
+  put(q, 0, x.dtype, out);
+}
+
+// CumSum: its input's type and shape; the axis a single int32 or int64.
+void cumsum(ShapeQuery& q) {
+  const TensorFacts& axis = q.input(1);
+  if (axis.dtype != DType::kUndefined && axis.dtype != DType::kInt64 && axis.dtype != DType::kInt32)
+    throw InputError("CumSum's axis must be int32 or int64, not " + std::string(dtype_name(axis.dtype)));
+  if (axis.shape && axis.shape->rank() > 1) throw InputError("CumSum's axis must be a scalar, not " + shape_text(axis.shape));
+  put_like(q, 0, q.input(0));
+}
+
+// DepthToSpace [N, C, H, W] -> [N, C/b², H·b, W·b]; SpaceToDepth the reverse.
+template <bool kToSpace>
+ShapeFn depth_space_rule(const Node& n, int64_t) {
+  const int64_t b = n.attr_int("blocksize", 0);
+  const char* op = kToSpace ? "DepthToSpace" : "SpaceToDepth";
+  if (b <= 0) throw InputError(std::string(op) + " needs a positive blocksize, got " + std::to_string(b));
+  return [b, op](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    if (x.shape->rank() != 4) throw InputError(std::string(op) + " takes a 4-D input, not " + shape_text(x.shape));
+    const std::vector<Dim>& d = x.shape->dims;
+    Shape out{{d[0], unknown(), unknown(), unknown()}};
+    if (kToSpace) {
+      out.dims[1] = divided(d[1], b * b, op, "channels");
+      out.dims[2] = scaled(d[2], b);
+      out.dims[3] = scaled(d[3], b);
+    } else {
+      out.dims[1] = scaled(d[1], b * b);
+      out.dims[2] = divided(d[2], b, op, "height");
+      out.dims[3] = divided(d[3], b, op, "width");
+    }
+    put(q, 0, x.dtype, out);
+  };
+}
+
+// TopK: values (the input's type) and int64 indices, the input's shape with k along the axis.
+ShapeFn top_k_rule(const Node& n, int64_t) {
+  const int64_t axis = n.attr_int("axis", -1);
+  return [axis](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) {
+      put(q, 0, x.dtype, std::nullopt);
+      return put(q, 1, DType::kInt64, std::nullopt);
+    }
+    if (x.shape->rank() == 0) throw InputError("TopK needs an input of rank >= 1");
+    const size_t a = static_cast<size_t>(normalize_axis(axis, rank_of(x)));
+    Shape out = *x.shape;
+    out.dims[a] = unknown();
+    if (const std::optional<std::vector<int64_t>> k = q.ints(1)) {
+      if (k->size() != 1) throw InputError("TopK's k must be a single integer");
+      const int64_t kv = (*k)[0];
+      const Dim& extent = x.shape->dims[a];
+      if (kv < 0 || (extent.value && kv > *extent.value))
+        throw InputError("TopK's k " + std::to_string(kv) + " is out of range for an axis of " +
+                         (extent.value ? std::to_string(*extent.value) : std::string("?")));
+      out.dims[a] = known(kv);
+    }
+    put(q, 0, x.dtype, out);
+    put(q, 1, DType::kInt64, out);
+  };
+}
+
+// NonZero: int64 [rank, count]; the count when the input's contents are known (its value input).
+void nonzero(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (!x.shape) return put(q, 0, DType::kInt64, std::nullopt);
+  Dim count;
+  if (x.value) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < x.value->numel(); ++i) n += x.value->element(i) != 0;
+    count = known(n);
+  }
+  put(q, 0, DType::kInt64, Shape{{known(static_cast<int64_t>(x.shape->rank())), count}});
+}
+
+// Compress: the input's dims with the axis (or the flattened input) cut to the condition's count
+// of true values (its value input), the condition no longer than that axis.
+ShapeFn compress_rule(const Node& n, int64_t) {
+  const bool has_axis = n.attr("axis") != nullptr;
+  const int64_t axis = n.attr_int("axis", 0);
+  return [has_axis, axis](ShapeQuery& q) {
+    const TensorFacts &x = q.input(0), &cond = q.input(1);
+    if (cond.dtype != DType::kUndefined && cond.dtype != DType::kBool)
+      throw InputError("Compress's condition must be bool, not " + std::string(dtype_name(cond.dtype)));
+    if (cond.shape && cond.shape->rank() != 1) throw InputError("Compress's condition must be 1-D, not " + shape_text(cond.shape));
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    const size_t a = has_axis ? static_cast<size_t>(normalize_axis(axis, rank_of(x))) : 0;
+    const std::optional<int64_t> extent = has_axis ? x.shape->dims[a].value : numel(x);
+    Dim count;
+    if (cond.value) {
+      if (extent && cond.value->numel() > *extent)
+        throw InputError("Compress's condition has " + std::to_string(cond.value->numel()) + " values for an extent of " +
+                         std::to_string(*extent));
+      int64_t k = 0;
+      for (int64_t i = 0; i < cond.value->numel(); ++i) k += cond.value->element(i) != 0;
+      count = known(k);
+    }
+    Shape out = has_axis ? *x.shape : Shape{{Dim{}}};
+    out.dims[a] = count;
+    put(q, 0, x.dtype, out);
+  };
+}
+
+// EyeLike: the input's 2-D shape, of the dtype attribute's type (the input's by default).
+ShapeFn eye_like_rule(const Node& n, int64_t) {
+  const DType dtype = static_cast<DType>(n.attr_int("dtype", 0));
+  return [dtype](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (x.shape && x.shape->rank() != 2) throw InputError("EyeLike takes a 2-D input, not " + shape_text(x.shape));
+    put(q, 0, dtype == DType::kUndefined ? x.dtype : dtype, x.shape);
+  };
+}
+
+// NonMaxSuppression: int64 [selected, 3]; how many are selected follows only from the data.
+void non_max_suppression(ShapeQuery& q) { put(q, 0, DType::kInt64, Shape{{unknown(), known(3)}}); }
+
+// Unique: Y of the input's type (1-D, or the input's dims with the axis' extent unknown), then
+// int64 indices, inverse_indices and counts; the counts follow only from the data.
+ShapeFn unique_rule(const Node& n, int64_t) {
+  const bool has_axis = n.attr("axis") != nullptr;
+  const int64_t axis = n.attr_int("axis", 0);
+  return [has_axis, axis](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    std::optional<Shape> y = Shape{{unknown()}};
+    if (has_axis) {
+      y = x.shape;
+      if (y) y->dims[static_cast<size_t>(normalize_axis(axis, rank_of(x)))] = unknown();
+    }
+    put(q, 0, x.dtype, y);
+    for (size_t k = 1; k < 4; ++k) put(q, k, DType::kInt64, Shape{{unknown()}});
+  };
+}
+
+// RoiAlign: [rois, C, output_height, output_width] of X's type.
+ShapeFn roi_align_rule(const Node& n, int64_t) {
+  const int64_t oh = n.attr_int("output_height", 1), ow = n.attr_int("output_width", 1);
+  if (oh <= 0 || ow <= 0) throw InputError("RoiAlign's output_height and output_width must be positive");
+  return [oh, ow](ShapeQuery& q) {
+    const TensorFacts &x = q.input(0), &rois = q.input(1), &batch = q.input(2);
+    if (x.shape && x.shape->rank() != 4) throw InputError("RoiAlign takes a 4-D X, not " + shape_text(x.shape));
+    if (rois.shape && (rois.shape->rank() != 2 || (rois.shape->dims[1].value && *rois.shape->dims[1].value != 4)))
+      throw InputError("RoiAlign's rois must be [num_rois, 4], not " + shape_text(rois.shape));
+    if (batch.shape && batch.shape->rank() != 1)
+      throw InputError("RoiAlign's batch_indices must be 1-D, not " + shape_text(batch.shape));
+    if (rois.dtype != DType::kUndefined && x.dtype != DType::kUndefined && rois.dtype != x.dtype)
+      throw InputError("RoiAlign's rois must have X's type");
+    const Dim count = rois.shape ? rois.shape->dims[0] : unknown();
+    put(q, 0, x.dtype, Shape{{count, x.shape ? x.shape->dims[1] : unknown(), known(oh), known(ow)}});
+  };
+}
+
+// MaxUnpool: output_shape (input 2) when given, else per spatial dim (in - 1) · stride - pads + kernel.
+ShapeFn max_unpool_rule(const Node& n, int64_t) {
+  const std::vector<int64_t> kernel = n.attr_ints("kernel_shape"), strides = n.attr_ints("strides"), pads = n.attr_ints("pads");
+  return [kernel, strides, pads](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (q.has(2)) {
+      const std::optional<std::vector<int64_t>> shape = q.ints(2);
+      return put(q, 0, x.dtype, shape ? std::optional<Shape>(Shape::of(*shape)) : std::nullopt);
+    }
+    if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+    const size_t spatial = x.shape->rank() < 2 ? 0 : x.shape->rank() - 2;
+    if (kernel.size() != spatial || (!strides.empty() && strides.size() != spatial) || (!pads.empty() && pads.size() != 2 * spatial))
+      throw InputError("MaxUnpool's kernel_shape, strides and pads do not match X " + shape_text(x.shape));
+    Shape out = *x.shape;
+    for (size_t d = 0; d < spatial; ++d) {
+      const Dim& in = x.shape->dims[d + 2];
+      const int64_t stride = strides.empty() ? 1 : strides[d], pad = pads.empty() ? 0 : pads[d] + pads[d + spatial];
+      out.dims[d + 2] = in.value ? known((*in.value - 1) * stride - pad + kernel[d]) : unknown();
+    }
+    put(q, 0, x.dtype, out);
+  };
+}
+
 // Einsum: the output letters' extents; the first input's type.
 ShapeFn einsum_rule(const Node& n, int64_t) {
   const std::string equation = n.attr_string("equation", "");
@@ -1154,6 +1412,23 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"Pad", {pad_rule, {1, 3}}},
         {"Resize", {resize_rule, {1, 2, 3}}},
         {"ScatterND", {plain<scatter_nd>, {}}},
+        {"ScatterElements", {plain<scatter_elements>, {}}},
+        {"GatherElements", {plain<gather_elements>, {}}},
+        {"GatherND", {gather_nd_rule, {}}},
+        {"Tile", {plain<tile>, {1}}},
+        {"CumSum", {plain<cumsum>, {}}},
+        {"DepthToSpace", {depth_space_rule<true>, {}}},
+        {"SpaceToDepth", {depth_space_rule<false>, {}}},
+        {"TopK", {top_k_rule, {1}}},
+        {"NonZero", {plain<nonzero>, {0}}},
+        {"Compress", {compress_rule, {1}}},
+        {"EyeLike", {eye_like_rule, {}}},
+        {"ReverseSequence", {plain<like_input>, {}}},
+        {"Hardmax", {plain<like_input>, {}}},
+        {"NonMaxSuppression", {plain<non_max_suppression>, {}}},
+        {"MaxUnpool", {max_unpool_rule, {2}}},
+        {"Unique", {unique_rule, {}}},
+        {"RoiAlign", {roi_align_rule, {}}},
         {"Einsum", {einsum_rule, {}}},
         {"Expand", {plain<expand>, {1}}},
         {"Concat", {concat_rule, {}}},

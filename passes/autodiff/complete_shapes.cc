@@ -48,6 +48,13 @@ void complete_shapes(Graph& g) {
       if (!y) continue;
       TensorFacts& known = facts[y];
       known.value = (*out)[k].value;
+      const bool int_vector = known.shape && known.shape->rank() == 1 && (known.dtype == DType::kInt64 || known.dtype == DType::kInt32);
+      if (y->type().shape && int_vector && (*out)[k].shape && (*out)[k].shape->rank() == 1 && !known.shape->dims[0].value) {
+        // A shape being computed whose length ONNX left open (ConstantOfShape of a known Shape,
+        // feeding an Expand, as torch exports repeat): the rule's length informs the rules
+        // downstream, though the value's declared type stays as ONNX gave it.
+        known.shape->dims[0] = (*out)[k].shape->dims[0];
+      }
       if (y->type().shape || !(*out)[k].shape) continue;
       ValueType t = y->type();
       t.kind = ValueType::Kind::kTensor;

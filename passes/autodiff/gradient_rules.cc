@@ -22,6 +22,7 @@ const GradRuleTable& gradient_rules() {
     add_einsum_gradients(t);
     add_attention_gradients(t);
     add_recurrent_gradients(t);
+    add_indexing_gradients(t);
     return t;
   }();
   return table;
@@ -30,7 +31,8 @@ const GradRuleTable& gradient_rules() {
 const std::unordered_set<std::string>& non_differentiable_ops() {
   static const std::unordered_set<std::string> ops = {
       "Shape", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf", "BitShift"};
+      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf", "BitShift", "NonZero",
+      "EyeLike", "Hardmax", "NonMaxSuppression", "Unique"};
   return ops;
 }
 

@@ -57,5 +57,6 @@ void add_pad_resize_gradients(GradRuleTable& t);
 void add_einsum_gradients(GradRuleTable& t);
 void add_attention_gradients(GradRuleTable& t);
 void add_recurrent_gradients(GradRuleTable& t);
+void add_indexing_gradients(GradRuleTable& t);
 
 }  // namespace amp

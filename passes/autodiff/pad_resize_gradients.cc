@@ -50,14 +50,15 @@ Grads resize(GradContext& c) {
 }
 
 // ScatterND (reduction none): the data's gradient is dY with the written elements zeroed (a
-// ScatterND of zeros); the updates' would be GatherND(dY, indices), which no backend runs yet.
-// Swin's attention mask, its one use in the zoo, is built from constants and needs neither.
+// ScatterND of zeros); the updates' is dY where they were written, GatherND(dY, indices) (with a
+// repeated index, every copy reads the one element). Swin's attention mask, its one use in the
+// zoo, is built from constants and needs neither.
 Grads scatter_nd(GradContext& c) {
   if (c.node.attr_string("reduction", "none") != "none")
     c.fail("no gradient for ScatterND with reduction '" + c.node.attr_string("reduction", "none") + "'");
-  if (c.wants(2)) c.fail("no gradient for ScatterND's updates (it needs GatherND, which no backend runs yet)");
   Grads g(3, nullptr);
   if (c.wants(0)) g[0] = c.b.emit("ScatterND", {c.dy[0], c.x(1), c.b.zeros_like(c.x(2))}, {c.x(0)->type()})[0];
+  if (c.wants(2)) g[2] = c.b.emit("GatherND", {c.dy[0], c.x(1)}, {c.x(2)->type()})[0];
   return g;
 }
 

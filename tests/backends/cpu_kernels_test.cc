@@ -629,6 +629,155 @@ TEST(CpuKernels, ScatterNDMatchesNumpy) {
   check(cases, "scatternd");
 }
 
+// The data-movement and indexing ops of issue 31 (Tile, CumSum, GatherElements, ScatterElements,
+// DepthToSpace, SpaceToDepth, TopK, GatherND, NonZero, Compress, EyeLike, ReverseSequence,
+// Hardmax, MaxUnpool, NonMaxSuppression, Unique, RoiAlign) against numpy, torch and torchvision, in the four float types and int32 / int64 where ONNX allows
+// them. ONNX's own node tests of them run in `Libonnx`.
+Tensor ints_of(std::vector<int64_t> dims, std::vector<int64_t> values) {
+  Tensor t = int64_tensor(std::move(values));
+  t.dims = std::move(dims);
+  return t;
+}
+
+std::vector<Attribute> int_attrs(std::vector<std::pair<std::string, int64_t>> values) {
+  std::vector<Attribute> a;
+  for (auto& [name, v] : values) a.push_back(Attribute::of_int(name, v));
+  return a;
+}
+
+TEST(CpuKernels, IndexingOpsMatchNumpyAndTorch) {
+  std::vector<Case> cases;
+  const DType types[] = {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble, DType::kInt32, DType::kInt64};
+  for (DType t : types) {
+    const bool is_float = t != DType::kInt32 && t != DType::kInt64;
+    auto data = [&](std::vector<int64_t> dims, uint32_t seed) { return random_tensor(t, std::move(dims), -20, 20, seed); };
+    cases.push_back(Case{"tile" + suffix(t), "Tile", {{"x", data({2, 3, 4}, 101)}, {"r", int64_tensor({2, 1, 3})}}, {}, 1,
+                         tolerance(t, 0)});
+    // Running sums: fp32 accumulation (fp64 for double), rounded once per output, in numpy's
+    // sequential order: equal bit for bit.
+    for (int ex = 0; ex < 2; ++ex)
+      for (int rev = 0; rev < 2; ++rev) {
+        const std::string ref = std::string("cumsum") + (ex ? "_exclusive" : "") + (rev ? "_reverse" : "");
+        Case c{ref + suffix(t), "CumSum", {{"x", data({3, 7, 5}, 102)}, {"axis", ints_of({}, {-2})}},
+               int_attrs({{"exclusive", ex}, {"reverse", rev}}), 1, tolerance(t, 0)};
+        cases.push_back(std::move(c));
+      }
+    cases.push_back(Case{"gather_elements" + suffix(t), "GatherElements",
+                         {{"x", data({4, 5, 3}, 103)}, {"i", ints_of({4, 2, 3}, {0, 4, -1, 2, 2, 1, 3, 0, 0, 1, 1, 1,
+                                                                                  4, 4, 4, -5, 2, 0, 1, 3, 2, 0, 0, 4})}},
+                         int_attrs({{"axis", 1}}), 1, tolerance(t, 0)});
+    // Along axis 0 of [4, 5] with indices [3, 5]: a repeated index in column 1 (the last write
+    // stays) for reduction none, distinct indices per column for add and mul.
+    cases.push_back(Case{"scatter_elements" + suffix(t), "ScatterElements",
+                         {{"x", data({4, 5}, 104)}, {"i", ints_of({3, 5}, {0, 1, 3, 2, -1, 2, 1, 0, 3, 0, 1, 1, 2, 1, 2})},
+                          {"u", data({3, 5}, 105)}},
+                         {}, 1, tolerance(t, 0)});
+    for (const char* reduction : {"add", "mul"}) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_int("axis", 0));
+      a.push_back(Attribute::of_string("reduction", reduction));
+      cases.push_back(Case{std::string("scatter_elements_") + reduction + suffix(t), "ScatterElements",
+                           {{"x", is_float ? data({4, 5}, 106) : random_tensor(t, {4, 5}, -5, 5, 106)},
+                            {"i", ints_of({3, 5}, {0, 1, 3, 2, -1, 2, 3, 0, 3, 0, 1, 2, 2, 1, 2})},
+                            {"u", is_float ? data({3, 5}, 107) : random_tensor(t, {3, 5}, -5, 5, 107)}},
+                           std::move(a), 1, tolerance(t, 0)});
+    }
+    for (const char* mode : {"DCR", "CRD"}) {
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_int("blocksize", 2));
+      a.push_back(Attribute::of_string("mode", mode));
+      cases.push_back(Case{std::string("depth_to_space_") + mode + suffix(t), "DepthToSpace", {{"x", data({2, 12, 3, 2}, 108)}},
+                           std::move(a), 1, tolerance(t, 0)});
+    }
+    cases.push_back(Case{"space_to_depth" + suffix(t), "SpaceToDepth", {{"x", data({2, 3, 6, 4}, 109)}},
+                         int_attrs({{"blocksize", 2}}), 1, tolerance(t, 0)});
+    // Small integers and 16-bit roundings repeat values: ties go to the lower index.
+    cases.push_back(Case{"top_k" + suffix(t), "TopK", {{"x", data({3, 11, 4}, 110)}, {"k", int64_tensor({5})}},
+                         int_attrs({{"axis", 1}}), 2, tolerance(t, 0)});
+    cases.push_back(Case{"top_k_smallest" + suffix(t), "TopK", {{"x", data({3, 4, 9}, 111)}, {"k", int64_tensor({9})}},
+                         int_attrs({{"largest", 0}}), 2, tolerance(t, 0)});
+    cases.push_back(Case{"gather_nd" + suffix(t), "GatherND",
+                         {{"x", data({4, 3, 5}, 112)}, {"i", ints_of({2, 2, 2}, {0, 1, 3, -1, 2, 0, 1, 2})}}, {}, 1,
+                         tolerance(t, 0)});
+    cases.push_back(Case{"gather_nd_batch" + suffix(t), "GatherND",
+                         {{"x", data({2, 4, 3}, 113)}, {"i", ints_of({2, 3, 1}, {3, 0, 1, 2, 2, -4})}},
+                         int_attrs({{"batch_dims", 1}}), 1, tolerance(t, 0)});
+    // NonZero and Compress: output extents from contents (planned per input); integers hold zeros.
+    cases.push_back(Case{"nonzero" + suffix(t), "NonZero", {{"x", random_tensor(t, {3, 4, 5}, -1.5, 1.5, 114)}}, {}, 1,
+                         tolerance(t, 0)});
+    cases.push_back(Case{"compress_axis" + suffix(t), "Compress",
+                         {{"x", data({3, 5, 2}, 115)}, {"c", random_tensor(DType::kBool, {4}, 0, 1, 116)}},
+                         int_attrs({{"axis", -2}}), 1, tolerance(t, 0)});
+    cases.push_back(Case{"compress_flat" + suffix(t), "Compress",
+                         {{"x", data({3, 4}, 117)}, {"c", random_tensor(DType::kBool, {9}, 0, 1, 118)}}, {}, 1,
+                         tolerance(t, 0)});
+    cases.push_back(Case{"eye_like" + suffix(t), "EyeLike", {{"x", data({4, 6}, 119)}}, int_attrs({{"k", -1}}), 1,
+                         tolerance(t, 0)});
+    for (int time_axis = 0; time_axis < 2; ++time_axis) {
+      Tensor lens = int64_tensor(time_axis ? std::vector<int64_t>{4, 1, 0} : std::vector<int64_t>{3, 1, 4, 2});
+      cases.push_back(Case{"reverse_sequence_" + std::to_string(time_axis) + suffix(t), "ReverseSequence",
+                           {{"x", data(time_axis ? std::vector<int64_t>{3, 4, 2} : std::vector<int64_t>{4, 4, 3}, 120)},
+                            {"lens", lens}},
+                           int_attrs({{"time_axis", time_axis}, {"batch_axis", 1 - time_axis}}), 1, tolerance(t, 0)});
+    }
+    if (is_float)
+      cases.push_back(Case{"hardmax" + suffix(t), "Hardmax", {{"x", random_tensor(t, {3, 6, 4}, -3, 3, 121)}},
+                           int_attrs({{"axis", 1}}), 1, tolerance(t, 0)});
+    if (is_float) {
+      // MaxUnpool: indices over the whole flattened [1, 2, 4, 4] output, as MaxPool's Indices count.
+      std::vector<Attribute> a;
+      a.push_back(Attribute::of_ints("kernel_shape", {2, 2}));
+      a.push_back(Attribute::of_ints("strides", {2, 2}));
+      cases.push_back(Case{"max_unpool" + suffix(t), "MaxUnpool",
+                           {{"x", data({1, 2, 2, 2}, 122)}, {"i", ints_of({1, 2, 2, 2}, {0, 3, 9, 15, 16, 22, 24, 31})}},
+                           std::move(a), 1, tolerance(t, 0)});
+    }
+  }
+  // Unique: flattened (sorted and by first appearance) with repeats from 16-bit rounding and small
+  // integers, and along an axis (slices of int64, compared element by element).
+  for (DType t : types) {
+    const bool small = t == DType::kInt32 || t == DType::kInt64;
+    const Tensor x = small ? random_tensor(t, {3, 7}, -4, 4, 125) : random_tensor(t, {3, 7}, -3, 3, 125);
+    cases.push_back(Case{"unique" + suffix(t), "Unique", {{"x", x}}, {}, 4, tolerance(t, 0)});
+    cases.push_back(Case{"unique_unsorted" + suffix(t), "Unique", {{"x", x}}, int_attrs({{"sorted", 0}}), 4, tolerance(t, 0)});
+  }
+  Tensor slices = ints_of({2, 5, 2}, {1, 2, 0, 0, 1, 2, 3, 3, 0, 0, 4, 4, 1, 2, 4, 4, 0, 0, 1, 2});  // slices 2 and 4 repeat 0 and 1
+  cases.push_back(Case{"unique_axis@int64", "Unique", {{"x", slices}}, int_attrs({{"axis", 1}}), 4, tolerance(DType::kInt64, 0)});
+  // RoiAlign (avg) against torchvision.ops.roi_align (aligned: half_pixel), float types but bf16.
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kDouble}) {
+    Tensor rois = random_tensor(t, {3, 4}, 0, 3, 126);  // [x1, y1, x2, y2]: corners pulled apart below
+    Tensor far = random_tensor(t, {3, 4}, 3, 6, 127);
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t k = 2; k < 4; ++k) std::memcpy(rois.mutable_data() + (r * 4 + k) * dtype_size(t), far.data() + (r * 4 + k) * dtype_size(t), dtype_size(t));
+    Tensor batch = ints_of({3}, {1, 0, 1});
+    std::vector<Attribute> a;
+    a.push_back(Attribute::of_int("output_height", 3));
+    a.push_back(Attribute::of_int("output_width", 2));
+    cases.push_back(Case{"roi_align" + suffix(t), "RoiAlign",
+                         {{"x", random_tensor(t, {2, 3, 7, 6}, -2, 2, 128)}, {"rois", rois}, {"b", batch}}, std::move(a), 1,
+                         tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> b;
+    b.push_back(Attribute::of_int("output_height", 2));
+    b.push_back(Attribute::of_int("output_width", 2));
+    b.push_back(Attribute::of_int("sampling_ratio", 2));
+    b.push_back(Attribute::of_float("spatial_scale", 0.5f));
+    b.push_back(Attribute::of_string("coordinate_transformation_mode", "output_half_pixel"));
+    cases.push_back(Case{"roi_align_unaligned" + suffix(t), "RoiAlign",
+                         {{"x", random_tensor(t, {2, 3, 7, 6}, -2, 2, 129)}, {"rois", rois}, {"b", batch}}, std::move(b), 1,
+                         tolerance(t, 1, 1e-5)});
+  }
+  // NonMaxSuppression (float only) against torchvision.ops.nms per batch and class: corner boxes,
+  // a score threshold, at most 3 per class.
+  cases.push_back(Case{"nms@float32", "NonMaxSuppression",
+                       {{"boxes", random_tensor(DType::kFloat, {2, 8, 4}, 0, 4, 123)},
+                        {"scores", random_tensor(DType::kFloat, {2, 3, 8}, 0, 1, 124)},
+                        {"max", int64_tensor({3})},
+                        {"iou", random_tensor(DType::kFloat, {1}, 0.3, 0.3, 0)},
+                        {"floor", random_tensor(DType::kFloat, {1}, 0.2, 0.2, 0)}},
+                       {}, 1, tolerance(DType::kFloat, 0)});
+  check(cases, "indexing");
+}
+
 // Einsum as MaxViT's attention writes it (with spaces, capital letters), a three-operand one and
 // a transpose, against torch.einsum in the four float types (fp32 accumulation: a rounding or so).
 TEST(CpuKernels, EinsumMatchesTorch) {

@@ -992,6 +992,18 @@ TEST(CudaBackendGpu, DataMovementAndEmbeddingsMatchTheCpu) {
   expect_parity(cat.m, cat.feeds, cat.outputs);
   OneNode ex("Expand", {{"x", random_tensor(DType::kBFloat16, {3, 1}, 33)}, {"s", ints({2, 3, 4})}}, {DType::kBFloat16});
   expect_parity(ex.m, ex.feeds, ex.outputs);
+  // Tile, DepthToSpace (both modes) and SpaceToDepth: strided copies (data_movement_ops.cc).
+  OneNode ti("Tile", {{"x", random_tensor(DType::kFloat16, {2, 3, 5}, 38)}, {"r", ints({2, 1, 3})}}, {DType::kFloat16});
+  expect_parity(ti.m, ti.feeds, ti.outputs);
+  for (const char* mode : {"DCR", "CRD"}) {
+    OneNode d2s("DepthToSpace", {{"x", random_tensor(DType::kFloat, {2, 12, 3, 5}, 39)}}, {DType::kFloat});
+    d2s.node->set_attr(Attribute::of_int("blocksize", 2));
+    d2s.node->set_attr(Attribute::of_string("mode", mode));
+    expect_parity(d2s.m, d2s.feeds, d2s.outputs);
+  }
+  OneNode s2d("SpaceToDepth", {{"x", random_tensor(DType::kBFloat16, {2, 3, 6, 4}, 40)}}, {DType::kBFloat16});
+  s2d.node->set_attr(Attribute::of_int("blocksize", 2));
+  expect_parity(s2d.m, s2d.feeds, s2d.outputs);
   OneNode ga("Gather", {{"w", random_tensor(DType::kFloat, {10, 16}, 34)}, {"i", random_tensor(DType::kInt64, {3, 4}, 35, -10, 10)}},
              {DType::kFloat});
   expect_parity(ga.m, ga.feeds, ga.outputs);

@@ -414,6 +414,160 @@ CASES.update({
 })
 
 
+def cumsum(x, axis, exclusive, reverse):
+    """ONNX's CumSum: numpy's sequential running sums, shifted by one when exclusive."""
+    if reverse:
+        x = np.flip(x, axis)
+    y = np.cumsum(x, axis=axis, dtype=x.dtype)
+    if exclusive:
+        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)), np.take(y, range(x.shape[axis] - 1), axis=axis)], axis)
+    return np.flip(y, axis) if reverse else y
+
+
+def scatter_elements(x, indices, updates, axis, reduction="none"):
+    """ONNX's ScatterElements, one index at a time in order (a repeated index keeps the last write)."""
+    y = x.copy()
+    for p in np.ndindex(indices.shape):
+        q = list(p)
+        q[axis] = int(indices[p]) % x.shape[axis]
+        q = tuple(q)
+        if reduction == "add":
+            y[q] = stored(y[q] + updates[p])
+        elif reduction == "mul":
+            y[q] = stored(y[q] * updates[p])
+        else:
+            y[q] = updates[p]
+    return y
+
+
+def depth_to_space(x, b, mode):
+    n, c, h, w = x.shape
+    if mode == "CRD":  # torch's pixel_shuffle
+        return F.pixel_shuffle(tk(x), b).numpy()
+    y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    return y.reshape(n, c // (b * b), h * b, w * b)
+
+
+def space_to_depth(x, b):
+    n, c, h, w = x.shape
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return y.reshape(n, c * b * b, h // b, w // b)
+
+
+def top_k(x, k, axis, largest=True):
+    """Values and int64 indices of the k best along axis; equal values by lower index (a stable sort)."""
+    key = x.astype(np.float64)
+    order = np.argsort(-key if largest else key, axis=axis, kind="stable")
+    idx = np.take(order, range(k), axis=axis)
+    return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
+
+
+def gather_nd(x, indices, batch_dims=0):
+    """ONNX's GatherND by its definition: per batch, each index tuple picks a slice."""
+    b = batch_dims
+    batch = int(np.prod(x.shape[:b], dtype=np.int64))
+    xs = x.reshape((batch,) + x.shape[b:])
+    ix = indices.reshape((batch, -1, indices.shape[-1]))
+    out = np.stack([np.stack([xs[n][tuple(t)] for t in ix[n]]) for n in range(batch)])
+    return out.reshape(indices.shape[:-1] + x.shape[b + indices.shape[-1]:])
+
+
+CASES.update({
+    "tile": (lambda i: np.tile(i["x"], tuple(i["r"])), None),
+    "cumsum": (lambda i: cumsum(i["x"], -2, False, False), None),
+    "cumsum_exclusive": (lambda i: cumsum(i["x"], -2, True, False), None),
+    "cumsum_reverse": (lambda i: cumsum(i["x"], -2, False, True), None),
+    "cumsum_exclusive_reverse": (lambda i: cumsum(i["x"], -2, True, True), None),
+    "gather_elements": (lambda i: torch.gather(tk(i["x"]), 1, tk(i["i"] % 5)).numpy(), None),
+    "scatter_elements": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 0), None),
+    "scatter_elements_add": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 0, "add"), None),
+    "scatter_elements_mul": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 0, "mul"), None),
+    "depth_to_space_DCR": (lambda i: depth_to_space(i["x"], 2, "DCR"), None),
+    "depth_to_space_CRD": (lambda i: depth_to_space(i["x"], 2, "CRD"), None),
+    "space_to_depth": (lambda i: space_to_depth(i["x"], 2), None),
+    "top_k": (lambda i: top_k(i["x"], 5, 1), "then_int64"),
+    "top_k_smallest": (lambda i: top_k(i["x"], 9, -1, largest=False), "then_int64"),
+    "gather_nd": (lambda i: gather_nd(i["x"], i["i"]), None),
+    "gather_nd_batch": (lambda i: gather_nd(i["x"], i["i"], 1), None),
+    "nonzero": (lambda i: np.array(np.nonzero(i["x"]), dtype=np.int64), "int64"),
+    "compress_axis": (lambda i: np.compress(i["c"], i["x"], axis=-2), None),
+    "compress_flat": (lambda i: np.compress(i["c"], i["x"]), None),
+    "eye_like": (lambda i: np.eye(4, 6, k=-1), None),
+    "reverse_sequence_0": (lambda i: reverse_sequence(i["x"], i["lens"], 0), None),
+    "reverse_sequence_1": (lambda i: reverse_sequence(i["x"], i["lens"], 1), None),
+    "hardmax": (lambda i: hardmax(i["x"], 1), None),
+    "max_unpool": (lambda i: max_unpool(i["x"], i["i"], (1, 2, 4, 4)), None),
+    "roi_align": (lambda i: roi_align(i, (3, 2), 1.0, 0, True), None),
+    "roi_align_unaligned": (lambda i: roi_align(i, (2, 2), 0.5, 2, False), None),
+    "unique": (lambda i: unique(i["x"]), "then_int64"),
+    "unique_unsorted": (lambda i: unique(i["x"], ordered=False), "then_int64"),
+    "unique_axis": (lambda i: unique(i["x"], axis=1), "then_int64"),
+    "nms": (lambda i: nms(i["boxes"], i["scores"], int(i["max"][0]), float(i["iou"][0]), float(i["floor"][0])), "int64"),
+})
+
+
+def unique(x, ordered=True, axis=None):
+    """ONNX's Unique by numpy's: Y, first indices, inverse indices, counts; unsorted: by first appearance."""
+    y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+    inverse = inverse.reshape(-1)
+    if not ordered:
+        order = np.argsort(first, kind="stable")
+        place = np.empty_like(order)
+        place[order] = np.arange(len(order))
+        y, first, counts, inverse = np.take(y, order, axis=axis or 0), first[order], counts[order], place[inverse]
+    return [y, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)]
+
+
+def roi_align(i, size, scale, ratio, aligned):
+    """ONNX's RoiAlign (mode avg) by torchvision.ops.roi_align; half_pixel is its aligned=True."""
+    import torchvision
+    boxes = torch.cat([t(i["b"].astype(i["rois"].dtype)).reshape(-1, 1), t(i["rois"])], 1)
+    return torchvision.ops.roi_align(t(i["x"]), boxes, size, spatial_scale=scale, sampling_ratio=ratio, aligned=aligned).numpy()
+
+
+def max_unpool(x, indices, shape):
+    """ONNX's MaxUnpool: zeros with x written at its indices into the flattened output."""
+    y = np.zeros(int(np.prod(shape)), x.dtype)
+    y[indices.reshape(-1)] = x.reshape(-1)
+    return y.reshape(shape)
+
+
+def nms(boxes, scores, limit, iou, floor):
+    """ONNX's NonMaxSuppression by torchvision.ops.nms per batch and class, over the boxes scoring
+    above floor (corners in either order, as ONNX allows), at most limit per class."""
+    import torchvision
+    rows = []
+    for b in range(boxes.shape[0]):
+        corners = np.concatenate([np.minimum(boxes[b, :, :2], boxes[b, :, 2:]), np.maximum(boxes[b, :, :2], boxes[b, :, 2:])], 1)
+        for c in range(scores.shape[1]):
+            keep = np.nonzero(scores[b, c] > floor)[0]
+            chosen = torchvision.ops.nms(t(corners[keep]), t(scores[b, c, keep]), iou).numpy()[:limit]
+            rows += [[b, c, int(keep[k])] for k in chosen]
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)
+
+
+def reverse_sequence(x, lens, time_axis):
+    """ONNX's ReverseSequence: per batch entry, its first lens[b] time steps reversed."""
+    y = np.moveaxis(x.copy(), time_axis, 0)
+    src = np.moveaxis(x, time_axis, 0)
+    batch_axis = 1
+    for b, n in enumerate(lens):
+        idx = [slice(None)] * y.ndim
+        idx[batch_axis] = b
+        idx[0] = slice(0, int(n))
+        sel = tuple(idx)
+        y[sel] = src[sel][::-1]
+    return np.moveaxis(y, 0, time_axis)
+
+
+def hardmax(x, axis):
+    """One-hot of numpy's argmax (the first largest) along axis."""
+    idx = np.expand_dims(np.argmax(x, axis=axis), axis)
+    y = np.zeros_like(x)
+    np.put_along_axis(y, idx, 1, axis=axis)
+    return y
+
+
 def main():
     folder, names = sys.argv[1], sys.argv[2:]
     for name in names:
@@ -432,6 +586,8 @@ def main():
             if isinstance(o, torch.Tensor):
                 o = o.numpy()
             kind = out_kind or first
+            if out_kind == "then_int64":  # TopK, Unique: values in the input's type, then int64 indices
+                kind = first if k == 0 else "int64"
             if out_kind == "stats":  # LayerNorm: Y in the input's type, Mean / InvStdDev in float32 (or 64)
                 kind = first if k == 0 else ("float64" if first == "float64" else "float32")
             if kind == "bool":

@@ -98,6 +98,26 @@ TEST(CompleteShapes, KnownTypesAreNeverChanged) {
   EXPECT_EQ(shape_of(z), "[A,?]");
 }
 
+// torch's repeat: Tile(Expand(x, ConstantOfShape(Shape(repeats))), repeats), the ConstantOfShape
+// typed [?] as ONNX leaves it. The rule's length of that shape vector gives Expand and Tile their
+// ranks (Expand's dims stay open: the vector's contents are not followed); the vector's declared
+// type stays.
+TEST(CompleteShapes, TileOfAnExpandAsTorchExportsRepeat) {
+  Model m;
+  Graph& g = *m.graph;
+  GraphBuilder b(g);
+  Value* x = typed_input(g, "x", DType::kFloat, {Dim::symbol("N"), Dim::fixed(4), Dim::fixed(8), Dim::fixed(8)});
+  Value* repeats = b.int64s({1, 2, 1, 3});
+  Tensor one(DType::kInt64, {1});
+  one.mutable_as<int64_t>()[0] = 1;
+  Value* ones = b.op("ConstantOfShape", {b.shape_of(repeats)}, DType::kInt64, attrs(Attribute::of_tensor("value", one)));
+  ones->set_type(ValueType::tensor(DType::kInt64, Shape{{Dim{}}}));
+  Value* tiled = b.same("Tile", {b.expand(x, ones), repeats});
+  complete_shapes(g);
+  EXPECT_EQ(shape_of(ones), "[?]");
+  EXPECT_EQ(shape_of(tiled), "[?,?,?,?]");
+}
+
 TEST(CompleteShapes, AContradictionNamesTheNodeAndOp) {
   Model m;
   Graph& g = *m.graph;

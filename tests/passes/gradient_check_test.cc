@@ -322,6 +322,8 @@ std::vector<Case> cases() {
   // ScatterND's data (Swin's mask): dY with the written rows zeroed.
   add(make("ScatterNDData", "ScatterND",
            {x({4, 3}), constant<int64_t>(DType::kInt64, {2, 1}, {2, 0}), constant<double>(DType::kDouble, {2, 3}, {1, 2, 3, 4, 5, 6})}));
+  // and its updates (GatherND of dY): the data and the updates both differentiated.
+  add(make("ScatterNDUpdates", "ScatterND", {x({4, 3}), constant<int64_t>(DType::kInt64, {2, 1}, {2, 0}), x({2, 3})}));
   // Einsum as MaxViT's attention writes it (scores, then the weighted sum), and a three-operand one.
   add(make("EinsumScores", "Einsum", {x({1, 2, 2, 3, 4}), x({1, 2, 2, 5, 4})}, {string_attr("equation", "B G H I D, B G H J D -> B G H I J")}));
   add(make("EinsumWeighted", "Einsum", {x({1, 2, 2, 3, 5}), x({1, 2, 2, 5, 4})}, {string_attr("equation", "BGHIJ,BGHJD->BGHID")}));
@@ -442,6 +444,35 @@ std::vector<Case> cases() {
   add(make("Gather", "Gather", {x({5, 3}), constant<int64_t>(DType::kInt64, {2, 2}, {0, 2, 2, 4})}));
   add(make("GatherAxis1", "Gather", {x({2, 4, 3}), constant<int64_t>(DType::kInt64, {3}, {3, -1, 0})},
            {int_attr("axis", 1)}));
+  // data movement and indexing (issue 31)
+  add(make("Tile", "Tile", {x({2, 3}), ints({3, 2})}));
+  add(make("TileSymbolicDims", "Tile", {x_symbolic({2, 1, 3}), ints({1, 4, 2})}));
+  add(make("CumSum", "CumSum", {x({3, 4}), constant<int64_t>(DType::kInt64, {}, {1})}));
+  add(make("CumSumExclusiveReverse", "CumSum", {x({3, 4}), constant<int32_t>(DType::kInt32, {}, {-2})},
+           {int_attr("exclusive", 1), int_attr("reverse", 1)}));
+  add(make("GatherElements", "GatherElements",
+           {x({3, 4}), constant<int64_t>(DType::kInt64, {2, 4}, {0, 2, 2, -1, 1, 1, 0, 2})}, {int_attr("axis", 0)}));
+  const In scatter_at = constant<int64_t>(DType::kInt64, {2, 3}, {1, 0, 3, 0, 2, -2});  // a repeat only along axis 1
+  add(make("ScatterElements", "ScatterElements", {x({4, 3}), scatter_at, x({2, 3})}));
+  add(make("ScatterElementsAdd", "ScatterElements", {x({3, 4}), scatter_at, x({2, 3})},
+           {int_attr("axis", 1), string_attr("reduction", "add")}));
+  add(make("DepthToSpaceDCR", "DepthToSpace", {x({1, 8, 2, 3})}, {int_attr("blocksize", 2)}));
+  add(make("DepthToSpaceCRD", "DepthToSpace", {x({2, 8, 2, 1})}, {int_attr("blocksize", 2), string_attr("mode", "CRD")}));
+  add(make("DepthToSpaceCRDSymbolicDims", "DepthToSpace", {x_symbolic({1, 8, 2, 3})},
+           {int_attr("blocksize", 2), string_attr("mode", "CRD")}));
+  add(make("SpaceToDepth", "SpaceToDepth", {x({2, 2, 4, 2})}, {int_attr("blocksize", 2)}));
+  add(make("TopK", "TopK", {x({3, 6}, Fill::kSpread), ints({4})}, {}, 2, {0}));
+  add(make("TopKSmallestAxis0", "TopK", {x({5, 3}, Fill::kSpread), ints({2})}, {int_attr("axis", 0), int_attr("largest", 0)},
+           2, {0}));
+  add(make("ReverseSequence", "ReverseSequence", {x({4, 3, 2}), ints({3, 1, 4})}));
+  add(make("ReverseSequenceBatchFirst", "ReverseSequence", {x({2, 3, 2}), ints({2, 3})},
+           {int_attr("time_axis", 1), int_attr("batch_axis", 0)}));
+  add(make("CompressAxis", "Compress", {x({3, 4}), bools({3}, {1, 0, 1})}, {int_attr("axis", 1)}));
+  add(make("CompressFlat", "Compress", {x({2, 3}), bools({5}, {0, 1, 1, 0, 1})}));
+  add(make("MaxUnpool", "MaxUnpool",
+           {x({1, 2, 2, 2}), constant<int64_t>(DType::kInt64, {1, 2, 2, 2}, {0, 3, 9, 15, 16, 22, 24, 31})},
+           {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2})}));
+  add(make("GatherND", "GatherND", {x({4, 3, 2}), constant<int64_t>(DType::kInt64, {3, 2}, {0, 1, 3, 2, 0, 1})}));
   // reductions
   add(make("ReduceSum", "ReduceSum", {x({2, 3, 4}), ints({1})}, {int_attr("keepdims", 0)}));
   add(make("ReduceSumAll", "ReduceSum", {x({2, 3})}, {int_attr("keepdims", 1)}));

@@ -16,6 +16,9 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
                       as ONNX HardSwish, nn.Hardsigmoid as HardSigmoid(alpha 1/6).
   zoo_ops_block       Pad (reflect, constant, edge), Elu, Selu, Softplus and Resize (bilinear both
                       ways, nearest) between convolutions: issue 16's ops.
+  indexing_block      pixel_shuffle, repeat, cumsum, topk, gather and scatter_add between
+                      convolutions (DepthToSpace, Tile, CumSum, TopK, GatherElements,
+                      ScatterElements): issue 31's ops.
   unet_block          A tiny U-Net: strided Conv down, ConvTranspose2d up (k3 s2 p1
                       output_padding 1; grouped k2 s2 dilated) with a skip concatenation.
   resnet_bottleneck   ResNet-50's layers in small: a stem (Conv, BatchNorm, ReLU), torchvision's
@@ -120,6 +123,30 @@ class ZooOpsBlock(nn.Module):
         return self.head(x.mean([2, 3]))
 
 
+class IndexingBlock(nn.Module):
+    """Issue 31's data movement and indexing ops between convolutions, as PyTorch exports them:
+    pixel_shuffle (DepthToSpace CRD), repeat (Tile), cumsum (CumSum), topk (TopK values and
+    indices), gather (GatherElements) and scatter_add (ScatterElements, reduction add) at TopK's
+    indices."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1, stride=2)
+        self.up = nn.Conv2d(2, 4, 3, padding=1, stride=2)
+        self.head = nn.Linear(8 * 5 * 2 + 8 * 8, 10)
+
+    def forward(self, x):
+        F = nn.functional
+        y = F.pixel_shuffle(self.stem(x), 2)  # [N, 2, 16, 16]
+        y = self.up(y).repeat(1, 2, 1, 1)  # [N, 8, 8, 8]
+        y = torch.cumsum(y, dim=3) / 4
+        rows = y.mean(2)  # [N, 8, 8]
+        v, i = torch.topk(rows, 5, dim=2)
+        g = torch.gather(y.mean(3), 2, i)
+        s = torch.zeros_like(rows).scatter_add(2, i, v * g)
+        return self.head(torch.cat([v.flatten(1), g.flatten(1), s.flatten(1)], 1))
+
+
 class UNetBlock(nn.Module):
     """Down with strided convolutions, up with transposed ones (ONNX ConvTranspose), a skip."""
 
@@ -187,6 +214,7 @@ def recurrent(*args, **kw):
 
 
 MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock,
+          "indexing_block": IndexingBlock,
           "unet_block": UNetBlock, "resnet_bottleneck": ResNetBottleneck,
           "lstm": recurrent("LSTM", False, False, True), "bilstm_h0": recurrent("LSTM", True, True, False),
           "gru": recurrent("GRU", True, False, True), "gru_h0": recurrent("GRU", False, True, False),

@@ -1,0 +1,26 @@
+// The gradient rules of issue 31's data movement and indexing ops against PyTorch's autograd:
+// indexing_block (tests/passes/torch_exports.py) as PyTorch exports it in training mode —
+// pixel_shuffle as DepthToSpace (CRD), repeat as Tile, cumsum as CumSum, topk as TopK, gather as
+// GatherElements at TopK's indices and scatter_add as ScatterElements (reduction add) — whose
+// parameters' gradients through the cross-entropy loss must be PyTorch's. Each rule is also checked
+// alone by central differences (gradient_check_test.cc).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tests/support/torch_exports.h"
+
+namespace amp::test {
+namespace {
+
+TEST(IndexingGradient, PyTorchBlockWithIndexingOpsGetsPyTorchsGradients) {
+  TorchExport e = torch_export("indexing_block");
+  std::map<std::string, int> ops;
+  for (const Node* n : e.model.graph->nodes()) ops[n->op_type()]++;
+  for (const char* op : {"DepthToSpace", "Tile", "CumSum", "TopK", "GatherElements", "ScatterElements"})
+    EXPECT_EQ(ops[op], 1) << op;
+  expect_pytorch_gradients(e, 2e-5, 1e-4);
+}
+
+}  // namespace
+}  // namespace amp::test
