@@ -1,4 +1,4 @@
-// ReduceSum / ReduceMean / ReduceMax / ReduceMin / ReduceProd, GlobalAveragePool and the project's SumToShape
+// ReduceSum / ReduceMean / ReduceMax / ReduceMin / ReduceProd, GlobalAveragePool, GlobalMaxPool and the project's SumToShape
 // (the gradient of a broadcast) as ReducePlans (reduce.cuh): which axes are reduced is settled
 // while planning, from attributes or from operands known on the host.
 #include <algorithm>
@@ -68,15 +68,19 @@ class Reduce final : public CudaOp {
   bool axes_input_, noop_with_empty_axes_;
 };
 
-class GlobalAveragePool final : public CudaOp {
+// GlobalAveragePool and GlobalMaxPool: a mean or max over every dim after N and C.
+class GlobalPool final : public CudaOp {
  public:
-  GlobalAveragePool(const Node&, int64_t) {}
+  GlobalPool(const Node& n, int64_t) : kind_(n.op_type() == "GlobalMaxPool" ? ReduceKind::kMax : ReduceKind::kMean) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     std::vector<bool> reduced(s.in[0]->dims.size(), true);
     reduced[0] = false;
     if (reduced.size() > 1) reduced[1] = false;
-    return reduction(*s.in[0], reduced, ReduceKind::kMean, ctx);
+    return reduction(*s.in[0], reduced, kind_, ctx);
   }
+
+ private:
+  ReduceKind kind_;
 };
 
 // ai.onnx_amp SumToShape(X, shape): X summed over the axes a tensor of `shape` was broadcast along.
@@ -112,7 +116,8 @@ const std::vector<CudaOpEntry>& reduction_ops() {
       {"", "ReduceMax", make_op<Reduce>},
       {"", "ReduceMin", make_op<Reduce>},
       {"", "ReduceProd", make_op<Reduce>},  // keras2onnx's Tensordot: the product of a shape's dims
-      {"", "GlobalAveragePool", make_op<GlobalAveragePool>},
+      {"", "GlobalAveragePool", make_op<GlobalPool>},
+      {"", "GlobalMaxPool", make_op<GlobalPool>},
       {kAmpDomain, "SumToShape", make_op<SumToShape>},
   };
   return ops;

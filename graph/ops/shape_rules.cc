@@ -220,6 +220,29 @@ void batch_norm(ShapeQuery& q) {
     if (q.has(k + 2)) put_like(q, k, *q.in[k + 2]);
 }
 
+void instance_norm(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (x.shape && rank_of(x) < 2) throw InputError("InstanceNormalization needs [N,C,...], X is " + shape_text(x.shape));
+  require_same_types(q, 3, "InstanceNormalization inputs");
+  const Dim c = x.shape ? x.shape->dims[1] : unknown();
+  for (size_t i = 1; i < 3 && c.value; ++i)
+    if (q.has(i) && numel(*q.in[i]) && numel(*q.in[i]) != c.value)
+      throw InputError("InstanceNormalization input " + std::to_string(i) + " must have C = " + std::to_string(*c.value) +
+                       " elements");
+  put_like(q, 0, x);
+}
+
+// MeanVarianceNormalization: Y like X; the axes (default [0, 2, 3]) must lie within X's rank.
+ShapeFn mean_variance_norm_rule(const Node& n, int64_t) {
+  const std::vector<int64_t> axes = n.attr_ints("axes", {0, 2, 3});
+  return [axes](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (x.shape)
+      for (int64_t a : axes) normalize_axis(a, rank_of(x));
+    put_like(q, 0, x);
+  };
+}
+
 void trilu(ShapeQuery& q) {
   const TensorFacts& x = q.input(0);
   if (x.shape && rank_of(x) < 2) throw InputError("Trilu needs rank >= 2");
@@ -754,7 +777,7 @@ ShapeFn pool_rule(const Node& n, int64_t) {
 
 void global_pool(ShapeQuery& q) {
   const TensorFacts& x = q.input(0);
-  if (x.shape && x.shape->rank() < 3) throw InputError("GlobalAveragePool needs [N,C,...], X is " + shape_text(x.shape));
+  if (x.shape && x.shape->rank() < 3) throw InputError("a global pool needs [N,C,...], X is " + shape_text(x.shape));
   std::optional<Shape> out = x.shape;
   if (out) std::fill(out->dims.begin() + 2, out->dims.end(), known(1));
   put(q, 0, x.dtype, out);
@@ -1124,6 +1147,8 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"LogSoftmax", {softmax_rule, {}}},
         {"LayerNormalization", {layer_norm_rule, {}}},
         {"BatchNormalization", {plain<batch_norm>, {}}},
+        {"InstanceNormalization", {plain<instance_norm>, {}}},
+        {"MeanVarianceNormalization", {mean_variance_norm_rule, {}}},
         {"Trilu", {plain<trilu>, {}}},
         {"Reshape", {reshape_rule, {1}}},
         {"Flatten", {flatten_rule, {}}},
@@ -1147,11 +1172,17 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"MaxPool", {pool_rule, {}}},
         {"AveragePool", {pool_rule, {}}},
         {"GlobalAveragePool", {plain<global_pool>, {}}},
+        {"GlobalMaxPool", {plain<global_pool>, {}}},
         {"ReduceMax", {reduce_rule, {1}}},
         {"ReduceMin", {reduce_rule, {1}}},
         {"ReduceMean", {reduce_rule, {1}}},
         {"ReduceSum", {reduce_rule, {1}}},
         {"ReduceProd", {reduce_rule, {1}}},
+        {"ReduceL1", {reduce_rule, {1}}},
+        {"ReduceL2", {reduce_rule, {1}}},
+        {"ReduceLogSum", {reduce_rule, {1}}},
+        {"ReduceLogSumExp", {reduce_rule, {1}}},
+        {"ReduceSumSquare", {reduce_rule, {1}}},
         {"ArgMax", {arg_extremum_rule, {}}},
         {"ArgMin", {arg_extremum_rule, {}}},
         {"LRN", {plain<like_input>, {}}},

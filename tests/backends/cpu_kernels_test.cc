@@ -360,6 +360,8 @@ TEST(CpuKernels, ConvAndPoolMatchTorch) {
     }
     cases.push_back(Case{"global_avgpool" + suffix(t), "GlobalAveragePool",
                          {{"x", random_tensor(t, {2, 3, 7, 6}, -1, 1, 50)}}, {}, 1, tolerance(t, 1, 1e-6)});
+    cases.push_back(Case{"global_maxpool" + suffix(t), "GlobalMaxPool",
+                         {{"x", random_tensor(t, {2, 3, 7, 6}, -1, 1, 51)}}, {}, 1, tolerance(t, 0)});
   }
   check(cases, "conv");
 }
@@ -383,6 +385,19 @@ TEST(CpuKernels, NormalizationSoftmaxReductionsAndLossMatchReferences) {
                           {"s", random_tensor(t, {16}, 0.5, 1.5, 82)},
                           {"b", random_tensor(t, {16}, -1, 1, 83)}},
                          {}, 3, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> in_eps;
+    in_eps.push_back(Attribute::of_float("epsilon", 1e-3f));
+    cases.push_back(Case{"instancenorm" + suffix(t), "InstanceNormalization",
+                         {{"x", random_tensor(t, {2, 3, 5, 4}, -2, 3, 84)},
+                          {"s", random_tensor(t, {3}, 0.5, 1.5, 85)},
+                          {"b", random_tensor(t, {3}, -1, 1, 86)}},
+                         std::move(in_eps), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"mvn" + suffix(t), "MeanVarianceNormalization", {{"x", random_tensor(t, {2, 3, 4, 5}, -2, 3, 87)}},
+                         {}, 1, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> mvn_axes;
+    mvn_axes.push_back(Attribute::of_ints("axes", {1, -1}));
+    cases.push_back(Case{"mvn_axes" + suffix(t), "MeanVarianceNormalization",
+                         {{"x", random_tensor(t, {2, 3, 4, 5}, -2, 3, 88)}}, std::move(mvn_axes), 1, tolerance(t, 1, 1e-5)});
     std::vector<Attribute> axis1;
     axis1.push_back(Attribute::of_int("axis", 1));
     cases.push_back(Case{"softmax" + suffix(t), "Softmax", {{"x", random_tensor(t, {3, 5, 4}, -4, 4, 91)}},
@@ -801,6 +816,41 @@ TEST(CpuKernels, ThirdPartyExportersOpsMatchTorchAndNumpy) {
                         {"v", random_tensor(DType::kFloat, {2}, -3, 3, 92)}},
                        std::move(onehot), 1, tolerance(DType::kFloat, 0)});
   check(cases, "exporters");
+}
+
+// The norm-like reductions (ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare,
+// axes an attribute at opset 17) against torch, 16-bit types accumulating in fp32; ReduceLogSumExp
+// over values whose exp overflows fp32 (a max-shifted sum is finite), and integer inputs against
+// numpy (ONNX's reference truncates the root and the logarithm).
+TEST(CpuKernels, NormLikeReductionsMatchTorch) {
+  std::vector<Case> cases;
+  auto axes = [](std::vector<int64_t> a, int keepdims) {
+    std::vector<Attribute> attrs;
+    if (!a.empty()) attrs.push_back(Attribute::of_ints("axes", std::move(a)));
+    attrs.push_back(Attribute::of_int("keepdims", keepdims));
+    return attrs;
+  };
+  for (DType t : kFloatTypes) {
+    cases.push_back(Case{"reduce_l1_1" + suffix(t), "ReduceL1", {{"x", random_tensor(t, {3, 6, 5}, -2, 2, 101)}},
+                         axes({1}, 1), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_l2_02" + suffix(t), "ReduceL2", {{"x", random_tensor(t, {3, 4, 5}, -2, 2, 102)}},
+                         axes({0, 2}, 0), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_logsum_last" + suffix(t), "ReduceLogSum", {{"x", random_tensor(t, {3, 4, 5}, 0.1, 2, 103)}},
+                         axes({-1}, 0), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_logsumexp_1" + suffix(t), "ReduceLogSumExp",
+                         {{"x", random_tensor(t, {3, 6, 5}, -60, 95, 104)}}, axes({1}, 1), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_logsumexp_02" + suffix(t), "ReduceLogSumExp",
+                         {{"x", random_tensor(t, {3, 4, 5}, -3, 3, 105)}}, axes({0, 2}, 0), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_sumsquare_all" + suffix(t), "ReduceSumSquare",
+                         {{"x", random_tensor(t, {3, 4, 5}, -2, 2, 106)}}, axes({}, 1), 1, tolerance(t, 1, 1e-5)});
+  }
+  cases.push_back(Case{"reduce_l1_int", "ReduceL1", {{"x", small_ints(DType::kInt64, {3, 4, 5}, -50, 50, 107)}},
+                       axes({1}, 1), 1, {}});
+  cases.push_back(Case{"reduce_l2_int", "ReduceL2", {{"x", small_ints(DType::kInt64, {3, 4, 5}, -50, 50, 108)}},
+                       axes({0, 2}, 0), 1, {}});
+  cases.push_back(Case{"reduce_sumsquare_int", "ReduceSumSquare",
+                       {{"x", small_ints(DType::kInt64, {3, 4, 5}, -50, 50, 109)}}, axes({-1}, 1), 1, {}});
+  check(cases, "norm_reductions");
 }
 
 }  // namespace

@@ -110,6 +110,14 @@ def batch_norm_eval(x, scale, bias, mean, var, eps=1e-5):
     return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + np.float32(eps)) * scale.reshape(shape) + bias.reshape(shape)
 
 
+def mvn(x, axes):
+    """ONNX's MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9), statistics in float64."""
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    std = np.sqrt(((x64 - mean) ** 2).mean(axis=axes, keepdims=True))
+    return ((x64 - mean) / (std + 1e-9)).astype(x.dtype)
+
+
 def sce(scores, labels, weights, ignore_index):
     logp = torch.log_softmax(t(scores), dim=1)
     loss = F.nll_loss(logp, torch.from_numpy(labels), weight=t(weights), ignore_index=ignore_index, reduction="mean")
@@ -214,9 +222,15 @@ CASES = {
     "maxpool": (lambda i: F.max_pool2d(t(i["x"]), 3, stride=2, padding=1).numpy(), None),
     "avgpool": (lambda i: F.avg_pool2d(t(i["x"]), 3, stride=2, padding=1, count_include_pad=False).numpy(), None),
     "global_avgpool": (lambda i: i["x"].mean(axis=(2, 3), keepdims=True), None),
+    "global_maxpool": (lambda i: torch.amax(t(i["x"]), dim=(2, 3), keepdim=True).numpy(), None),
     "batchnorm_train": (lambda i: batch_norm_train(i["x"], i["s"], i["b"], i["m"], i["v"]), None),
     "batchnorm_eval": (lambda i: batch_norm_eval(i["x"], i["s"], i["b"], i["m"], i["v"]), None),
     "layernorm": (lambda i: layer_norm(i["x"], i["s"], i["b"], -1), "stats"),
+    # epsilon is a float attribute: its float32 value
+    "instancenorm": (lambda i: F.instance_norm(t(i["x"]), weight=t(i["s"]), bias=t(i["b"]),
+                                               eps=float(np.float32(1e-3))).numpy(), None),
+    "mvn": (lambda i: mvn(i["x"], (0, 2, 3)), None),
+    "mvn_axes": (lambda i: mvn(i["x"], (1, 3)), None),
     "softmax": (lambda i: softmax(i["x"], 1), None),
     "logsoftmax": (lambda i: torch.log_softmax(t(i["x"]), dim=-1).numpy(), None),
     "reduce_sum_02": (lambda i: i["x"].sum(axis=(0, 2), keepdims=True), None),
@@ -350,6 +364,19 @@ CASES.update({
     "gru": (lambda i: recurrent(i, "gru"), None),
     "rnn": (lambda i: recurrent(i, "rnn"), None),
 })
+
+CASES.update({
+    "reduce_l1_1": (lambda i: torch.linalg.vector_norm(t(i["x"]), 1, dim=1, keepdim=True).numpy(), None),
+    "reduce_l2_02": (lambda i: torch.linalg.vector_norm(t(i["x"]), 2, dim=(0, 2)).numpy(), None),
+    "reduce_logsum_last": (lambda i: torch.log(torch.sum(t(i["x"]), dim=-1)).numpy(), None),
+    "reduce_logsumexp_1": (lambda i: torch.logsumexp(t(i["x"]), dim=1, keepdim=True).numpy(), None),
+    "reduce_logsumexp_02": (lambda i: torch.logsumexp(t(i["x"]), dim=(0, 2)).numpy(), None),
+    "reduce_sumsquare_all": (lambda i: torch.sum(t(i["x"]) ** 2).reshape(1, 1, 1).numpy(), None),
+    "reduce_l1_int": (lambda i: np.abs(i["x"]).sum(axis=1, keepdims=True), None),
+    "reduce_l2_int": (lambda i: np.sqrt((i["x"] ** 2).sum(axis=(0, 2))).astype(np.int64), None),
+    "reduce_sumsquare_int": (lambda i: (i["x"] ** 2).sum(axis=-1, keepdims=True), None),
+})
+
 
 
 def main():

@@ -768,13 +768,17 @@ TEST(CudaKernelsEmulated, ReductionsWithNanAndEmptyAxesMatchTheCpu) {
   EXPECT_TRUE(launched(mark, "").empty());
 }
 
-TEST(CudaKernelsEmulated, GlobalAveragePoolAndSumToShapeMatchTheCpu) {
+TEST(CudaKernelsEmulated, GlobalPoolsAndSumToShapeMatchTheCpu) {
   for (DType t : kFloatTypes) {
     // GlobalAveragePool: a mean over every dim after N and C (GlobalAveragePool::prepare).
     const Tensor x = random_tensor(t, {2, 3, 4, 5}, 700);
     const Tensor want = OneNode("GlobalAveragePool", {{"x", x}}, {t}).run_cpu()[0];
     expect_close(run_plan(x, {false, false, true, true}, emu::ReduceKind::kMean, want.dims), want,
                  "GlobalAveragePool " + std::string(dtype_name(t)), 10.0);
+    // GlobalMaxPool: the same plan with the max (GlobalPool::prepare).
+    const Tensor want_max = OneNode("GlobalMaxPool", {{"x", x}}, {t}).run_cpu()[0];
+    expect_close(run_plan(x, {false, false, true, true}, emu::ReduceKind::kMax, want_max.dims), want_max,
+                 "GlobalMaxPool " + std::string(dtype_name(t)), 0.0);
     // SumToShape(x [4, 3, 5], [3, 1]): the leading dim and the broadcast one (SumToShape::reduced_axes).
     const Tensor g = random_tensor(t, {4, 3, 5}, 701);
     const Tensor want_sum = OneNode("SumToShape", {{"x", g}, {"shape", ints({3, 1})}}, {t}, kAmpDomain).run_cpu()[0];
