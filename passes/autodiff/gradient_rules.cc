@@ -30,7 +30,9 @@ const GradRuleTable& gradient_rules() {
 const std::unordered_set<std::string>& non_differentiable_ops() {
   static const std::unordered_set<std::string> ops = {
       "Shape", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Sign"};
+      "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Sign",
+      // integer (quantized) arithmetic: piecewise constant in every float input, no gradient
+      "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"};
   return ops;
 }
 

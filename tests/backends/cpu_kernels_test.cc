@@ -853,5 +853,59 @@ TEST(CpuKernels, NormLikeReductionsMatchTorch) {
   check(cases, "norm_reductions");
 }
 
+// The integer ops of quantized models (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv,
+// DynamicQuantizeLinear) against numpy / torch in float64 (exact for these integers) written from
+// ONNX's operator text: per-tensor and per-row / per-column / per-channel zero points and scales,
+// uint8 and int8, broadcast batches, padding, strides and groups. ONNX's node tests run in `Libonnx`.
+TEST(CpuKernels, IntegerQuantizedOpsMatchNumpy) {
+  std::vector<Case> cases;
+  const DType u8 = DType::kUInt8, s8 = DType::kInt8, f32 = DType::kFloat;
+  cases.push_back(Case{"matmulinteger_u8", "MatMulInteger",
+                       {{"a", small_ints(u8, {2, 3, 4}, 0, 255, 201)}, {"b", small_ints(u8, {4, 5}, 0, 255, 202)},
+                        {"azp", small_ints(u8, {3}, 0, 255, 203)}, {"bzp", small_ints(u8, {5}, 0, 255, 204)}},
+                       {}, 1, {}});
+  cases.push_back(Case{"matmulinteger_s8", "MatMulInteger",
+                       {{"a", small_ints(s8, {3, 4}, -128, 127, 205)}, {"b", small_ints(s8, {2, 4, 5}, -128, 127, 206)},
+                        {"azp", small_ints(s8, {}, -20, 20, 207)}, {"bzp", small_ints(s8, {}, -20, 20, 208)}},
+                       {}, 1, {}});
+  cases.push_back(Case{"qlinearmatmul_u8", "QLinearMatMul",
+                       {{"a", small_ints(u8, {2, 3, 4}, 0, 255, 209)}, {"as", random_tensor(f32, {}, 0.01, 0.05, 210)},
+                        {"azp", small_ints(u8, {}, 100, 150, 211)}, {"b", small_ints(u8, {4, 5}, 0, 255, 212)},
+                        {"bs", random_tensor(f32, {5}, 0.01, 0.05, 213)}, {"bzp", small_ints(u8, {5}, 100, 150, 214)},
+                        {"ys", random_tensor(f32, {}, 0.05, 0.2, 215)}, {"yzp", small_ints(u8, {}, 100, 150, 216)}},
+                       {}, 1, {}});
+  cases.push_back(Case{"qlinearmatmul_s8", "QLinearMatMul",
+                       {{"a", small_ints(s8, {3, 4}, -128, 127, 217)}, {"as", random_tensor(f32, {3}, 0.01, 0.05, 218)},
+                        {"azp", small_ints(s8, {3}, -10, 10, 219)}, {"b", small_ints(s8, {4, 5}, -128, 127, 220)},
+                        {"bs", random_tensor(f32, {}, 0.01, 0.05, 221)}, {"bzp", small_ints(s8, {}, -10, 10, 222)},
+                        {"ys", random_tensor(f32, {}, 0.05, 0.2, 223)}, {"yzp", small_ints(s8, {}, -10, 10, 224)}},
+                       {}, 1, {}});
+  std::vector<Attribute> conv_attrs;
+  conv_attrs.push_back(Attribute::of_ints("pads", {1, 0, 1, 2}));
+  conv_attrs.push_back(Attribute::of_ints("strides", {2, 1}));
+  cases.push_back(Case{"convinteger_u8", "ConvInteger",
+                       {{"x", small_ints(u8, {2, 2, 5, 6}, 0, 255, 225)}, {"w", small_ints(u8, {4, 2, 3, 3}, 0, 255, 226)},
+                        {"xzp", small_ints(u8, {}, 100, 150, 227)}, {"wzp", small_ints(u8, {4}, 100, 150, 228)}},
+                       std::move(conv_attrs), 1, {}});
+  std::vector<Attribute> group_attrs;
+  group_attrs.push_back(Attribute::of_int("group", 2));
+  group_attrs.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  group_attrs.push_back(Attribute::of_ints("dilations", {1, 2}));
+  cases.push_back(Case{"qlinearconv_s8", "QLinearConv",
+                       {{"x", small_ints(s8, {1, 4, 5, 6}, -128, 127, 229)}, {"xs", random_tensor(f32, {}, 0.01, 0.05, 230)},
+                        {"xzp", small_ints(s8, {}, -10, 10, 231)}, {"w", small_ints(s8, {6, 2, 3, 3}, -128, 127, 232)},
+                        {"ws", random_tensor(f32, {6}, 0.01, 0.05, 233)}, {"wzp", small_ints(s8, {6}, -5, 5, 234)},
+                        {"ys", random_tensor(f32, {}, 0.2, 0.6, 235)}, {"yzp", small_ints(s8, {}, -10, 10, 236)},
+                        {"bias", random_tensor(DType::kInt32, {6}, -2000, 2000, 237)}},
+                       std::move(group_attrs), 1, {}});
+  cases.push_back(Case{"dynamicquantizelinear", "DynamicQuantizeLinear", {{"x", random_tensor(f32, {3, 4, 5}, -3, 5, 238)}},
+                       {}, 3, {}});
+  cases.push_back(Case{"dynamicquantizelinear_positive", "DynamicQuantizeLinear",
+                       {{"x", random_tensor(f32, {7}, 1, 4, 239)}}, {}, 3, {}});
+  cases.push_back(Case{"dynamicquantizelinear_zeros", "DynamicQuantizeLinear", {{"x", random_tensor(f32, {4}, 0, 0, 240)}},
+                       {}, 3, {}});
+  check(cases, "integer_quantized");
+}
+
 }  // namespace
 }  // namespace amp::test

@@ -378,6 +378,62 @@ CASES.update({
 })
 
 
+def int_matmul(a, azp, b, bzp):
+    """(A - a_zp) @ (B - b_zp) in int64 (exact), zero points per tensor, per row of A, per column of B."""
+    azp = azp.astype(np.int64).reshape(-1, 1) if azp.size > 1 else azp.astype(np.int64)
+    return np.matmul(a.astype(np.int64) - azp, b.astype(np.int64) - bzp.astype(np.int64))
+
+
+def int_conv(x, xzp, w, wzp, pads, **conv):
+    """Conv of the zero-point-shifted integers in float64 (exact), padded with 0 after the shift
+    (pads as ONNX orders them: the begins of H and W, then their ends)."""
+    wzp = wzp.astype(np.int64).reshape(-1, 1, 1, 1) if wzp.size > 1 else wzp.astype(np.int64)
+    xs = torch.from_numpy((x.astype(np.int64) - xzp.astype(np.int64)).astype(np.float64))
+    xs = F.pad(xs, (pads[1], pads[3], pads[0], pads[2]))
+    ws = torch.from_numpy((w.astype(np.int64) - wzp).astype(np.float64))
+    return np.rint(F.conv2d(xs, ws, **conv).numpy()).astype(np.int64)
+
+
+def requantize(acc, multiplier, yzp):
+    """ONNX: saturate(rint(acc * multiplier) + y_zero_point), the multiplier in float32."""
+    info = np.iinfo(yzp.dtype)
+    y = np.rint(acc.astype(np.float64) * multiplier.astype(np.float32).astype(np.float64)) + yzp.astype(np.float64)
+    return np.clip(y, info.min, info.max).astype(yzp.dtype)
+
+
+def qlinear_matmul(i):
+    acc = int_matmul(i["a"], i["azp"], i["b"], i["bzp"])
+    a_scale = i["as"].reshape(-1, 1) if i["as"].size > 1 else i["as"]
+    return requantize(acc, (a_scale * i["bs"] / i["ys"]).astype(np.float32), i["yzp"])
+
+
+def qlinear_conv(i):
+    acc = int_conv(i["x"], i["xzp"], i["w"], i["wzp"], (1, 1, 1, 1), dilation=(1, 2), groups=2)
+    acc = acc + i["bias"].astype(np.int64).reshape(1, -1, 1, 1)
+    return requantize(acc, (i["xs"] * i["ws"].reshape(1, -1, 1, 1) / i["ys"]).astype(np.float32), i["yzp"])
+
+
+def dynamic_quantize_linear(x):
+    """ONNX's DynamicQuantizeLinear formula, in float32, every round half to even."""
+    x = x.astype(np.float32)
+    lo, hi = np.minimum(np.float32(0), x.min()), np.maximum(np.float32(0), x.max())
+    scale = np.float32(np.float32(1) if hi == lo else hi - lo) / np.float32(255)
+    zp = np.rint(np.clip(np.float32(0) - lo / scale, 0, 255)).astype(np.uint8)
+    y = np.clip(np.rint(x / scale) + zp.astype(np.float32), 0, 255).astype(np.uint8)
+    return [y, np.asarray(scale, dtype=np.float32), np.asarray(zp, dtype=np.uint8)]
+
+
+CASES.update({
+    "matmulinteger_u8": (lambda i: int_matmul(i["a"], i["azp"], i["b"], i["bzp"]), "int32"),
+    "matmulinteger_s8": (lambda i: int_matmul(i["a"], i["azp"], i["b"], i["bzp"]), "int32"),
+    "qlinearmatmul_u8": (qlinear_matmul, "typed"),
+    "qlinearmatmul_s8": (qlinear_matmul, "typed"),
+    "convinteger_u8": (lambda i: int_conv(i["x"], i["xzp"], i["w"], i["wzp"], (1, 0, 1, 2), stride=(2, 1)), "int32"),
+    "qlinearconv_s8": (qlinear_conv, "typed"),
+    "dynamicquantizelinear": (lambda i: dynamic_quantize_linear(i["x"]), "typed"),
+    "dynamicquantizelinear_positive": (lambda i: dynamic_quantize_linear(i["x"]), "typed"),
+    "dynamicquantizelinear_zeros": (lambda i: dynamic_quantize_linear(i["x"]), "typed"),
+})
 
 def main():
     folder, names = sys.argv[1], sys.argv[2:]
@@ -397,6 +453,8 @@ def main():
             if isinstance(o, torch.Tensor):
                 o = o.numpy()
             kind = out_kind or first
+            if out_kind == "typed":  # the integer ops: each output in the type the reference made
+                kind = str(np.asarray(o).dtype)
             if out_kind == "stats":  # LayerNorm: Y in the input's type, Mean / InvStdDev in float32 (or 64)
                 kind = first if k == 0 else ("float64" if first == "float64" else "float32")
             if kind == "bool":
