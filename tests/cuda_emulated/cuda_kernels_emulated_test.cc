@@ -657,6 +657,10 @@ const char* kind_name(emu::ReduceKind k) {
     case emu::ReduceKind::kMax: return "ReduceMax";
     case emu::ReduceKind::kMin: return "ReduceMin";
     case emu::ReduceKind::kProd: return "ReduceProd";
+    case emu::ReduceKind::kL1: return "ReduceL1";
+    case emu::ReduceKind::kSumSquare: return "ReduceSumSquare";
+    case emu::ReduceKind::kL2: return "ReduceL2";
+    case emu::ReduceKind::kLogSum: return "ReduceLogSum";
   }
   return "?";
 }
@@ -684,10 +688,7 @@ void check_reduce(DType t, const std::vector<int64_t>& dims, const std::vector<i
   std::vector<bool> reduced(dims.size(), axes.empty());
   for (int64_t a : axes) reduced[static_cast<size_t>(normalize(a, dims.size()))] = true;
   const bool min = kind == emu::ReduceKind::kMin;
-  const char* op = kind == emu::ReduceKind::kSum    ? "ReduceSum"
-                   : kind == emu::ReduceKind::kMean ? "ReduceMean"
-                   : kind == emu::ReduceKind::kProd ? "ReduceProd"
-                                                    : "ReduceMax";
+  const char* op = min || kind == emu::ReduceKind::kMax ? "ReduceMax" : kind_name(kind);
   Feeds in = {{"x", min ? negated(x) : x}};
   if (kind == emu::ReduceKind::kSum && !axes.empty()) in.push_back({"axes", ints(axes)});  // an input from opset 13
   OneNode node(op, in, {t});
@@ -717,6 +718,25 @@ TEST(CudaKernelsEmulated, ReductionsOverAnyAxesMatchTheCpu) {
   for (const auto& l : launched(mark, "reduce_rows")) (l.block.x == 512 ? wide_rows : narrow_rows) = true;
   EXPECT_TRUE(chunked) << "no reduction was split into chunks";
   EXPECT_TRUE(wide_rows && narrow_rows);
+}
+
+// ReduceL1, ReduceL2, ReduceSumSquare and ReduceLogSum (positive inputs): |x| or x^2 read by the
+// first pass, the root or logarithm taken by the last, also through chunks, two passes and a copy
+// pass over an axis of extent 1 (not the identity for these kinds); an empty axis gives 0 (-inf).
+TEST(CudaKernelsEmulated, NormLikeReductionsOverAnyAxesMatchTheCpu) {
+  auto positive = [](Tensor& x) {
+    for (int64_t k = 0; k < x.numel(); ++k) set(x, k, 0.1f + std::fabs(static_cast<float>(x.element(k))));
+  };
+  uint32_t seed = 680;
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{6, 300, 5}, {0}}, {{6, 40, 5}, {0, 2}}, {{6, 300, 5}, {}}, {{3, 2500}, {1}}, {{333, 10}, {0}}, {{4, 1, 5}, {1}},
+      {{3, 0, 4}, {1}}};
+  for (DType t : kFloatTypes)
+    for (const auto& [dims, axes] : cases) {
+      for (emu::ReduceKind kind : {emu::ReduceKind::kL1, emu::ReduceKind::kL2, emu::ReduceKind::kSumSquare})
+        check_reduce(t, dims, axes, kind, seed++);
+      check_reduce(t, dims, axes, emu::ReduceKind::kLogSum, seed++, positive);
+    }
 }
 
 // ReduceProd (keras2onnx's Tensordot multiplies a shape's dims with it) on values near 1, so that
