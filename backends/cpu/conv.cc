@@ -3,9 +3,11 @@
 // geometry on this CPU. Otherwise, and for double, im2col + one GEMM per image and group: Y[g] (M/g x OH*OW) = W[g] (M/g x C/g*KH*KW) @ col (C/g*KH*KW x OH*OW). A 1x1
 // stride-1 unpadded conv skips im2col: the image already is the column matrix. 16-bit inputs are
 // widened while the columns are gathered, accumulated in fp32 with the bias, and rounded once.
+// ConvInteger and QLinearConv reuse the geometry and im2col in exact int32 arithmetic.
 #include <memory>
 
 #include "backends/cpu/blas.h"
+#include "backends/cpu/integer_quant.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/onednn_runtime.h"
@@ -28,6 +30,22 @@ struct Geometry {
     return true;
   }
 };
+
+Geometry conv_geometry(const WindowAttrs& attrs, int64_t groups, const View& x, const View& w) {
+  const Window win = conv_window(attrs, x.dims, w.dims);
+  Geometry g{x.dims[0], x.dims[1], w.dims[0], groups, {}, {}, {}, {}, {}, {}};
+  const size_t shift = 3 - win.in.size();
+  for (size_t i = 0; i < 3; ++i) {
+    const bool real = i >= shift;
+    g.in[i] = real ? win.in[i - shift] : 1;
+    g.k[i] = real ? win.kernel[i - shift] : 1;
+    g.out[i] = real ? win.out[i - shift] : 1;
+    g.s[i] = real ? win.strides[i - shift] : 1;
+    g.d[i] = real ? win.dilations[i - shift] : 1;
+    g.p[i] = real ? win.pads_begin[i - shift] : 0;
+  }
+  return g;
+}
 
 // col[(c*K + kernel offset)][output position] = image[c][output position * S - P + offset * D],
 // 0 outside the image. Each output row is split into its padded edges and the valid middle,
@@ -164,21 +182,7 @@ class Conv final : public Kernel {
 
   Window window(const View& x, const View& w) const { return conv_window(attrs_, x.dims, w.dims); }
 
-  Geometry geometry(const View& x, const View& w) const {
-    const Window win = window(x, w);
-    Geometry g{x.dims[0], x.dims[1], w.dims[0], groups_, {}, {}, {}, {}, {}, {}};
-    const size_t shift = 3 - win.in.size();
-    for (size_t i = 0; i < 3; ++i) {
-      const bool real = i >= shift;
-      g.in[i] = real ? win.in[i - shift] : 1;
-      g.k[i] = real ? win.kernel[i - shift] : 1;
-      g.out[i] = real ? win.out[i - shift] : 1;
-      g.s[i] = real ? win.strides[i - shift] : 1;
-      g.d[i] = real ? win.dilations[i - shift] : 1;
-      g.p[i] = real ? win.pads_begin[i - shift] : 0;
-    }
-    return g;
-  }
+  Geometry geometry(const View& x, const View& w) const { return conv_geometry(attrs_, groups_, x, w); }
 
   // Adds the bias to one image's output and stores it: in place for fp32/fp64, rounded from the
   // fp32 accumulator for 16-bit types.
@@ -256,11 +260,92 @@ class Conv final : public Kernel {
   onednn::PrimitiveCache<DnnlConvForward> prepared_;
 };
 
+// ConvInteger(x, w, x_zero_point, w_zero_point) -> int32 and QLinearConv(x, x_scale, x_zero_point, w,
+// w_scale, w_zero_point, y_scale, y_zero_point, B) -> y_zero_point's type, in exact int32 arithmetic:
+// X and W widened minus their zero points (W's per tensor or per output channel), so padding adds 0
+// as ONNX's reference pads the shifted image; then Conv's im2col and an int32 product per image and
+// group. QLinearConv adds the int32 bias and requantizes with x_scale w_scale[m] / y_scale.
+template <bool kQLinear>
+class IntegerConv final : public Kernel {
+ public:
+  IntegerConv(const Node& n, int64_t) : attrs_(n), groups_(n.attr_int("group", 1)) {}
+
+  size_t infer(KernelIO& io) const override {
+    const View &x = io.input(0), &w = io.input(kW);
+    if (x.rank() < 3 || x.rank() > 5) throw InputError("supports 1-D to 3-D convolutions, X is " + dims_str(x.dims));
+    infer_outputs(io);
+    const Geometry g = conv_geometry(attrs_, groups_, x, w);
+    return fp32_scratch(x.numel()) + fp32_scratch(w.numel()) + fp32_scratch(g.col_rows() * g.pixels()) +
+           fp32_scratch(g.m * g.pixels());
+  }
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View &x = io.input(0), &w = io.input(kW);
+    const Geometry g = conv_geometry(attrs_, groups_, x, w);
+    const int64_t cg = g.c / g.groups, mg = g.m / g.groups, rows = g.col_rows(), px = g.pixels();
+    auto* x32 = static_cast<int32_t*>(io.workspace);
+    auto* w32 = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(x32) + fp32_scratch(x.numel()));
+    auto* col = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(w32) + fp32_scratch(w.numel()));
+    auto* acc = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(col) + fp32_scratch(rows * px));
+    const View* x_zp = io.has_in(kXZeroPoint) ? &io.input(kXZeroPoint) : nullptr;
+    const View* w_zp = io.has_in(kWZeroPoint) ? &io.input(kWZeroPoint) : nullptr;
+    if (x_zp && x_zp->numel() != 1) throw InputError("x_zero_point must have one element, it has " + std::to_string(x_zp->numel()));
+    widen_minus_zero_point(x, x_zp, 1, 1, x32, "X");
+    widen_minus_zero_point(w, w_zp, w.numel() / g.m, g.m, w32, "W");
+    const int32_t* bias = nullptr;
+    if constexpr (kQLinear) {
+      if (io.has_in(8)) {
+        const View& b = io.input(8);
+        if (b.dtype != DType::kInt32 || b.numel() != g.m) throw InputError("B must be int32 with one element per output channel");
+        bias = b.as<int32_t>();
+      }
+    }
+    View& y = io.output(0);
+    for (int64_t n = 0; n < g.n; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        im2col(x32 + (n * g.c + grp * cg) * g.image(), cg, g, col, ctx.threads);
+        const int32_t* wg = w32 + grp * mg * rows;
+        parallel_for(mg, ctx.threads, 1, [&](int64_t m0, int64_t m1) {
+          for (int64_t m = m0; m < m1; ++m) {
+            int32_t* o = acc + (grp * mg + m) * px;
+            std::fill(o, o + px, 0);
+            for (int64_t r = 0; r < rows; ++r) {
+              const int32_t wv = wg[m * rows + r];
+              const int32_t* c = col + r * px;
+              for (int64_t i = 0; i < px; ++i) o[i] += wv * c[i];
+            }
+          }
+        });
+      }
+      if constexpr (!kQLinear) {
+        std::copy(acc, acc + g.m * px, y.as<int32_t>() + n * g.m * px);
+      } else {
+        const Scales x_scale(io.input(1), 1, "x_scale"), w_scale(io.input(4), g.m, "w_scale"), y_scale(io.input(6), 1, "y_scale");
+        const int32_t y_zp = scalar_zero_point(&io.input(7), "y_zero_point");
+        for (int64_t m = 0; m < g.m; ++m) {
+          const float multiplier = x_scale.at(0) * w_scale.at(m) / y_scale.at(0);
+          for (int64_t i = 0; i < px; ++i)
+            requantize(acc[m * px + i] + (bias ? bias[m] : 0), multiplier, y_zp, y.dtype, y.data, (n * g.m + m) * px + i);
+        }
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kW = kQLinear ? 3 : 1;
+  static constexpr size_t kXZeroPoint = 2;  // in both ops
+  static constexpr size_t kWZeroPoint = kQLinear ? 5 : 3;
+  WindowAttrs attrs_;
+  int64_t groups_;
+};
+
 }  // namespace
 
 const std::vector<OpEntry>& conv_ops() {
   static const std::vector<OpEntry> ops = {
       {"Conv", make_kernel<Conv>, FloatTypes::mask(), {}},
+      {"ConvInteger", make_kernel<IntegerConv<false>>, TypeList<uint8_t, int8_t>::mask(), {}},
+      {"QLinearConv", make_kernel<IntegerConv<true>>, TypeList<uint8_t, int8_t>::mask(), {}},
   };
   return ops;
 }

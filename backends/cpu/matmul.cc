@@ -3,9 +3,11 @@
 // fp32 accumulation, and the result is rounded once — a tensor core's fp16 x fp16 -> fp32 -> fp16.
 // fp32 and bf16 MatMuls whose batch dims are shared or equal run on oneDNN's matmul instead (same
 // contract; native bf16 dot products; backends/cpu/onednn_matmul.h) where the CPU has it.
+// MatMulInteger and QLinearMatMul: the same shapes in exact int32 arithmetic (integer_quant.h).
 #include <memory>
 
 #include "backends/cpu/blas.h"
+#include "backends/cpu/integer_quant.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/onednn_matmul.h"
 #include "backends/cpu/onednn_runtime.h"
@@ -34,6 +36,19 @@ MatMulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_
   return s;
 }
 
+// For each output batch, the batch indices of A and B it multiplies (the batch dims broadcast).
+std::vector<std::pair<int64_t, int64_t>> batch_pairs(const MatMulShape& s) {
+  const Broadcast bc({&s.a_batch, &s.b_batch});
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  int64_t offs[4];
+  for (int64_t r = 0; r < bc.rows(); ++r) {
+    bc.row_offsets(r, offs);
+    for (int64_t i = 0; i < bc.inner(); ++i)
+      pairs.emplace_back(offs[0] + i * bc.inner_stride(0), offs[1] + i * bc.inner_stride(1));
+  }
+  return pairs;
+}
+
 // out[batch] = a[batch] @ b[batch] for contiguous row-major operands, F float or double.
 template <class F>
 void batched_matmul(const MatMulShape& s, const F* a, const F* b, F* out, int threads) {
@@ -44,15 +59,7 @@ void batched_matmul(const MatMulShape& s, const F* a, const F* b, F* out, int th
     parallel_gemm<F>(false, false, batches * s.m, s.n, s.k, F(1), a, s.k, b, s.n, F(0), out, s.n, threads);
     return;
   }
-  const Broadcast bc({&s.a_batch, &s.b_batch});
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  pairs.reserve(static_cast<size_t>(batches));
-  int64_t offs[4];
-  for (int64_t r = 0; r < bc.rows(); ++r) {
-    bc.row_offsets(r, offs);
-    for (int64_t i = 0; i < bc.inner(); ++i)
-      pairs.emplace_back(offs[0] + i * bc.inner_stride(0), offs[1] + i * bc.inner_stride(1));
-  }
+  const std::vector<std::pair<int64_t, int64_t>> pairs = batch_pairs(s);
   auto one = [&](int64_t i, int cores) {
     parallel_gemm<F>(false, false, s.m, s.n, s.k, F(1), a + pairs[i].first * s.m * s.k, s.k,
                      b + pairs[i].second * s.k * s.n, s.n, F(0), out + i * s.m * s.n, s.n, cores);
@@ -66,6 +73,73 @@ void batched_matmul(const MatMulShape& s, const F* a, const F* b, F* out, int th
     for (int64_t i = 0; i < batches; ++i) one(i, threads);
   }
 }
+
+// out[batch] = a[batch] @ b[batch] in int32, as ONNX's integer matmuls accumulate.
+void batched_int_matmul(const MatMulShape& s, const int32_t* a, const int32_t* b, int32_t* out, int threads) {
+  const int64_t batches = product(s.out_dims) / std::max<int64_t>(1, s.m * s.n);
+  if (batches == 0) return;
+  const std::vector<std::pair<int64_t, int64_t>> pairs = batch_pairs(s);
+  parallel_for(batches * s.m, threads, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(s.k * s.n, 1)),
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) {
+                   const int64_t i = r / s.m, row = r % s.m;
+                   const int32_t* ar = a + (pairs[static_cast<size_t>(i)].first * s.m + row) * s.k;
+                   const int32_t* bm = b + pairs[static_cast<size_t>(i)].second * s.k * s.n;
+                   int32_t* o = out + r * s.n;
+                   std::fill(o, o + s.n, 0);
+                   for (int64_t k = 0; k < s.k; ++k) {
+                     const int32_t av = ar[k];
+                     const int32_t* br = bm + k * s.n;
+                     for (int64_t j = 0; j < s.n; ++j) o[j] += av * br[j];
+                   }
+                 }
+               });
+}
+
+// MatMulInteger(A, B, a_zero_point, b_zero_point) -> int32 and QLinearMatMul(a, a_scale, a_zero_point,
+// b, b_scale, b_zero_point, y_scale, y_zero_point) -> y_zero_point's type: (A - a_zp) @ (B - b_zp) in
+// int32, the zero points and scales per tensor or per row of A / column of B; QLinearMatMul
+// requantizes with a_scale b_scale / y_scale.
+template <bool kQLinear>
+class IntegerMatMul final : public Kernel {
+ public:
+  IntegerMatMul(const Node&, int64_t) {}
+
+  size_t infer(KernelIO& io) const override {
+    infer_outputs(io);
+    const View &a = io.input(0), &b = io.input(kB);
+    return fp32_scratch(a.numel()) + fp32_scratch(b.numel()) + (kQLinear ? fp32_scratch(io.output(0).numel()) : 0);
+  }
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View &a = io.input(0), &b = io.input(kB);
+    const MatMulShape s = matmul_shape(a.dims, b.dims);
+    auto* a32 = static_cast<int32_t*>(io.workspace);
+    auto* b32 = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(a32) + fp32_scratch(a.numel()));
+    const View* a_zp = io.has_in(2) ? &io.input(2) : nullptr;  // input 2 in both ops
+    const View* b_zp = io.has_in(kBZeroPoint) ? &io.input(kBZeroPoint) : nullptr;
+    widen_minus_zero_point(a, a_zp, s.k, s.m, a32, "A");
+    widen_minus_zero_point(b, b_zp, 1, s.n, b32, "B");
+    if constexpr (!kQLinear) {
+      batched_int_matmul(s, a32, b32, io.output(0).as<int32_t>(), ctx.threads);
+    } else {
+      auto* acc = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(b32) + fp32_scratch(b.numel()));
+      batched_int_matmul(s, a32, b32, acc, ctx.threads);
+      const Scales a_scale(io.input(1), s.m, "a_scale"), b_scale(io.input(4), s.n, "b_scale"), y_scale(io.input(6), 1, "y_scale");
+      const int32_t y_zp = scalar_zero_point(&io.input(7), "y_zero_point");
+      View& y = io.output(0);
+      const int64_t total = y.numel();
+      for (int64_t e = 0; e < total; ++e) {
+        const int64_t col = e % s.n, row = e / s.n % s.m;
+        requantize(acc[e], a_scale.at(row) * b_scale.at(col) / y_scale.at(0), y_zp, y.dtype, y.data, e);
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kB = kQLinear ? 3 : 1;            // B's input index
+  static constexpr size_t kBZeroPoint = kQLinear ? 5 : 3;   // b_zero_point's
+};
 
 class MatMul final : public Kernel {
  public:
@@ -209,6 +283,8 @@ const std::vector<OpEntry>& matmul_ops() {
   static const std::vector<OpEntry> ops = {
       {"MatMul", make_kernel<MatMul>, FloatTypes::mask(), {}},
       {"Gemm", make_kernel<Gemm>, FloatTypes::mask(), {}},
+      {"MatMulInteger", make_kernel<IntegerMatMul<false>>, TypeList<uint8_t, int8_t>::mask(), {}},
+      {"QLinearMatMul", make_kernel<IntegerMatMul<true>>, TypeList<uint8_t, int8_t>::mask(), {}},
   };
   return ops;
 }

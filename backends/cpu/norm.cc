@@ -1,5 +1,6 @@
 // BatchNormalization (opset 15: inference, and training mode with batch statistics and running
-// stats outputs) and LayerNormalization (with its Mean / InvStdDev outputs). Statistics are
+// stats outputs), LayerNormalization (with its Mean / InvStdDev outputs), InstanceNormalization and
+// MeanVarianceNormalization. Statistics are
 // computed in fp32 (fp64 for double inputs) in two passes, whatever the storage type: fp16 sums
 // and variances overflow and lose the small differences normalization is about.
 #include <cmath>
@@ -148,6 +149,104 @@ class LayerNormalization final : public Kernel {
   float epsilon_;
 };
 
+// InstanceNormalization: y = scale[c] (x - mean) / sqrt(var + epsilon) + B[c], with the mean and
+// (biased) variance of each (n, c) plane over the spatial dims, summed in fp64.
+class InstanceNormalization final : public Kernel {
+ public:
+  InstanceNormalization(const Node& n, int64_t) : epsilon_(n.attr_float("epsilon", 1e-5f)) {}
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View& x = io.input(0);
+    const int64_t channels = x.dims[1], planes = x.dims[0] * channels, size = product(x.dims, 2);
+    dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const std::vector<C> scale = values_as<C>(io.input(1)), bias = values_as<C>(io.input(2));
+      const T* in = x.as<T>();
+      T* out = io.output(0).as<T>();
+      parallel_for(planes, ctx.threads, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(size, 1)),
+                   [&](int64_t p0, int64_t p1) {
+                     for (int64_t p = p0; p < p1; ++p) {
+                       const T* plane = in + p * size;
+                       const double mean = row_sum(plane, size) / static_cast<double>(size);
+                       const double var = row_sum_sq_dev(plane, size, mean) / static_cast<double>(size);
+                       const int64_t c = p % channels;
+                       const C inv = static_cast<C>(1.0 / std::sqrt(var + static_cast<double>(epsilon_)));
+                       const C m = static_cast<C>(mean);
+                       store_rows<T>(out + p * size, size, [&](int64_t j) {
+                         return static_cast<compute_t<T>>((load(plane[j]) - m) * inv * scale[c] + bias[c]);
+                       });
+                     }
+                   });
+    });
+  }
+
+ private:
+  float epsilon_;
+};
+
+// MeanVarianceNormalization: y = (x - mean) / (sqrt(var) + 1e-9) over `axes` (default [0, 2, 3]),
+// as ONNX's function body defines it (the epsilon added to the deviation, not the variance).
+// Statistics in fp64, two passes; any set of axes, one index walk per pass.
+class MeanVarianceNormalization final : public Kernel {
+ public:
+  MeanVarianceNormalization(const Node& n, int64_t) : axes_(n.attr_ints("axes", {0, 2, 3})) {}
+
+  void run(KernelIO& io, const RunContext&) const override {
+    const View& x = io.input(0);
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    std::vector<bool> reduced(static_cast<size_t>(rank), false);
+    for (int64_t a : axes_) {
+      if (a < -rank || a >= rank)
+        throw InputError("MeanVarianceNormalization: axis " + std::to_string(a) + " is out of range for " + dims_str(x.dims));
+      reduced[static_cast<size_t>(normalize_axis(a, rank))] = true;
+    }
+    // Each element's group: its index over the kept dims.
+    std::vector<int64_t> stride(static_cast<size_t>(rank), 0);
+    int64_t groups = 1;
+    for (int64_t d = rank; d-- > 0;)
+      if (!reduced[static_cast<size_t>(d)]) {
+        stride[static_cast<size_t>(d)] = groups;
+        groups *= x.dims[static_cast<size_t>(d)];
+      }
+    const int64_t total = x.numel(), count = groups > 0 ? total / groups : 0;
+    auto walk = [&](auto visit) {
+      std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+      int64_t g = 0;
+      for (int64_t e = 0; e < total; ++e) {
+        visit(g, e);
+        for (int64_t d = rank; d-- > 0;) {
+          const size_t k = static_cast<size_t>(d);
+          g += stride[k];
+          if (++idx[k] < x.dims[k]) break;
+          g -= stride[k] * x.dims[k];
+          idx[k] = 0;
+        }
+      }
+    };
+    dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* in = x.as<T>();
+      T* out = io.output(0).as<T>();
+      std::vector<double> mean(static_cast<size_t>(groups), 0.0), dev(static_cast<size_t>(groups), 0.0);
+      walk([&](int64_t g, int64_t e) { mean[static_cast<size_t>(g)] += static_cast<double>(load(in[e])); });
+      for (double& m : mean) m /= static_cast<double>(count);
+      walk([&](int64_t g, int64_t e) {
+        const double d = static_cast<double>(load(in[e])) - mean[static_cast<size_t>(g)];
+        dev[static_cast<size_t>(g)] += d * d;
+      });
+      for (double& v : dev) v = std::sqrt(v / static_cast<double>(count)) + 1e-9;
+      walk([&](int64_t g, int64_t e) {
+        const size_t k = static_cast<size_t>(g);
+        out[e] = store<T>(static_cast<compute_t<T>>((static_cast<double>(load(in[e])) - mean[k]) / dev[k]));
+      });
+    });
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+
 // LRN (AlexNet, GoogLeNet, ZFNet from Caffe): y = x / (bias + alpha / size * sum of x^2 over the
 // channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2))^beta, in the compute type (fp32 for
 // 16-bit tensors), one rounding on store, as ONNX's reference and torch's local_response_norm do.
@@ -200,6 +299,8 @@ const std::vector<OpEntry>& norm_ops() {
   static const std::vector<OpEntry> ops = {
       {"BatchNormalization", make_kernel<BatchNormalization>, FloatTypes::mask(), {}},
       {"LayerNormalization", make_kernel<LayerNormalization>, FloatTypes::mask(), {}},
+      {"InstanceNormalization", make_kernel<InstanceNormalization>, FloatTypes::mask(), {}},
+      {"MeanVarianceNormalization", make_kernel<MeanVarianceNormalization>, FloatTypes::mask(), {}},
       {"LRN", make_kernel<Lrn>, FloatTypes::mask(), {}},
   };
   return ops;

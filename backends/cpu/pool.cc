@@ -1,4 +1,4 @@
-// MaxPool (with optional Indices), AveragePool and GlobalAveragePool over 1 to 3 spatial dims.
+// MaxPool (with optional Indices), AveragePool, GlobalAveragePool and GlobalMaxPool over 1 to 3 spatial dims.
 // Each (image, channel) plane is independent, so planes are spread over the cores. Averages are
 // summed in fp32 (fp64 for double) and rounded once.
 #include <algorithm>
@@ -178,9 +178,12 @@ class AveragePool final : public Kernel {
   bool count_pad_;
 };
 
-class GlobalAveragePool final : public Kernel {
+// GlobalAveragePool and GlobalMaxPool: one value per (n, c) plane. The max lets NaN win, as
+// ReduceMax and torch.amax do.
+template <bool kMax>
+class GlobalPool final : public Kernel {
  public:
-  GlobalAveragePool(const Node&, int64_t) {}
+  GlobalPool(const Node&, int64_t) {}
   void run(KernelIO& io, const RunContext& ctx) const override {
     const View& x = io.input(0);
     const int64_t planes = x.dims[0] * x.dims[1], size = product(x.dims, 2);
@@ -192,9 +195,19 @@ class GlobalAveragePool final : public Kernel {
       parallel_for(planes, ctx.threads, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(size, 1)),
                    [&](int64_t p0, int64_t p1) {
                      for (int64_t p = p0; p < p1; ++p) {
-                       C sum = 0;
-                       for (int64_t i = 0; i < size; ++i) sum += load(in[p * size + i]);
-                       out[p] = store<T>(sum / static_cast<C>(size));
+                       if constexpr (kMax) {
+                         C m = -std::numeric_limits<C>::infinity();
+                         for (int64_t i = 0; i < size; ++i) {
+                           const C v = load(in[p * size + i]);
+                           if (v != v || v > m) m = v;
+                           if (m != m) break;
+                         }
+                         out[p] = store<T>(m);
+                       } else {
+                         C sum = 0;
+                         for (int64_t i = 0; i < size; ++i) sum += load(in[p * size + i]);
+                         out[p] = store<T>(sum / static_cast<C>(size));
+                       }
                      }
                    });
     });
@@ -207,7 +220,8 @@ const std::vector<OpEntry>& pool_ops() {
   static const std::vector<OpEntry> ops = {
       {"MaxPool", make_kernel<MaxPool>, TypeList<float, f16, bf16, double, int8_t, uint8_t>::mask(), {}},
       {"AveragePool", make_kernel<AveragePool>, FloatTypes::mask(), {}},
-      {"GlobalAveragePool", make_kernel<GlobalAveragePool>, FloatTypes::mask(), {}},
+      {"GlobalAveragePool", make_kernel<GlobalPool<false>>, FloatTypes::mask(), {}},
+      {"GlobalMaxPool", make_kernel<GlobalPool<true>>, FloatTypes::mask(), {}},
   };
   return ops;
 }

@@ -1,4 +1,4 @@
-// QuantizeLinear and DequantizeLinear (opset 10-17): the edges of the quantized regions that ONNX
+// QuantizeLinear, DequantizeLinear (opset 10-17) and DynamicQuantizeLinear: the edges of the quantized regions that ONNX
 // Runtime's quantization tools write (QDQ models: each weight and activation passes through a
 // Quantize -> Dequantize pair, the float ops between them). Per-tensor or per-axis (opset 13's
 // `axis`, default 1) scale and zero point.
@@ -119,12 +119,46 @@ class DequantizeLinear final : public Kernel {
   int64_t axis_;
 };
 
+// DynamicQuantizeLinear (opset 11): x (fp32) to uint8 with a scale and zero point from x's range,
+// by ONNX's formula in fp32: the range [min(0, min x), max(0, max x)], y_scale = range / 255,
+// y_zero_point = saturate(round(0 - min / y_scale)), y = saturate(round(x / y_scale) + y_zero_point),
+// every round half to even. An all-zero x (range 0) takes the range 1, as ONNX's reference does.
+class DynamicQuantizeLinear final : public Kernel {
+ public:
+  DynamicQuantizeLinear(const Node&, int64_t) {}
+
+  void run(KernelIO& io, const RunContext& ctx) const override {
+    const View& x = io.input(0);
+    if (x.dtype != DType::kFloat) throw InputError("DynamicQuantizeLinear takes float32, not " + std::string(dtype_name(x.dtype)));
+    const float* in = x.as<float>();
+    const int64_t n = x.numel();
+    float lo = 0, hi = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      lo = std::min(lo, in[i]);
+      hi = std::max(hi, in[i]);
+    }
+    const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    const float zero = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / scale)));
+    uint8_t* out = io.output(0).as<uint8_t>();
+    parallel_for(n, ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        float v = std::nearbyint(in[i] / scale) + zero;
+        if (v != v) v = 0;
+        out[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, v)));
+      }
+    });
+    if (io.has_out(1)) io.output(1).as<float>()[0] = scale;
+    if (io.has_out(2)) io.output(2).as<uint8_t>()[0] = static_cast<uint8_t>(zero);
+  }
+};
+
 }  // namespace
 
 const std::vector<OpEntry>& quantize_ops() {
   static const std::vector<OpEntry> ops = {
       {"QuantizeLinear", make_kernel<QuantizeLinear>, FloatTypes::mask(), {}},
       {"DequantizeLinear", make_kernel<DequantizeLinear>, TypeList<uint8_t, int8_t, int32_t>::mask(), {}},
+      {"DynamicQuantizeLinear", make_kernel<DynamicQuantizeLinear>, TypeList<float>::mask(), {}},
   };
   return ops;
 }

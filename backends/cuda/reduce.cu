@@ -3,7 +3,9 @@
 // with inner > 1 consecutive threads take consecutive inner positions so reads stay coalesced
 // (column sums: a bias gradient over [tokens, channels]). When that leaves the GPU idle — 768
 // outputs each summing 8192 rows — r is cut into chunks on blockIdx.y, each writing fp32
-// partials, and a second pass sums the chunks: no atomics, so results are reproducible.
+// partials, and a second pass sums the chunks: no atomics, so results are reproducible. ReduceL1,
+// ReduceL2, ReduceSumSquare and ReduceLogSum are sums whose first pass reads |x| or x^2 and whose
+// last pass takes the square root or the logarithm.
 // Accumulation is fp32; max/min let NaN win, as the elementwise Max/Min do.
 #include "backends/cuda/reduce.cuh"
 
@@ -29,6 +31,18 @@ __device__ __forceinline__ float combine(int kind, float a, float b) {
   return a + b;
 }
 
+// What the first pass applies to each input element (kRead*) and the last to each result (kFinish*).
+enum : int { kReadAsIs = 0, kReadAbs = 1, kReadSquare = 2 };
+enum : int { kFinishAsIs = 0, kFinishSqrt = 1, kFinishLog = 2 };
+
+__device__ __forceinline__ float read_op(int read, float v) {
+  return read == kReadAbs ? fabsf(v) : read == kReadSquare ? v * v : v;
+}
+
+__device__ __forceinline__ float finish_op(int finish, float v) {
+  return finish == kFinishSqrt ? sqrtf(v) : finish == kFinishLog ? logf(v) : v;
+}
+
 __device__ __forceinline__ float block_combine(int kind, float v, float* scratch) {
   for (int offset = 16; offset > 0; offset >>= 1) v = combine(kind, v, __shfl_xor_sync(0xffffffffu, v, offset));
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -46,37 +60,38 @@ constexpr int kRowThreads = 512;
 
 template <class In, class Out>
 __global__ void __launch_bounds__(kRowThreads)
-    reduce_rows(const In* __restrict__ src, Out* __restrict__ dst, int64_t r, int kind, float scale) {
+    reduce_rows(const In* __restrict__ src, Out* __restrict__ dst, int64_t r, int kind, float scale, int read, int finish) {
   __shared__ float scratch[32];
   const In* row = src + blockIdx.x * r;
   float acc = identity_of(kind);
-  for (int64_t i = threadIdx.x; i < r; i += blockDim.x) acc = combine(kind, acc, to_float(row[i]));
+  for (int64_t i = threadIdx.x; i < r; i += blockDim.x) acc = combine(kind, acc, read_op(read, to_float(row[i])));
   acc = block_combine(kind, acc, scratch);
-  if (threadIdx.x == 0) dst[blockIdx.x] = from_float<Out>(acc * scale);
+  if (threadIdx.x == 0) dst[blockIdx.x] = from_float<Out>(finish_op(finish, acc * scale));
 }
 
 // grid.y chunks of r; output [chunks, outer, inner] (chunks == 1: the final [outer, inner]).
 template <class In, class Out>
 __global__ void reduce_columns(const In* __restrict__ src, Out* __restrict__ dst, int64_t outer, int64_t r,
-                               int64_t inner, int kind, float scale) {
+                               int64_t inner, int kind, float scale, int read, int finish) {
   const int64_t pos = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (pos >= outer * inner) return;
   const int64_t o = pos / inner, i = pos % inner;
   const int64_t chunk = (r + gridDim.y - 1) / gridDim.y;
   const int64_t begin = blockIdx.y * chunk, end = min(r, begin + chunk);
   float acc = identity_of(kind);
-  for (int64_t k = begin; k < end; ++k) acc = combine(kind, acc, to_float(src[(o * r + k) * inner + i]));
-  dst[blockIdx.y * outer * inner + pos] = from_float<Out>(acc * scale);
+  for (int64_t k = begin; k < end; ++k) acc = combine(kind, acc, read_op(read, to_float(src[(o * r + k) * inner + i])));
+  dst[blockIdx.y * outer * inner + pos] = from_float<Out>(finish_op(finish, acc * scale));
 }
 
 template <class In, class Out>
 void launch_pass(const In* src, Out* dst, int64_t outer, int64_t r, int64_t inner, int chunks, int kind, float scale,
-                 cudaStream_t stream) {
+                 int read, int finish, cudaStream_t stream) {
   if (inner == 1) {
-    reduce_rows<In, Out><<<static_cast<unsigned>(outer), r >= 2048 ? kRowThreads : 128, 0, stream>>>(src, dst, r, kind, scale);
+    reduce_rows<In, Out><<<static_cast<unsigned>(outer), r >= 2048 ? kRowThreads : 128, 0, stream>>>(src, dst, r, kind, scale,
+                                                                                                       read, finish);
   } else {
     const dim3 grid(static_cast<unsigned>((outer * inner + 255) / 256), static_cast<unsigned>(chunks));
-    reduce_columns<In, Out><<<grid, 256, 0, stream>>>(src, dst, outer, r, inner, kind, scale);
+    reduce_columns<In, Out><<<grid, 256, 0, stream>>>(src, dst, outer, r, inner, kind, scale, read, finish);
   }
 }
 
@@ -145,20 +160,29 @@ void ReducePlan::enqueue(const void* in, void* out, void* workspace, cudaStream_
   const float mean_scale = total_ > 0 ? 1.0f / static_cast<float>(total_) : NAN;
   dispatch_float(type_, "Reduce", [&](auto tag) {
     using T = decltype(tag);
+    const bool sum_of_terms = kind_ == ReduceKind::kMean || kind_ == ReduceKind::kL1 || kind_ == ReduceKind::kSumSquare ||
+                              kind_ == ReduceKind::kL2 || kind_ == ReduceKind::kLogSum;
+    const int kind = static_cast<int>(sum_of_terms ? ReduceKind::kSum : kind_);
+    const int read_kind = kind_ == ReduceKind::kL1 ? kReadAbs
+                          : kind_ == ReduceKind::kSumSquare || kind_ == ReduceKind::kL2 ? kReadSquare
+                                                                                         : kReadAsIs;
+    const int finish_kind = kind_ == ReduceKind::kL2 ? kFinishSqrt : kind_ == ReduceKind::kLogSum ? kFinishLog : kFinishAsIs;
     for (const Pass& p : passes_) {
       const float scale = p.to_output && kind_ == ReduceKind::kMean ? mean_scale : 1.0f;
-      const int kind = static_cast<int>(kind_ == ReduceKind::kMean ? ReduceKind::kSum : kind_);
+      const int read = p.from_input ? read_kind : kReadAsIs, finish = p.to_output ? finish_kind : kFinishAsIs;
       const int chunks = p.chunks;
       if (p.from_input && p.to_output)
-        launch_pass(static_cast<const T*>(in), static_cast<T*>(out), p.outer, p.r, p.inner, chunks, kind, scale, stream);
+        launch_pass(static_cast<const T*>(in), static_cast<T*>(out), p.outer, p.r, p.inner, chunks, kind, scale, read,
+                    finish, stream);
       else if (p.from_input)
-        launch_pass(static_cast<const T*>(in), ws + p.dst_offset, p.outer, p.r, p.inner, chunks, kind, scale, stream);
+        launch_pass(static_cast<const T*>(in), ws + p.dst_offset, p.outer, p.r, p.inner, chunks, kind, scale, read, finish,
+                    stream);
       else if (p.to_output)
         launch_pass(static_cast<const float*>(ws + p.src_offset), static_cast<T*>(out), p.outer, p.r, p.inner, chunks,
-                    kind, scale, stream);
+                    kind, scale, read, finish, stream);
       else
         launch_pass(static_cast<const float*>(ws + p.src_offset), ws + p.dst_offset, p.outer, p.r, p.inner, chunks,
-                    kind, scale, stream);
+                    kind, scale, read, finish, stream);
     }
   });
   AMP_CUDA_CHECK(cudaGetLastError());

@@ -1,4 +1,5 @@
-// Reductions (sum, mean, max, min) over any set of axes of a float tensor, accumulated in fp32.
+// Reductions (sum, mean, max, min, product, and the norm-like sums: L1, L2, sum of squares, log of
+// the sum) over any set of axes of a float tensor, accumulated in fp32.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,7 +11,9 @@
 
 namespace amp::cuda {
 
-enum class ReduceKind { kSum, kMean, kMax, kMin, kProd };
+// kL1, kSumSquare, kL2 and kLogSum are sums of |x| or x^2 read from the input, the last two finished
+// by a square root or a logarithm on the output.
+enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kSumSquare, kL2, kLogSum };
 
 // The passes of one reduction, planned once per shape: dims with the same kept/reduced status are
 // merged; each run of reduced dims is one [outer, r, inner] pass (innermost first); a long r over

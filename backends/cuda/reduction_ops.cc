@@ -1,4 +1,5 @@
-// ReduceSum / ReduceMean / ReduceMax / ReduceMin / ReduceProd, GlobalAveragePool and the project's SumToShape
+// ReduceSum / ReduceMean / ReduceMax / ReduceMin / ReduceProd / ReduceL1 / ReduceL2 / ReduceSumSquare /
+// ReduceLogSum, GlobalAveragePool, GlobalMaxPool and the project's SumToShape
 // (the gradient of a broadcast) as ReducePlans (reduce.cuh): which axes are reduced is settled
 // while planning, from attributes or from operands known on the host.
 #include <algorithm>
@@ -33,6 +34,10 @@ class Reduce final : public CudaOp {
               : n.op_type() == "ReduceMax" ? ReduceKind::kMax
               : n.op_type() == "ReduceMin" ? ReduceKind::kMin
               : n.op_type() == "ReduceProd" ? ReduceKind::kProd
+              : n.op_type() == "ReduceL1" ? ReduceKind::kL1
+              : n.op_type() == "ReduceL2" ? ReduceKind::kL2
+              : n.op_type() == "ReduceSumSquare" ? ReduceKind::kSumSquare
+              : n.op_type() == "ReduceLogSum" ? ReduceKind::kLogSum
                                             : ReduceKind::kSum),
         axes_attr_(n.attr_ints("axes")),
         // ReduceSum takes axes as an input from opset 13, the others from opset 18.
@@ -42,8 +47,13 @@ class Reduce final : public CudaOp {
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     return reduction(*s.in[0], reduced_axes(s), kind_, ctx);
   }
-  // Over axes of extent 1 every kind is the identity (a mean divides by 1).
-  bool aliases_input(const OpShapes& s) const override { return only_unit_axes(*s.in[0], reduced_axes(s)); }
+  // Over axes of extent 1 sum, mean, max, min and product are the identity (a mean divides by 1);
+  // the norm-like kinds are not (|x|, x^2, log x).
+  bool aliases_input(const OpShapes& s) const override {
+    const bool identity = kind_ == ReduceKind::kSum || kind_ == ReduceKind::kMean || kind_ == ReduceKind::kMax ||
+                          kind_ == ReduceKind::kMin || kind_ == ReduceKind::kProd;
+    return identity && only_unit_axes(*s.in[0], reduced_axes(s));
+  }
 
  private:
   std::vector<bool> reduced_axes(const OpShapes& s) const {
@@ -68,15 +78,19 @@ class Reduce final : public CudaOp {
   bool axes_input_, noop_with_empty_axes_;
 };
 
-class GlobalAveragePool final : public CudaOp {
+// GlobalAveragePool and GlobalMaxPool: a mean or max over every dim after N and C.
+class GlobalPool final : public CudaOp {
  public:
-  GlobalAveragePool(const Node&, int64_t) {}
+  GlobalPool(const Node& n, int64_t) : kind_(n.op_type() == "GlobalMaxPool" ? ReduceKind::kMax : ReduceKind::kMean) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     std::vector<bool> reduced(s.in[0]->dims.size(), true);
     reduced[0] = false;
     if (reduced.size() > 1) reduced[1] = false;
-    return reduction(*s.in[0], reduced, ReduceKind::kMean, ctx);
+    return reduction(*s.in[0], reduced, kind_, ctx);
   }
+
+ private:
+  ReduceKind kind_;
 };
 
 // ai.onnx_amp SumToShape(X, shape): X summed over the axes a tensor of `shape` was broadcast along.
@@ -112,7 +126,12 @@ const std::vector<CudaOpEntry>& reduction_ops() {
       {"", "ReduceMax", make_op<Reduce>},
       {"", "ReduceMin", make_op<Reduce>},
       {"", "ReduceProd", make_op<Reduce>},  // keras2onnx's Tensordot: the product of a shape's dims
-      {"", "GlobalAveragePool", make_op<GlobalAveragePool>},
+      {"", "ReduceL1", make_op<Reduce>},
+      {"", "ReduceL2", make_op<Reduce>},
+      {"", "ReduceSumSquare", make_op<Reduce>},
+      {"", "ReduceLogSum", make_op<Reduce>},
+      {"", "GlobalAveragePool", make_op<GlobalPool>},
+      {"", "GlobalMaxPool", make_op<GlobalPool>},
       {kAmpDomain, "SumToShape", make_op<SumToShape>},
   };
   return ops;

@@ -235,6 +235,29 @@ void batch_norm(ShapeQuery& q) {
     if (q.has(k + 2)) put_like(q, k, *q.in[k + 2]);
 }
 
+void instance_norm(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  if (x.shape && rank_of(x) < 2) throw InputError("InstanceNormalization needs [N,C,...], X is " + shape_text(x.shape));
+  require_same_types(q, 3, "InstanceNormalization inputs");
+  const Dim c = x.shape ? x.shape->dims[1] : unknown();
+  for (size_t i = 1; i < 3 && c.value; ++i)
+    if (q.has(i) && numel(*q.in[i]) && numel(*q.in[i]) != c.value)
+      throw InputError("InstanceNormalization input " + std::to_string(i) + " must have C = " + std::to_string(*c.value) +
+                       " elements");
+  put_like(q, 0, x);
+}
+
+// MeanVarianceNormalization: Y like X; the axes (default [0, 2, 3]) must lie within X's rank.
+ShapeFn mean_variance_norm_rule(const Node& n, int64_t) {
+  const std::vector<int64_t> axes = n.attr_ints("axes", {0, 2, 3});
+  return [axes](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (x.shape)
+      for (int64_t a : axes) normalize_axis(a, rank_of(x));
+    put_like(q, 0, x);
+  };
+}
+
 void trilu(ShapeQuery& q) {
   const TensorFacts& x = q.input(0);
   if (x.shape && rank_of(x) < 2) throw InputError("Trilu needs rank >= 2");
@@ -902,11 +925,9 @@ ShapeFn shape_of_rule(const Node& n, int64_t) {
 
 // ---- products and windows
 
-void matmul(ShapeQuery& q) {
-  const TensorFacts &a = q.input(0), &b = q.input(1);
-  if (a.dtype != DType::kUndefined && b.dtype != DType::kUndefined && a.dtype != b.dtype)
-    throw InputError("MatMul operands have different element types");
-  if (!a.shape || !b.shape) return put(q, 0, a.dtype, std::nullopt);
+// numpy matmul's result shape for A and B (the batch dims broadcast).
+std::optional<Shape> matmul_shape(const TensorFacts& a, const TensorFacts& b) {
+  if (!a.shape || !b.shape) return std::nullopt;
   const std::vector<Dim> &ad = a.shape->dims, &bd = b.shape->dims;
   if (ad.empty() || bd.empty()) throw InputError("MatMul operands must have rank >= 1");
   const Dim k = ad.back(), kb = bd.size() >= 2 ? bd[bd.size() - 2] : bd[0];
@@ -917,8 +938,21 @@ void matmul(ShapeQuery& q) {
   Shape out = *broadcast_shapes({&a_batch, &b_batch});
   if (ad.size() >= 2) out.dims.push_back(ad[ad.size() - 2]);
   if (bd.size() >= 2) out.dims.push_back(bd.back());
-  put(q, 0, a.dtype, out);
+  return out;
 }
+
+void matmul(ShapeQuery& q) {
+  const TensorFacts &a = q.input(0), &b = q.input(1);
+  if (a.dtype != DType::kUndefined && b.dtype != DType::kUndefined && a.dtype != b.dtype)
+    throw InputError("MatMul operands have different element types");
+  put(q, 0, a.dtype, matmul_shape(a, b));
+}
+
+// MatMulInteger(A, B, a_zero_point, b_zero_point): int32.
+void matmul_integer(ShapeQuery& q) { put(q, 0, DType::kInt32, matmul_shape(q.input(0), q.input(1))); }
+
+// QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point): y_zero_point's type.
+void qlinear_matmul(ShapeQuery& q) { put(q, 0, q.input(7).dtype, matmul_shape(q.input(0), q.input(3))); }
 
 ShapeFn gemm_rule(const Node& n, int64_t) {
   const bool trans_a = n.attr_int("transA", 0) != 0, trans_b = n.attr_int("transB", 0) != 0;
@@ -959,28 +993,51 @@ std::optional<Shape> windowed(const TensorFacts& x, Dim channels, const WindowAt
   return out;
 }
 
+// Conv's output shape for X and W (and the bias B, when given).
+std::optional<Shape> conv_shape(const WindowAttrs& attrs, int64_t groups, const TensorFacts& x, const TensorFacts& w,
+                                const TensorFacts* bias) {
+  if (x.shape && w.shape && w.shape->rank() != x.shape->rank())
+    throw InputError("Conv W " + shape_text(w.shape) + " does not match X " + shape_text(x.shape));
+  const std::optional<std::vector<int64_t>> wd = w.dims();
+  const std::optional<int64_t> c = x.shape && x.shape->rank() > 1 ? x.shape->dims[1].value : std::nullopt;
+  if (wd && c && (groups <= 0 || *c % groups != 0 || (*wd)[0] % groups != 0 || (*wd)[1] * groups != *c))
+    throw InputError("Conv channels do not match: X " + shape_text(x.shape) + ", W " + shape_text(w.shape) + ", group " +
+                     std::to_string(groups));
+  if (wd && bias && numel(*bias) && *numel(*bias) != (*wd)[0]) throw InputError("Conv bias must have M elements");
+  std::optional<std::vector<int64_t>> kernel;
+  if (wd) {
+    kernel.emplace(wd->begin() + 2, wd->end());
+    if (!attrs.kernel.empty() && attrs.kernel != *kernel)
+      throw InputError("kernel_shape " + dims_text(attrs.kernel) + " does not match W " + shape_text(w.shape));
+  }
+  const Dim m = w.shape && w.shape->rank() > 0 ? w.shape->dims[0] : unknown();
+  return windowed(x, m, attrs, kernel);
+}
+
 ShapeFn conv_rule(const Node& n, int64_t) {
   const WindowAttrs attrs(n);
   const int64_t groups = n.attr_int("group", 1);
   return [attrs, groups](ShapeQuery& q) {
-    const TensorFacts &x = q.input(0), &w = q.input(1);
     require_same_types(q, 3, "Conv inputs");
-    if (x.shape && w.shape && w.shape->rank() != x.shape->rank())
-      throw InputError("Conv W " + shape_text(w.shape) + " does not match X " + shape_text(x.shape));
-    const std::optional<std::vector<int64_t>> wd = w.dims();
-    const std::optional<int64_t> c = x.shape && x.shape->rank() > 1 ? x.shape->dims[1].value : std::nullopt;
-    if (wd && c && (groups <= 0 || *c % groups != 0 || (*wd)[0] % groups != 0 || (*wd)[1] * groups != *c))
-      throw InputError("Conv channels do not match: X " + shape_text(x.shape) + ", W " + shape_text(w.shape) + ", group " +
-                       std::to_string(groups));
-    if (wd && q.has(2) && numel(*q.in[2]) && *numel(*q.in[2]) != (*wd)[0]) throw InputError("Conv bias must have M elements");
-    std::optional<std::vector<int64_t>> kernel;
-    if (wd) {
-      kernel.emplace(wd->begin() + 2, wd->end());
-      if (!attrs.kernel.empty() && attrs.kernel != *kernel)
-        throw InputError("kernel_shape " + dims_text(attrs.kernel) + " does not match W " + shape_text(w.shape));
-    }
-    const Dim m = w.shape && w.shape->rank() > 0 ? w.shape->dims[0] : unknown();
-    put(q, 0, x.dtype, windowed(x, m, attrs, kernel));
+    put(q, 0, q.input(0).dtype, conv_shape(attrs, groups, q.input(0), q.input(1), q.has(2) ? q.in[2] : nullptr));
+  };
+}
+
+// ConvInteger(x, w, x_zero_point, w_zero_point): int32, Conv's shape.
+ShapeFn conv_integer_rule(const Node& n, int64_t) {
+  const WindowAttrs attrs(n);
+  const int64_t groups = n.attr_int("group", 1);
+  return [attrs, groups](ShapeQuery& q) {
+    put(q, 0, DType::kInt32, conv_shape(attrs, groups, q.input(0), q.input(1), nullptr));
+  };
+}
+
+// QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B): y_zero_point's type.
+ShapeFn qlinear_conv_rule(const Node& n, int64_t) {
+  const WindowAttrs attrs(n);
+  const int64_t groups = n.attr_int("group", 1);
+  return [attrs, groups](ShapeQuery& q) {
+    put(q, 0, q.input(7).dtype, conv_shape(attrs, groups, q.input(0), q.input(3), q.has(8) ? q.in[8] : nullptr));
   };
 }
 
@@ -1027,7 +1084,7 @@ ShapeFn pool_rule(const Node& n, int64_t) {
 
 void global_pool(ShapeQuery& q) {
   const TensorFacts& x = q.input(0);
-  if (x.shape && x.shape->rank() < 3) throw InputError("GlobalAveragePool needs [N,C,...], X is " + shape_text(x.shape));
+  if (x.shape && x.shape->rank() < 3) throw InputError("a global pool needs [N,C,...], X is " + shape_text(x.shape));
   std::optional<Shape> out = x.shape;
   if (out) std::fill(out->dims.begin() + 2, out->dims.end(), known(1));
   put(q, 0, x.dtype, out);
@@ -1237,6 +1294,13 @@ void dequantize_linear(ShapeQuery& q) {
   put(q, 0, q.input(1).dtype, q.input(0).shape);
 }
 
+// DynamicQuantizeLinear(x): y uint8 shaped like x, and the scalars y_scale (float) and y_zero_point (uint8).
+void dynamic_quantize_linear(ShapeQuery& q) {
+  put(q, 0, DType::kUInt8, q.input(0).shape);
+  put(q, 1, DType::kFloat, Shape{});
+  put(q, 2, DType::kUInt8, Shape{});
+}
+
 // Size: the element count as an int64 scalar (its value too, when every dim is known).
 void size_of(ShapeQuery& q) {
   put(q, 0, DType::kInt64, Shape{});
@@ -1402,6 +1466,8 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"LogSoftmax", {softmax_rule, {}}},
         {"LayerNormalization", {layer_norm_rule, {}}},
         {"BatchNormalization", {plain<batch_norm>, {}}},
+        {"InstanceNormalization", {plain<instance_norm>, {}}},
+        {"MeanVarianceNormalization", {mean_variance_norm_rule, {}}},
         {"Trilu", {plain<trilu>, {}}},
         {"Reshape", {reshape_rule, {1}}},
         {"Flatten", {flatten_rule, {}}},
@@ -1436,21 +1502,32 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"Gather", {gather_rule, {}}},
         {"Shape", {shape_of_rule, {}}},
         {"MatMul", {plain<matmul>, {}}},
+        {"MatMulInteger", {plain<matmul_integer>, {}}},
+        {"QLinearMatMul", {plain<qlinear_matmul>, {}}},
         {"Gemm", {gemm_rule, {}}},
         {"Conv", {conv_rule, {}}},
+        {"ConvInteger", {conv_integer_rule, {}}},
+        {"QLinearConv", {qlinear_conv_rule, {}}},
         {"ConvTranspose", {conv_transpose_rule, {}}},
         {"MaxPool", {pool_rule, {}}},
         {"AveragePool", {pool_rule, {}}},
         {"GlobalAveragePool", {plain<global_pool>, {}}},
+        {"GlobalMaxPool", {plain<global_pool>, {}}},
         {"ReduceMax", {reduce_rule, {1}}},
         {"ReduceMin", {reduce_rule, {1}}},
         {"ReduceMean", {reduce_rule, {1}}},
         {"ReduceSum", {reduce_rule, {1}}},
         {"ReduceProd", {reduce_rule, {1}}},
+        {"ReduceL1", {reduce_rule, {1}}},
+        {"ReduceL2", {reduce_rule, {1}}},
+        {"ReduceLogSum", {reduce_rule, {1}}},
+        {"ReduceLogSumExp", {reduce_rule, {1}}},
+        {"ReduceSumSquare", {reduce_rule, {1}}},
         {"ArgMax", {arg_extremum_rule, {}}},
         {"ArgMin", {arg_extremum_rule, {}}},
         {"LRN", {plain<like_input>, {}}},
         {"QuantizeLinear", {plain<quantize_linear>, {}}},
+        {"DynamicQuantizeLinear", {plain<dynamic_quantize_linear>, {}}},
         {"DequantizeLinear", {plain<dequantize_linear>, {}}},
         {"Size", {plain<size_of>, {}}},
         {"OneHot", {one_hot_rule, {1}}},

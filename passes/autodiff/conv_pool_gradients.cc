@@ -1,6 +1,7 @@
 // Gradients of Conv and the pooling ops. Standard ONNX has no op for a convolution's weight
 // gradient or for routing a gradient to a pooling window's arg-max, so these emit ai.onnx_amp ops
-// that carry the forward node's attributes; GlobalAveragePool's is a plain broadcast and divide.
+// that carry the forward node's attributes; GlobalAveragePool's is a plain broadcast and divide,
+// GlobalMaxPool's routes to the plane's maxima like ReduceMax's.
 #include "graph/amp_ops.h"
 #include "passes/autodiff/gradient_rules.h"
 
@@ -55,6 +56,20 @@ Grads global_average_pool(GradContext& c) {
   return {c.b.expand(c.b.div(c.dy[0], n), c.b.shape_of(x))};
 }
 
+// The elements equal to their plane's max share its gradient (ties split evenly, as ReduceMax's
+// gradient and torch.amax's backward do).
+Grads global_max_pool(GradContext& c) {
+  GraphBuilder& b = c.b;
+  Value* x = c.x(0);
+  const int64_t r = rank_of(x);
+  if (r < 3) c.fail("the input's rank must be known and at least 3");
+  std::vector<int64_t> spatial;
+  for (int64_t i = 2; i < r; ++i) spatial.push_back(i);
+  Value* hit = b.equal(x, c.y(0));
+  Value* ties = b.reduce_sum(b.cast(hit, x->dtype()), spatial, true);
+  return {b.where(hit, b.expand(b.div(c.dy[0], ties), b.shape_of(x)), b.scalar(0, x->dtype()))};
+}
+
 }  // namespace
 
 void add_conv_pool_gradients(GradRuleTable& t) {
@@ -62,6 +77,7 @@ void add_conv_pool_gradients(GradRuleTable& t) {
   t["MaxPool"] = pool;
   t["AveragePool"] = pool;
   t["GlobalAveragePool"] = global_average_pool;
+  t["GlobalMaxPool"] = global_max_pool;
 }
 
 }  // namespace amp

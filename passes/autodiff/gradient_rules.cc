@@ -32,7 +32,9 @@ const std::unordered_set<std::string>& non_differentiable_ops() {
   static const std::unordered_set<std::string> ops = {
       "Shape", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
       "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf", "BitShift", "NonZero",
-      "EyeLike", "Hardmax", "NonMaxSuppression", "Unique"};
+      "EyeLike", "Hardmax", "NonMaxSuppression", "Unique",
+      // integer (quantized) arithmetic: piecewise constant in every float input, no gradient
+      "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"};
   return ops;
 }
 

@@ -1,7 +1,10 @@
-// Gradients of BatchNormalization, LayerNormalization and LRN. In training mode the statistics depend on
-// X, which makes dX a three-term formula over the normalized axes: one ai.onnx_amp op each, which
-// recomputes the statistics from X instead of keeping them alive from the forward pass. Inference-
-// mode BatchNormalization is an affine map per channel and takes standard ops.
+// Gradients of BatchNormalization, LayerNormalization, InstanceNormalization,
+// MeanVarianceNormalization and LRN. In training mode the statistics depend on X, which makes dX a
+// three-term formula over the normalized axes: one ai.onnx_amp op each for BatchNormalization and
+// LayerNormalization, which recomputes the statistics from X instead of keeping them alive from the
+// forward pass; standard ops (ReduceMean over the normalized axes) for InstanceNormalization and
+// MeanVarianceNormalization. Inference-mode BatchNormalization is an affine map per channel and
+// takes standard ops.
 #include "graph/amp_ops.h"
 #include "passes/autodiff/gradient_rules.h"
 
@@ -66,6 +69,61 @@ Grads layer_norm(GradContext& c) {
   return {c.wants(0) ? outs[0] : nullptr, outs[1], outs[2]};
 }
 
+// Mean over `axes`, kept as size-1 dims.
+Value* mean_over(GraphBuilder& b, Value* v, const std::vector<int64_t>& axes) {
+  return b.same("ReduceMean", {v}, attrs(Attribute::of_ints("axes", axes)));
+}
+
+// InstanceNormalization: per (n, c) plane xhat = (x - mean) inv, inv = (var + eps)^-1/2, y = scale xhat + B.
+// With g = dY scale: dX = inv (g - mean(g) - xhat mean(g xhat)); dScale = Σ dY xhat and dB = Σ dY over N and
+// the spatial dims (as torch's instance_norm backward).
+Grads instance_norm(GradContext& c) {
+  GraphBuilder& b = c.b;
+  Value* x = c.x(0);
+  const int64_t r = rank_of(x);
+  if (r < 3) c.fail("the input's rank must be known and at least 3");
+  const DType t = x->dtype();
+  std::vector<int64_t> spatial, not_channel{0};
+  for (int64_t i = 2; i < r; ++i) {
+    spatial.push_back(i);
+    not_channel.push_back(i);
+  }
+  Value* centered = b.sub(x, mean_over(b, x, spatial));
+  Value* var = mean_over(b, b.mul(centered, centered), spatial);
+  Value* eps = b.scalar(c.node.attr_float("epsilon", 1e-5f), t);
+  Value* inv = b.div(b.scalar(1, t), b.sqrt(b.add(var, eps)));
+  Value* xhat = b.mul(centered, inv);
+  auto channel_sum = [&](Value* v, size_t like) { return b.cast(b.reduce_sum(v, not_channel, false), c.x(like)->dtype()); };
+  Grads g(3);
+  if (c.wants(0)) {
+    Value* gy = b.mul(c.dy[0], per_channel(b, c.x(1), r, t));
+    Value* inner = b.sub(b.sub(gy, mean_over(b, gy, spatial)), b.mul(xhat, mean_over(b, b.mul(gy, xhat), spatial)));
+    g[0] = b.mul(inv, inner);
+  }
+  if (c.wants(1)) g[1] = channel_sum(b.mul(c.dy[0], xhat), 1);
+  if (c.wants(2)) g[2] = channel_sum(c.dy[0], 2);
+  return g;
+}
+
+// MeanVarianceNormalization: y = c / s with c = x - mean, sigma = sqrt(mean(c^2)), s = sigma + 1e-9 (ONNX's
+// function body). dX = (dY - mean(dY)) / s - c mean(dY c) / (s^2 sigma), the means over `axes`.
+Grads mean_variance_norm(GradContext& c) {
+  GraphBuilder& b = c.b;
+  Value* x = c.x(0);
+  const int64_t r = rank_of(x);
+  if (r < 0) c.fail("the input's rank must be known");
+  std::vector<int64_t> axes = c.node.attr_ints("axes", {0, 2, 3});
+  for (int64_t& a : axes) a = normalize_axis(a, r);
+  const DType t = x->dtype();
+  Value* dy = c.dy[0];
+  Value* centered = b.sub(x, mean_over(b, x, axes));
+  Value* sigma = b.sqrt(mean_over(b, b.mul(centered, centered), axes));
+  Value* s = b.add(sigma, b.scalar(1e-9, t));
+  Value* direct = b.div(b.sub(dy, mean_over(b, dy, axes)), s);
+  Value* through = b.div(b.mul(centered, mean_over(b, b.mul(dy, centered), axes)), b.mul(b.mul(s, s), sigma));
+  return {b.sub(direct, through)};
+}
+
 // LRN: y = x base^-beta, base = bias + alpha / size * (sum of x^2 over the channel window
 // [c - before, c + after]). dx = dy base^-beta - 2 alpha beta / size * x * (the same sums of
 // dy x base^(-beta-1), over the mirrored window [c - after, c + before]). A window sum over channels
@@ -108,6 +166,8 @@ Grads lrn(GradContext& c) {
 void add_normalization_gradients(GradRuleTable& t) {
   t["BatchNormalization"] = batch_norm;
   t["LayerNormalization"] = layer_norm;
+  t["InstanceNormalization"] = instance_norm;
+  t["MeanVarianceNormalization"] = mean_variance_norm;
   t["LRN"] = lrn;
 }
 

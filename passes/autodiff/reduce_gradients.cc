@@ -1,7 +1,9 @@
-// Gradients of ReduceSum, ReduceMean, ReduceMax, ReduceMin and ReduceProd: dY is broadcast back over
-// the reduced axes (ReduceMean divides by the count, ReduceMax/ReduceMin route to the extrema and
-// split ties evenly, like PyTorch's amax/amin backward; ReduceProd multiplies by the product of the
-// other elements).
+// Gradients of ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd and the norm-like
+// reductions: dY is broadcast back over the reduced axes (ReduceMean divides by the count,
+// ReduceMax/ReduceMin route to the extrema and split ties evenly, like PyTorch's amax/amin
+// backward; ReduceProd multiplies by the product of the other elements; ReduceL1, ReduceL2,
+// ReduceSumSquare, ReduceLogSum and ReduceLogSumExp by the derivative of their term, PyTorch's
+// norm / logsumexp backward formulas).
 #include "passes/autodiff/gradient_rules.h"
 
 namespace amp {
@@ -129,6 +131,52 @@ Grads reduce_prod(GradContext& c) {
   return g;
 }
 
+// dY broadcast to X's shape, times the local derivative `local(dy_kept, y_kept)` (both shaped like
+// X with the reduced axes kept as 1).
+template <class Local>
+Grads reduce_with(GradContext& c, Local local) {
+  Grads g(c.node.inputs().size());
+  auto axes = reduces_nothing(c) ? std::vector<int64_t>{} : reduced_axes(c);
+  Value* dy = axes.empty() ? c.dy[0] : keep_dims(c, c.dy[0], axes);
+  Value* y = axes.empty() ? c.y(0) : keep_dims(c, c.y(0), axes);
+  g[0] = c.b.expand(local(dy, y), c.b.shape_of(c.x(0)));
+  return g;
+}
+
+// ReduceL1: dY · sign(x) (torch: the subgradient 0 at 0).
+Grads reduce_l1(GradContext& c) {
+  return reduce_with(c, [&](Value* dy, Value*) { return c.b.mul(dy, c.b.same("Sign", {c.x(0)})); });
+}
+
+// ReduceL2: dY · x / y, 0 where y is 0 (torch's norm backward masks the division).
+Grads reduce_l2(GradContext& c) {
+  return reduce_with(c, [&](Value* dy, Value* y) {
+    GraphBuilder& b = c.b;
+    const DType t = c.x(0)->dtype();
+    Value* zero = b.scalar(0, t);
+    Value* is_zero = b.equal(y, zero);
+    Value* share = b.where(is_zero, zero, b.div(dy, b.where(is_zero, b.scalar(1, t), y)));
+    return b.mul(c.x(0), share);
+  });
+}
+
+// ReduceSumSquare: dY · 2x.
+Grads reduce_sum_square(GradContext& c) {
+  return reduce_with(c, [&](Value* dy, Value*) {
+    return c.b.mul(c.b.mul(dy, c.b.scalar(2, c.x(0)->dtype())), c.x(0));
+  });
+}
+
+// ReduceLogSum: y = log Σx, so dY / Σx = dY · exp(-y).
+Grads reduce_log_sum(GradContext& c) {
+  return reduce_with(c, [&](Value* dy, Value* y) { return c.b.mul(dy, c.b.exp(c.b.neg(y))); });
+}
+
+// ReduceLogSumExp: dY · exp(x - y), the softmax over the reduced axes (torch's logsumexp backward).
+Grads reduce_log_sum_exp(GradContext& c) {
+  return reduce_with(c, [&](Value* dy, Value* y) { return c.b.mul(dy, c.b.exp(c.b.sub(c.x(0), y))); });
+}
+
 }  // namespace
 
 void add_reduce_gradients(GradRuleTable& t) {
@@ -137,6 +185,11 @@ void add_reduce_gradients(GradRuleTable& t) {
   t["ReduceMax"] = reduce_extremum;
   t["ReduceMin"] = reduce_extremum;
   t["ReduceProd"] = reduce_prod;
+  t["ReduceL1"] = reduce_l1;
+  t["ReduceL2"] = reduce_l2;
+  t["ReduceSumSquare"] = reduce_sum_square;
+  t["ReduceLogSum"] = reduce_log_sum;
+  t["ReduceLogSumExp"] = reduce_log_sum_exp;
 }
 
 }  // namespace amp

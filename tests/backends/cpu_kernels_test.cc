@@ -447,6 +447,8 @@ TEST(CpuKernels, ConvAndPoolMatchTorch) {
     }
     cases.push_back(Case{"global_avgpool" + suffix(t), "GlobalAveragePool",
                          {{"x", random_tensor(t, {2, 3, 7, 6}, -1, 1, 50)}}, {}, 1, tolerance(t, 1, 1e-6)});
+    cases.push_back(Case{"global_maxpool" + suffix(t), "GlobalMaxPool",
+                         {{"x", random_tensor(t, {2, 3, 7, 6}, -1, 1, 51)}}, {}, 1, tolerance(t, 0)});
   }
   check(cases, "conv");
 }
@@ -470,6 +472,19 @@ TEST(CpuKernels, NormalizationSoftmaxReductionsAndLossMatchReferences) {
                           {"s", random_tensor(t, {16}, 0.5, 1.5, 82)},
                           {"b", random_tensor(t, {16}, -1, 1, 83)}},
                          {}, 3, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> in_eps;
+    in_eps.push_back(Attribute::of_float("epsilon", 1e-3f));
+    cases.push_back(Case{"instancenorm" + suffix(t), "InstanceNormalization",
+                         {{"x", random_tensor(t, {2, 3, 5, 4}, -2, 3, 84)},
+                          {"s", random_tensor(t, {3}, 0.5, 1.5, 85)},
+                          {"b", random_tensor(t, {3}, -1, 1, 86)}},
+                         std::move(in_eps), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"mvn" + suffix(t), "MeanVarianceNormalization", {{"x", random_tensor(t, {2, 3, 4, 5}, -2, 3, 87)}},
+                         {}, 1, tolerance(t, 1, 1e-5)});
+    std::vector<Attribute> mvn_axes;
+    mvn_axes.push_back(Attribute::of_ints("axes", {1, -1}));
+    cases.push_back(Case{"mvn_axes" + suffix(t), "MeanVarianceNormalization",
+                         {{"x", random_tensor(t, {2, 3, 4, 5}, -2, 3, 88)}}, std::move(mvn_axes), 1, tolerance(t, 1, 1e-5)});
     std::vector<Attribute> axis1;
     axis1.push_back(Attribute::of_int("axis", 1));
     cases.push_back(Case{"softmax" + suffix(t), "Softmax", {{"x", random_tensor(t, {3, 5, 4}, -4, 4, 91)}},
@@ -1051,6 +1066,95 @@ TEST(CpuKernels, ThirdPartyExportersOpsMatchTorchAndNumpy) {
                         {"v", random_tensor(DType::kFloat, {2}, -3, 3, 92)}},
                        std::move(onehot), 1, tolerance(DType::kFloat, 0)});
   check(cases, "exporters");
+}
+
+// The norm-like reductions (ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare,
+// axes an attribute at opset 17) against torch, 16-bit types accumulating in fp32; ReduceLogSumExp
+// over values whose exp overflows fp32 (a max-shifted sum is finite), and integer inputs against
+// numpy (ONNX's reference truncates the root and the logarithm).
+TEST(CpuKernels, NormLikeReductionsMatchTorch) {
+  std::vector<Case> cases;
+  auto axes = [](std::vector<int64_t> a, int keepdims) {
+    std::vector<Attribute> attrs;
+    if (!a.empty()) attrs.push_back(Attribute::of_ints("axes", std::move(a)));
+    attrs.push_back(Attribute::of_int("keepdims", keepdims));
+    return attrs;
+  };
+  for (DType t : kFloatTypes) {
+    cases.push_back(Case{"reduce_l1_1" + suffix(t), "ReduceL1", {{"x", random_tensor(t, {3, 6, 5}, -2, 2, 101)}},
+                         axes({1}, 1), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_l2_02" + suffix(t), "ReduceL2", {{"x", random_tensor(t, {3, 4, 5}, -2, 2, 102)}},
+                         axes({0, 2}, 0), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_logsum_last" + suffix(t), "ReduceLogSum", {{"x", random_tensor(t, {3, 4, 5}, 0.1, 2, 103)}},
+                         axes({-1}, 0), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_logsumexp_1" + suffix(t), "ReduceLogSumExp",
+                         {{"x", random_tensor(t, {3, 6, 5}, -60, 95, 104)}}, axes({1}, 1), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_logsumexp_02" + suffix(t), "ReduceLogSumExp",
+                         {{"x", random_tensor(t, {3, 4, 5}, -3, 3, 105)}}, axes({0, 2}, 0), 1, tolerance(t, 1, 1e-5)});
+    cases.push_back(Case{"reduce_sumsquare_all" + suffix(t), "ReduceSumSquare",
+                         {{"x", random_tensor(t, {3, 4, 5}, -2, 2, 106)}}, axes({}, 1), 1, tolerance(t, 1, 1e-5)});
+  }
+  cases.push_back(Case{"reduce_l1_int", "ReduceL1", {{"x", small_ints(DType::kInt64, {3, 4, 5}, -50, 50, 107)}},
+                       axes({1}, 1), 1, {}});
+  cases.push_back(Case{"reduce_l2_int", "ReduceL2", {{"x", small_ints(DType::kInt64, {3, 4, 5}, -50, 50, 108)}},
+                       axes({0, 2}, 0), 1, {}});
+  cases.push_back(Case{"reduce_sumsquare_int", "ReduceSumSquare",
+                       {{"x", small_ints(DType::kInt64, {3, 4, 5}, -50, 50, 109)}}, axes({-1}, 1), 1, {}});
+  check(cases, "norm_reductions");
+}
+
+// The integer ops of quantized models (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv,
+// DynamicQuantizeLinear) against numpy / torch in float64 (exact for these integers) written from
+// ONNX's operator text: per-tensor and per-row / per-column / per-channel zero points and scales,
+// uint8 and int8, broadcast batches, padding, strides and groups. ONNX's node tests run in `Libonnx`.
+TEST(CpuKernels, IntegerQuantizedOpsMatchNumpy) {
+  std::vector<Case> cases;
+  const DType u8 = DType::kUInt8, s8 = DType::kInt8, f32 = DType::kFloat;
+  cases.push_back(Case{"matmulinteger_u8", "MatMulInteger",
+                       {{"a", small_ints(u8, {2, 3, 4}, 0, 255, 201)}, {"b", small_ints(u8, {4, 5}, 0, 255, 202)},
+                        {"azp", small_ints(u8, {3}, 0, 255, 203)}, {"bzp", small_ints(u8, {5}, 0, 255, 204)}},
+                       {}, 1, {}});
+  cases.push_back(Case{"matmulinteger_s8", "MatMulInteger",
+                       {{"a", small_ints(s8, {3, 4}, -128, 127, 205)}, {"b", small_ints(s8, {2, 4, 5}, -128, 127, 206)},
+                        {"azp", small_ints(s8, {}, -20, 20, 207)}, {"bzp", small_ints(s8, {}, -20, 20, 208)}},
+                       {}, 1, {}});
+  cases.push_back(Case{"qlinearmatmul_u8", "QLinearMatMul",
+                       {{"a", small_ints(u8, {2, 3, 4}, 0, 255, 209)}, {"as", random_tensor(f32, {}, 0.01, 0.05, 210)},
+                        {"azp", small_ints(u8, {}, 100, 150, 211)}, {"b", small_ints(u8, {4, 5}, 0, 255, 212)},
+                        {"bs", random_tensor(f32, {5}, 0.01, 0.05, 213)}, {"bzp", small_ints(u8, {5}, 100, 150, 214)},
+                        {"ys", random_tensor(f32, {}, 0.05, 0.2, 215)}, {"yzp", small_ints(u8, {}, 100, 150, 216)}},
+                       {}, 1, {}});
+  cases.push_back(Case{"qlinearmatmul_s8", "QLinearMatMul",
+                       {{"a", small_ints(s8, {3, 4}, -128, 127, 217)}, {"as", random_tensor(f32, {3}, 0.01, 0.05, 218)},
+                        {"azp", small_ints(s8, {3}, -10, 10, 219)}, {"b", small_ints(s8, {4, 5}, -128, 127, 220)},
+                        {"bs", random_tensor(f32, {}, 0.01, 0.05, 221)}, {"bzp", small_ints(s8, {}, -10, 10, 222)},
+                        {"ys", random_tensor(f32, {}, 0.05, 0.2, 223)}, {"yzp", small_ints(s8, {}, -10, 10, 224)}},
+                       {}, 1, {}});
+  std::vector<Attribute> conv_attrs;
+  conv_attrs.push_back(Attribute::of_ints("pads", {1, 0, 1, 2}));
+  conv_attrs.push_back(Attribute::of_ints("strides", {2, 1}));
+  cases.push_back(Case{"convinteger_u8", "ConvInteger",
+                       {{"x", small_ints(u8, {2, 2, 5, 6}, 0, 255, 225)}, {"w", small_ints(u8, {4, 2, 3, 3}, 0, 255, 226)},
+                        {"xzp", small_ints(u8, {}, 100, 150, 227)}, {"wzp", small_ints(u8, {4}, 100, 150, 228)}},
+                       std::move(conv_attrs), 1, {}});
+  std::vector<Attribute> group_attrs;
+  group_attrs.push_back(Attribute::of_int("group", 2));
+  group_attrs.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  group_attrs.push_back(Attribute::of_ints("dilations", {1, 2}));
+  cases.push_back(Case{"qlinearconv_s8", "QLinearConv",
+                       {{"x", small_ints(s8, {1, 4, 5, 6}, -128, 127, 229)}, {"xs", random_tensor(f32, {}, 0.01, 0.05, 230)},
+                        {"xzp", small_ints(s8, {}, -10, 10, 231)}, {"w", small_ints(s8, {6, 2, 3, 3}, -128, 127, 232)},
+                        {"ws", random_tensor(f32, {6}, 0.01, 0.05, 233)}, {"wzp", small_ints(s8, {6}, -5, 5, 234)},
+                        {"ys", random_tensor(f32, {}, 0.2, 0.6, 235)}, {"yzp", small_ints(s8, {}, -10, 10, 236)},
+                        {"bias", random_tensor(DType::kInt32, {6}, -2000, 2000, 237)}},
+                       std::move(group_attrs), 1, {}});
+  cases.push_back(Case{"dynamicquantizelinear", "DynamicQuantizeLinear", {{"x", random_tensor(f32, {3, 4, 5}, -3, 5, 238)}},
+                       {}, 3, {}});
+  cases.push_back(Case{"dynamicquantizelinear_positive", "DynamicQuantizeLinear",
+                       {{"x", random_tensor(f32, {7}, 1, 4, 239)}}, {}, 3, {}});
+  cases.push_back(Case{"dynamicquantizelinear_zeros", "DynamicQuantizeLinear", {{"x", random_tensor(f32, {4}, 0, 0, 240)}},
+                       {}, 3, {}});
+  check(cases, "integer_quantized");
 }
 
 }  // namespace

@@ -87,6 +87,41 @@ TEST(CudaZooOps, TheDeviceRunsThem) {
   }
 }
 
+// ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and GlobalMaxPool run as ReducePlans
+// (reduction_ops.cc) and match the CPU, over an axis of extent 1 too (a copy pass: for these kinds
+// not an alias of the input); ReduceLogSumExp, InstanceNormalization, MeanVarianceNormalization
+// and the integer ops of quantized models have no device kernel and are refused by name.
+TEST(CudaZooOps, NormLikeReductionsAndGlobalMaxPoolMatchTheCpuTheRestAreRefusedByName) {
+  {
+    Model m;
+    Graph& g = *m.graph;
+    Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({2, 2})));
+    const cuda::CudaBackend b;
+    for (const char* op : {"ReduceLogSumExp", "InstanceNormalization", "MeanVarianceNormalization", "MatMulInteger",
+                           "ConvInteger", "QLinearMatMul", "QLinearConv", "DynamicQuantizeLinear"}) {
+      Node* n = g.add_node(op, {x}, std::vector<std::string>{std::string(op) + "_out"});
+      EXPECT_NE(b.unsupported_reason(*n).find(op), std::string::npos) << op << ": " << b.unsupported_reason(*n);
+    }
+    for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "GlobalMaxPool"}) {
+      Node* n = g.add_node(op, {x}, std::vector<std::string>{std::string(op) + "_out"});
+      EXPECT_EQ(b.unsupported_reason(*n), "") << op;
+    }
+  }
+  REQUIRE_GPU();
+  uint32_t seed = 400;
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{3, 40, 5}, {0, 2}}, {{6, 300, 5}, {1}}, {{3, 1, 5}, {1}}, {{4, 6}, {}}};
+  for (DType t : kFloats) {
+    for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum"})
+      for (const auto& [dims, axes] : cases) {
+        OneNode one(op, {{"x", random_tensor(t, dims, seed++, 0.1f, 2.0f)}}, {t});
+        if (!axes.empty()) one.attr(Attribute::of_ints("axes", axes));
+        expect_parity(one, 10.0);
+      }
+    expect_parity(OneNode("GlobalMaxPool", {{"x", random_tensor(t, {2, 3, 5, 7}, seed++)}}, {t}), 0.0);
+  }
+}
+
 // ScatterND with duplicate-free index tuples of every length (whole rows, a row of a matrix,
 // single elements) in the float types, double and integer and bool types; repeated tuples keep the last write, as the
 // CPU's one-at-a-time loop does; add and mul apply repeated tuples in order. Bit for bit.

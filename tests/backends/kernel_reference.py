@@ -117,6 +117,14 @@ def batch_norm_eval(x, scale, bias, mean, var, eps=1e-5):
     return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + np.float32(eps)) * scale.reshape(shape) + bias.reshape(shape)
 
 
+def mvn(x, axes):
+    """ONNX's MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9), statistics in float64."""
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    std = np.sqrt(((x64 - mean) ** 2).mean(axis=axes, keepdims=True))
+    return ((x64 - mean) / (std + 1e-9)).astype(x.dtype)
+
+
 def sce(scores, labels, weights, ignore_index):
     logp = torch.log_softmax(t(scores), dim=1)
     loss = F.nll_loss(logp, torch.from_numpy(labels), weight=t(weights), ignore_index=ignore_index, reduction="mean")
@@ -276,9 +284,15 @@ CASES = {
     "maxpool": (lambda i: F.max_pool2d(t(i["x"]), 3, stride=2, padding=1).numpy(), None),
     "avgpool": (lambda i: F.avg_pool2d(t(i["x"]), 3, stride=2, padding=1, count_include_pad=False).numpy(), None),
     "global_avgpool": (lambda i: i["x"].mean(axis=(2, 3), keepdims=True), None),
+    "global_maxpool": (lambda i: torch.amax(t(i["x"]), dim=(2, 3), keepdim=True).numpy(), None),
     "batchnorm_train": (lambda i: batch_norm_train(i["x"], i["s"], i["b"], i["m"], i["v"]), None),
     "batchnorm_eval": (lambda i: batch_norm_eval(i["x"], i["s"], i["b"], i["m"], i["v"]), None),
     "layernorm": (lambda i: layer_norm(i["x"], i["s"], i["b"], -1), "stats"),
+    # epsilon is a float attribute: its float32 value
+    "instancenorm": (lambda i: F.instance_norm(t(i["x"]), weight=t(i["s"]), bias=t(i["b"]),
+                                               eps=float(np.float32(1e-3))).numpy(), None),
+    "mvn": (lambda i: mvn(i["x"], (0, 2, 3)), None),
+    "mvn_axes": (lambda i: mvn(i["x"], (1, 3)), None),
     "softmax": (lambda i: softmax(i["x"], 1), None),
     "logsoftmax": (lambda i: torch.log_softmax(t(i["x"]), dim=-1).numpy(), None),
     "reduce_sum_02": (lambda i: i["x"].sum(axis=(0, 2), keepdims=True), None),
@@ -413,6 +427,75 @@ CASES.update({
     "rnn": (lambda i: recurrent(i, "rnn"), None),
 })
 
+CASES.update({
+    "reduce_l1_1": (lambda i: torch.linalg.vector_norm(t(i["x"]), 1, dim=1, keepdim=True).numpy(), None),
+    "reduce_l2_02": (lambda i: torch.linalg.vector_norm(t(i["x"]), 2, dim=(0, 2)).numpy(), None),
+    "reduce_logsum_last": (lambda i: torch.log(torch.sum(t(i["x"]), dim=-1)).numpy(), None),
+    "reduce_logsumexp_1": (lambda i: torch.logsumexp(t(i["x"]), dim=1, keepdim=True).numpy(), None),
+    "reduce_logsumexp_02": (lambda i: torch.logsumexp(t(i["x"]), dim=(0, 2)).numpy(), None),
+    "reduce_sumsquare_all": (lambda i: torch.sum(t(i["x"]) ** 2).reshape(1, 1, 1).numpy(), None),
+    "reduce_l1_int": (lambda i: np.abs(i["x"]).sum(axis=1, keepdims=True), None),
+    "reduce_l2_int": (lambda i: np.sqrt((i["x"] ** 2).sum(axis=(0, 2))).astype(np.int64), None),
+    "reduce_sumsquare_int": (lambda i: (i["x"] ** 2).sum(axis=-1, keepdims=True), None),
+})
+
+
+def int_matmul(a, azp, b, bzp):
+    """(A - a_zp) @ (B - b_zp) in int64 (exact), zero points per tensor, per row of A, per column of B."""
+    azp = azp.astype(np.int64).reshape(-1, 1) if azp.size > 1 else azp.astype(np.int64)
+    return np.matmul(a.astype(np.int64) - azp, b.astype(np.int64) - bzp.astype(np.int64))
+
+
+def int_conv(x, xzp, w, wzp, pads, **conv):
+    """Conv of the zero-point-shifted integers in float64 (exact), padded with 0 after the shift
+    (pads as ONNX orders them: the begins of H and W, then their ends)."""
+    wzp = wzp.astype(np.int64).reshape(-1, 1, 1, 1) if wzp.size > 1 else wzp.astype(np.int64)
+    xs = torch.from_numpy((x.astype(np.int64) - xzp.astype(np.int64)).astype(np.float64))
+    xs = F.pad(xs, (pads[1], pads[3], pads[0], pads[2]))
+    ws = torch.from_numpy((w.astype(np.int64) - wzp).astype(np.float64))
+    return np.rint(F.conv2d(xs, ws, **conv).numpy()).astype(np.int64)
+
+
+def requantize(acc, multiplier, yzp):
+    """ONNX: saturate(rint(acc * multiplier) + y_zero_point), the multiplier in float32."""
+    info = np.iinfo(yzp.dtype)
+    y = np.rint(acc.astype(np.float64) * multiplier.astype(np.float32).astype(np.float64)) + yzp.astype(np.float64)
+    return np.clip(y, info.min, info.max).astype(yzp.dtype)
+
+
+def qlinear_matmul(i):
+    acc = int_matmul(i["a"], i["azp"], i["b"], i["bzp"])
+    a_scale = i["as"].reshape(-1, 1) if i["as"].size > 1 else i["as"]
+    return requantize(acc, (a_scale * i["bs"] / i["ys"]).astype(np.float32), i["yzp"])
+
+
+def qlinear_conv(i):
+    acc = int_conv(i["x"], i["xzp"], i["w"], i["wzp"], (1, 1, 1, 1), dilation=(1, 2), groups=2)
+    acc = acc + i["bias"].astype(np.int64).reshape(1, -1, 1, 1)
+    return requantize(acc, (i["xs"] * i["ws"].reshape(1, -1, 1, 1) / i["ys"]).astype(np.float32), i["yzp"])
+
+
+def dynamic_quantize_linear(x):
+    """ONNX's DynamicQuantizeLinear formula, in float32, every round half to even."""
+    x = x.astype(np.float32)
+    lo, hi = np.minimum(np.float32(0), x.min()), np.maximum(np.float32(0), x.max())
+    scale = np.float32(np.float32(1) if hi == lo else hi - lo) / np.float32(255)
+    zp = np.rint(np.clip(np.float32(0) - lo / scale, 0, 255)).astype(np.uint8)
+    y = np.clip(np.rint(x / scale) + zp.astype(np.float32), 0, 255).astype(np.uint8)
+    return [y, np.asarray(scale, dtype=np.float32), np.asarray(zp, dtype=np.uint8)]
+
+
+CASES.update({
+    "matmulinteger_u8": (lambda i: int_matmul(i["a"], i["azp"], i["b"], i["bzp"]), "int32"),
+    "matmulinteger_s8": (lambda i: int_matmul(i["a"], i["azp"], i["b"], i["bzp"]), "int32"),
+    "qlinearmatmul_u8": (qlinear_matmul, "typed"),
+    "qlinearmatmul_s8": (qlinear_matmul, "typed"),
+    "convinteger_u8": (lambda i: int_conv(i["x"], i["xzp"], i["w"], i["wzp"], (1, 0, 1, 2), stride=(2, 1)), "int32"),
+    "qlinearconv_s8": (qlinear_conv, "typed"),
+    "dynamicquantizelinear": (lambda i: dynamic_quantize_linear(i["x"]), "typed"),
+    "dynamicquantizelinear_positive": (lambda i: dynamic_quantize_linear(i["x"]), "typed"),
+    "dynamicquantizelinear_zeros": (lambda i: dynamic_quantize_linear(i["x"]), "typed"),
+})
 
 def cumsum(x, axis, exclusive, reverse):
     """ONNX's CumSum: numpy's sequential running sums, shifted by one when exclusive."""
@@ -588,6 +671,8 @@ def main():
             kind = out_kind or first
             if out_kind == "then_int64":  # TopK, Unique: values in the input's type, then int64 indices
                 kind = first if k == 0 else "int64"
+            elif out_kind == "typed":  # the integer ops: each output in the type the reference made
+                kind = str(np.asarray(o).dtype)
             if out_kind == "stats":  # LayerNorm: Y in the input's type, Mean / InvStdDev in float32 (or 64)
                 kind = first if k == 0 else ("float64" if first == "float64" else "float32")
             if kind == "bool":

@@ -657,6 +657,10 @@ const char* kind_name(emu::ReduceKind k) {
     case emu::ReduceKind::kMax: return "ReduceMax";
     case emu::ReduceKind::kMin: return "ReduceMin";
     case emu::ReduceKind::kProd: return "ReduceProd";
+    case emu::ReduceKind::kL1: return "ReduceL1";
+    case emu::ReduceKind::kSumSquare: return "ReduceSumSquare";
+    case emu::ReduceKind::kL2: return "ReduceL2";
+    case emu::ReduceKind::kLogSum: return "ReduceLogSum";
   }
   return "?";
 }
@@ -684,10 +688,7 @@ void check_reduce(DType t, const std::vector<int64_t>& dims, const std::vector<i
   std::vector<bool> reduced(dims.size(), axes.empty());
   for (int64_t a : axes) reduced[static_cast<size_t>(normalize(a, dims.size()))] = true;
   const bool min = kind == emu::ReduceKind::kMin;
-  const char* op = kind == emu::ReduceKind::kSum    ? "ReduceSum"
-                   : kind == emu::ReduceKind::kMean ? "ReduceMean"
-                   : kind == emu::ReduceKind::kProd ? "ReduceProd"
-                                                    : "ReduceMax";
+  const char* op = min || kind == emu::ReduceKind::kMax ? "ReduceMax" : kind_name(kind);
   Feeds in = {{"x", min ? negated(x) : x}};
   if (kind == emu::ReduceKind::kSum && !axes.empty()) in.push_back({"axes", ints(axes)});  // an input from opset 13
   OneNode node(op, in, {t});
@@ -717,6 +718,25 @@ TEST(CudaKernelsEmulated, ReductionsOverAnyAxesMatchTheCpu) {
   for (const auto& l : launched(mark, "reduce_rows")) (l.block.x == 512 ? wide_rows : narrow_rows) = true;
   EXPECT_TRUE(chunked) << "no reduction was split into chunks";
   EXPECT_TRUE(wide_rows && narrow_rows);
+}
+
+// ReduceL1, ReduceL2, ReduceSumSquare and ReduceLogSum (positive inputs): |x| or x^2 read by the
+// first pass, the root or logarithm taken by the last, also through chunks, two passes and a copy
+// pass over an axis of extent 1 (not the identity for these kinds); an empty axis gives 0 (-inf).
+TEST(CudaKernelsEmulated, NormLikeReductionsOverAnyAxesMatchTheCpu) {
+  auto positive = [](Tensor& x) {
+    for (int64_t k = 0; k < x.numel(); ++k) set(x, k, 0.1f + std::fabs(static_cast<float>(x.element(k))));
+  };
+  uint32_t seed = 680;
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{6, 300, 5}, {0}}, {{6, 40, 5}, {0, 2}}, {{6, 300, 5}, {}}, {{3, 2500}, {1}}, {{333, 10}, {0}}, {{4, 1, 5}, {1}},
+      {{3, 0, 4}, {1}}};
+  for (DType t : kFloatTypes)
+    for (const auto& [dims, axes] : cases) {
+      for (emu::ReduceKind kind : {emu::ReduceKind::kL1, emu::ReduceKind::kL2, emu::ReduceKind::kSumSquare})
+        check_reduce(t, dims, axes, kind, seed++);
+      check_reduce(t, dims, axes, emu::ReduceKind::kLogSum, seed++, positive);
+    }
 }
 
 // ReduceProd (keras2onnx's Tensordot multiplies a shape's dims with it) on values near 1, so that
@@ -768,13 +788,17 @@ TEST(CudaKernelsEmulated, ReductionsWithNanAndEmptyAxesMatchTheCpu) {
   EXPECT_TRUE(launched(mark, "").empty());
 }
 
-TEST(CudaKernelsEmulated, GlobalAveragePoolAndSumToShapeMatchTheCpu) {
+TEST(CudaKernelsEmulated, GlobalPoolsAndSumToShapeMatchTheCpu) {
   for (DType t : kFloatTypes) {
     // GlobalAveragePool: a mean over every dim after N and C (GlobalAveragePool::prepare).
     const Tensor x = random_tensor(t, {2, 3, 4, 5}, 700);
     const Tensor want = OneNode("GlobalAveragePool", {{"x", x}}, {t}).run_cpu()[0];
     expect_close(run_plan(x, {false, false, true, true}, emu::ReduceKind::kMean, want.dims), want,
                  "GlobalAveragePool " + std::string(dtype_name(t)), 10.0);
+    // GlobalMaxPool: the same plan with the max (GlobalPool::prepare).
+    const Tensor want_max = OneNode("GlobalMaxPool", {{"x", x}}, {t}).run_cpu()[0];
+    expect_close(run_plan(x, {false, false, true, true}, emu::ReduceKind::kMax, want_max.dims), want_max,
+                 "GlobalMaxPool " + std::string(dtype_name(t)), 0.0);
     // SumToShape(x [4, 3, 5], [3, 1]): the leading dim and the broadcast one (SumToShape::reduced_axes).
     const Tensor g = random_tensor(t, {4, 3, 5}, 701);
     const Tensor want_sum = OneNode("SumToShape", {{"x", g}, {"shape", ints({3, 1})}}, {t}, kAmpDomain).run_cpu()[0];

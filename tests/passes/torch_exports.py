@@ -19,6 +19,9 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
   indexing_block      pixel_shuffle, repeat, cumsum, topk, gather and scatter_add between
                       convolutions (DepthToSpace, Tile, CumSum, TopK, GatherElements,
                       ScatterElements): issue 31's ops.
+  norm_reduce_block   nn.InstanceNorm2d (affine: InstanceNormalization) and a head over three
+                      per-channel summaries: torch.logsumexp (ReduceLogSumExp), torch.norm p=2
+                      and p=1 (ReduceL2, ReduceL1).
   unet_block          A tiny U-Net: strided Conv down, ConvTranspose2d up (k3 s2 p1
                       output_padding 1; grouped k2 s2 dilated) with a skip concatenation.
   resnet_bottleneck   ResNet-50's layers in small: a stem (Conv, BatchNorm, ReLU), torchvision's
@@ -147,6 +150,23 @@ class IndexingBlock(nn.Module):
         return self.head(torch.cat([v.flatten(1), g.flatten(1), s.flatten(1)], 1))
 
 
+class NormReduceBlock(nn.Module):
+    """InstanceNormalization and the norm-like reductions as PyTorch exports them."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = nn.InstanceNorm2d(8, affine=True)
+        self.head = nn.Linear(24, 10)
+
+    def forward(self, x):
+        x = self.norm(self.stem(x))
+        soft = torch.logsumexp(x, dim=(2, 3))
+        l2 = torch.norm(x, p=2, dim=(2, 3))
+        l1 = torch.norm(x, p=1, dim=(2, 3))
+        return self.head(torch.cat([soft, l2 / 16, l1 / 256], 1))
+
+
 class UNetBlock(nn.Module):
     """Down with strided convolutions, up with transposed ones (ONNX ConvTranspose), a skip."""
 
@@ -174,7 +194,7 @@ class ResNetBottleneck(nn.Module):
         self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
         shortcut = nn.Sequential(nn.Conv2d(16, 32, 1, stride=2, bias=False), nn.BatchNorm2d(32))
         self.layer = nn.Sequential(Bottleneck(16, 8, stride=2, downsample=shortcut), Bottleneck(32, 8))
-        self.head = nn.Linear(32, 10)
+        self.head = nn.Linear(24, 10)
 
     def forward(self, x):
         return self.head(self.layer(self.stem(x)).mean([2, 3]))
@@ -215,6 +235,7 @@ def recurrent(*args, **kw):
 
 MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock,
           "indexing_block": IndexingBlock,
+          "norm_reduce_block": NormReduceBlock,
           "unet_block": UNetBlock, "resnet_bottleneck": ResNetBottleneck,
           "lstm": recurrent("LSTM", False, False, True), "bilstm_h0": recurrent("LSTM", True, True, False),
           "gru": recurrent("GRU", True, False, True), "gru_h0": recurrent("GRU", False, True, False),

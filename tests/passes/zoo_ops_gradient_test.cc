@@ -32,5 +32,18 @@ TEST(ZooOpsGradient, PyTorchBlockWithPadResizeAndActivationsGetsPyTorchsGradient
   expect_pytorch_gradients(e, 2e-5, 1e-4);
 }
 
+// InstanceNormalization (affine), ReduceLogSumExp, ReduceL2 and ReduceL1 as PyTorch exports
+// nn.InstanceNorm2d, torch.logsumexp and torch.norm: PyTorch's loss and gradients.
+TEST(ZooOpsGradient, PyTorchBlockWithInstanceNormAndNormReductionsGetsPyTorchsGradients) {
+  TorchExport e = torch_export("norm_reduce_block");
+  std::map<std::string, int> ops;
+  for (const Node* n : e.model.graph->nodes()) ops[n->op_type()]++;
+  EXPECT_EQ(ops["InstanceNormalization"], 1);
+  EXPECT_EQ(ops["ReduceLogSumExp"], 1);
+  EXPECT_EQ(ops["ReduceL2"], 1);
+  EXPECT_EQ(ops["ReduceL1"], 1);
+  expect_pytorch_gradients(e, 2e-5, 1e-4);
+}
+
 }  // namespace
 }  // namespace amp::test
