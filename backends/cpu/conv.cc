@@ -312,7 +312,7 @@ class IntegerConv final : public Kernel {
             for (int64_t r = 0; r < rows; ++r) {
               const int32_t wv = wg[m * rows + r];
               const int32_t* c = col + r * px;
-              for (int64_t i = 0; i < px; ++i) o[i] += wv * c[i];
+              for (int64_t i = 0; i < px; ++i) o[i] = wrapping_add(o[i], wv * c[i]);
             }
           }
         });
@@ -325,7 +325,7 @@ class IntegerConv final : public Kernel {
         for (int64_t m = 0; m < g.m; ++m) {
           const float multiplier = x_scale.at(0) * w_scale.at(m) / y_scale.at(0);
           for (int64_t i = 0; i < px; ++i)
-            requantize(acc[m * px + i] + (bias ? bias[m] : 0), multiplier, y_zp, y.dtype, y.data, (n * g.m + m) * px + i);
+            requantize(wrapping_add(acc[m * px + i], bias ? bias[m] : 0), multiplier, y_zp, y.dtype, y.data, (n * g.m + m) * px + i);
         }
       }
     }

@@ -26,6 +26,12 @@ struct Scales {
 
 // saturate(round_half_to_even(acc * multiplier) + zero_point) into `out`, an int8 or uint8 element
 // (ONNX's reference: the int32 accumulator times the fp32 multiplier in double precision).
+// a + b in int32 with two's-complement wrap-around, as ONNX Runtime's int32 accumulators behave
+// past 2^31 (about 33,000 products of 8-bit terms); a plain int32 += would be undefined there.
+inline int32_t wrapping_add(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+}
+
 void requantize(int32_t acc, float multiplier, int32_t zero_point, DType out_type, void* out, int64_t i);
 
 // The zero point's single element as int32 (0 when absent); InputError naming `what` unless it has one element.

@@ -90,7 +90,7 @@ void batched_int_matmul(const MatMulShape& s, const int32_t* a, const int32_t* b
                    for (int64_t k = 0; k < s.k; ++k) {
                      const int32_t av = ar[k];
                      const int32_t* br = bm + k * s.n;
-                     for (int64_t j = 0; j < s.n; ++j) o[j] += av * br[j];
+                     for (int64_t j = 0; j < s.n; ++j) o[j] = wrapping_add(o[j], av * br[j]);
                    }
                  }
                });
