@@ -194,7 +194,7 @@ class ResNetBottleneck(nn.Module):
         self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
         shortcut = nn.Sequential(nn.Conv2d(16, 32, 1, stride=2, bias=False), nn.BatchNorm2d(32))
         self.layer = nn.Sequential(Bottleneck(16, 8, stride=2, downsample=shortcut), Bottleneck(32, 8))
-        self.head = nn.Linear(24, 10)
+        self.head = nn.Linear(32, 10)
 
     def forward(self, x):
         return self.head(self.layer(self.stem(x)).mean([2, 3]))
