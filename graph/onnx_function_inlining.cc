@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/error.h"
+#include "graph/onnx_proto_edit.h"
 
 namespace amp {
 namespace {
@@ -18,10 +19,6 @@ using onnx::GraphProto;
 using onnx::NodeProto;
 
 std::string normalized(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
-
-std::string call_label(const NodeProto& n) {
-  return n.name().empty() ? "a call of " + n.op_type() : "node '" + n.name() + "' (" + n.op_type() + ")";
-}
 
 // FunctionProto.attribute_proto (field 11, IR 9): attributes with default values. ONNX 1.12's
 // protobuf does not know the field and keeps it among the unknown fields.
@@ -48,7 +45,7 @@ class Inliner {
   Inliner(onnx::ModelProto& p, std::string path) : p_(p), path_(std::move(path)) {
     for (const auto& f : p.functions()) functions_[{normalized(f.domain()), f.name()}] = &f;
     for (const auto& o : p.opset_import()) model_opsets_[normalized(o.domain())] = o.version();
-    collect_names(p.graph());
+    names_.collect(p.graph());
   }
 
   int run() {
@@ -73,26 +70,7 @@ class Inliner {
   }
 
  private:
-  void collect_names(const GraphProto& g) {
-    for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
-      for (const auto& vi : *list) names_.insert(vi.name());
-    for (const auto& t : g.initializer()) names_.insert(t.name());
-    for (const auto& n : g.node()) {
-      names_.insert(n.name());
-      for (const auto& o : n.output()) names_.insert(o);
-      for (const auto& a : n.attribute()) {
-        if (a.has_g()) collect_names(a.g());
-        for (const auto& sub : a.graphs()) collect_names(sub);
-      }
-    }
-  }
-
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int i = 1; names_.count(name); ++i) name = base + "_" + std::to_string(i);
-    names_.insert(name);
-    return name;
-  }
+  std::string fresh(const std::string& base) { return names_.fresh(base); }
 
   const FunctionProto* function_of(const NodeProto& n) const {
     auto it = functions_.find({normalized(n.domain()), n.op_type()});
@@ -118,7 +96,7 @@ class Inliner {
   void expand(const NodeProto& n, std::vector<NodeProto>& out, int depth) {
     const FunctionProto* f = function_of(n);
     if (!f) return out.push_back(n);
-    const std::string where = path_ + ": " + call_label(n) + ", function '" + f->name() + "'";
+    const std::string where = path_ + ": " + proto::node_label(n) + ", function '" + f->name() + "'";
     if (depth > 64) throw InputError(where + ": calls nest deeper than 64 (a recursive function?)");
     for (const auto& o : f->opset_import()) {
       const std::string domain = normalized(o.domain());
@@ -190,7 +168,8 @@ class Inliner {
   std::map<std::pair<std::string, std::string>, const FunctionProto*> functions_;
   std::map<std::string, int64_t> model_opsets_, added_opsets_;
   std::set<std::pair<std::string, std::string>> inlined_;
-  std::set<std::string> names_, function_domains_;
+  proto::NameAllocator names_;
+  std::set<std::string> function_domains_;
   int count_ = 0;
 };
 

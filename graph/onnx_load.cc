@@ -27,6 +27,7 @@
 #include "graph/onnx_converter_limits.h"
 #include "graph/onnx_function_inlining.h"
 #include "graph/onnx_newer_opsets.h"
+#include "graph/onnx_proto_edit.h"
 #include "graph/onnx_runtime_contrib_ops.h"
 #include "graph/onnx_runtime_forms.h"
 
@@ -107,9 +108,7 @@ void for_each_graph(onnx::ModelProto& p, const std::function<void(onnx::GraphPro
   }
 }
 
-std::string node_label(const onnx::NodeProto& n) {
-  return n.name().empty() ? "a node of type " + n.op_type() : "node '" + n.name() + "' (" + n.op_type() + ")";
-}
+using proto::node_label;
 
 std::map<std::string, int64_t> imported_opsets(const onnx::ModelProto& p) {
   std::map<std::string, int64_t> opsets;

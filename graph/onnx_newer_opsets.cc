@@ -8,7 +8,7 @@
 #include <set>
 
 #include "graph/error.h"
-#include "graph/half.h"
+#include "graph/onnx_proto_edit.h"
 #include "graph/onnx_value_types.h"
 
 namespace amp {
@@ -21,55 +21,7 @@ using onnx::TensorProto;
 
 // The graphs around a node, outermost first: a name a subgraph reads may be defined further out.
 using Chain = ProtoGraphChain;
-
-bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
-std::string node_label(const NodeProto& n) {
-  return n.name().empty() ? "a node of type " + n.op_type() : "node '" + n.name() + "' (" + n.op_type() + ")";
-}
-
-const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
-int64_t attr_int(const NodeProto& n, const std::string& name, int64_t fallback) {
-  const AttributeProto* a = find_attr(n, name);
-  return a ? a->i() : fallback;
-}
-
-std::string attr_string(const NodeProto& n, const std::string& name, const std::string& fallback) {
-  const AttributeProto* a = find_attr(n, name);
-  return a ? a->s() : fallback;
-}
-
-// True when the attribute was there.
-bool remove_attr(NodeProto& n, const std::string& name) {
-  auto* list = n.mutable_attribute();
-  for (auto it = list->begin(); it != list->end(); ++it)
-    if (it->name() == name) {
-      list->erase(it);
-      return true;
-    }
-  return false;
-}
-
-void set_ints_attr(NodeProto& n, const std::string& name, const std::vector<int64_t>& values) {
-  remove_attr(n, name);
-  AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-
-void set_string_attr(NodeProto& n, const std::string& name, const std::string& value) {
-  remove_attr(n, name);
-  AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::STRING);
-  a->set_s(value);
-}
+using namespace proto;
 
 template <class T>
 std::vector<T> raw_values(const std::string& raw) {
@@ -155,7 +107,7 @@ const std::map<std::string, int64_t> kNoOpset17Form = {
 class Lowering {
  public:
   Lowering(onnx::ModelProto& p, std::string path, int64_t opset) : p_(p), path_(std::move(path)), opset_(opset) {
-    collect_names(p.graph());
+    names_.collect(p.graph());
   }
 
   std::vector<std::string> run() {
@@ -188,26 +140,7 @@ class Lowering {
   }
 
  private:
-  void collect_names(const GraphProto& g) {
-    for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
-      for (const auto& vi : *list) names_.insert(vi.name());
-    for (const auto& t : g.initializer()) names_.insert(t.name());
-    for (const auto& n : g.node()) {
-      names_.insert(n.name());
-      for (const auto& o : n.output()) names_.insert(o);
-      for (const auto& a : n.attribute()) {
-        if (a.has_g()) collect_names(a.g());
-        for (const auto& sub : a.graphs()) collect_names(sub);
-      }
-    }
-  }
-
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int i = 1; names_.count(name); ++i) name = base + "_" + std::to_string(i);
-    names_.insert(name);
-    return name;
-  }
+  std::string fresh(const std::string& base) { return names_.fresh(base); }
 
   [[noreturn]] void refuse(const NodeProto& n, const std::string& why) const {
     throw InputError(path_ + ": " + node_label(n) + " at opset " + std::to_string(opset_) + ": " + why +
@@ -252,33 +185,13 @@ class Lowering {
   // unknown type, a float scalar made like `like` by CastLike.
   std::string scalar_like(std::vector<NodeProto>& out, const NodeProto& from, double value, int32_t type,
                           const std::string& like, const std::string& what) {
-    TensorProto t;
-    switch (type) {
-      case TensorProto::DOUBLE:
-        t.set_data_type(type);
-        t.add_double_data(value);
-        return constant(out, from, std::move(t), what);
-      case TensorProto::FLOAT16:
-        t.set_data_type(type);
-        t.add_int32_data(fp32_to_fp16(static_cast<float>(value)));
-        return constant(out, from, std::move(t), what);
-      case TensorProto::BFLOAT16:
-        t.set_data_type(type);
-        t.add_int32_data(fp32_to_bf16(static_cast<float>(value)));
-        return constant(out, from, std::move(t), what);
-      case TensorProto::FLOAT:
-        t.set_data_type(type);
-        t.add_float_data(static_cast<float>(value));
-        return constant(out, from, std::move(t), what);
-      default: {
-        t.set_data_type(TensorProto::FLOAT);
-        t.add_float_data(static_cast<float>(value));
-        const std::string f = constant(out, from, std::move(t), what + "_float");
-        const std::string cast = fresh(f + "_like");
-        out.push_back(make(from, "CastLike", {f, like}, cast));
-        return cast;
-      }
-    }
+    const bool known = type == TensorProto::DOUBLE || type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16 ||
+                       type == TensorProto::FLOAT;
+    const std::string c = constant(out, from, scalar_tensor(value, type), known ? what : what + "_float");
+    if (known) return c;
+    const std::string cast = fresh(c + "_like");
+    out.push_back(make(from, "CastLike", {c, like}, cast));
+    return cast;
   }
 
   void lower_graph(GraphProto& g, Chain chain) {
@@ -348,7 +261,7 @@ class Lowering {
       if (auto dims = known_dims(chain, n.input(0)); dims && dims->size() != 4)
         refuse(n, "a " + std::to_string(dims->size()) + "-D GridSample came with opset 20");
       const std::string old = mode == "linear" ? "bilinear" : mode == "cubic" ? "bicubic" : mode;
-      set_string_attr(n, "mode", old);
+      set_attr(n, "mode", old);
       note("GridSample: mode '" + mode + "' -> '" + old + "'");
     } else if (op == "DFT" && opset_ >= 20) {
       refuse(n, "DFT's opset-20 form (axis as an input) has no reader here");
@@ -373,7 +286,7 @@ class Lowering {
       n.clear_attribute();
       note(op + ": no axes with noop_with_empty_axes -> Identity");
     } else {
-      if (axes && !axes->empty()) set_ints_attr(n, "axes", *axes);
+      if (axes && !axes->empty()) set_attr(n, "axes", *axes);
       note(op + ": opset-18 form (axes input) -> opset-13 form (axes attribute)");
     }
     out.push_back(std::move(n));
@@ -403,16 +316,8 @@ class Lowering {
       // The dim is known only at run time: the sizes are computed from the input's shape.
       NodeProto shape = make(n, "Shape", {n.input(0)}, fresh(n.output(0) + "/dim"));
       const int64_t raw_axis = attr_int(n, "axis", 0);
-      AttributeProto* start = shape.add_attribute();
-      start->set_name("start");
-      start->set_type(AttributeProto::INT);
-      start->set_i(raw_axis);
-      if (raw_axis != -1) {
-        AttributeProto* end = shape.add_attribute();
-        end->set_name("end");
-        end->set_type(AttributeProto::INT);
-        end->set_i(raw_axis + 1);
-      }
+      set_attr(shape, "start", raw_axis);
+      if (raw_axis != -1) set_attr(shape, "end", raw_axis + 1);
       const std::string d = shape.output(0);
       out.push_back(std::move(shape));
       const std::string km1 = int64_constant(out, n, {k - 1}, "k_minus_1"), kk = int64_constant(out, n, {k}, "k");
@@ -428,10 +333,7 @@ class Lowering {
       parts.push_back(last);
       sizes = fresh(n.output(0) + "/split");
       NodeProto concat = make(n, "Concat", parts, sizes);
-      AttributeProto* ax = concat.add_attribute();
-      ax->set_name("axis");
-      ax->set_type(AttributeProto::INT);
-      ax->set_i(0);
+      set_attr(concat, "axis", int64_t{0});
       out.push_back(std::move(concat));
       note("Split: num_outputs -> split sizes computed from the input's shape");
     }
@@ -594,10 +496,7 @@ class Lowering {
     auto cast = [&](const std::string& v, int32_t to) {
       const std::string r = tmp("cast");
       NodeProto c = make(n, "Cast", {v}, r);
-      AttributeProto* a = c.add_attribute();
-      a->set_name("to");
-      a->set_type(AttributeProto::INT);
-      a->set_i(to);
+      set_attr(c, "to", int64_t{to});
       out.push_back(std::move(c));
       return r;
     };
@@ -610,7 +509,7 @@ class Lowering {
     auto reduce_mean = [&](const std::string& v, const std::string& what) {
       const std::string r = tmp(what);
       NodeProto m = make(n, "ReduceMean", {v}, r);
-      set_ints_attr(m, "axes", {2});
+      set_attr(m, "axes", std::vector<int64_t>{2});
       out.push_back(std::move(m));
       return r;
     };
@@ -651,10 +550,7 @@ class Lowering {
     }
     if (widen) {
       NodeProto c = make(n, "Cast", {z}, y);
-      AttributeProto* a = c.add_attribute();
-      a->set_name("to");
-      a->set_type(AttributeProto::INT);
-      a->set_i(type);
+      set_attr(c, "to", int64_t{type});
       c.set_name(n.name().empty() ? fresh(y + "/GroupNormalization") : n.name());
       out.push_back(std::move(c));
     } else {
@@ -668,7 +564,7 @@ class Lowering {
   onnx::ModelProto& p_;
   const std::string path_;
   const int64_t opset_;
-  std::set<std::string> names_;
+  NameAllocator names_;
   std::map<std::string, int> notes_;
 };
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/error.h"
-#include "graph/half.h"
+#include "graph/onnx_proto_edit.h"
 #include "graph/onnx_value_types.h"
 
 namespace amp {
@@ -20,58 +20,18 @@ using onnx::NodeProto;
 using onnx::TensorProto;
 
 bool is_ms_domain(const std::string& d) { return d == "com.microsoft"; }
-bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 std::string input(const NodeProto& n, int i) { return i < n.input_size() ? n.input(i) : std::string(); }
 std::string output(const NodeProto& n, int i) { return i < n.output_size() ? n.output(i) : std::string(); }
-
-const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-int64_t int_attr(const NodeProto& n, const std::string& name, int64_t fallback) {
-  const AttributeProto* a = find_attr(n, name);
-  return a ? a->i() : fallback;
-}
-float float_attr(const NodeProto& n, const std::string& name, float fallback) {
-  const AttributeProto* a = find_attr(n, name);
-  return a ? a->f() : fallback;
-}
-
-void add_attr(NodeProto& n, const std::string& name, int64_t v) {
-  AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::INT);
-  a->set_i(v);
-}
-void add_attr(NodeProto& n, const std::string& name, float v) {
-  AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::FLOAT);
-  a->set_f(v);
-}
-void add_attr(NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
 
 class ContribExpansion {
  public:
   ContribExpansion(onnx::ModelProto& p, std::string path) : p_(p), path_(std::move(path)) {
     for (const auto& o : p.opset_import())
-      if (is_default_domain(o.domain())) opset_ = o.version();
+      if (proto::default_domain(o.domain())) opset_ = o.version();
   }
 
   std::string run() {
-    each_graph(*p_.mutable_graph(), [&](GraphProto& g) {
-      for (const auto& n : g.node()) {
-        names_.insert(n.name());
-        for (const auto& o : n.output()) names_.insert(o);
-      }
-    });
+    names_.collect(p_.graph());
     each_graph(*p_.mutable_graph(), [&](GraphProto& g) { expand(g); });
     if (counts_.empty()) return "";
     bool still_read = false;
@@ -105,16 +65,10 @@ class ContribExpansion {
       }
   }
 
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int i = 1; names_.count(name); ++i) name = base + "_" + std::to_string(i);
-    names_.insert(name);
-    return name;
-  }
+  std::string fresh(const std::string& base) { return names_.fresh(base); }
 
   [[noreturn]] void refuse(const NodeProto& n, const std::string& why) const {
-    throw InputError(path_ + ": " + (n.name().empty() ? "a node of type " + n.op_type() : "node '" + n.name() + "' (" + n.op_type() + ")") +
-                     " of domain com.microsoft: " + why);
+    throw InputError(path_ + ": " + proto::node_label(n) + " of domain com.microsoft: " + why);
   }
 
   // A new default-domain node named after `from`; `output` empty: a fresh value.
@@ -147,23 +101,22 @@ class ContribExpansion {
   // like `like` by CastLike (opset 15 on).
   std::string scalar(const NodeProto& from, double value, const std::string& like) {
     const int32_t type = declared_type(like);
-    TensorProto t;
-    t.set_data_type(type == TensorProto::DOUBLE || type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16 ? type
-                                                                                                                  : TensorProto::FLOAT);
-    if (type == TensorProto::DOUBLE) t.add_double_data(value);
-    else if (type == TensorProto::FLOAT16) t.add_int32_data(fp32_to_fp16(static_cast<float>(value)));
-    else if (type == TensorProto::BFLOAT16) t.add_int32_data(fp32_to_bf16(static_cast<float>(value)));
-    else t.add_float_data(static_cast<float>(value));
-    const std::string name = fresh(from.output(0) + "/constant");
+    const std::string name = constant(from, proto::scalar_tensor(value, type), "constant");
+    return type == 0 ? cast_like(from, name, like) : name;
+  }
+
+  // A Constant node holding t; returns its output.
+  std::string constant(const NodeProto& from, TensorProto t, const std::string& what) {
+    const std::string name = fresh(from.output(0) + "/" + what);
     t.set_name(name);
     NodeProto c;
     add(from, "Constant", {}, name, &c);
     AttributeProto* a = c.add_attribute();
     a->set_name("value");
     a->set_type(AttributeProto::TENSOR);
-    *a->mutable_t() = t;
+    *a->mutable_t() = std::move(t);
     push(std::move(c));
-    return type == 0 ? cast_like(from, name, like) : name;
+    return name;
   }
 
   // v converted to the element type of `like`: a Cast when that type is known, else a CastLike.
@@ -214,7 +167,7 @@ class ContribExpansion {
   std::string transpose(const NodeProto& n, const std::string& x, const std::vector<int64_t>& perm) {
     NodeProto t;
     const std::string y = add(n, "Transpose", {x}, "", &t);
-    add_attr(t, "perm", perm);
+    proto::set_attr(t, "perm", perm);
     push(std::move(t));
     return y;
   }
@@ -247,7 +200,7 @@ class ContribExpansion {
     }
     if (op == "QLinearGlobalAveragePool" || op == "QLinearAveragePool") {
       if (n.input_size() < 4) refuse(n, "it needs at least 4 inputs");
-      const bool channels_last = int_attr(n, "channels_last", 0) != 0;
+      const bool channels_last = proto::attr_int(n, "channels_last", 0) != 0;
       if (channels_last && declared_rank(n.input(0)) != 4 && declared_rank(n.input(0)) != -1)
         refuse(n, "channels_last is read for 4-D inputs only");
       std::string x = dequantize(n, n.input(0), n.input(1), input(n, 2));
@@ -274,16 +227,7 @@ class ContribExpansion {
     t.set_data_type(TensorProto::INT64);
     if (vector) t.add_dims(static_cast<int64_t>(values.size()));
     for (int64_t v : values) t.add_int64_data(v);
-    const std::string name = fresh(from.output(0) + "/ints");
-    t.set_name(name);
-    NodeProto c;
-    add(from, "Constant", {}, name, &c);
-    AttributeProto* a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(AttributeProto::TENSOR);
-    *a->mutable_t() = t;
-    push(std::move(c));
-    return name;
+    return constant(from, std::move(t), "ints");
   }
 
   std::string reshape(const NodeProto& n, const std::string& x, const std::vector<int64_t>& shape) {
@@ -293,7 +237,7 @@ class ContribExpansion {
   std::string cast(const NodeProto& n, const std::string& x, int32_t to) {
     NodeProto c;
     const std::string y = add(n, "Cast", {x}, "", &c);
-    add_attr(c, "to", static_cast<int64_t>(to));
+    proto::set_attr(c, "to", static_cast<int64_t>(to));
     push(std::move(c));
     return y;
   }
@@ -302,7 +246,7 @@ class ContribExpansion {
   std::string dim(const NodeProto& n, const std::string& x, int64_t axis) {
     NodeProto g;
     const std::string y = add(n, "Gather", {add(n, "Shape", {x}), int64s(n, {axis}, false)}, "", &g);
-    add_attr(g, "axis", int64_t{0});
+    proto::set_attr(g, "axis", int64_t{0});
     push(std::move(g));
     return y;
   }
@@ -316,8 +260,8 @@ class ContribExpansion {
   std::string reduce_sum(const NodeProto& n, const std::string& x, const std::vector<int64_t>& axes) {
     NodeProto r;
     const std::string y = opset_ >= 13 ? add(n, "ReduceSum", {x, int64s(n, axes)}, "", &r) : add(n, "ReduceSum", {x}, "", &r);
-    if (opset_ < 13) add_attr(r, "axes", axes);
-    add_attr(r, "keepdims", int64_t{0});
+    if (opset_ < 13) proto::set_attr(r, "axes", axes);
+    proto::set_attr(r, "keepdims", int64_t{0});
     push(std::move(r));
     return y;
   }
@@ -332,16 +276,16 @@ class ContribExpansion {
     for (int i = 4; i < n.input_size(); ++i)
       if (!n.input(i).empty()) refuse(n, "past state, relative position bias and past_sequence_length are not read");
     if (n.output_size() > 1 && !n.output(1).empty()) refuse(n, "its present state output is read");
-    if (find_attr(n, "qkv_hidden_sizes")) refuse(n, "qkv_hidden_sizes is not read");
-    if (int_attr(n, "do_rotary", 0)) refuse(n, "do_rotary is not read");
-    const int64_t heads = int_attr(n, "num_heads", 0);
+    if (proto::find_attr(n, "qkv_hidden_sizes")) refuse(n, "qkv_hidden_sizes is not read");
+    if (proto::attr_int(n, "do_rotary", 0)) refuse(n, "do_rotary is not read");
+    const int64_t heads = proto::attr_int(n, "num_heads", 0);
     if (heads < 1) refuse(n, "num_heads is missing");
     auto wdims = known_dims({graph_}, n.input(1));
     if (!wdims || wdims->size() != 2 || !(*wdims)[1] || *(*wdims)[1] % (3 * heads) != 0)
       refuse(n, "its weights' shape [input hidden, 3 x hidden] is not known");
     const int64_t hidden = *(*wdims)[1] / 3, head_size = hidden / heads;
-    const float filter = float_attr(n, "mask_filter_value", -10000.0f);
-    const float scale = float_attr(n, "scale", 1.0f / std::sqrt(static_cast<float>(head_size)));
+    const float filter = proto::attr_float(n, "mask_filter_value", -10000.0f);
+    const float scale = proto::attr_float(n, "scale", 1.0f / std::sqrt(static_cast<float>(head_size)));
     std::string qkv = add(n, "MatMul", {x, n.input(1)});
     if (!input(n, 2).empty()) qkv = add(n, "Add", {qkv, n.input(2)});
     NodeProto split;
@@ -350,8 +294,8 @@ class ContribExpansion {
         q, &split);
     split.add_output(k);
     split.add_output(v);
-    add_attr(split, "axis", int64_t{-1});
-    if (opset_ < 13) add_attr(split, "split", std::vector<int64_t>{hidden, hidden, hidden});
+    proto::set_attr(split, "axis", int64_t{-1});
+    if (opset_ < 13) proto::set_attr(split, "split", std::vector<int64_t>{hidden, hidden, hidden});
     push(std::move(split));
     auto heads_of = [&](const std::string& t, const std::vector<int64_t>& perm) {
       return transpose(n, reshape(n, t, {0, 0, heads, head_size}), perm);
@@ -374,7 +318,7 @@ class ContribExpansion {
       const std::string masked = add(n, "Sub", {scalar(n, 1.0, x), keep});
       scores = add(n, "Add", {scores, reshape(n, add(n, "Mul", {masked, scalar(n, filter, x)}), {0, 1, 1, -1})});
     }
-    if (int_attr(n, "unidirectional", 0)) {
+    if (proto::attr_int(n, "unidirectional", 0)) {
       const std::string pos = positions(n, x, 1);
       // ONNX Runtime (1.30) gives a later key the type's lowest value, not mask_filter_value: a
       // query whose earlier keys are all masked attends to those, never to a later one.
@@ -386,7 +330,7 @@ class ContribExpansion {
     }
     NodeProto softmax;
     const std::string probs = add(n, "Softmax", {scores}, "", &softmax);
-    add_attr(softmax, "axis", int64_t{-1});
+    proto::set_attr(softmax, "axis", int64_t{-1});
     push(std::move(softmax));
     const std::string context = transpose(n, add(n, "MatMul", {probs, vh}), {0, 2, 1, 3});
     add(n, "Reshape", {context, int64s(n, {0, 0, hidden})}, n.output(0));
@@ -402,7 +346,7 @@ class ContribExpansion {
     auto gather = [&](const std::string& table, const std::string& index) {
       NodeProto g;
       const std::string y = add(n, "Gather", {table, index}, "", &g);
-      add_attr(g, "axis", int64_t{0});
+      proto::set_attr(g, "axis", int64_t{0});
       push(std::move(g));
       return y;
     };
@@ -414,13 +358,13 @@ class ContribExpansion {
       if (mask.empty()) refuse(n, "its mask_index output is read and it has no mask");
       NodeProto c;
       add(n, "Cast", {reduce_sum(n, cast(n, mask, TensorProto::INT32), {1})}, output(n, 1), &c);
-      add_attr(c, "to", static_cast<int64_t>(TensorProto::INT32));
+      proto::set_attr(c, "to", static_cast<int64_t>(TensorProto::INT32));
       push(std::move(c));
     }
     NodeProto ln;
     add(n, "LayerNormalization", {sum, gamma, beta}, n.output(0), &ln);
-    add_attr(ln, "axis", int64_t{-1});
-    add_attr(ln, "epsilon", float_attr(n, "epsilon", 1e-12f));
+    proto::set_attr(ln, "axis", int64_t{-1});
+    proto::set_attr(ln, "epsilon", proto::attr_float(n, "epsilon", 1e-12f));
     push(std::move(ln));
   }
 
@@ -450,7 +394,7 @@ class ContribExpansion {
     }
     if (op == "QuickGelu") {  // x * sigmoid(alpha * x)
       const std::string x = n.input(0);
-      const std::string s = add(n, "Sigmoid", {add(n, "Mul", {x, scalar(n, float_attr(n, "alpha", 1.702f), x)})});
+      const std::string s = add(n, "Sigmoid", {add(n, "Mul", {x, scalar(n, proto::attr_float(n, "alpha", 1.702f), x)})});
       add(n, "Mul", {x, s}, n.output(0));
       return true;
     }
@@ -462,12 +406,12 @@ class ContribExpansion {
       const std::string bias = simplified ? input(n, 3) : input(n, 4);
       if (!bias.empty()) sum = add(n, "Add", {sum, bias});
       if (!output(n, 3).empty()) add(n, "Identity", {sum}, output(n, 3));
-      const float eps = float_attr(n, "epsilon", 1e-12f);
+      const float eps = proto::attr_float(n, "epsilon", 1e-12f);
       if (simplified) {
         const std::string square = add(n, "Mul", {sum, sum});
         NodeProto mean;
         const std::string m = add(n, "ReduceMean", {square}, "", &mean);
-        add_attr(mean, "axes", std::vector<int64_t>{-1});
+        proto::set_attr(mean, "axes", std::vector<int64_t>{-1});
         push(std::move(mean));
         const std::string rms = add(n, "Sqrt", {add(n, "Add", {m, scalar(n, eps, n.input(0))})});
         add(n, "Mul", {add(n, "Div", {sum, rms}), n.input(2)}, n.output(0));
@@ -476,15 +420,15 @@ class ContribExpansion {
         if (!input(n, 3).empty()) in.push_back(n.input(3));
         NodeProto ln;
         add(n, "LayerNormalization", in, n.output(0), &ln);
-        add_attr(ln, "axis", int64_t{-1});
-        add_attr(ln, "epsilon", eps);
+        proto::set_attr(ln, "axis", int64_t{-1});
+        proto::set_attr(ln, "epsilon", eps);
         push(std::move(ln));
       }
       return true;
     }
     if (op == "FusedMatMul") {
       if (n.input_size() < 2) refuse(n, "it needs A and B");
-      if (int_attr(n, "transBatchA", 0) || int_attr(n, "transBatchB", 0)) refuse(n, "transBatchA / transBatchB are not read");
+      if (proto::attr_int(n, "transBatchA", 0) || proto::attr_int(n, "transBatchB", 0)) refuse(n, "transBatchA / transBatchB are not read");
       auto operand = [&](const std::string& v, bool trans) {
         if (!trans) return v;
         const int rank = declared_rank(v);
@@ -494,9 +438,9 @@ class ContribExpansion {
         std::swap(perm[rank - 1], perm[rank - 2]);
         return transpose(n, v, perm);
       };
-      const std::string a = operand(n.input(0), int_attr(n, "transA", 0) != 0);
-      const std::string b = operand(n.input(1), int_attr(n, "transB", 0) != 0);
-      const float alpha = float_attr(n, "alpha", 1.0f);
+      const std::string a = operand(n.input(0), proto::attr_int(n, "transA", 0) != 0);
+      const std::string b = operand(n.input(1), proto::attr_int(n, "transB", 0) != 0);
+      const float alpha = proto::attr_float(n, "alpha", 1.0f);
       if (alpha == 1.0f) {
         add(n, "MatMul", {a, b}, n.output(0));
       } else {
@@ -535,7 +479,7 @@ class ContribExpansion {
   onnx::ModelProto& p_;
   const std::string path_;
   int64_t opset_ = 0;
-  std::set<std::string> names_;
+  proto::NameAllocator names_;
   std::map<std::string, int> counts_;
   const GraphProto* graph_ = nullptr;
   std::vector<NodeProto>* out_ = nullptr;
