@@ -64,10 +64,8 @@ class GatherElements final : public Kernel {
 
 class ScatterElements final : public Kernel {
  public:
-  ScatterElements(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)), reduction_(n.attr_string("reduction", "none")) {
-    if (reduction_ != "none" && reduction_ != "add" && reduction_ != "mul")
-      throw InputError("ScatterElements reduction '" + reduction_ + "' is not supported (none, add and mul are)");
-  }
+  ScatterElements(const Node& n, int64_t)
+      : axis_(n.attr_int("axis", 0)), reduction_(scatter_reduction("ScatterElements", n.attr_string("reduction", "none"))) {}
   void run(KernelIO& io, const RunContext&) const override {
     const View &data = io.input(0), &indices = io.input(1), &updates = io.input(2);
     if (updates.dims != indices.dims)
@@ -83,20 +81,14 @@ class ScatterElements final : public Kernel {
       for (size_t k = 0; k < at.size(); ++k) {
         T& dst = o[at[k]];
         const T v = u[k];
-        if constexpr (std::is_same_v<T, bool>) {
-          dst = reduction_ == "add" ? (dst || v) : reduction_ == "mul" ? (dst && v) : v;
-        } else {
-          if (reduction_ == "add") dst = store<T>(load(dst) + load(v));
-          else if (reduction_ == "mul") dst = store<T>(load(dst) * load(v));
-          else dst = v;
-        }
+        scatter_combine(dst, v, reduction_);
       }
     });
   }
 
  private:
   int64_t axis_;
-  std::string reduction_;
+  ScatterReduction reduction_;
 };
 
 }  // namespace

@@ -11,10 +11,7 @@ namespace {
 
 class ScatterND final : public Kernel {
  public:
-  ScatterND(const Node& n, int64_t) : reduction_(n.attr_string("reduction", "none")) {
-    if (reduction_ != "none" && reduction_ != "add" && reduction_ != "mul")
-      throw InputError("ScatterND reduction '" + reduction_ + "' is not supported (none, add and mul are)");
-  }
+  ScatterND(const Node& n, int64_t) : reduction_(scatter_reduction("ScatterND", n.attr_string("reduction", "none"))) {}
   void run(KernelIO& io, const RunContext&) const override {
     const View& data = io.input(0);
     const View& indices = io.input(1);
@@ -50,20 +47,14 @@ class ScatterND final : public Kernel {
         for (int64_t e = 0; e < slice; ++e) {
           T& dst = o[at + e];
           const T v = u[t * slice + e];
-          if constexpr (std::is_same_v<T, bool>) {
-            dst = reduction_ == "add" ? (dst || v) : reduction_ == "mul" ? (dst && v) : v;
-          } else {
-            if (reduction_ == "add") dst = store<T>(load(dst) + load(v));
-            else if (reduction_ == "mul") dst = store<T>(load(dst) * load(v));
-            else dst = v;
-          }
+          scatter_combine(dst, v, reduction_);
         }
       }
     });
   }
 
  private:
-  std::string reduction_;
+  ScatterReduction reduction_;
 };
 
 }  // namespace
