@@ -7,6 +7,8 @@
 
 #include <climits>
 
+#include <spdlog/spdlog.h>
+
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/external_data.h"
@@ -149,7 +151,14 @@ void ProtoExporter::export_graph(const Graph& g, onnx::GraphProto* gp) {
     if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
     for (const auto& a : n->attributes()) export_attribute(a, np->add_attribute());
   }
-  for (const Value* v : g.outputs()) export_value_info(v, gp->add_output());
+  for (const Value* v : g.outputs()) {
+    export_value_info(v, gp->add_output());
+    // A model read with such an output (an If whose branches return different ranks) is written
+    // with it: ONNX Runtime runs it, ONNX's checker, which wants every output's shape, does not.
+    if (v->type().kind == ValueType::Kind::kTensor && !v->type().shape)
+      spdlog::warn("graph output '{}' has no fixed rank: written without a shape, which ONNX's checker refuses (ONNX "
+                   "Runtime accepts it)", v->name());
+  }
   for (const Value* v : g.value_info()) export_value_info(v, gp->add_value_info());
 }
 

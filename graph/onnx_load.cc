@@ -311,6 +311,75 @@ void infer_shapes(onnx::ModelProto& p, const std::string& path) {
   }
 }
 
+// Graph outputs without a type (none, or an empty TypeProto), in the main graph or a subgraph (an
+// If's branches): ONNX's checker requires every graph output's type and shape, ONNX Runtime infers
+// them. Here ONNX's shape inference types them, on a copy: each such output takes the element type
+// and the shape that inference gives it. An output inference cannot give an element type stays as
+// it is, for the checker to refuse. One whose rank inference cannot fix (an If whose branches
+// return different ranks) is typed without a shape, which no shape in the file could say
+// truthfully: the checker then checks the model without it (`unranked`), and a rewrite that would
+// have to write it is refused (the writer's checker).
+bool untyped(const onnx::ValueInfoProto& vi) {
+  return !vi.has_type() || vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET;
+}
+
+bool has_untyped_outputs(onnx::ModelProto& p) {
+  bool any = false;
+  for_each_graph(p, [&](onnx::GraphProto& g) {
+    for (const auto& vi : g.output())
+      if (untyped(vi)) any = true;
+  });
+  return any;
+}
+
+struct TypedOutputs {
+  int count = 0;
+  std::set<std::string> unranked;  // main-graph outputs typed without a shape
+};
+
+TypedOutputs type_untyped_outputs(onnx::ModelProto& p) {
+  TypedOutputs r;
+  if (!has_untyped_outputs(p)) return r;
+  onnx::ModelProto typed = p;
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/false);
+    onnx::shape_inference::InferShapes(typed, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception&) {
+    return r;  // the checker says what is wrong
+  }
+  // Both protos hold the same graphs in the same order.
+  std::vector<onnx::GraphProto*> mine, theirs;
+  for_each_graph(p, [&](onnx::GraphProto& g) { mine.push_back(&g); });
+  for_each_graph(typed, [&](onnx::GraphProto& g) { theirs.push_back(&g); });
+  if (mine.size() != theirs.size()) return r;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    auto& outs = *mine[k]->mutable_output();
+    const auto& inferred = theirs[k]->output();
+    if (inferred.size() != outs.size()) continue;
+    for (int i = 0; i < outs.size(); ++i) {
+      const onnx::ValueInfoProto& t = inferred.Get(i);
+      if (!untyped(outs.Get(i)) || !t.has_type() || !t.type().has_tensor_type() ||
+          t.type().tensor_type().elem_type() == onnx::TensorProto::UNDEFINED)
+        continue;
+      *outs.Mutable(i)->mutable_type() = t.type();
+      ++r.count;
+      if (k == 0 && !t.type().tensor_type().has_shape()) r.unranked.insert(outs.Get(i).name());
+    }
+  }
+  return r;
+}
+
+// The checker on the model less the main-graph outputs named (those whose rank is not fixed).
+void run_checker_without(const onnx::ModelProto& p, const std::set<std::string>& outputs, const std::string& path,
+                         const std::string& base_dir) {
+  if (outputs.empty()) return run_checker(p, path, base_dir);
+  onnx::ModelProto copy = p;
+  auto* outs = copy.mutable_graph()->mutable_output();
+  for (int i = outs->size() - 1; i >= 0; --i)
+    if (outputs.count(outs->Get(i).name())) outs->DeleteSubrange(i, 1);
+  run_checker(copy, path, base_dir);
+}
+
 // True when no default-domain op of the model changes between the two opsets: then converting is
 // only a new version number, and ONNX's converter (which loses sequence and optional types on the
 // way through its own IR) is not needed.
@@ -416,15 +485,16 @@ bool needs_conversion(const onnx::ModelProto& p, const LoadOptions& options) {
 }
 
 // The steps that hand the proto to ONNX's own tools.
-void run_onnx_tools(onnx::ModelProto& p, const std::string& path, const std::string& base_dir,
-                    const LoadOptions& options, const SetAsideNodes& set_aside) {
-  if (options.check) run_checker(p, path, base_dir);
+TypedOutputs run_onnx_tools(onnx::ModelProto& p, const std::string& path, const std::string& base_dir,
+                            const LoadOptions& options, const SetAsideNodes& set_aside) {
+  const TypedOutputs typed = type_untyped_outputs(p);
+  if (options.check) run_checker_without(p, typed.unranked, path, base_dir);
   const int64_t opset = default_opset(p);
   if (needs_conversion(p, options)) {
     convert_opset(p, opset, options.target_opset, path, set_aside);
     if (options.check) {  // a converter bug must not pass on silently
       try {
-        run_checker(p, path, base_dir);
+        run_checker_without(p, typed.unranked, path, base_dir);
       } catch (const InputError& e) {
         throw InputError(path + ": converting from opset " + std::to_string(opset) + " to opset " +
                          std::to_string(options.target_opset) + " gave an invalid model: " +
@@ -433,6 +503,7 @@ void run_onnx_tools(onnx::ModelProto& p, const std::string& path, const std::str
     }
   }
   if (options.infer_shapes) infer_shapes(p, path);
+  return typed;
 }
 
 Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string& base_dir, const LoadOptions& options) {
@@ -479,7 +550,8 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
     check_ops_known(p, path);
     check_external_locations(p, external);
   }
-  const bool uses_onnx_tools = options.check || options.infer_shapes || needs_conversion(p, options);
+  const bool uses_onnx_tools =
+      options.check || options.infer_shapes || needs_conversion(p, options) || has_untyped_outputs(p);
   if (options.isolate_onnx_tools && uses_onnx_tools) {
     const std::string failure =
         rehearse_in_child([&] { run_onnx_tools(p, path, base_dir, options, set_aside); }, kToolTimeoutSeconds);
@@ -487,7 +559,14 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
       throw InputError(path + ": malformed model: ONNX's checker, version converter or shape inference " + failure +
                        " on it");
   }
-  run_onnx_tools(p, path, base_dir, options, set_aside);
+  const TypedOutputs typed = run_onnx_tools(p, path, base_dir, options, set_aside);
+  if (typed.count) {
+    std::string unranked;
+    for (const std::string& o : typed.unranked) unranked += (unranked.empty() ? "" : ", ") + ("'" + o + "'");
+    spdlog::warn("{}: {} graph output{} without a type (ONNX requires one; ONNX Runtime infers it): typed by shape "
+                 "inference{}", path, typed.count, typed.count == 1 ? "" : "s",
+                 unranked.empty() ? "" : "; the rank of " + unranked + " depends on the input (no shape can say it)");
+  }
   return import_model_proto(p, path, external);
 }
 

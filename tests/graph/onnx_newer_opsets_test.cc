@@ -228,5 +228,62 @@ TEST(NewerOpsets, ContradictingDeclaredShapesAndUntypedValueInfoAreIgnored) {
   EXPECT_EQ(m.graph->outputs().at(0)->type().shape->rank(), 1u);
 }
 
+// Graph outputs without a type (onnxconverter-common's test_subgraph: its output and its If
+// branches' outputs carry none; ONNX Runtime infers them): typed by ONNX's shape inference on
+// import. The branches return [1] and a scalar, so the If's output has an element type but no
+// rank: read without a shape (the CPU backend runs either branch), and a writer names it.
+TEST(NewerOpsets, UntypedGraphOutputsAreTypedByInference) {
+  auto branch = [](const std::string& name, bool unsqueeze) {
+    onnx::GraphProto b;
+    b.set_name(name);
+    if (unsqueeze) {
+      ints_initializer(b, name + "_axes", {0});
+      node(b, "Unsqueeze", {"a", name + "_axes"}, {name + "_out"}, name + "_unsqueeze");
+    } else {
+      node(b, "Identity", {"a"}, {name + "_out"}, name + "_identity");
+    }
+    b.add_output()->set_name(name + "_out");
+    b.mutable_output(0)->mutable_type();  // an empty TypeProto, as the file has
+    return b;
+  };
+  for (bool same_rank : {false, true}) {
+    SCOPED_TRACE(same_rank ? "both branches rank 0" : "ranks 1 and 0");
+    onnx::ModelProto p = model(17, 8);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {});
+    *g.add_input() = tensor("y", {});
+    node(g, "Add", {"x", "y"}, {"a"}, "add");
+    *g.add_initializer() = [] {
+      onnx::TensorProto t;
+      t.set_name("zero");
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_float_data(0.0f);
+      return t;
+    }();
+    node(g, "Greater", {"a", "zero"}, {"cond"}, "greater");
+    auto* n = node(g, "If", {"cond"}, {"result"}, "if");
+    for (const char* attr : {"then_branch", "else_branch"}) {
+      auto* a = n->add_attribute();
+      a->set_name(attr);
+      a->set_type(onnx::AttributeProto::GRAPH);
+      *a->mutable_g() = branch(attr, std::string(attr) == "then_branch" && !same_rank);
+    }
+    g.add_output()->set_name("result");  // no type at all
+    const Model m = load(p);
+    const ValueType& out = m.graph->outputs().at(0)->type();
+    EXPECT_EQ(out.elem, DType::kFloat);
+    EXPECT_EQ(out.shape.has_value(), same_rank);
+    const Node* if_node = find(*m.graph, "If");
+    ASSERT_NE(if_node, nullptr);
+    ASSERT_EQ(if_node->subgraphs().size(), 2u);
+    for (const Graph* b : if_node->subgraphs()) {
+      const ValueType& t = b->outputs().at(0)->type();
+      EXPECT_EQ(t.elem, DType::kFloat);
+      ASSERT_TRUE(t.shape.has_value());
+      EXPECT_EQ(t.shape->rank(), b->outputs().at(0)->name() == "then_branch_out" && !same_rank ? 1u : 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace amp
