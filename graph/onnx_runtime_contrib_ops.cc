@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -266,63 +267,159 @@ class ContribExpansion {
     return y;
   }
 
-  // ONNX Runtime's Attention (no past state): the packed QKV projection, scaled dot products per
-  // head, an additive mask (mask_filter_value where masked) from a raw [B, T] mask or [B] end
-  // positions, later keys at the type's lowest value when unidirectional, softmax, the heads
-  // merged back.
+  // `x` with a new axis 0 (Unsqueeze in the form the model's opset takes: axes an input from 13).
+  std::string unsqueeze0(const NodeProto& n, const std::string& x) {
+    NodeProto u;
+    const std::string y = opset_ >= 13 ? add(n, "Unsqueeze", {x, int64s(n, {0})}, "", &u) : add(n, "Unsqueeze", {x}, "", &u);
+    if (opset_ < 13) proto::set_attr(u, "axes", std::vector<int64_t>{0});
+    push(std::move(u));
+    return y;
+  }
+
+  std::string concat(const NodeProto& n, const std::vector<std::string>& parts, int64_t axis) {
+    NodeProto c;
+    const std::string y = add(n, "Concat", parts, "", &c);
+    proto::set_attr(c, "axis", axis);
+    push(std::move(c));
+    return y;
+  }
+
+  // x[begin:end] along axis 0 (int64 bounds as constants).
+  std::string slice0(const NodeProto& n, const std::string& x, int64_t begin, int64_t end) {
+    return add(n, "Slice", {x, int64s(n, {begin}), int64s(n, {end}), int64s(n, {0})});
+  }
+
+  // The additive mask of ONNX Runtime's Attention, [B, 1, 1 or S, T] in the input's type: 0 where a
+  // key is attended, mask_filter_value where not. T counts the past keys too. Its mask_index is a
+  // raw [B, T] or [B, S, T] mask (attended where > 0), [B] end positions (keys at or after the end
+  // masked) or [2B] end then start positions (keys before the start masked too).
+  std::string attention_mask(const NodeProto& n, const std::string& x, const std::string& keys, float filter) {
+    const std::string m = n.input(3);
+    auto mdims = known_dims({graph_}, m);
+    auto xdims = known_dims({graph_}, x);
+    if (!mdims) refuse(n, "the rank of its mask_index is not declared");
+    const std::string zero = scalar(n, 0.0, x), masked = scalar(n, filter, x);
+    auto additive = [&](const std::string& keep) { return add(n, "Where", {keep, zero, masked}); };
+    if (mdims->size() == 2 || mdims->size() == 3) {
+      const std::string keep = add(n, "Greater", {cast(n, m, TensorProto::INT64), int64s(n, {0}, false)});
+      return mdims->size() == 2 ? reshape(n, additive(keep), {0, 1, 1, -1}) : unsqueeze_heads(n, additive(keep));
+    }
+    if (mdims->size() != 1)
+      refuse(n, "its " + std::to_string(mdims->size()) + "-D mask_index is not read (ONNX Runtime's CPU kernel takes "
+                "[B], [2B], [B, T] and [B, S, T])");
+    // [B] or [2B]: told apart by the declared dims.
+    const std::optional<int64_t> len = (*mdims)[0];
+    const std::optional<int64_t> batch = xdims && !xdims->empty() ? (*xdims)[0] : std::nullopt;
+    bool starts = false;
+    if (len && batch) starts = *len == 2 * *batch;
+    else if (!same_dim(m, 0, x, 0)) refuse(n, "its 1-D mask_index is not known to be [B] or [2B]");
+    if (len && batch && !starts && *len != *batch) refuse(n, "its 1-D mask_index is neither [B] nor [2B]");
+    const std::string index = cast(n, m, TensorProto::INT64);
+    const std::string pos = reshape(n, positions(n, keys, 2), {1, -1});
+    std::string end = index, start;
+    if (starts) {
+      end = slice0(n, index, 0, *batch);
+      start = slice0(n, index, *batch, 2 * *batch);
+    }
+    std::string keep = add(n, "Less", {pos, reshape(n, end, {-1, 1})});
+    if (starts) keep = add(n, "And", {keep, add(n, "GreaterOrEqual", {pos, reshape(n, start, {-1, 1})})});
+    return reshape(n, additive(keep), {0, 1, 1, -1});
+  }
+
+  std::string unsqueeze_heads(const NodeProto& n, const std::string& x) {  // [B, S, T] -> [B, 1, S, T]
+    NodeProto u;
+    const std::string y = opset_ >= 13 ? add(n, "Unsqueeze", {x, int64s(n, {1})}, "", &u) : add(n, "Unsqueeze", {x}, "", &u);
+    if (opset_ < 13) proto::set_attr(u, "axes", std::vector<int64_t>{1});
+    push(std::move(u));
+    return y;
+  }
+
+  // Whether dim `a` of value x and dim `b` of value y are declared as the same symbol or number.
+  bool same_dim(const std::string& x, size_t a, const std::string& y, size_t b) {
+    const auto* tx = declared_tensor_type({graph_}, x);
+    const auto* ty = declared_tensor_type({graph_}, y);
+    if (!tx || !ty || !tx->has_shape() || !ty->has_shape()) return false;
+    if (static_cast<int>(a) >= tx->shape().dim_size() || static_cast<int>(b) >= ty->shape().dim_size()) return false;
+    const auto& dx = tx->shape().dim(static_cast<int>(a));
+    const auto& dy = ty->shape().dim(static_cast<int>(b));
+    if (dx.has_dim_value() && dy.has_dim_value()) return dx.dim_value() == dy.dim_value();
+    return dx.has_dim_param() && dy.has_dim_param() && !dx.dim_param().empty() && dx.dim_param() == dy.dim_param();
+  }
+
+  // ONNX Runtime's Attention: the packed QKV projection (equal thirds, or qkv_hidden_sizes), the
+  // past keys and values before this step's (input 4, [2, B, N, L, H]; output 1 the present state,
+  // [2, B, N, L + S, H]), scaled dot products per head, a relative position bias (input 5, [B or 1,
+  // N, S, L + S]) and the additive mask (attention_mask) added, later keys at the type's lowest
+  // value when unidirectional (query i sees keys up to L + i), softmax, the heads merged back.
   void attention(const NodeProto& n) {
     const std::string x = n.input(0);
     if (n.input_size() < 2) refuse(n, "it needs input and weights");
-    for (int i = 4; i < n.input_size(); ++i)
-      if (!n.input(i).empty()) refuse(n, "past state, relative position bias and past_sequence_length are not read");
-    if (n.output_size() > 1 && !n.output(1).empty()) refuse(n, "its present state output is read");
-    if (proto::find_attr(n, "qkv_hidden_sizes")) refuse(n, "qkv_hidden_sizes is not read");
+    if (!input(n, 6).empty()) refuse(n, "past_sequence_length (a past and present sharing one buffer) is not read");
+    if (proto::attr_int(n, "past_present_share_buffer", 0)) refuse(n, "past_present_share_buffer is not read");
     if (proto::attr_int(n, "do_rotary", 0)) refuse(n, "do_rotary is not read");
     const int64_t heads = proto::attr_int(n, "num_heads", 0);
     if (heads < 1) refuse(n, "num_heads is missing");
     auto wdims = known_dims({graph_}, n.input(1));
-    if (!wdims || wdims->size() != 2 || !(*wdims)[1] || *(*wdims)[1] % (3 * heads) != 0)
-      refuse(n, "its weights' shape [input hidden, 3 x hidden] is not known");
-    const int64_t hidden = *(*wdims)[1] / 3, head_size = hidden / heads;
+    if (!wdims || wdims->size() != 2 || !(*wdims)[1]) refuse(n, "its weights' shape [input hidden, q + k + v hidden] is not known");
+    std::vector<int64_t> sizes;
+    if (const auto* a = proto::find_attr(n, "qkv_hidden_sizes")) sizes.assign(a->ints().begin(), a->ints().end());
+    if (sizes.empty()) {
+      if (*(*wdims)[1] % 3 != 0) refuse(n, "its weights' width is not three equal parts");
+      sizes.assign(3, *(*wdims)[1] / 3);
+    }
+    if (sizes.size() != 3 || sizes[0] != sizes[1] || sizes[0] + sizes[1] + sizes[2] != *(*wdims)[1])
+      refuse(n, "qkv_hidden_sizes must be three sizes, q's equal to k's, summing to the weights' width");
+    for (int64_t s : sizes)
+      if (s < 1 || s % heads != 0) refuse(n, "each of q, k and v hidden sizes must be a positive multiple of num_heads");
+    const int64_t head_size = sizes[0] / heads, v_head_size = sizes[2] / heads;
+    const std::string past = input(n, 4), bias = input(n, 5), present = output(n, 1);
+    if ((!past.empty() || !present.empty()) && head_size != v_head_size)
+      refuse(n, "a past or present state needs equal k and v head sizes");
     const float filter = proto::attr_float(n, "mask_filter_value", -10000.0f);
     const float scale = proto::attr_float(n, "scale", 1.0f / std::sqrt(static_cast<float>(head_size)));
     std::string qkv = add(n, "MatMul", {x, n.input(1)});
     if (!input(n, 2).empty()) qkv = add(n, "Add", {qkv, n.input(2)});
     NodeProto split;
     const std::string q = fresh(n.output(0) + "/q"), k = fresh(n.output(0) + "/k"), v = fresh(n.output(0) + "/v");
-    add(n, "Split", opset_ >= 13 ? std::vector<std::string>{qkv, int64s(n, {hidden, hidden, hidden})} : std::vector<std::string>{qkv},
-        q, &split);
+    add(n, "Split", opset_ >= 13 ? std::vector<std::string>{qkv, int64s(n, sizes)} : std::vector<std::string>{qkv}, q, &split);
     split.add_output(k);
     split.add_output(v);
     proto::set_attr(split, "axis", int64_t{-1});
-    if (opset_ < 13) proto::set_attr(split, "split", std::vector<int64_t>{hidden, hidden, hidden});
+    if (opset_ < 13) proto::set_attr(split, "split", sizes);
     push(std::move(split));
-    auto heads_of = [&](const std::string& t, const std::vector<int64_t>& perm) {
-      return transpose(n, reshape(n, t, {0, 0, heads, head_size}), perm);
+    auto heads_of = [&](const std::string& t, int64_t size) {  // [B, S, N * size] -> [B, N, S, size]
+      return transpose(n, reshape(n, t, {0, 0, heads, size}), {0, 2, 1, 3});
     };
-    const std::string qh = heads_of(q, {0, 2, 1, 3}), kt = heads_of(k, {0, 2, 3, 1}), vh = heads_of(v, {0, 2, 1, 3});
-    std::string scores = add(n, "Mul", {add(n, "MatMul", {qh, kt}), scalar(n, scale, x)});
-    if (!input(n, 3).empty()) {
-      const std::string m = n.input(3);
-      auto mdims = known_dims({graph_}, m);
-      std::string keep;  // 1 where attended, 0 where masked, [B, T], in the input's type
-      if (mdims && mdims->size() == 2) {
-        keep = to_type_of(n, m, x);
-      } else if (mdims && mdims->size() == 1) {
-        const std::string end = reshape(n, cast(n, m, TensorProto::INT64), {-1, 1});
-        const std::string pos = reshape(n, positions(n, x, 1), {1, -1});
-        keep = to_type_of(n, add(n, "Less", {pos, end}), x);
-      } else {
-        refuse(n, "its mask_index is not declared as [B] end positions or a raw [B, T] mask");
-      }
-      const std::string masked = add(n, "Sub", {scalar(n, 1.0, x), keep});
-      scores = add(n, "Add", {scores, reshape(n, add(n, "Mul", {masked, scalar(n, filter, x)}), {0, 1, 1, -1})});
+    const std::string qh = heads_of(q, head_size);
+    std::string kh = heads_of(k, head_size), vh = heads_of(v, v_head_size);
+    if (!past.empty()) {
+      auto part = [&](int64_t i) {
+        NodeProto g;
+        const std::string y = add(n, "Gather", {past, int64s(n, {i}, false)}, "", &g);
+        proto::set_attr(g, "axis", int64_t{0});
+        push(std::move(g));
+        return y;
+      };
+      kh = concat(n, {part(0), kh}, 2);
+      vh = concat(n, {part(1), vh}, 2);
     }
+    if (!present.empty()) {
+      NodeProto c;
+      add(n, "Concat", {unsqueeze0(n, kh), unsqueeze0(n, vh)}, present, &c);
+      proto::set_attr(c, "axis", int64_t{0});
+      push(std::move(c));
+    }
+    std::string scores = add(n, "Mul", {add(n, "MatMul", {qh, transpose(n, kh, {0, 1, 3, 2})}), scalar(n, scale, x)});
+    if (!bias.empty()) scores = add(n, "Add", {scores, bias});
+    if (!input(n, 3).empty()) scores = add(n, "Add", {scores, attention_mask(n, x, kh, filter)});
     if (proto::attr_int(n, "unidirectional", 0)) {
-      const std::string pos = positions(n, x, 1);
+      // Query i (of S) sits at L + i among the T = L + S keys.
+      const std::string keys = positions(n, kh, 2);
+      const std::string past_len = add(n, "Sub", {dim(n, kh, 2), dim(n, x, 1)});
+      const std::string queries = add(n, "Add", {positions(n, x, 1), past_len});
       // ONNX Runtime (1.30) gives a later key the type's lowest value, not mask_filter_value: a
       // query whose earlier keys are all masked attends to those, never to a later one.
-      const std::string later = add(n, "Greater", {reshape(n, pos, {1, -1}), reshape(n, pos, {-1, 1})});
+      const std::string later = add(n, "Greater", {reshape(n, keys, {1, -1}), reshape(n, queries, {-1, 1})});
       const int32_t type = declared_type(x);
       const double lowest = type == TensorProto::FLOAT16 ? -65504.0 : type == TensorProto::BFLOAT16 ? -3.3895313892515355e38
                             : type == TensorProto::DOUBLE ? -1.7976931348623157e308 : -3.4028234663852886e38;
@@ -333,7 +430,7 @@ class ContribExpansion {
     proto::set_attr(softmax, "axis", int64_t{-1});
     push(std::move(softmax));
     const std::string context = transpose(n, add(n, "MatMul", {probs, vh}), {0, 2, 1, 3});
-    add(n, "Reshape", {context, int64s(n, {0, 0, hidden})}, n.output(0));
+    add(n, "Reshape", {context, int64s(n, {0, 0, sizes[2]})}, n.output(0));
   }
 
   // ONNX Runtime's EmbedLayerNormalization: word + position (+ segment) embeddings, layer-normalized;

@@ -45,6 +45,12 @@ The torch exports are the patterns the corpus's third-party files showed, made s
   ms_bert         opset 14 + com.microsoft, the optimizer's BERT ops: EmbedLayerNormalization (its
                   mask_index from a mask computed from the ids), Attention with those [B] end
                   positions, Attention with a raw [B, T] mask and unidirectional, SkipLayerNormalization.
+  ms_attention    opset 14 + com.microsoft, the optimizer's Attention in its other forms: past keys and
+                  values (a GPT-2 decoding step: [2, B, N, L, H] in, the present state out) with a
+                  raw [B, L + S] mask of values other than 0 and 1 and unidirectional; q, k and v of
+                  different widths (qkv_hidden_sizes) with [2B] end and start positions; a
+                  [B, S, T] mask with a relative position bias; [B] end positions, unidirectional,
+                  with the present state and no past.
   local_functions opset 18, IR 9, as torch 2's dynamo exporter and onnxscript write models: calls of
                   model-local functions (one calling another twice), attribute references given by
                   the call or defaulted (IR 9's attribute_proto), bodies using opset-18 forms.
@@ -392,6 +398,49 @@ def ms_bert(path):
     onnx.save(m, path)
 
 
+def ms_attention(path):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    F, I32 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32
+    rng = np.random.default_rng(19)
+    B, S, E, N, H, L = 2, 3, 16, 4, 4, 5
+
+    def w(name, *shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    def i32(name, values):
+        return numpy_helper.from_array(np.array(values, np.int32), name)
+
+    def ms(op, inputs, outputs, **attrs):
+        return helper.make_node(op, inputs, outputs, domain="com.microsoft", **attrs)
+
+    inits = [w("w1", E, 3 * E), w("b1", 3 * E), w("w2", E, 2 * E + 8), w("b2", 2 * E + 8), w("w3", E, 3 * E),
+             w("b3", 3 * E), w("w4", E, 3 * E), w("b4", 3 * E), w("rel_bias", 1, N, S, S, scale=1.0),
+             # attended where > 0: 2 attends, 0 and -1 do not
+             i32("raw_mask", [[1, 0, 2, 1, -1, 1, 1, 1], [0, 1, 1, 1, 1, 0, 1, 1]]),
+             i32("ends_starts", [3, 2, 1, 0]),
+             i32("mask3", [[[1, 1, 0], [0, 1, 1], [1, 0, 1]], [[1, 1, 1], [1, 0, 0], [0, 0, 1]]]),
+             i32("ends", [2, 3])]
+    nodes = [
+        ms("Attention", ["x", "w1", "b1", "raw_mask", "past"], ["y1", "present"], num_heads=N, unidirectional=1),
+        ms("Attention", ["x", "w2", "b2", "ends_starts"], ["y2"], num_heads=N, qkv_hidden_sizes=[E, E, 8]),
+        ms("Attention", ["x", "w3", "b3", "mask3", "", "rel_bias"], ["y3"], num_heads=N, mask_filter_value=-5000.0),
+        ms("Attention", ["x", "w4", "b4", "ends"], ["y4", "present4"], num_heads=N, unidirectional=1, scale=0.3),
+    ]
+    graph = helper.make_graph(nodes, "ms_attention", [helper.make_tensor_value_info("x", F, [B, S, E]),
+                                                      helper.make_tensor_value_info("past", F, [2, B, N, L, H])],
+                              [helper.make_tensor_value_info("y1", F, [B, S, E]),
+                               helper.make_tensor_value_info("present", F, [2, B, N, L + S, H]),
+                               helper.make_tensor_value_info("y2", F, [B, S, 8]),
+                               helper.make_tensor_value_info("y3", F, [B, S, E]),
+                               helper.make_tensor_value_info("y4", F, [B, S, E]),
+                               helper.make_tensor_value_info("present4", F, [2, B, N, S, H])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="project_models.py")
+    onnx.save(m, path)
+
+
 def local_functions(path):
     import numpy as np
     import onnx
@@ -489,6 +538,7 @@ def main():
     ms_qlinear(os.path.join(a.out, "ms_qlinear.onnx"))
     ms_transformer(os.path.join(a.out, "ms_transformer.onnx"))
     ms_bert(os.path.join(a.out, "ms_bert.onnx"))
+    ms_attention(os.path.join(a.out, "ms_attention.onnx"))
     local_functions(os.path.join(a.out, "local_functions.onnx"))
     for name in ("mlp", "cnn", "gpt"):
         shutil.copyfile(os.path.join(ROOT, "models", name + ".onnx"), os.path.join(a.out, name + ".onnx"))
