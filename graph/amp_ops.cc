@@ -376,6 +376,25 @@ std::vector<OpSchema> schemas() {
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
   out.push_back(std::move(resize_grad));
 
+  OpSchema roi_align_grad = grad_schema("RoiAlignGrad",
+                                        "Gradient of RoiAlign's X: each element of dY goes to the feature-map "
+                                        "elements its bin sampled, with their bilinear weights (mode avg: over the "
+                                        "bin's sample count; mode max: the one term the forward took, which needs X).");
+  roi_align_grad.Input(0, "dY", "Gradient of RoiAlign's output.", "T")
+      .Input(1, "rois", "As RoiAlign's.", "T")
+      .Input(2, "batch_indices", "As RoiAlign's.", "tensor(int64)")
+      .Input(3, "shape", "Shape of RoiAlign's X.", "tensor(int64)")
+      .Input(4, "X", "RoiAlign's X (mode max).", "T", OpSchema::Optional)
+      .Output(0, "dX", "Gradient of X.", "T")
+      .Attr("mode", "As RoiAlign's.", AttributeProto::STRING, std::string("avg"))
+      .Attr("coordinate_transformation_mode", "As RoiAlign's.", AttributeProto::STRING, std::string("half_pixel"))
+      .Attr("output_height", "As RoiAlign's.", AttributeProto::INT, static_cast<int64_t>(1))
+      .Attr("output_width", "As RoiAlign's.", AttributeProto::INT, static_cast<int64_t>(1))
+      .Attr("sampling_ratio", "As RoiAlign's.", AttributeProto::INT, static_cast<int64_t>(0))
+      .Attr("spatial_scale", "As RoiAlign's.", AttributeProto::FLOAT, 1.0f)
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 3); });
+  out.push_back(std::move(roi_align_grad));
+
   OpSchema sum_to = grad_schema("SumToShape",
                                 "Sums X over the axes along which a tensor of the given shape was broadcast to "
                                 "X's shape (numpy rules): the gradient of a broadcast input when shapes are only "

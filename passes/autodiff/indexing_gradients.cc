@@ -6,7 +6,7 @@
 // share back with GatherElements; DepthToSpace and SpaceToDepth undo each other's permutation;
 // ReverseSequence is its own inverse; Compress places dY at the kept positions (ai.onnx_amp
 // GatherGrad, as Gather's gradient does, at the condition's NonZero indices); MaxUnpool's X reads
-// dY back at its indices (a Gather).
+// dY back at its indices (a Gather); RoiAlign's X gets ai.onnx_amp RoiAlignGrad.
 #include "graph/amp_ops.h"
 #include "passes/autodiff/gradient_rules.h"
 
@@ -145,6 +145,20 @@ Grads max_unpool(GradContext& c) {
   return g;
 }
 
+// RoiAlign: ai.onnx_amp RoiAlignGrad spreads dY back over the bilinear taps each bin sampled (the
+// forward's attributes; mode max also reads X, for the term it took). The regions and batch
+// indices get none, as torchvision's roi_align backward gives none: detection models detach
+// their proposals.
+Grads roi_align(GradContext& c) {
+  std::vector<Attribute> a;
+  for (const Attribute& at : c.node.attributes()) a.push_back(at.copy_without_graphs());
+  std::vector<Value*> in{c.dy[0], c.x(1), c.x(2), c.b.shape_of(c.x(0))};
+  if (c.node.attr_string("mode", "avg") == "max") in.push_back(c.x(0));
+  Grads g(c.node.inputs().size(), nullptr);
+  g[0] = c.b.emit("RoiAlignGrad", in, {c.x(0)->type()}, std::move(a), kAmpDomain)[0];
+  return g;
+}
+
 }  // namespace
 
 void add_indexing_gradients(GradRuleTable& t) {
@@ -159,6 +173,7 @@ void add_indexing_gradients(GradRuleTable& t) {
   t["ReverseSequence"] = reverse_sequence;
   t["Compress"] = compress;
   t["MaxUnpool"] = max_unpool;
+  t["RoiAlign"] = roi_align;
 }
 
 }  // namespace amp

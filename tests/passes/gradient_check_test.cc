@@ -485,6 +485,19 @@ std::vector<Case> cases() {
            {x({1, 2, 2, 2}), constant<int64_t>(DType::kInt64, {1, 2, 2, 2}, {0, 3, 9, 15, 16, 22, 24, 31})},
            {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2})}));
   add(make("GatherND", "GatherND", {x({4, 3, 2}), constant<int64_t>(DType::kInt64, {3, 2}, {0, 1, 3, 2, 0, 1})}));
+  {  // RoiAlign (ai.onnx_amp RoiAlignGrad): two regions on two batch entries, one reaching past the
+     // map's edge, both modes, both coordinate conventions, a fixed and an adaptive sampling grid.
+    const In rois = constant<double>(DType::kDouble, {3, 4}, {0.3, 0.6, 3.7, 2.9, 1.2, 0.1, 4.6, 3.8, -0.8, 2.2, 2.4, 5.3});
+    const In batch = constant<int64_t>(DType::kInt64, {3}, {0, 1, 1});
+    add(make("RoiAlign", "RoiAlign", {x({2, 2, 5, 6}), rois, batch},
+             {int_attr("output_height", 2), int_attr("output_width", 3), int_attr("sampling_ratio", 2)}));
+    add(make("RoiAlignAdaptiveOutputHalfPixel", "RoiAlign", {x({2, 2, 5, 6}), rois, batch},
+             {int_attr("output_height", 3), int_attr("output_width", 2), float_attr("spatial_scale", 0.8f),
+              string_attr("coordinate_transformation_mode", "output_half_pixel")}));
+    add(make("RoiAlignMax", "RoiAlign", {x({2, 2, 5, 6}, Fill::kSpread), rois, batch},
+             {int_attr("output_height", 2), int_attr("output_width", 2), int_attr("sampling_ratio", 1),
+              string_attr("mode", "max")}));
+  }
   // reductions
   add(make("ReduceSum", "ReduceSum", {x({2, 3, 4}), ints({1})}, {int_attr("keepdims", 0)}));
   add(make("ReduceSumAll", "ReduceSum", {x({2, 3})}, {int_attr("keepdims", 1)}));

@@ -22,5 +22,16 @@ TEST(IndexingGradient, PyTorchBlockWithIndexingOpsGetsPyTorchsGradients) {
   expect_pytorch_gradients(e, 2e-5, 1e-4);
 }
 
+// RoiAlign (ai.onnx_amp RoiAlignGrad) against torchvision's roi_align backward: roi_align_block,
+// two aligned roi_aligns of a convolution's map (a fixed and an adaptive sampling grid, regions on
+// both batch entries, one past the map's edge); the stem's gradients pass through every tap.
+TEST(IndexingGradient, TorchvisionRoiAlignGetsPyTorchsGradients) {
+  TorchExport e = torch_export("roi_align_block");
+  int roi_aligns = 0;
+  for (const Node* n : e.model.graph->nodes()) roi_aligns += n->op_type() == "RoiAlign";
+  EXPECT_EQ(roi_aligns, 2);
+  expect_pytorch_gradients(e, 2e-5, 1e-4);
+}
+
 }  // namespace
 }  // namespace amp::test

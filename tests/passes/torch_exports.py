@@ -19,6 +19,9 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
   indexing_block      pixel_shuffle, repeat, cumsum, topk, gather and scatter_add between
                       convolutions (DepthToSpace, Tile, CumSum, TopK, GatherElements,
                       ScatterElements): issue 31's ops.
+  roi_align_block     torchvision.ops.roi_align (RoiAlign, aligned) of a convolution's map: with a
+                      fixed sampling grid, and with an adaptive one at half scale, over regions on
+                      both batch entries, one reaching past the map's edge.
   norm_reduce_block   nn.InstanceNorm2d (affine: InstanceNormalization) and a head over three
                       per-channel summaries: torch.logsumexp (ReduceLogSumExp), torch.norm p=2
                       and p=1 (ReduceL2, ReduceL1).
@@ -150,6 +153,28 @@ class IndexingBlock(nn.Module):
         return self.head(torch.cat([v.flatten(1), g.flatten(1), s.flatten(1)], 1))
 
 
+class RoiAlignBlock(nn.Module):
+    """torchvision's roi_align (RoiAlign) between a convolution and the head."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision  # here: imported while tracing, it fails
+        self.roi_align = torchvision.ops.roi_align
+        self.stem = nn.Conv2d(3, 6, 3, padding=1)
+        self.head = nn.Linear(6 * 2 * 3 + 6 * 3 * 3, 10)
+
+    def forward(self, x):
+        f = torch.tanh(self.stem(x))  # [N, 6, 16, 16]
+        boxes = torch.tensor([[0, 1.5, 2.0, 11.0, 9.5], [1, 4.0, 0.5, 15.5, 12.0], [1, -2.0, 6.0, 7.0, 18.0]])
+        a = self.roi_align(f, boxes, output_size=(2, 3), spatial_scale=1.0, sampling_ratio=2, aligned=True)
+        # torchvision 0.14 exports roi_align without coordinate_transformation_mode, which opset 16 on
+        # reads as half_pixel: aligned=True; aligned=False would export the same node
+        b = self.roi_align(f, boxes, output_size=(3, 3), spatial_scale=0.5, sampling_ratio=0, aligned=True)
+        # one row per image: the regions' features summed onto their batch entries
+        feats = torch.cat([a.flatten(1), b.flatten(1)], 1)  # [3, 90]
+        return self.head(torch.stack([feats[0], feats[1] + feats[2]]))
+
+
 class NormReduceBlock(nn.Module):
     """InstanceNormalization and the norm-like reductions as PyTorch exports them."""
 
@@ -234,7 +259,7 @@ def recurrent(*args, **kw):
 
 
 MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock,
-          "indexing_block": IndexingBlock,
+          "indexing_block": IndexingBlock, "roi_align_block": RoiAlignBlock,
           "norm_reduce_block": NormReduceBlock,
           "unet_block": UNetBlock, "resnet_bottleneck": ResNetBottleneck,
           "lstm": recurrent("LSTM", False, False, True), "bilstm_h0": recurrent("LSTM", True, True, False),
