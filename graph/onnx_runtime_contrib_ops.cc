@@ -267,11 +267,11 @@ class ContribExpansion {
     return y;
   }
 
-  // `x` with a new axis 0 (Unsqueeze in the form the model's opset takes: axes an input from 13).
-  std::string unsqueeze0(const NodeProto& n, const std::string& x) {
+  // `x` with a new axis (Unsqueeze in the form the model's opset takes: axes an input from 13).
+  std::string unsqueeze(const NodeProto& n, const std::string& x, int64_t axis) {
     NodeProto u;
-    const std::string y = opset_ >= 13 ? add(n, "Unsqueeze", {x, int64s(n, {0})}, "", &u) : add(n, "Unsqueeze", {x}, "", &u);
-    if (opset_ < 13) proto::set_attr(u, "axes", std::vector<int64_t>{0});
+    const std::string y = opset_ >= 13 ? add(n, "Unsqueeze", {x, int64s(n, {axis})}, "", &u) : add(n, "Unsqueeze", {x}, "", &u);
+    if (opset_ < 13) proto::set_attr(u, "axes", std::vector<int64_t>{axis});
     push(std::move(u));
     return y;
   }
@@ -302,7 +302,7 @@ class ContribExpansion {
     auto additive = [&](const std::string& keep) { return add(n, "Where", {keep, zero, masked}); };
     if (mdims->size() == 2 || mdims->size() == 3) {
       const std::string keep = add(n, "Greater", {cast(n, m, TensorProto::INT64), int64s(n, {0}, false)});
-      return mdims->size() == 2 ? reshape(n, additive(keep), {0, 1, 1, -1}) : unsqueeze_heads(n, additive(keep));
+      return mdims->size() == 2 ? reshape(n, additive(keep), {0, 1, 1, -1}) : unsqueeze(n, additive(keep), 1);  // [B, 1, S, T]
     }
     if (mdims->size() != 1)
       refuse(n, "its " + std::to_string(mdims->size()) + "-D mask_index is not read (ONNX Runtime's CPU kernel takes "
@@ -324,14 +324,6 @@ class ContribExpansion {
     std::string keep = add(n, "Less", {pos, reshape(n, end, {-1, 1})});
     if (starts) keep = add(n, "And", {keep, add(n, "GreaterOrEqual", {pos, reshape(n, start, {-1, 1})})});
     return reshape(n, additive(keep), {0, 1, 1, -1});
-  }
-
-  std::string unsqueeze_heads(const NodeProto& n, const std::string& x) {  // [B, S, T] -> [B, 1, S, T]
-    NodeProto u;
-    const std::string y = opset_ >= 13 ? add(n, "Unsqueeze", {x, int64s(n, {1})}, "", &u) : add(n, "Unsqueeze", {x}, "", &u);
-    if (opset_ < 13) proto::set_attr(u, "axes", std::vector<int64_t>{1});
-    push(std::move(u));
-    return y;
   }
 
   // Whether dim `a` of value x and dim `b` of value y are declared as the same symbol or number.
@@ -405,7 +397,7 @@ class ContribExpansion {
     }
     if (!present.empty()) {
       NodeProto c;
-      add(n, "Concat", {unsqueeze0(n, kh), unsqueeze0(n, vh)}, present, &c);
+      add(n, "Concat", {unsqueeze(n, kh, 0), unsqueeze(n, vh, 0)}, present, &c);
       proto::set_attr(c, "axis", int64_t{0});
       push(std::move(c));
     }
