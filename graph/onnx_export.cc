@@ -154,8 +154,9 @@ void ProtoExporter::export_graph(const Graph& g, onnx::GraphProto* gp) {
   for (const Value* v : g.outputs()) {
     export_value_info(v, gp->add_output());
     // A model read with such an output (an If whose branches return different ranks) is written
-    // with it: ONNX Runtime runs it, ONNX's checker, which wants every output's shape, does not.
-    if (v->type().kind == ValueType::Kind::kTensor && !v->type().shape)
+    // with it: ONNX Runtime runs it, ONNX's checker, which wants the shape of every output of the
+    // main graph (not of a subgraph), does not.
+    if (!g.parent() && v->type().kind == ValueType::Kind::kTensor && !v->type().shape)
       spdlog::warn("graph output '{}' has no fixed rank: written without a shape, which ONNX's checker refuses (ONNX "
                    "Runtime accepts it)", v->name());
   }

@@ -311,25 +311,22 @@ void infer_shapes(onnx::ModelProto& p, const std::string& path) {
   }
 }
 
-// Graph outputs without a type (none, or an empty TypeProto), in the main graph or a subgraph (an
-// If's branches): ONNX's checker requires every graph output's type and shape, ONNX Runtime infers
-// them. Here ONNX's shape inference types them, on a copy: each such output takes the element type
-// and the shape that inference gives it. An output inference cannot give an element type stays as
-// it is, for the checker to refuse. One whose rank inference cannot fix (an If whose branches
-// return different ranks) is typed without a shape, which no shape in the file could say
-// truthfully: the checker then checks the model without it (`unranked`), and a rewrite that would
-// have to write it is refused (the writer's checker).
+// Main-graph outputs without a type (none, or an empty TypeProto): ONNX's checker requires every
+// graph output's type and shape (a subgraph's it lets pass), ONNX Runtime infers them. Here ONNX's
+// shape inference types them, on a copy: each such output takes the element type and the shape
+// that inference gives it. An output inference cannot give an element type stays as it is, for the
+// checker to refuse. One whose rank inference cannot fix (an If whose branches return different
+// ranks) is typed without a shape, which no shape in the file could say truthfully: the checker
+// then checks the model without it (`unranked`), and the writer warns that its output will not
+// pass the checker.
 bool untyped(const onnx::ValueInfoProto& vi) {
   return !vi.has_type() || vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET;
 }
 
-bool has_untyped_outputs(onnx::ModelProto& p) {
-  bool any = false;
-  for_each_graph(p, [&](onnx::GraphProto& g) {
-    for (const auto& vi : g.output())
-      if (untyped(vi)) any = true;
-  });
-  return any;
+bool has_untyped_outputs(const onnx::ModelProto& p) {
+  for (const auto& vi : p.graph().output())
+    if (untyped(vi)) return true;
+  return false;
 }
 
 struct TypedOutputs {
@@ -347,24 +344,17 @@ TypedOutputs type_untyped_outputs(onnx::ModelProto& p) {
   } catch (const std::exception&) {
     return r;  // the checker says what is wrong
   }
-  // Both protos hold the same graphs in the same order.
-  std::vector<onnx::GraphProto*> mine, theirs;
-  for_each_graph(p, [&](onnx::GraphProto& g) { mine.push_back(&g); });
-  for_each_graph(typed, [&](onnx::GraphProto& g) { theirs.push_back(&g); });
-  if (mine.size() != theirs.size()) return r;
-  for (size_t k = 0; k < mine.size(); ++k) {
-    auto& outs = *mine[k]->mutable_output();
-    const auto& inferred = theirs[k]->output();
-    if (inferred.size() != outs.size()) continue;
-    for (int i = 0; i < outs.size(); ++i) {
-      const onnx::ValueInfoProto& t = inferred.Get(i);
-      if (!untyped(outs.Get(i)) || !t.has_type() || !t.type().has_tensor_type() ||
-          t.type().tensor_type().elem_type() == onnx::TensorProto::UNDEFINED)
-        continue;
-      *outs.Mutable(i)->mutable_type() = t.type();
-      ++r.count;
-      if (k == 0 && !t.type().tensor_type().has_shape()) r.unranked.insert(outs.Get(i).name());
-    }
+  auto& outs = *p.mutable_graph()->mutable_output();
+  const auto& inferred = typed.graph().output();
+  if (inferred.size() != outs.size()) return r;
+  for (int i = 0; i < outs.size(); ++i) {
+    const onnx::ValueInfoProto& t = inferred.Get(i);
+    if (!untyped(outs.Get(i)) || !t.has_type() || !t.type().has_tensor_type() ||
+        t.type().tensor_type().elem_type() == onnx::TensorProto::UNDEFINED)
+      continue;
+    *outs.Mutable(i)->mutable_type() = t.type();
+    ++r.count;
+    if (!t.type().tensor_type().has_shape()) r.unranked.insert(outs.Get(i).name());
   }
   return r;
 }

@@ -211,6 +211,7 @@ class Concat final : public Kernel {
   Concat(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {}
   void run(KernelIO& io, const RunContext&) const override {
     View& y = io.output(0);
+    if (y.rank() == 0) throw InputError("Concat joins tensors along an axis; its inputs are scalars");
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(y.rank())));
     const size_t elem = dtype_size(y.dtype);
     const int64_t outer = product(y.dims, 0, axis);

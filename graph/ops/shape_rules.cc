@@ -84,8 +84,9 @@ std::optional<int64_t> numel(const TensorFacts& f) {
   return f.shape ? product(f.shape->dims) : std::nullopt;
 }
 
+// An axis in [-rank, rank - 1]: a scalar has none (rules index the dims with it).
 int64_t normalize_axis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  if (axis < -rank || axis >= rank)
     throw InputError("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
@@ -820,6 +821,7 @@ ShapeFn concat_rule(const Node& n, int64_t) {
     for (const TensorFacts* f : q.in)
       if (f && f->shape) rank = rank_of(*f);
     if (rank < 0) return put(q, 0, first.dtype, std::nullopt);
+    if (rank == 0) throw InputError("Concat joins tensors along an axis; its inputs are scalars");
     const size_t axis = static_cast<size_t>(normalize_axis(axis_attr, rank));
     Shape out = unknown_dims(static_cast<size_t>(rank));
     std::optional<int64_t> extent = 0;

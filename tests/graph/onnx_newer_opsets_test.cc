@@ -229,8 +229,8 @@ TEST(NewerOpsets, ContradictingDeclaredShapesAndUntypedValueInfoAreIgnored) {
 }
 
 // Graph outputs without a type (onnxconverter-common's test_subgraph: its output and its If
-// branches' outputs carry none; ONNX Runtime infers them): typed by ONNX's shape inference on
-// import. The branches return [1] and a scalar, so the If's output has an element type but no
+// branches' outputs carry none; ONNX Runtime infers them): the main graph's typed by ONNX's shape
+// inference on import, the branches' by the import's own inference. The branches return [1] and a scalar, so the If's output has an element type but no
 // rank: read without a shape (the CPU backend runs either branch), and a writer names it.
 TEST(NewerOpsets, UntypedGraphOutputsAreTypedByInference) {
   auto branch = [](const std::string& name, bool unsqueeze) {
