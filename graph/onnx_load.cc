@@ -311,16 +311,20 @@ void infer_shapes(onnx::ModelProto& p, const std::string& path) {
   }
 }
 
-// Main-graph outputs without a type (none, or an empty TypeProto): ONNX's checker requires every
-// graph output's type and shape (a subgraph's it lets pass), ONNX Runtime infers them. Here ONNX's
-// shape inference types them, on a copy: each such output takes the element type and the shape
-// that inference gives it. An output inference cannot give an element type stays as it is, for the
+// Main-graph outputs without a type or a shape (none, an empty TypeProto, a tensor type without
+// its element type or its shape): ONNX's checker requires every graph output's type and shape (a
+// subgraph's it lets pass), ONNX Runtime infers them. Here ONNX's shape inference completes them,
+// on a copy: each such output takes what it lacks from what inference gives it. An output inference cannot give an element type stays as it is, for the
 // checker to refuse. One whose rank inference cannot fix (an If whose branches return different
 // ranks) is typed without a shape, which no shape in the file could say truthfully: the checker
 // then checks the model without it (`unranked`), and the writer warns that its output will not
 // pass the checker.
+// No type, an empty one, or a tensor type without its element type or its shape.
 bool untyped(const onnx::ValueInfoProto& vi) {
-  return !vi.has_type() || vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET;
+  if (!vi.has_type() || vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) return true;
+  if (!vi.type().has_tensor_type()) return false;
+  const auto& t = vi.type().tensor_type();
+  return t.elem_type() == onnx::TensorProto::UNDEFINED || !t.has_shape();
 }
 
 bool has_untyped_outputs(const onnx::ModelProto& p) {
@@ -352,9 +356,13 @@ TypedOutputs type_untyped_outputs(onnx::ModelProto& p) {
     if (!untyped(outs.Get(i)) || !t.has_type() || !t.type().has_tensor_type() ||
         t.type().tensor_type().elem_type() == onnx::TensorProto::UNDEFINED)
       continue;
-    *outs.Mutable(i)->mutable_type() = t.type();
+    // What the declaration says stays; what it lacks comes from inference.
+    onnx::TypeProto_Tensor& mine = *outs.Mutable(i)->mutable_type()->mutable_tensor_type();
+    const onnx::TypeProto_Tensor& theirs = t.type().tensor_type();
+    if (mine.elem_type() == onnx::TensorProto::UNDEFINED) mine.set_elem_type(theirs.elem_type());
+    if (!mine.has_shape() && theirs.has_shape()) *mine.mutable_shape() = theirs.shape();
     ++r.count;
-    if (!t.type().tensor_type().has_shape()) r.unranked.insert(outs.Get(i).name());
+    if (!mine.has_shape()) r.unranked.insert(outs.Get(i).name());
   }
   return r;
 }
@@ -520,6 +528,15 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
   if (mended.untyped_value_info)
     spdlog::warn("{}: {} value_info entr{} without a type (ONNX requires one; ONNX Runtime ignores them): dropped", path,
                  mended.untyped_value_info, mended.untyped_value_info == 1 ? "y" : "ies");
+  if (mended.empty_reduce_axes)
+    spdlog::warn("{}: {} Reduce node{} with an empty 'axes' attribute (ONNX's checker refuses it; ONNX Runtime reads it as "
+                 "absent): read as absent, all axes", path, mended.empty_reduce_axes, mended.empty_reduce_axes == 1 ? "" : "s");
+  if (!mended.shadowing.empty()) {
+    std::string which;
+    for (const std::string& s : mended.shadowing) which += (which.empty() ? "" : "; ") + s;
+    spdlog::warn("{}: a subgraph defines a name an enclosing graph defines ({}): ONNX forbids it, ONNX Runtime reads the "
+                 "inner one inside the subgraph, and so does the import (the inner one renamed)", path, which);
+  }
   if (mended.initializers_listed)
     spdlog::warn("{}: IR version {} lists every initializer among the graph inputs and {} {} not: added, as ONNX Runtime "
                  "reads them", path, p.ir_version(), mended.initializers_listed, mended.initializers_listed == 1 ? "is" : "are");
@@ -553,9 +570,9 @@ Model load_proto(onnx::ModelProto& p, const std::string& path, const std::string
   if (typed.count) {
     std::string unranked;
     for (const std::string& o : typed.unranked) unranked += (unranked.empty() ? "" : ", ") + ("'" + o + "'");
-    spdlog::warn("{}: {} graph output{} without a type (ONNX requires one; ONNX Runtime infers it): typed by shape "
-                 "inference{}", path, typed.count, typed.count == 1 ? "" : "s",
-                 unranked.empty() ? "" : "; the rank of " + unranked + " depends on the input (no shape can say it)");
+    spdlog::warn("{}: {} graph output{} without a type or shape (ONNX requires both; ONNX Runtime infers them): "
+                 "completed by shape inference{}", path, typed.count, typed.count == 1 ? "" : "s",
+                 unranked.empty() ? "" : "; ONNX's shape inference cannot fix the rank of " + unranked);
   }
   return import_model_proto(p, path, external);
 }

@@ -11,15 +11,15 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/onnx_proto_edit.h"
+
 namespace amp {
 
 namespace {
 
-bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 int64_t default_opset(const onnx::ModelProto& p) {
   for (const auto& o : p.opset_import())
-    if (default_domain(o.domain())) return o.version();
+    if (proto::default_domain(o.domain())) return o.version();
   return 0;
 }
 
@@ -180,7 +180,7 @@ int set_aside_onnx_runtime_ops(onnx::ModelProto& p, SetAsideNodes& saved, std::v
   int count = 0;
   for_each_graph(p, [&](onnx::GraphProto& g) {
     for (auto& n : *g.mutable_node()) {
-      if (!default_domain(n.domain())) continue;
+      if (!proto::default_domain(n.domain())) continue;
       bool only_y = n.input_size() >= 1 && n.output_size() >= 1 && !n.output(0).empty();
       for (int k = 1; k < n.output_size(); ++k) only_y &= n.output(k).empty();
       if (!only_y) continue;  // its Mean / InvStdDev are read: refused by name as an unknown op
@@ -268,7 +268,7 @@ int flatten_softmax_axes(onnx::ModelProto& p) {
     std::vector<onnx::ValueInfoProto> infos;
     bool changed = false;
     for (auto& n : *g.mutable_node()) {
-      if (!default_domain(n.domain()) || !kOps.count(n.op_type()) || n.input_size() < 1 || n.output_size() < 1) {
+      if (!proto::default_domain(n.domain()) || !kOps.count(n.op_type()) || n.input_size() < 1 || n.output_size() < 1) {
         nodes.Add()->Swap(&n);
         continue;
       }
@@ -345,6 +345,74 @@ int flatten_softmax_axes(onnx::ModelProto& p) {
   return count;
 }
 
+namespace {
+
+// Renames, in g and the subgraphs below it, the reads of the names in `renamed` (a subgraph that
+// defines one of them again reads its own: those are dropped from the map below it).
+void rename_reads(onnx::GraphProto& g, std::map<std::string, std::string> renamed) {
+  auto defines = [&](const std::string& name) { renamed.erase(name); };
+  for (const auto& vi : g.input()) defines(vi.name());
+  for (const auto& t : g.initializer()) defines(t.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) defines(o);
+  if (renamed.empty()) return;
+  auto follow = [&](std::string* name) {
+    if (auto it = renamed.find(*name); it != renamed.end()) *name = it->second;
+  };
+  for (auto& n : *g.mutable_node()) {
+    for (auto& in : *n.mutable_input()) follow(&in);
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_reads(*a.mutable_g(), renamed);
+      for (auto& sub : *a.mutable_graphs()) rename_reads(sub, renamed);
+    }
+  }
+  for (auto& vi : *g.mutable_output()) follow(vi.mutable_name());
+}
+
+// Gives the names a subgraph defines that an enclosing graph defines too (`outer`) fresh ones.
+void rename_shadowing(onnx::GraphProto& g, std::set<std::string> outer, proto::NameAllocator& names,
+                      std::vector<std::string>& notes) {
+  std::map<std::string, std::string> renamed;
+  auto define = [&](std::string* name) {
+    if (name->empty()) return;
+    if (outer.count(*name) && !renamed.count(*name)) {
+      renamed[*name] = names.fresh(*name);
+      notes.push_back("graph '" + g.name() + "' redefines '" + *name + "'");
+    }
+    if (auto it = renamed.find(*name); it != renamed.end()) *name = it->second;
+  };
+  for (auto& vi : *g.mutable_input()) define(vi.mutable_name());
+  for (auto& t : *g.mutable_initializer()) define(t.mutable_name());
+  for (auto& vi : *g.mutable_value_info())
+    if (auto it = renamed.find(vi.name()); it != renamed.end()) vi.set_name(it->second);
+  for (auto& n : *g.mutable_node()) {
+    for (auto& in : *n.mutable_input())
+      if (auto it = renamed.find(in); it != renamed.end()) in = it->second;
+    for (auto& o : *n.mutable_output()) define(&o);
+  }
+  for (auto& vi : *g.mutable_output())
+    if (auto it = renamed.find(vi.name()); it != renamed.end()) vi.set_name(it->second);
+  // Deeper subgraphs read the renamed inner names, and see this graph's names as outer ones.
+  for (const auto& vi : g.input()) outer.insert(vi.name());
+  for (const auto& t : g.initializer()) outer.insert(t.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) outer.insert(o);
+  for (auto& n : *g.mutable_node())
+    for (auto& a : *n.mutable_attribute()) {
+      std::vector<onnx::GraphProto*> subs;
+      if (a.has_g()) subs.push_back(a.mutable_g());
+      for (auto& sub : *a.mutable_graphs()) subs.push_back(&sub);
+      for (onnx::GraphProto* sub : subs) {
+        rename_reads(*sub, renamed);
+        rename_shadowing(*sub, outer, names, notes);
+      }
+    }
+}
+
+bool is_reduce(const std::string& op) { return op.rfind("Reduce", 0) == 0; }
+
+}  // namespace
+
 LenientFixes mend_lenient_forms(onnx::ModelProto& p) {
   LenientFixes fixes;
   std::function<void(onnx::GraphProto&)> mend = [&](onnx::GraphProto& g) {
@@ -354,13 +422,27 @@ LenientFixes mend_lenient_forms(onnx::ModelProto& p) {
         infos->DeleteSubrange(i, 1);
         ++fixes.untyped_value_info;
       }
-    for (auto& n : *g.mutable_node())
+    for (auto& n : *g.mutable_node()) {
+      if (proto::default_domain(n.domain()) && is_reduce(n.op_type())) {
+        const auto* axes = proto::find_attr(n, "axes");
+        if (axes && axes->type() == onnx::AttributeProto::INTS && axes->ints_size() == 0) {
+          proto::remove_attr(n, "axes");
+          ++fixes.empty_reduce_axes;
+        }
+      }
       for (auto& a : *n.mutable_attribute()) {
         if (a.has_g()) mend(*a.mutable_g());
         for (auto& sub : *a.mutable_graphs()) mend(sub);
       }
+    }
   };
   mend(*p.mutable_graph());
+  {
+    proto::NameAllocator names;
+    names.collect(p.graph());
+    std::set<std::string> none;
+    rename_shadowing(*p.mutable_graph(), none, names, fixes.shadowing);
+  }
   if (p.ir_version() < 4) {
     onnx::GraphProto& g = *p.mutable_graph();
     std::set<std::string> inputs;

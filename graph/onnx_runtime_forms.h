@@ -43,13 +43,20 @@ void restore_onnx_runtime_ops(onnx::ModelProto& p, const SetAsideNodes& saved);
 // means the same at every opset. Call after shape inference (its ranks decide). Returns the count.
 int flatten_softmax_axes(onnx::ModelProto& p);
 
-// Two slips of other exporters that ONNX Runtime lets pass and ONNX's checker does not, mended
-// before the checker runs: a value_info entry with no type (it says nothing about its value; removed),
-// and, below IR version 4, an initializer missing from the graph inputs, where that IR lists every
-// initializer (it is added as an input of the initializer's type and shape). Returns the counts.
+// Slips of other exporters that ONNX Runtime lets pass and ONNX's checker does not, mended before
+// the checker runs: a value_info entry with no type (it says nothing about its value; removed);
+// below IR version 4, an initializer missing from the graph inputs, where that IR lists every
+// initializer (it is added as an input of the initializer's type and shape); a Reduce op's `axes`
+// attribute with no values (an empty repeated field is no field to protobuf: ONNX Runtime reads
+// it as absent, all axes, and so does the import: removed); and a subgraph that defines a name
+// its enclosing graphs already define (ONNX wants one definition per name across nested graphs;
+// ONNX Runtime reads the inner one inside the subgraph: the inner definition takes a fresh name,
+// and the subgraph's reads and outputs follow it). Returns the counts.
 struct LenientFixes {
   int untyped_value_info = 0;
   int initializers_listed = 0;
+  int empty_reduce_axes = 0;
+  std::vector<std::string> shadowing;  // "graph 'body' redefines 'x'"
 };
 LenientFixes mend_lenient_forms(onnx::ModelProto& p);
 

@@ -51,6 +51,11 @@ RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string
   if (!m.training_info.empty())
     throw InputError(model_path + ": has training_info; amp-rewrite rewrites inference graphs (amp-train rewrites "
                                   "training steps)");
+  // A model its own op schemas reject (ONNX Runtime: "This is an invalid model. Type Error") is the
+  // input's fault, said as such, before any pass runs: after the passes it would read as ours.
+  if (const std::vector<std::string> problems = verify(m); !problems.empty())
+    throw InputError(model_path + ": invalid model: " + problems[0] +
+                     (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : std::string()));
   RewrittenModel r{std::move(m), policy, {}, {}, 0, 0, {}};
   r.casts_before = count_casts(r.model);
   r.activation_bytes_before = activation_bytes(r.model);
