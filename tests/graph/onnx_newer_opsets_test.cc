@@ -285,5 +285,58 @@ TEST(NewerOpsets, UntypedGraphOutputsAreTypedByInference) {
   }
 }
 
+// More slips ONNX Runtime lets pass (tracel-ai/burn-onnx's test models): a Reduce op's empty 'axes'
+// (read as absent: all axes) and a Loop body whose input redefines the main graph's input 'x'
+// (ONNX Runtime reads the body's own inside the body: so does the import, which renames it).
+TEST(NewerOpsets, EmptyReduceAxesAndShadowingSubgraphNamesAreReadAsOnnxRuntimeReadsThem) {
+  {
+    onnx::ModelProto p = model(16, 8);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {2, 3});
+    auto* r = node(g, "ReduceMax", {"x"}, {"y"}, "max");
+    auto* axes = r->add_attribute();
+    axes->set_name("axes");
+    axes->set_type(onnx::AttributeProto::INTS);  // and no values
+    *g.add_output() = tensor("y", {1, 1});
+    const Model m = load(p);
+    const Node* n = find(*m.graph, "ReduceMax");
+    ASSERT_NE(n, nullptr);
+    EXPECT_TRUE(n->attr_ints("axes").empty());
+    EXPECT_EQ(m.graph->outputs().at(0)->type().shape->rank(), 2u);
+  }
+  {
+    onnx::ModelProto p = model(16, 8);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("M", {}, true, onnx::TensorProto::INT64);
+    *g.add_input() = tensor("cond", {}, true, onnx::TensorProto::BOOL);
+    *g.add_input() = tensor("x", {2, 3});
+    onnx::GraphProto body;
+    body.set_name("body");
+    *body.add_input() = tensor("i", {}, true, onnx::TensorProto::INT64);
+    *body.add_input() = tensor("c", {}, true, onnx::TensorProto::BOOL);
+    *body.add_input() = tensor("x", {2, 3});  // the main graph's 'x' again
+    node(body, "Identity", {"c"}, {"c_out"}, "keep");
+    node(body, "Add", {"x", "x"}, {"x_out"}, "double");
+    *body.add_output() = tensor("c_out", {}, true, onnx::TensorProto::BOOL);
+    *body.add_output() = tensor("x_out", {2, 3});
+    auto* loop = node(g, "Loop", {"M", "cond", "x"}, {"y"}, "loop");
+    auto* a = loop->add_attribute();
+    a->set_name("body");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = body;
+    *g.add_output() = tensor("y", {2, 3});
+    const Model m = load(p);
+    const Node* l = find(*m.graph, "Loop");
+    ASSERT_NE(l, nullptr);
+    const Graph& b = *l->subgraphs().at(0);
+    const Value* inner = b.inputs().at(2);
+    EXPECT_NE(inner->name(), "x");
+    const Node* add = find(b, "Add");
+    ASSERT_NE(add, nullptr);
+    EXPECT_EQ(add->inputs().at(0), inner);  // the body's own, not the main graph's
+    EXPECT_EQ(add->inputs().at(1), inner);
+  }
+}
+
 }  // namespace
 }  // namespace amp
