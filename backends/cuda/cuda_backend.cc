@@ -49,9 +49,13 @@ std::string CudaBackend::unsupported_reason(const Node& n) const {
   static const DeviceTypes device_types[] = {
       {"ArgMax", floats, "float, float16 and bfloat16"},
       {"ArgMin", floats, "float, float16 and bfloat16"},
+      {"Hardmax", floats, "float, float16 and bfloat16"},
       {"InstanceNormalization", floats, "float, float16 and bfloat16"},
       {"MeanVarianceNormalization", floats, "float, float16 and bfloat16"},
       {"ReduceLogSumExp", floats, "float, float16 and bfloat16"},
+      {"TopK",
+       {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble, DType::kInt32, DType::kInt64},
+       "float, float16, bfloat16, double, int32 and int64"},
   };
   if (n.domain().empty() && first != DType::kUndefined)
     for (const DeviceTypes& d : device_types)
