@@ -83,7 +83,28 @@ __global__ void arg_columns(const T* __restrict__ x, int64_t* __restrict__ out, 
   }
 }
 
+template <class T>
+__global__ void __launch_bounds__(256)
+    one_hot_kernel(ArgExtremumShape s, const int64_t* __restrict__ at, T* __restrict__ y) {
+  const int64_t n = s.outer * s.r * s.inner;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e % s.inner, k = e / s.inner % s.r, o = e / (s.inner * s.r);
+    y[e] = from_float<T>(at[o * s.inner + i] == k ? 1.0f : 0.0f);
+  }
+}
+
 }  // namespace
+
+void one_hot_at(DType t, const ArgExtremumShape& s, const int64_t* at, void* y, int sm_count, cudaStream_t stream) {
+  const int64_t n = s.outer * s.r * s.inner;
+  if (n == 0) return;
+  dispatch_float(t, "Hardmax", [&](auto tag) {
+    using T = decltype(tag);
+    one_hot_kernel<T><<<grid_stride_blocks(n, sm_count), 256, 0, stream>>>(s, at, static_cast<T*>(y));
+  });
+  AMP_CUDA_CHECK(cudaGetLastError());
+}
 
 void arg_extremum(DType t, const ArgExtremumShape& s, const void* x, int64_t* out, cudaStream_t stream) {
   if (s.outer * s.inner == 0) return;

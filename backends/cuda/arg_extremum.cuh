@@ -22,5 +22,9 @@ struct ArgExtremumShape {
 };
 
 void arg_extremum(DType t, const ArgExtremumShape& s, const void* x, int64_t* out, cudaStream_t stream);
+// Hardmax (opset 13) from ArgMax's indices (max, first): y of type t is 1 at index at[lane] of
+// each lane, 0 elsewhere — the CPU kernel's (backends/cpu/hardmax.cc) first largest, a NaN the
+// largest, bit for bit.
+void one_hot_at(DType t, const ArgExtremumShape& s, const int64_t* at, void* y, int sm_count, cudaStream_t stream);
 
 }  // namespace amp::cuda

@@ -1,4 +1,4 @@
-// ArgMax and ArgMin as device ops (arg_extremum.cuh).
+// ArgMax, ArgMin and Hardmax as device ops (arg_extremum.cuh).
 #include "backends/cuda/arg_extremum.cuh"
 #include "backends/cuda/cuda_op.h"
 #include "graph/error.h"
@@ -38,10 +38,44 @@ class ArgExtremum final : public CudaOp {
   bool last_;
 };
 
+// Hardmax: ArgMax's indices (first largest, a NaN the largest) into the workspace, then a one-hot
+// pass over the output.
+class Hardmax final : public CudaOp {
+ public:
+  Hardmax(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const TensorDesc& x = *s.in.at(0);
+    if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16)
+      throw InputError("Hardmax on cuda takes float, float16 or bfloat16, not " + std::string(dtype_name(x.dtype)));
+    const int64_t rank = static_cast<int64_t>(x.dims.size());
+    if (rank == 0) throw InputError("Hardmax needs an input of rank >= 1");
+    if (axis_ < -rank || axis_ >= rank) throw InputError("axis " + std::to_string(axis_) + " is out of range");
+    const size_t a = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
+    ArgExtremumShape shape;
+    shape.r = x.dims[a];
+    for (size_t d = 0; d < a; ++d) shape.outer *= x.dims[d];
+    for (size_t d = a + 1; d < x.dims.size(); ++d) shape.inner *= x.dims[d];
+    const DType t = x.dtype;
+    const bool empty = x.numel() == 0;  // an empty axis too: nothing to mark
+    return std::make_unique<PreparedFunction>(
+        [shape, t, empty](const OpBuffers& b, DeviceContext& c) {
+          if (empty) return;
+          int64_t* at = static_cast<int64_t*>(b.workspace);
+          arg_extremum(t, shape, b.in[0], at, c.stream());
+          one_hot_at(t, shape, at, b.out[0], c.sm_count(), c.stream());
+        },
+        static_cast<size_t>(shape.outer * shape.inner) * sizeof(int64_t));
+  }
+
+ private:
+  int64_t axis_;
+};
+
 }  // namespace
 
 const std::vector<CudaOpEntry>& arg_extremum_ops() {
-  static const std::vector<CudaOpEntry> ops = {{"", "ArgMax", make_op<ArgExtremum>}, {"", "ArgMin", make_op<ArgExtremum>}};
+  static const std::vector<CudaOpEntry> ops = {
+      {"", "ArgMax", make_op<ArgExtremum>}, {"", "ArgMin", make_op<ArgExtremum>}, {"", "Hardmax", make_op<Hardmax>}};
   return ops;
 }
 

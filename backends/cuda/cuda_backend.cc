@@ -1,5 +1,10 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cuda/cast.cuh"
 #include "backends/cuda/cuda_check.h"
@@ -34,10 +39,30 @@ std::string CudaBackend::unsupported_reason(const Node& n) const {
            "int64, Casts also from and to uint8, int8, int32 and int64)";
   }
   const DType first = n.inputs().empty() || !n.input(0) ? DType::kUndefined : n.input(0)->dtype();
-  if (n.domain().empty() && (n.op_type() == "ArgMax" || n.op_type() == "ArgMin") && first != DType::kUndefined &&
-      first != DType::kFloat && first != DType::kFloat16 && first != DType::kBFloat16)
-    return n.op_type() + " runs on the device only on float, float16 and bfloat16 tensors, not " +
-           std::string(dtype_name(first));
+  // Ops whose device kernels take fewer types (of their first input) than the CPU's.
+  struct DeviceTypes {
+    std::string_view op;
+    std::vector<DType> types;
+    std::string_view names;
+  };
+  static const std::vector<DType> floats = {DType::kFloat, DType::kFloat16, DType::kBFloat16};
+  static const DeviceTypes device_types[] = {
+      {"ArgMax", floats, "float, float16 and bfloat16"},
+      {"ArgMin", floats, "float, float16 and bfloat16"},
+      {"Hardmax", floats, "float, float16 and bfloat16"},
+      {"InstanceNormalization", floats, "float, float16 and bfloat16"},
+      {"MeanVarianceNormalization", floats, "float, float16 and bfloat16"},
+      {"ReduceLogSumExp", floats, "float, float16 and bfloat16"},
+      {"RoiAlign", {DType::kFloat, DType::kFloat16}, "float and float16"},
+      {"TopK",
+       {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble, DType::kInt32, DType::kInt64},
+       "float, float16, bfloat16, double, int32 and int64"},
+  };
+  if (n.domain().empty() && first != DType::kUndefined)
+    for (const DeviceTypes& d : device_types)
+      if (d.op == n.op_type() && std::find(d.types.begin(), d.types.end(), first) == d.types.end())
+        return n.op_type() + " runs on the device only on " + std::string(d.names) + " tensors, not " +
+               std::string(dtype_name(first));
   if (find_cuda_op(n.domain(), n.op_type())) return "";
   if (n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp) return "";
   if (elem_op_of(n)) return "";

@@ -153,6 +153,10 @@ const std::vector<CudaOpEntry>& arg_extremum_ops();  // arg_extremum_ops.cc
 const std::vector<CudaOpEntry>& lrn_ops();          // lrn_ops.cc
 const std::vector<CudaOpEntry>& quantize_ops();     // quantize_ops.cc
 const std::vector<CudaOpEntry>& cast_ops();         // cast_ops.cc
+const std::vector<CudaOpEntry>& instance_norm_ops();  // instance_norm_ops.cc
+const std::vector<CudaOpEntry>& top_k_ops();          // top_k_ops.cc
+const std::vector<CudaOpEntry>& max_unpool_ops();     // max_unpool_ops.cc
+const std::vector<CudaOpEntry>& roi_align_ops();      // roi_align_ops.cc
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {

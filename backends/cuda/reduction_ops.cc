@@ -1,10 +1,12 @@
 // ReduceSum / ReduceMean / ReduceMax / ReduceMin / ReduceProd / ReduceL1 / ReduceL2 / ReduceSumSquare /
 // ReduceLogSum, GlobalAveragePool, GlobalMaxPool and the project's SumToShape
-// (the gradient of a broadcast) as ReducePlans (reduce.cuh): which axes are reduced is settled
-// while planning, from attributes or from operands known on the host.
+// (the gradient of a broadcast) as ReducePlans (reduce.cuh), ReduceLogSumExp as a block per output
+// (log_sum_exp.cuh): which axes are reduced is settled while planning, from attributes or from
+// operands known on the host.
 #include <algorithm>
 
 #include "backends/cuda/cuda_op.h"
+#include "backends/cuda/log_sum_exp.cuh"
 #include "backends/cuda/reduce.cuh"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
@@ -39,19 +41,32 @@ class Reduce final : public CudaOp {
               : n.op_type() == "ReduceSumSquare" ? ReduceKind::kSumSquare
               : n.op_type() == "ReduceLogSum" ? ReduceKind::kLogSum
                                             : ReduceKind::kSum),
+        log_sum_exp_(n.op_type() == "ReduceLogSumExp"),
         axes_attr_(n.attr_ints("axes")),
         // ReduceSum takes axes as an input from opset 13, the others from opset 18.
         axes_input_(n.op_type() == "ReduceSum" ? opset >= 13 : opset >= 18),
         noop_with_empty_axes_(n.attr_int("noop_with_empty_axes", 0) != 0) {}
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    if (log_sum_exp_) {
+      const TensorDesc& x = *s.in[0];
+      if (x.dtype != DType::kFloat && x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16)
+        throw InputError("ReduceLogSumExp on cuda takes float, float16 or bfloat16, not " +
+                         std::string(dtype_name(x.dtype)));
+      const AxisGroups groups = axis_groups(x.dims, reduced_axes(s));
+      const DType t = x.dtype;
+      return std::make_unique<PreparedFunction>([groups, t](const OpBuffers& b, DeviceContext& c) {
+        reduce_log_sum_exp(t, groups, b.in[0], b.out[0], c.sm_count(), c.stream());
+      });
+    }
     return reduction(*s.in[0], reduced_axes(s), kind_, ctx);
   }
   // Over axes of extent 1 sum, mean, max, min and product are the identity (a mean divides by 1);
-  // the norm-like kinds are not (|x|, x^2, log x).
+  // the norm-like kinds are not (|x|, x^2, log x), nor is LogSumExp at -0 (-0 + log 1 is +0).
   bool aliases_input(const OpShapes& s) const override {
-    const bool identity = kind_ == ReduceKind::kSum || kind_ == ReduceKind::kMean || kind_ == ReduceKind::kMax ||
-                          kind_ == ReduceKind::kMin || kind_ == ReduceKind::kProd;
+    const bool identity = !log_sum_exp_ && (kind_ == ReduceKind::kSum || kind_ == ReduceKind::kMean ||
+                                            kind_ == ReduceKind::kMax || kind_ == ReduceKind::kMin ||
+                                            kind_ == ReduceKind::kProd);
     return identity && only_unit_axes(*s.in[0], reduced_axes(s));
   }
 
@@ -74,6 +89,7 @@ class Reduce final : public CudaOp {
   }
 
   ReduceKind kind_;
+  bool log_sum_exp_;
   std::vector<int64_t> axes_attr_;
   bool axes_input_, noop_with_empty_axes_;
 };
@@ -130,6 +146,7 @@ const std::vector<CudaOpEntry>& reduction_ops() {
       {"", "ReduceL2", make_op<Reduce>},
       {"", "ReduceSumSquare", make_op<Reduce>},
       {"", "ReduceLogSum", make_op<Reduce>},
+      {"", "ReduceLogSumExp", make_op<Reduce>},
       {"", "GlobalAveragePool", make_op<GlobalPool>},
       {"", "GlobalMaxPool", make_op<GlobalPool>},
       {kAmpDomain, "SumToShape", make_op<SumToShape>},

@@ -89,20 +89,21 @@ TEST(CudaZooOps, TheDeviceRunsThem) {
 
 // ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and GlobalMaxPool run as ReducePlans
 // (reduction_ops.cc) and match the CPU, over an axis of extent 1 too (a copy pass: for these kinds
-// not an alias of the input); ReduceLogSumExp, InstanceNormalization, MeanVarianceNormalization
-// and the integer ops of quantized models have no device kernel and are refused by name.
+// not an alias of the input); ReduceLogSumExp, InstanceNormalization and MeanVarianceNormalization
+// run too (cuda_norm_select_ops_test.cc compares them); the integer ops of quantized models have
+// no device kernel and are refused by name.
 TEST(CudaZooOps, NormLikeReductionsAndGlobalMaxPoolMatchTheCpuTheRestAreRefusedByName) {
   {
     Model m;
     Graph& g = *m.graph;
     Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({2, 2})));
     const cuda::CudaBackend b;
-    for (const char* op : {"ReduceLogSumExp", "InstanceNormalization", "MeanVarianceNormalization", "MatMulInteger",
-                           "ConvInteger", "QLinearMatMul", "QLinearConv", "DynamicQuantizeLinear"}) {
+    for (const char* op : {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv", "DynamicQuantizeLinear"}) {
       Node* n = g.add_node(op, {x}, std::vector<std::string>{std::string(op) + "_out"});
       EXPECT_NE(b.unsupported_reason(*n).find(op), std::string::npos) << op << ": " << b.unsupported_reason(*n);
     }
-    for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "GlobalMaxPool"}) {
+    for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "GlobalMaxPool", "ReduceLogSumExp",
+                           "InstanceNormalization", "MeanVarianceNormalization"}) {
       Node* n = g.add_node(op, {x}, std::vector<std::string>{std::string(op) + "_out"});
       EXPECT_EQ(b.unsupported_reason(*n), "") << op;
     }

@@ -88,5 +88,35 @@ TEST(CudaKernelsEmulated, ArgMaxAndArgMinMatchTheCpuIndexForIndex) {
         }
 }
 
+// Hardmax = ArgMax (max, first) into a workspace, then one_hot_at: against the CPU's Hardmax bit for
+// bit, the last axis (a block per lane) and an inner one (a thread per lane), ties, NaNs, more
+// elements than the one-hot pass's grid (the loop goes round).
+TEST(CudaKernelsEmulated, HardmaxMatchesTheCpuBitForBit) {
+  struct Case {
+    std::vector<int64_t> dims;
+    int64_t axis, nan_every;
+  };
+  const Case cases[] = {{{5, 40}, -1, 0}, {{3, 7, 6}, 1, 11}, {{2, 3, 4}, 0, 5}, {{4, 1}, -1, 0}, {{8, 600}, 1, 97}};
+  uint32_t seed = 90;
+  for (const Case& c : cases)
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " dims[0] " + std::to_string(c.dims[0]) + " axis " + std::to_string(c.axis));
+      const Tensor x = drawn(t, c.dims, seed++, c.nan_every);
+      test::OneNode node("Hardmax", {{"x", x}}, {t});
+      node.attr(Attribute::of_int("axis", c.axis));
+      const Tensor want = node.run_cpu()[0];
+      const int64_t rank = static_cast<int64_t>(c.dims.size());
+      const size_t a = static_cast<size_t>(c.axis < 0 ? c.axis + rank : c.axis);
+      emu::ArgExtremumShape s;
+      s.r = c.dims[a];
+      for (size_t d = 0; d < a; ++d) s.outer *= c.dims[d];
+      for (size_t d = a + 1; d < c.dims.size(); ++d) s.inner *= c.dims[d];
+      test::GuardedBuffer in(x), at(static_cast<size_t>(s.outer * s.inner) * 8, 0xa5), out(want.nbytes(), 0xa5);
+      emu::arg_extremum(t, s, in.data(), static_cast<int64_t*>(at.data()), nullptr);
+      emu::one_hot_at(t, s, static_cast<const int64_t*>(at.data()), out.data(), 2, nullptr);
+      ASSERT_EQ(std::memcmp(out.data(), want.data(), want.nbytes()), 0) << "differs from the CPU kernel";
+    }
+}
+
 }  // namespace
 }  // namespace amp

@@ -74,14 +74,14 @@ TEST(CudaModule, BuiltModuleLoadsIntoTheCommands) {
 // by type in the command: one "error:" line and exit code 2, not "internal error:" and 3.
 TEST(CudaModule, ErrorsThrownInTheModuleAreCaughtByType) {
   const std::string dir = temp_dir("cuda_module");
-  OneNode hardmax("Hardmax", {{"x", Tensor(DType::kFloat, {2, 4})}}, {DType::kFloat});
-  hardmax.m.graph->name = "hardmax";
-  hardmax.node->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({2, 4})));
-  save_model(hardmax.m, dir + "/hardmax.onnx");
+  OneNode trilu("Trilu", {{"x", Tensor(DType::kFloat, {2, 4})}}, {DType::kFloat});
+  trilu.m.graph->name = "trilu";
+  trilu.node->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({2, 4})));
+  save_model(trilu.m, dir + "/trilu.onnx");
   std::string out;
-  EXPECT_EQ(run_command(binary_dir() + "/amp-inspect --cuda-plan " + dir + "/hardmax.onnx 2>&1", &out), 2) << out;
+  EXPECT_EQ(run_command(binary_dir() + "/amp-inspect --cuda-plan " + dir + "/trilu.onnx 2>&1", &out), 2) << out;
   EXPECT_NE(out.find("amp-inspect: error: "), std::string::npos) << out;
-  EXPECT_NE(out.find("op Hardmax is not supported by the cuda backend"), std::string::npos) << out;
+  EXPECT_NE(out.find("op Trilu is not supported by the cuda backend"), std::string::npos) << out;
 }
 #else
 TEST(CudaModule, BuildWithoutCudaSaysSoAndAutoRunsOnTheCpu) {
