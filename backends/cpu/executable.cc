@@ -297,7 +297,7 @@ std::unique_ptr<CpuExecutable::Plan> CpuExecutable::build_plan(const std::vector
     io.threads = threads_;
     for (int in : step.in) io.in.push_back(in >= 0 ? &views[in] : nullptr);
     // Shape-deciding values, and nodes without inputs (Constant), are computed once per plan.
-    bool at_plan_time = step.in.empty() || kernels_[s]->runs_while_planning();
+    bool at_plan_time = (step.in.empty() && !kernels_[s]->draws()) || kernels_[s]->runs_while_planning();
     for (int out : step.out) {
       io.out.push_back(out >= 0 ? &views[out] : nullptr);
       if (out < 0) continue;

@@ -102,6 +102,10 @@ class Kernel {
   // outputs as constants of the plan. run() always directly follows that infer().
   virtual bool runs_while_planning() const { return false; }
 
+  // True for an op that draws random numbers on every run (RandomNormal, Bernoulli ...): the
+  // planner never computes it once per plan, as it does nodes without inputs (Constant).
+  virtual bool draws() const { return false; }
+
   // The input whose bytes output 0 may be written over, or -1: the kernel reads every element of
   // that input it needs before it writes any element of output 0 at or past that element's
   // offset (per row, say), and output 0 has that input's type and size. The planner then gives
@@ -144,6 +148,7 @@ const std::vector<OpEntry>& cast_ops();
 const std::vector<OpEntry>& float_class_ops();  // IsNaN, IsInf
 const std::vector<OpEntry>& mean_ops();
 const std::vector<OpEntry>& bit_shift_ops();
+const std::vector<OpEntry>& random_ops();  // random.cc
 const std::vector<OpEntry>& matmul_ops();
 const std::vector<OpEntry>& conv_ops();
 const std::vector<OpEntry>& conv_transpose_ops();

@@ -8,7 +8,7 @@ namespace amp::cpu {
 const std::vector<OpEntry>& op_table() {
   static const std::vector<OpEntry> table = [] {
     std::vector<OpEntry> all;
-    for (const auto* family : {&elementwise_ops(), &cast_ops(), &float_class_ops(), &mean_ops(), &bit_shift_ops(), &matmul_ops(), &conv_ops(), &conv_transpose_ops(), &pool_ops(), &norm_ops(),
+    for (const auto* family : {&elementwise_ops(), &cast_ops(), &float_class_ops(), &mean_ops(), &bit_shift_ops(), &random_ops(), &matmul_ops(), &conv_ops(), &conv_transpose_ops(), &pool_ops(), &norm_ops(),
                                &softmax_ops(), &reduce_ops(), &arg_extremum_ops(), &shape_ops(), &generator_ops(), &dropout_ops(),
                                &loss_ops(), &pad_ops(), &resize_ops(), &scatter_nd_ops(), &einsum_ops(),
                                &tile_ops(), &cumsum_ops(), &gather_elements_ops(), &depth_to_space_ops(), &top_k_ops(),

@@ -525,6 +525,27 @@ ShapeFn eye_like_rule(const Node& n, int64_t) {
   };
 }
 
+// RandomUniform / RandomNormal: the shape attribute, of the dtype attribute's type (float when
+// absent). RandomUniformLike / RandomNormalLike / Bernoulli: the input's shape, of the dtype
+// attribute's type or else the input's.
+ShapeFn random_rule(const Node& n, int64_t) {
+  const bool like = n.op_type() != "RandomUniform" && n.op_type() != "RandomNormal";
+  const DType dtype = static_cast<DType>(n.attr_int("dtype", like ? 0 : 1));
+  std::vector<int64_t> dims = n.attr_ints("shape");
+  return [like, dtype, dims](ShapeQuery& q) {
+    if (like) {
+      const TensorFacts& x = q.input(0);
+      return put(q, 0, dtype == DType::kUndefined ? x.dtype : dtype, x.shape);
+    }
+    Shape out;
+    for (int64_t d : dims) {
+      if (d < 0) throw InputError("a random op's shape has a negative dim");
+      out.dims.push_back(known(d));
+    }
+    put(q, 0, dtype, out);
+  };
+}
+
 // NonMaxSuppression: int64 [selected, 3]; how many are selected follows only from the data.
 void non_max_suppression(ShapeQuery& q) { put(q, 0, DType::kInt64, Shape{{unknown(), known(3)}}); }
 
@@ -1491,6 +1512,11 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"NonZero", {plain<nonzero>, {0}}},
         {"Compress", {compress_rule, {1}}},
         {"EyeLike", {eye_like_rule, {}}},
+        {"RandomUniform", {random_rule, {}}},
+        {"RandomNormal", {random_rule, {}}},
+        {"RandomUniformLike", {random_rule, {}}},
+        {"RandomNormalLike", {random_rule, {}}},
+        {"Bernoulli", {random_rule, {}}},
         {"ReverseSequence", {plain<like_input>, {}}},
         {"Hardmax", {plain<like_input>, {}}},
         {"NonMaxSuppression", {plain<non_max_suppression>, {}}},

@@ -33,6 +33,8 @@ const std::unordered_set<std::string>& non_differentiable_ops() {
       "Shape", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
       "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf", "BitShift", "NonZero",
       "EyeLike", "Hardmax", "NonMaxSuppression", "Unique",
+      // random draws: their inputs give a shape or a probability, never a differentiable path
+      "RandomNormalLike", "RandomUniformLike", "Bernoulli",
       // integer (quantized) arithmetic: piecewise constant in every float input, no gradient
       "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"};
   return ops;
