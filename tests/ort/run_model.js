@@ -21,6 +21,8 @@
 // fp16 tensors are passed to ONNX Runtime as Uint16Array holding the raw bits.
 // ORT_GRAPH_OPTIMIZATION=disabled|basic|extended|all sets the sessions' graph optimization level
 // (default: ONNX Runtime's, all), to tell a refusal by one of its fusions from one by the model.
+// ORT_OPTIMIZED_MODEL=PATH saves the graph the session runs (after its optimizations and the Casts
+// its CPU provider inserts around float16 nodes it has no float16 kernel for) to PATH.
 // Setup (once): cd tests/ort && ONNXRUNTIME_NODE_INSTALL=skip npm install
 'use strict';
 
@@ -146,6 +148,7 @@ async function runJob(model, inDir, outDir) {
   // One thread: jobs are small, and results then do not depend on the machine's core count.
   const options = { intraOpNumThreads: 1, interOpNumThreads: 1 };
   if (process.env.ORT_GRAPH_OPTIMIZATION) options.graphOptimizationLevel = process.env.ORT_GRAPH_OPTIMIZATION;
+  if (process.env.ORT_OPTIMIZED_MODEL) options.optimizedModelFilePath = process.env.ORT_OPTIMIZED_MODEL;
   const session = await ort.InferenceSession.create(model, options);
   try {
     await runSession(session, inDir, outDir);
