@@ -126,6 +126,11 @@ struct CudaOpEntry {
   std::string_view domain;  // "" for ONNX, "ai.onnx_amp" for the project's gradient ops
   std::string_view op;
   CudaOpFactory make;
+  // Inputs the op reads on the host while planning although no shape depends on them (CumSum's
+  // axis): the schedule treats them as it treats shape inputs (Schedule::shape_value), so their
+  // contents are known in OpShapes::host, a new plan is made when a fed one changes, and an
+  // initializer read so is a constant rather than device state.
+  std::vector<int> host_inputs = {};
 };
 
 // Every op the CUDA backend runs on the device. Elementwise ops run as generated kernels
@@ -153,6 +158,7 @@ const std::vector<CudaOpEntry>& arg_extremum_ops();  // arg_extremum_ops.cc
 const std::vector<CudaOpEntry>& lrn_ops();          // lrn_ops.cc
 const std::vector<CudaOpEntry>& quantize_ops();     // quantize_ops.cc
 const std::vector<CudaOpEntry>& cast_ops();         // cast_ops.cc
+const std::vector<CudaOpEntry>& indexing_ops();     // indexing_ops.cc
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {
