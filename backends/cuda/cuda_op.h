@@ -160,6 +160,7 @@ const std::vector<CudaOpEntry>& quantize_ops();     // quantize_ops.cc
 const std::vector<CudaOpEntry>& cast_ops();         // cast_ops.cc
 const std::vector<CudaOpEntry>& indexing_ops();     // indexing_ops.cc
 const std::vector<CudaOpEntry>& float_class_ops();  // float_class_ops.cc
+const std::vector<CudaOpEntry>& broadcast_ops();    // broadcast_ops.cc
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {

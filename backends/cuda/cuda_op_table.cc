@@ -12,7 +12,8 @@ const std::vector<CudaOpEntry>& cuda_op_table() {
                                &reduction_ops(), &convolution_ops(), &training_ops(),
                                &collective_ops(), &pad_ops(), &resize_ops(), &scatter_nd_ops(),
                                &einsum_ops(), &attention_ops(), &int_compare_ops(), &lrn_ops(), &arg_extremum_ops(),
-                               &quantize_ops(), &cast_ops(), &indexing_ops(), &float_class_ops()})
+                               &quantize_ops(), &cast_ops(), &indexing_ops(), &float_class_ops(),
+                               &broadcast_ops()})
       all.insert(all.end(), family->begin(), family->end());
     return all;
   }();
