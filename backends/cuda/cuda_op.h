@@ -135,7 +135,9 @@ struct CudaOpEntry {
 
 // Every op the CUDA backend runs on the device. Elementwise ops run as generated kernels
 // (fused_elementwise_op.h), alone or fused; the comparisons listed here (int_compare_ops.cc) take
-// only the integer operands those kernels' fp32 registers cannot hold exactly.
+// only the integer operands those kernels' fp32 registers cannot hold exactly, and Mean, BitShift
+// (broadcast_ops.cc), IsNaN and IsInf (float_class_ops.cc), which are not rows of the elementwise
+// table, have hand-written kernels.
 const std::vector<CudaOpEntry>& cuda_op_table();
 const CudaOpEntry* find_cuda_op(std::string_view domain, std::string_view op);
 
