@@ -66,9 +66,12 @@ std::string CudaBackend::unsupported_reason(const Node& n) const {
   if (find_cuda_op(n.domain(), n.op_type())) return "";
   if (n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp) return "";
   if (elem_op_of(n)) return "";
-  // Nodes that read nothing but constants and dims run on the host while a run is planned.
-  if (n.domain().empty() && (n.op_type() == "Constant" || n.op_type() == "Shape" || n.op_type() == "Size")) return "";
-  if (cpu::find_op(n.domain(), n.op_type()))
+  // Nodes that read nothing but constants and dims run on the host while a run is planned: Constant,
+  // and the ops whose kernels read only their inputs' dims (Shape, Size, EyeLike).
+  if (n.domain().empty() && n.op_type() == "Constant") return "";
+  const cpu::OpEntry* host = cpu::find_op(n.domain(), n.op_type());
+  if (host && !host->reads_data) return "";
+  if (host)
     return "no device kernel for " + n.op_type() + ": it runs (on the host, while planning) only when its inputs are constants or shapes";
   return "op " + (n.domain().empty() ? "" : n.domain() + "::") + n.op_type() + " is not supported by the cuda backend";
 }

@@ -126,11 +126,18 @@ struct CudaOpEntry {
   std::string_view domain;  // "" for ONNX, "ai.onnx_amp" for the project's gradient ops
   std::string_view op;
   CudaOpFactory make;
+  // Inputs the op reads on the host while planning although no shape depends on them (CumSum's
+  // axis): the schedule treats them as it treats shape inputs (Schedule::shape_value), so their
+  // contents are known in OpShapes::host, a new plan is made when a fed one changes, and an
+  // initializer read so is a constant rather than device state.
+  std::vector<int> host_inputs = {};
 };
 
 // Every op the CUDA backend runs on the device. Elementwise ops run as generated kernels
 // (fused_elementwise_op.h), alone or fused; the comparisons listed here (int_compare_ops.cc) take
-// only the integer operands those kernels' fp32 registers cannot hold exactly.
+// only the integer operands those kernels' fp32 registers cannot hold exactly, and Mean, BitShift
+// (broadcast_ops.cc), IsNaN and IsInf (float_class_ops.cc), which are not rows of the elementwise
+// table, have hand-written kernels.
 const std::vector<CudaOpEntry>& cuda_op_table();
 const CudaOpEntry* find_cuda_op(std::string_view domain, std::string_view op);
 
@@ -157,6 +164,9 @@ const std::vector<CudaOpEntry>& instance_norm_ops();  // instance_norm_ops.cc
 const std::vector<CudaOpEntry>& top_k_ops();          // top_k_ops.cc
 const std::vector<CudaOpEntry>& max_unpool_ops();     // max_unpool_ops.cc
 const std::vector<CudaOpEntry>& roi_align_ops();      // roi_align_ops.cc
+const std::vector<CudaOpEntry>& indexing_ops();     // indexing_ops.cc
+const std::vector<CudaOpEntry>& float_class_ops();  // float_class_ops.cc
+const std::vector<CudaOpEntry>& broadcast_ops();    // broadcast_ops.cc
 
 template <class Op>
 std::unique_ptr<CudaOp> make_op(const Node& node, int64_t opset) {

@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/float_types.cuh"
+#include "backends/cuda/scatter_combine.cuh"
 
 namespace amp::cuda {
 namespace {
@@ -41,36 +42,17 @@ __global__ void write_kernel(ScatterNDShape s, const int64_t* __restrict__ indic
   }
 }
 
-// add or mul in the element's type, rounded after each step as the CPU kernel does.
-template <class T>
-__device__ __forceinline__ T combine(T a, T b, bool mul) {
-  return mul ? static_cast<T>(a * b) : static_cast<T>(a + b);
-}
-template <>
-__device__ __forceinline__ bool combine<bool>(bool a, bool b, bool mul) {
-  return mul ? (a && b) : (a || b);
-}
-template <>
-__device__ __forceinline__ __half combine<__half>(__half a, __half b, bool mul) {
-  return from_float<__half>(mul ? to_float(a) * to_float(b) : to_float(a) + to_float(b));
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 combine<__nv_bfloat16>(__nv_bfloat16 a, __nv_bfloat16 b, bool mul) {
-  return from_float<__nv_bfloat16>(mul ? to_float(a) * to_float(b) : to_float(a) + to_float(b));
-}
-
 // A thread per slice element applies the tuples in order.
 template <class T>
 __global__ void ordered_kernel(ScatterNDShape s, const int64_t* __restrict__ indices, const T* __restrict__ updates,
                                T* __restrict__ out) {
-  const bool mul = s.reduction == 2;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < s.slice;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     for (int64_t t = 0; t < s.tuples; ++t) {
       const int64_t slot = slot_of(s, indices, t);
       if (slot < 0) continue;
       T& d = out[slot * s.slice + e];
-      d = combine(d, updates[t * s.slice + e], mul);
+      d = scatter_combine(d, updates[t * s.slice + e], s.reduction);
     }
   }
 }
@@ -83,26 +65,6 @@ void dispatch_bytes(size_t bytes, F&& f) {
     case 4: f(uint32_t{}); break;
     case 8: f(uint64_t{}); break;
     default: throw InputError("ScatterND cannot move elements of " + std::to_string(bytes) + " bytes");
-  }
-}
-
-template <class F>
-void dispatch_arithmetic(DType t, F&& f) {
-  switch (t) {
-    case DType::kFloat: f(float{}); break;
-    case DType::kFloat16: f(__half{}); break;
-    case DType::kBFloat16: f(__nv_bfloat16{}); break;
-    case DType::kDouble: f(double{}); break;
-    case DType::kInt8: f(int8_t{}); break;
-    case DType::kInt16: f(int16_t{}); break;
-    case DType::kInt32: f(int32_t{}); break;
-    case DType::kInt64: f(int64_t{}); break;
-    case DType::kUInt8: f(uint8_t{}); break;
-    case DType::kUInt16: f(uint16_t{}); break;
-    case DType::kUInt32: f(uint32_t{}); break;
-    case DType::kUInt64: f(uint64_t{}); break;
-    case DType::kBool: f(bool{}); break;
-    default: throw InputError("ScatterND cannot add or multiply " + std::string(dtype_name(t)) + " on the GPU");
   }
 }
 
@@ -129,7 +91,7 @@ void scatter_nd(const ScatterNDShape& s, const void* data, const int64_t* indice
           s, indices, winner, static_cast<const E*>(updates), static_cast<E*>(out));
     });
   } else {
-    dispatch_arithmetic(s.type, [&](auto tag) {
+    dispatch_scatter_type(s.type, "ScatterND", [&](auto tag) {
       using T = decltype(tag);
       ordered_kernel<T><<<grid_stride_blocks(s.slice, sm_count), 256, 0, stream>>>(s, indices, static_cast<const T*>(updates),
                                                                                   static_cast<T*>(out));

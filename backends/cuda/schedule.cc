@@ -66,9 +66,12 @@ Schedule::Schedule(const Model& m, const CompileOptions& options) {
     entries.push_back(e);
     shape_kernels.push_back(at_node(step.where, [&] { return e->make(n, step.opset); }));
     shape_inputs[s] = e->shape_inputs;
+    if (const CudaOpEntry* c = find_cuda_op(n.domain(), n.op_type()))
+      shape_inputs[s].insert(shape_inputs[s].end(), c->host_inputs.begin(), c->host_inputs.end());
     reads_data[s] = e->reads_data;
   }
   shape_value = shape_values(program, shape_inputs, reads_data);
+  read_on_host = shape_inputs;
 
   state_of.assign(program.values.size(), -1);
   // Every initializer is state by default, but those a step reads as a shape input (Reshape's
@@ -124,8 +127,9 @@ Schedule::Schedule(const Model& m, const CompileOptions& options) {
       if (out >= 0) host_value[out] = host;
     for (int out : step.out)
       if (out >= 0 && shape_value[out] && !host)
-        throw InputError(step.where + ": a shape depends on '" + program.values[out].name +
-                         "', which is computed on the device; the cuda backend needs shapes known before a run");
+        throw InputError(step.where + ": a shape, or an input an op reads while planning, depends on '" +
+                         program.values[out].name +
+                         "', which is computed on the device; the cuda backend needs them known before a run");
   }
   build_units(m, nodes);
 }
@@ -165,9 +169,8 @@ void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes
       add(f.nodes, in, out, std::move(f.op));
     }
   auto mark_shape_inputs = [&](size_t s) {
-    if (entries[s])
-      for (int i : entries[s]->shape_inputs)
-        if (i < static_cast<int>(units.back()->host_only.size())) units.back()->host_only[i] = true;
+    for (int i : read_on_host[s])
+      if (i < static_cast<int>(units.back()->host_only.size())) units.back()->host_only[i] = true;
   };
   // Ops whose kernels convert on the way in and out (CudaOp::reads_any_float) take the Casts
   // around them: an fp16/bf16 -> fp32 Cast whose only reader the op is, and an fp32 -> fp16/bf16

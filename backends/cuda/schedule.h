@@ -81,6 +81,7 @@ struct Schedule {
   std::vector<std::unique_ptr<ProgramPart>> elementwise;  // per step: its one-node program, for plan-time fusion
   std::vector<std::vector<int>> readers;  // per value: the steps reading it
   std::vector<bool> shape_value;  // per value: planning needs its contents
+  std::vector<std::vector<int>> read_on_host;  // per step: its shape inputs and CudaOpEntry::host_inputs
   std::vector<bool> host_step;    // per step: computed on the host while planning
   std::vector<bool> host_value;   // per value: its contents are known while planning
   std::vector<std::unique_ptr<Unit>> units;  // fixed device units
