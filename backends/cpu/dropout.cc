@@ -9,14 +9,6 @@
 namespace amp::cpu {
 namespace {
 
-inline uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
-
 class Dropout final : public Kernel {
  public:
   Dropout(const Node& n, int64_t opset)
@@ -39,7 +31,7 @@ class Dropout final : public Kernel {
       return;
     }
     if (ratio < 0.0 || ratio >= 1.0) throw InputError("Dropout ratio must be in [0, 1)");
-    const uint64_t seed = mix(ctx.seed ^ mix(seed_));
+    const uint64_t seed = mix64(ctx.seed ^ mix64(seed_));
     // Keep when a uniform 24-bit draw is >= ratio * 2^24.
     const uint64_t threshold = static_cast<uint64_t>(ratio * 16777216.0);
     dispatch(FloatTypes{}, x.dtype, [&](auto tag) {
@@ -50,7 +42,7 @@ class Dropout final : public Kernel {
       T* out = io.output(0).as<T>();
       parallel_for(x.numel(), ctx.threads, kParallelGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
-          const bool keep = (mix(seed + static_cast<uint64_t>(i)) >> 40) >= threshold;
+          const bool keep = (mix64(seed + static_cast<uint64_t>(i)) >> 40) >= threshold;
           out[i] = store<T>(keep ? static_cast<C>(load(in[i]) * scale) : C(0));
           if (mask) mask[i] = keep;
         }

@@ -34,6 +34,16 @@ void parallel_for(int64_t n, int threads, int64_t grain, F&& f) {
 constexpr int64_t kParallelGrain = 32768;
 
 // A negative axis counts from the back; InputError when out of [-rank, rank).
+// A 64-bit mixing function (MurmurHash3's finalizer): the counter-based draws of the random ops
+// (Dropout, random.cc) hash (seed, element) with it.
+inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
 int64_t normalize_axis(int64_t axis, int64_t rank);
 // Values of an int32 or int64 tensor (shape inputs: Reshape's shape, Slice's starts, axes ...).
 std::vector<int64_t> read_ints(const View& v);

@@ -15,17 +15,9 @@
 namespace amp::cpu {
 namespace {
 
-inline uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
-
 // A uniform double in [0, 1) for element i of the stream.
 inline double uniform(uint64_t stream, uint64_t i) {
-  return static_cast<double>(mix(stream + mix(i)) >> 11) * (1.0 / 9007199254740992.0);
+  return static_cast<double>(mix64(stream + mix64(i)) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 enum class Draw { kUniform, kNormal, kBernoulli };
@@ -44,7 +36,7 @@ class Random final : public Kernel {
     if (const Attribute* s = n.attr("seed")) {
       uint32_t bits = 0;
       std::memcpy(&bits, &s->f, sizeof bits);
-      seed_ = mix(0x5eedull ^ bits);
+      seed_ = mix64(0x5eedull ^ bits);
       seeded_ = true;
     }
     if (!like && draw != Draw::kBernoulli && !n.attr("shape")) throw InputError(n.op_type() + " needs its 'shape' attribute");
@@ -68,7 +60,7 @@ class Random final : public Kernel {
 
   void run(KernelIO& io, const RunContext& ctx) const override {
     View& y = io.output(0);
-    const uint64_t stream = mix(ctx.seed ^ (seeded_ ? seed_ : 0x9e3779b97f4a7c15ull));
+    const uint64_t stream = mix64(ctx.seed ^ (seeded_ ? seed_ : 0x9e3779b97f4a7c15ull));
     const int64_t n = y.numel();
     if (draw_ == Draw::kBernoulli) {
       std::vector<double> p(static_cast<size_t>(n));

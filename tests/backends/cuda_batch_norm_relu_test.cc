@@ -22,6 +22,7 @@
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
+#include "tests/support/require_gpu.h"
 #endif
 
 namespace amp {
@@ -165,12 +166,6 @@ TEST(CudaSchedule, EveryBatchNormOfTheCnnStepRunsFusedBothWays) {
       EXPECT_EQ(kinds[alone], 0) << alone;
   }
 }
-
-#define REQUIRE_GPU()                                                                        \
-  do {                                                                                       \
-    std::string why;                                                                         \
-    if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
-  } while (0)
 
 // The fused units against the CPU backend running the same nodes one by one. The CPU rounds
 // BatchNorm's result and the Add's to the storage type before the ReLU, the unit rounds the sum

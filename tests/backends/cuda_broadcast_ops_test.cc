@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
+#include "tests/support/require_gpu.h"
 #endif
 
 namespace amp {
@@ -23,12 +24,6 @@ namespace {
 #if AMP_HAVE_CUDA
 
 using test::OneNode;
-
-#define REQUIRE_GPU()                                                                        \
-  do {                                                                                       \
-    std::string why;                                                                         \
-    if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
-  } while (0)
 
 void expect_same(const OneNode& one) {
   const Tensor cpu = one.run_cpu()[0];

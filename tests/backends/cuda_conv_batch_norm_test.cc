@@ -24,6 +24,7 @@
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
+#include "tests/support/require_gpu.h"
 #endif
 
 namespace amp {
@@ -99,12 +100,6 @@ TEST(CudaSchedule, A16BitBottleneckRunsItsInnerBatchNormsInsideTheConvolutions) 
     EXPECT_EQ(sums, 4);
   }
 }
-
-#define REQUIRE_GPU()                                                                           \
-  do {                                                                                          \
-    std::string why;                                                                            \
-    if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
-  } while (0)
 
 // The bottleneck's whole training step, SGD with momentum 0.9 (fp16 with a dynamic loss scale),
 // 4 steps: losses, weights, running statistics and momentum buffers track the CPU backend's, with

@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
+#include "tests/support/require_gpu.h"
 #endif
 
 namespace amp {
@@ -25,12 +26,6 @@ namespace {
 #if AMP_HAVE_CUDA
 
 using test::OneNode;
-
-#define REQUIRE_GPU()                                                                        \
-  do {                                                                                       \
-    std::string why;                                                                         \
-    if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
-  } while (0)
 
 TEST(CudaFloatClass, TheDeviceRunsThem) {
   Model m;

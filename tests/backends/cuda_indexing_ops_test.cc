@@ -24,6 +24,7 @@
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
+#include "tests/support/require_gpu.h"
 #endif
 
 namespace amp {
@@ -35,12 +36,6 @@ using test::expect_close;
 using test::Feeds;
 using test::OneNode;
 using test::random_tensor;
-
-#define REQUIRE_GPU()                                                                        \
-  do {                                                                                       \
-    std::string why;                                                                         \
-    if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
-  } while (0)
 
 constexpr DType kAllTypes[] = {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble, DType::kInt8,
                                DType::kInt16, DType::kInt32,   DType::kInt64,    DType::kUInt8,  DType::kUInt16,

@@ -23,6 +23,7 @@
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
+#include "tests/support/require_gpu.h"
 #endif
 
 namespace amp {
@@ -34,12 +35,6 @@ using test::expect_close;
 using test::Feeds;
 using test::OneNode;
 using test::random_tensor;
-
-#define REQUIRE_GPU()                                                                        \
-  do {                                                                                       \
-    std::string why;                                                                         \
-    if (!cuda::CudaBackend().available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
-  } while (0)
 
 constexpr DType kFloats[] = {DType::kFloat, DType::kFloat16, DType::kBFloat16};
 
