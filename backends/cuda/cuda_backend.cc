@@ -9,6 +9,7 @@
 #include "backends/cuda/cast.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_executable.h"
+#include "backends/cuda/schedule.h"
 #include "graph/error.h"
 #include "graph/ops/elementwise_grouping.h"
 
@@ -70,6 +71,9 @@ std::string CudaBackend::unsupported_reason(const Node& n) const {
   // and the ops whose kernels read only their inputs' dims (Shape, Size, EyeLike).
   if (n.domain().empty() && n.op_type() == "Constant") return "";
   const cpu::OpEntry* host = cpu::find_op(n.domain(), n.op_type());
+  if (n.domain().empty() && is_random_op(n.op_type()))
+    return "no device kernel for " + n.op_type() + ": it draws new values every run, so it cannot run on the host "
+           "while planning";
   if (host && !host->reads_data) return "";
   if (host)
     return "no device kernel for " + n.op_type() + ": it runs (on the host, while planning) only when its inputs are constants or shapes";

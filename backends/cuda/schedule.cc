@@ -19,12 +19,6 @@ namespace amp::cuda {
 
 namespace {
 
-// Ops whose results differ per run although they read no data: never evaluated once per plan.
-bool is_random_op(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
-         op == "Bernoulli" || op == "Multinomial" || op == "Dropout";
-}
-
 bool is_fused_node(const Node& n) { return n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp; }
 
 std::string summary(const std::vector<const Node*>& nodes) {
@@ -34,6 +28,11 @@ std::string summary(const std::vector<const Node*>& nodes) {
 }
 
 }  // namespace
+
+bool is_random_op(std::string_view op) {
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
+         op == "Bernoulli" || op == "Multinomial" || op == "Dropout";
+}
 
 Schedule::Schedule(const Model& m, const CompileOptions& options) {
   std::vector<const Node*> nodes;

@@ -19,6 +19,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/backend.h"
@@ -58,6 +59,10 @@ struct ShapePlan {
   std::vector<std::unique_ptr<Unit>> copies;
   int root(int v) const { return alias_of[v] >= 0 ? alias_of[v] : v; }
 };
+
+// Ops whose results differ per run although they may read no data (RandomNormal, Dropout ...):
+// never evaluated on the host while planning.
+bool is_random_op(std::string_view op);
 
 // A unit's operand types, dims and host-known contents in a plan.
 OpShapes unit_shapes(const ShapePlan& p, const Unit& u);
