@@ -299,20 +299,8 @@ TEST(CudaIndexingOps, ATrainingStepThroughCumSumAndGatherElementsTracksTheCpu) {
     for (const Node* n : step.model.graph->nodes()) ops.push_back(n->op_type());
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "CumSum"), 2) << "the sum and its reversed gradient";
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "ScatterElements"), 1) << "GatherElements' gradient";
-    const CompileOptions options = test::step_options(step);
-    Feeds feeds = {{"input", random_tensor(DType::kFloat, {4, 6}, 710)},
-                   {step.labels, random_tensor(DType::kInt64, {4}, 711, 0, 10)}};
-    Tensor lr(DType::kFloat, {});
-    lr.mutable_as<float>()[0] = 1e-3f;
-    feeds.push_back({step.lr, lr});
-    auto cpu = make_backend("cpu")->compile(step.model, options);
-    auto gpu = make_backend("cuda")->compile(step.model, options);
-    for (int s = 0; s < 5; ++s) {
-      const Tensor lc = cpu->run(feeds, {step.loss})[0];
-      const Tensor lg = gpu->run(feeds, {step.loss})[0];
-      expect_close(lg, lc, "loss at step " + std::to_string(s), 10.0);
-    }
-    for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
+    test::expect_device_steps_track_cpu(step, random_tensor(DType::kFloat, {4, 6}, 710),
+                                        random_tensor(DType::kInt64, {4}, 711, 0, 10), 5, 10.0);
   }
 }
 

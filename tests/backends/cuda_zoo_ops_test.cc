@@ -380,20 +380,8 @@ TEST(CudaZooOps, ATrainingStepThroughPadResizeAndEinsumTracksTheCpu) {
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "Einsum"), 3) << "the product and its two gradients";
     // Resize's scales decide a shape: a constant of the step, not a trained weight (nor state).
     EXPECT_EQ(std::vector<std::string>(step.params), (std::vector<std::string>{"conv.weight", "conv.bias", "fc.weight"}));
-    const CompileOptions options = test::step_options(step);
-    Feeds feeds = {{"input", random_tensor(DType::kFloat, {4, 4, 6, 6}, 610)},
-                   {step.labels, random_tensor(DType::kInt64, {4}, 611, 0, 10)}};
-    Tensor lr(DType::kFloat, {});
-    lr.mutable_as<float>()[0] = 1e-3f;
-    feeds.push_back({step.lr, lr});
-    auto cpu = make_backend("cpu")->compile(step.model, options);
-    auto gpu = make_backend("cuda")->compile(step.model, options);
-    for (int s = 0; s < 5; ++s) {
-      const Tensor lc = cpu->run(feeds, {step.loss})[0];
-      const Tensor lg = gpu->run(feeds, {step.loss})[0];
-      expect_close(lg, lc, "loss at step " + std::to_string(s), 10.0);
-    }
-    for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
+    test::expect_device_steps_track_cpu(step, random_tensor(DType::kFloat, {4, 4, 6, 6}, 610),
+                                        random_tensor(DType::kInt64, {4}, 611, 0, 10), 5, 10.0);
   }
 }
 

@@ -11,11 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "backends/backend.h"
 #include "backends/cuda/schedule.h"
 #include "graph/onnx_io.h"
 #include "graph/ops/elementwise_program.h"
 #include "passes/fusion/recognize_gelu.h"
 #include "passes/training/training_step.h"
+#include "tests/support/parity.h"
 #include "tests/support/test_support.h"
 
 namespace amp::test {
@@ -97,6 +99,26 @@ inline CompileOptions step_options(const TrainingStep& step) {
   options.state = step.state;
   options.state_updates = step.updates;
   return options;
+}
+
+// `steps` runs of a training step on the CPU backend and on the CUDA backend, on one batch (input,
+// labels) at learning rate 1e-3: each step's loss and the parameters after the last agree within
+// expect_close's bound times tol_scale.
+inline void expect_device_steps_track_cpu(const TrainingStep& step, Tensor input, Tensor labels, int steps,
+                                          double tol_scale) {
+  const CompileOptions options = step_options(step);
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"input", std::move(input)}, {step.labels, std::move(labels)}};
+  Tensor lr(DType::kFloat, {});
+  lr.mutable_as<float>()[0] = 1e-3f;
+  feeds.push_back({step.lr, lr});
+  auto cpu = make_backend("cpu")->compile(step.model, options);
+  auto gpu = make_backend("cuda")->compile(step.model, options);
+  for (int s = 0; s < steps; ++s) {
+    const Tensor lc = cpu->run(feeds, {step.loss})[0];
+    const Tensor lg = gpu->run(feeds, {step.loss})[0];
+    expect_close(lg, lc, "loss at step " + std::to_string(s), tol_scale);
+  }
+  for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, tol_scale);
 }
 
 // Zero-filled feeds for every graph input that is not an initializer: N=2, T=8, other symbols 2.
