@@ -7,6 +7,9 @@
 #include <optional>
 #include <set>
 
+#include <onnx/defs/schema.h>
+
+#include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/onnx_proto_edit.h"
 #include "graph/onnx_value_types.h"
@@ -98,7 +101,9 @@ const std::set<std::string> kReductionsWithAxesInput = {"ReduceL1",  "ReduceL2",
                                                         "ReduceMax", "ReduceMean", "ReduceMin",    "ReduceProd",
                                                         "ReduceSumSquare"};
 
-// Ops that opsets 18-22 added and opset 17 has no node for, by the opset that added them.
+// Ops that opsets 18-22 added and opset 17 has no node for, by the opset that added them. Those
+// with a schema in ai.onnx_amp (graph/amp_ops.cc, ONNX's semantics under the same name) are carried
+// into that domain as they are; the others are refused.
 const std::map<std::string, int64_t> kNoOpset17Form = {
     {"BitwiseAnd", 18},    {"BitwiseOr", 18},      {"BitwiseXor", 18},     {"BitwiseNot", 18}, {"CenterCropPad", 18},
     {"Col2Im", 18},        {"DeformConv", 19},     {"AffineGrid", 20},     {"ImageDecoder", 20},
@@ -134,6 +139,15 @@ class Lowering {
         if (default_domain(o.domain()) && o.version() > 17) o.set_version(17);
     for (auto& o : *p_.mutable_opset_import())
       if (default_domain(o.domain())) o.set_version(17);
+    if (carried_) {
+      bool imported = false;
+      for (const auto& o : p_.opset_import()) imported = imported || o.domain() == kAmpDomain;
+      if (!imported) {
+        auto* o = p_.add_opset_import();
+        o->set_domain(kAmpDomain);
+        o->set_version(kAmpDomainVersion);
+      }
+    }
     std::vector<std::string> notes;
     for (const auto& [what, count] : notes_) notes.push_back(what + (count > 1 ? " (" + std::to_string(count) + " nodes)" : ""));
     return notes;
@@ -148,6 +162,19 @@ class Lowering {
   }
 
   void note(const std::string& what) { ++notes_[what]; }
+
+  static bool has_amp_schema(const std::string& op) {
+    register_amp_op_schemas();
+    return onnx::OpSchemaRegistry::Schema(op, kAmpDomainVersion, kAmpDomain) != nullptr;
+  }
+
+  // The node as it is, in ai.onnx_amp: its schema there is ONNX's newer one.
+  void carry(NodeProto n, std::vector<NodeProto>& out, const std::string& what) {
+    n.set_domain(kAmpDomain);
+    carried_ = true;
+    note(what);
+    out.push_back(std::move(n));
+  }
 
   // A new node of the default domain, named after `from`.
   NodeProto make(const NodeProto& from, const std::string& op, std::vector<std::string> inputs, const std::string& output) {
@@ -220,8 +247,10 @@ class Lowering {
     // A node without inputs or outputs (malformed, or a Constant) is left for the checker to judge.
     if (n.input_size() == 0 || n.output_size() == 0) return out.push_back(std::move(n));
     if (op == "GroupNormalization" && n.input_size() < 3) refuse(n, "it needs input, scale and bias");
-    if (auto it = kNoOpset17Form.find(op); it != kNoOpset17Form.end() && opset_ >= it->second)
-      refuse(n, op + " came with opset " + std::to_string(it->second) + " and has no opset-17 form");
+    if (auto it = kNoOpset17Form.find(op); it != kNoOpset17Form.end() && opset_ >= it->second) {
+      if (!has_amp_schema(op)) refuse(n, op + " came with opset " + std::to_string(it->second) + " and has no opset-17 form");
+      return carry(std::move(n), out, op + ": carried as ai.onnx_amp " + op + " (opset 17 has no " + op + ")");
+    }
     if (kReductionsWithAxesInput.count(op)) return reduction(std::move(n), chain, out);
     if (op == "Split") return split(std::move(n), chain, out);
     if (op == "Pad") return pad(std::move(n), chain, out);
@@ -231,7 +260,10 @@ class Lowering {
     if (op == "GroupNormalization") return group_norm(std::move(n), chain, out);
     if ((op == "ScatterElements" || op == "ScatterND")) {
       const std::string r = attr_string(n, "reduction", "none");
-      if (r == "max" || r == "min") refuse(n, "reduction '" + r + "' came with opset 18");
+      if (r == "max" || r == "min") {
+        if (!has_amp_schema(op)) refuse(n, "reduction '" + r + "' came with opset 18");
+        return carry(std::move(n), out, op + ": reduction '" + r + "' carried as ai.onnx_amp " + op);
+      }
     } else if (op == "LpPool") {
       if (attr_int(n, "ceil_mode", 0) != 0) refuse(n, "ceil_mode came with opset 18");
       if (remove_attr(n, "ceil_mode")) note("LpPool: ceil_mode 0 dropped");
@@ -566,6 +598,7 @@ class Lowering {
   const int64_t opset_;
   NameAllocator names_;
   std::map<std::string, int> notes_;
+  bool carried_ = false;
 };
 
 void check_ir8_types(const onnx::ModelProto& p_, const std::string& path_) {
@@ -599,6 +632,10 @@ void check_ir8_types(const onnx::ModelProto& p_, const std::string& path_) {
 
 
 }  // namespace
+
+bool is_carried_newer_op(const std::string& domain, const std::string& op) {
+  return domain == kAmpDomain && (kNoOpset17Form.count(op) || op == "ScatterElements" || op == "ScatterND");
+}
 
 bool lower_ir_version(onnx::ModelProto& p, const std::string& path) {
   if (p.ir_version() <= 8) return false;

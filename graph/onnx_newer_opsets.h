@@ -4,8 +4,10 @@
 // int4, bfloat16 for more ops). The ones whose inputs or attributes changed are rewritten here into
 // their opset-17 form, which computes the same, and the model's default opset becomes 17; every
 // later step (checker, shape inference, import) then sees an opset-17 model. A node with no
-// opset-17 form (Reduce axes computed in the graph, Pad's wrap mode, Resize's antialias, a
-// DeformConv, float8 or int4 types...) is refused in one line naming the file, node, op and opset.
+// opset-17 form (Reduce axes computed in the graph, Pad's wrap mode, Resize's antialias, float8 or
+// int4 types...) is refused in one line naming the file, node, op and opset, except the new ops
+// this project computes (BitwiseAnd, DeformConv, ScatterElements' max reduction, ... : those whose
+// schema graph/amp_ops.cc registers): they are carried into the ai.onnx_amp domain as they are.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -23,6 +25,10 @@ constexpr int64_t kNewestReadableOpset = 22;
 // one note per kind of change made ("ReduceMean: axes input -> attribute (3 nodes)"); throws
 // InputError naming `path`, the node and its op for what has no opset-17 form.
 std::vector<std::string> lower_to_opset_17(onnx::ModelProto& p, const std::string& path);
+
+// Whether a node of this domain and op is one lower_to_opset_17 carried into ai.onnx_amp: a model
+// that has one cannot be written back as opset 17 (amp-rewrite refuses it; amp-run runs it).
+bool is_carried_newer_op(const std::string& domain, const std::string& op);
 
 // IR versions 9 and 10 (ONNX 1.14-1.17) added element types (float8, int4, uint4) and fields for
 // model-local function overloads and metadata; a model that uses none of the types is read as IR

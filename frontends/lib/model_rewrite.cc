@@ -9,6 +9,7 @@
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/external_data.h"
+#include "graph/onnx_newer_opsets.h"
 #include "graph/verify.h"
 #include "passes/pipelines.h"
 
@@ -25,6 +26,18 @@ std::string exact_pattern(const std::string& name) {
     out += c;
   }
   return out;
+}
+
+// A node of an op that opsets 18+ added with no opset-17 form, which the import carried into
+// ai.onnx_amp (graph/onnx_newer_opsets.h); nullptr when there is none. amp-rewrite writes opset-17
+// models, which ONNX 1.12's checker checks and which cannot hold it.
+const Node* carried_newer_op(const Graph& g) {
+  for (const Node* n : g.nodes()) {
+    if (is_carried_newer_op(n->domain(), n->op_type())) return n;
+    for (const Graph* sub : n->subgraphs())
+      if (const Node* found = carried_newer_op(*sub)) return found;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -51,6 +64,12 @@ RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string
   if (!m.training_info.empty())
     throw InputError(model_path + ": has training_info; amp-rewrite rewrites inference graphs (amp-train rewrites "
                                   "training steps)");
+  if (const Node* n = carried_newer_op(*m.graph))
+    throw InputError(model_path + ": node " + n->label() + ": " +
+                     (n->op_type().rfind("Scatter", 0) == 0 ? "reduction '" + n->attr_string("reduction", "") + "'"
+                                                            : n->op_type()) +
+                     " came after opset 17 and has no opset-17 form; amp-rewrite writes opset-17 models (amp-run and "
+                     "amp-train run this one)");
   // A model its own op schemas reject (ONNX Runtime: "This is an invalid model. Type Error") is the
   // input's fault, said as such, before any pass runs: after the passes it would read as ours.
   if (const std::vector<std::string> problems = verify(m); !problems.empty())
