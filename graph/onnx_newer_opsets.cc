@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -208,6 +210,13 @@ class Lowering {
     return constant(out, from, std::move(t), what);
   }
 
+  std::string int64_scalar(std::vector<NodeProto>& out, const NodeProto& from, int64_t v, const std::string& what) {
+    TensorProto t;
+    t.set_data_type(TensorProto::INT64);
+    t.add_int64_data(v);
+    return constant(out, from, std::move(t), what);
+  }
+
   // A scalar of element type `type` (a float type) equal to `value` rounded once into it; for an
   // unknown type, a float scalar made like `like` by CastLike.
   std::string scalar_like(std::vector<NodeProto>& out, const NodeProto& from, double value, int32_t type,
@@ -258,6 +267,11 @@ class Lowering {
     if (op == "Gelu" && opset_ >= 20) return gelu(std::move(n), chain, out);
     if (op == "Mish") return mish(std::move(n), chain, out);
     if (op == "GroupNormalization") return group_norm(std::move(n), chain, out);
+    if (op == "Attention" && opset_ >= 23) return attention(std::move(n), chain, out);
+    if (op == "RMSNormalization" && opset_ >= 23) return rms_norm(std::move(n), chain, out);
+    if (op == "RotaryEmbedding" && opset_ >= 23) return rotary_embedding(std::move(n), chain, out);
+    if (op == "Swish" && opset_ >= 24) return swish(std::move(n), chain, out);
+    if (op == "TensorScatter" && opset_ >= 24) return tensor_scatter(std::move(n), chain, out);
     if ((op == "ScatterElements" || op == "ScatterND")) {
       const std::string r = attr_string(n, "reduction", "none");
       if (r == "max" || r == "min") {
@@ -276,8 +290,11 @@ class Lowering {
       }
     } else if ((op == "Cast" || op == "CastLike") && opset_ >= 19) {
       if (remove_attr(n, "saturate")) note(op + ": saturate (float8 only) dropped");
+      if (remove_attr(n, "round_mode")) note(op + ": round_mode (float8e8m0 only) dropped");
     } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {
       if (opset_ >= 19 && remove_attr(n, "saturate")) note(op + ": saturate (float8 only) dropped");
+      if (attr_int(n, "precision", 0) != 0) refuse(n, "the precision attribute came with opset 23");
+      if (remove_attr(n, "precision")) note(op + ": precision 0 dropped");
       if (attr_int(n, "block_size", 0) != 0) refuse(n, "blocked quantization (block_size) came with opset 21");
       if (remove_attr(n, "block_size")) note(op + ": block_size 0 dropped");
       if (const AttributeProto* a = find_attr(n, "output_dtype")) {
@@ -591,6 +608,434 @@ class Lowering {
       out.push_back(std::move(id));
     }
     note(std::string("GroupNormalization: its function body (scale and bias per ") + (per_channel ? "channel" : "group") + ")");
+  }
+
+  // ---- Opsets 23 and 24 ----
+
+  // A node of `op` from `from`, appended to `out`, writing a fresh value named after from's first
+  // output; returns that node (valid until the next append).
+  NodeProto& emit(std::vector<NodeProto>& out, const NodeProto& from, const std::string& op,
+                  std::vector<std::string> inputs, const std::string& what) {
+    out.push_back(make(from, op, std::move(inputs), fresh(from.output(0) + "/" + what)));
+    return out.back();
+  }
+  std::string value(std::vector<NodeProto>& out, const NodeProto& from, const std::string& op,
+                    std::vector<std::string> inputs, const std::string& what) {
+    return emit(out, from, op, std::move(inputs), what).output(0);
+  }
+  // dims [start, end) of x's shape, a 1-D int64 tensor.
+  std::string shape_slice(std::vector<NodeProto>& out, const NodeProto& from, const std::string& x, int64_t start,
+                          int64_t end, const std::string& what) {
+    NodeProto& s = emit(out, from, "Shape", {x}, what);
+    set_attr(s, "start", start);
+    set_attr(s, "end", end);
+    return s.output(0);
+  }
+  // dim `axis` of x as an int64 scalar.
+  std::string dim_scalar(std::vector<NodeProto>& out, const NodeProto& from, const std::string& x, int64_t axis,
+                         const std::string& what) {
+    const std::string d = shape_slice(out, from, x, axis, axis + 1, what + "_dim");
+    return value(out, from, "Squeeze", {d, int64_constant(out, from, {0}, what + "_axis")}, what);
+  }
+  std::string transpose(std::vector<NodeProto>& out, const NodeProto& from, const std::string& x,
+                        const std::vector<int64_t>& perm, const std::string& what) {
+    NodeProto& t = emit(out, from, "Transpose", {x}, what);
+    set_attr(t, "perm", perm);
+    return t.output(0);
+  }
+  std::string cast(std::vector<NodeProto>& out, const NodeProto& from, const std::string& x, int64_t to,
+                   const std::string& what) {
+    NodeProto& c = emit(out, from, "Cast", {x}, what);
+    set_attr(c, "to", to);
+    return c.output(0);
+  }
+  std::string reduce_last(std::vector<NodeProto>& out, const NodeProto& from, const std::string& op,
+                          const std::string& x, const std::string& what) {
+    NodeProto& r = emit(out, from, op, {x}, what);
+    set_attr(r, "axes", std::vector<int64_t>{-1});
+    set_attr(r, "keepdims", int64_t{1});
+    return r.output(0);
+  }
+  // The last node of a lowering: writes `y` and keeps the lowered node's name.
+  void finish(std::vector<NodeProto>& out, const NodeProto& from, const std::string& op,
+              std::vector<std::string> inputs, const std::string& y) {
+    NodeProto last = make(from, op, std::move(inputs), y);
+    last.set_name(from.name().empty() ? fresh(y + "/" + from.op_type()) : from.name());
+    out.push_back(std::move(last));
+  }
+
+  // Attention (opset 23; 24 added nonpad_kv_seqlen) as its definition computes it, in opset-17
+  // ops: 3-D inputs split into heads, the past cache concatenated, grouped key/value heads
+  // repeated (each serves q_num_heads / kv_num_heads query heads in turn), scores = Q K^T * scale
+  // (ONNX scales Q and K by sqrt(scale) each: the same product within a rounding), softcap, the
+  // bias (a bool mask true where a key takes part, a float or integer one added, the causal
+  // frontier j <= i + offset with offset the past length or, with nonpad_kv_seqlen, that minus
+  // the query length, keys at or past nonpad_kv_seqlen hidden), a softmax over the keys (in
+  // softmax_precision when given), a fully hidden row giving zeros, then P V. The attention
+  // recogniser (passes/fusion/recognize_attention.h) makes this one ai.onnx_amp Attention again
+  // for training where its kernels apply.
+  void attention(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    auto in = [&](int i) { return i < n.input_size() ? n.input(i) : std::string(); };
+    auto wanted = [&](int i) { return i < n.output_size() && !n.output(i).empty(); };
+    const std::string q_in = in(0), k_in = in(1), v_in = in(2), mask = in(3), past_k = in(4), past_v = in(5),
+                      nonpad = in(6);
+    if (q_in.empty() || k_in.empty() || v_in.empty()) refuse(n, "it needs Q, K and V");
+    if (past_k.empty() != past_v.empty()) refuse(n, "past_key and past_value come together or not at all");
+    if (!nonpad.empty() && !past_k.empty()) refuse(n, "nonpad_kv_seqlen does not go with a past cache");
+    const int64_t mode = attr_int(n, "qk_matmul_output_mode", 0);
+    if (mode < 0 || mode > 3) refuse(n, "qk_matmul_output_mode " + std::to_string(mode) + " is not 0 to 3");
+    const int32_t type = known_elem_type(chain, q_in);
+    const bool heads_given = find_attr(n, "q_num_heads") || find_attr(n, "kv_num_heads");
+    const auto q_dims = known_dims(chain, q_in), k_dims = known_dims(chain, k_in);
+    // 3-D inputs need the head counts; without a declared rank, their presence says 3-D.
+    const int64_t rank = q_dims ? static_cast<int64_t>(q_dims->size()) : heads_given ? 3 : 4;
+    if (rank != 3 && rank != 4) refuse(n, "Q has rank " + std::to_string(rank) + " (3 or 4)");
+    int64_t hq = attr_int(n, "q_num_heads", 0), hkv = attr_int(n, "kv_num_heads", 0);
+    std::optional<int64_t> head_size, tq;
+    int64_t tk = -1;  // the keys' length, past included, when declared
+    std::string q = q_in, k = k_in, v = v_in;
+    if (rank == 3) {
+      if (hq < 1 || hkv < 1) refuse(n, "3-D Q, K and V need q_num_heads and kv_num_heads");
+      auto heads_first = [&](const std::string& x, int64_t heads, const std::string& what) {
+        const std::string split = value(out, n, "Reshape", {x, int64_constant(out, n, {0, 0, heads, -1}, what + "_shape")},
+                                        what + "_heads");
+        return transpose(out, n, split, {0, 2, 1, 3}, what + "_bhsd");
+      };
+      q = heads_first(q_in, hq, "q");
+      k = heads_first(k_in, hkv, "k");
+      v = heads_first(v_in, hkv, "v");
+      if (q_dims && (*q_dims)[2]) head_size = *(*q_dims)[2] / hq;
+      if (q_dims && (*q_dims)[1]) tq = (*q_dims)[1];
+      if (k_dims && k_dims->size() == 3 && (*k_dims)[1]) tk = *(*k_dims)[1];
+    } else {
+      if (q_dims && (*q_dims)[1]) hq = *(*q_dims)[1];
+      if (k_dims && k_dims->size() == 4 && (*k_dims)[1]) hkv = *(*k_dims)[1];
+      if (q_dims && (*q_dims)[3]) head_size = (*q_dims)[3];
+      if (q_dims && (*q_dims)[2]) tq = (*q_dims)[2];
+      if (k_dims && k_dims->size() == 4 && (*k_dims)[2]) tk = *(*k_dims)[2];
+    }
+    std::optional<int64_t> past_len = 0;
+    if (!past_k.empty()) {
+      const auto p = known_dims(chain, past_k);
+      past_len = p && p->size() == 4 ? (*p)[2] : std::nullopt;
+      auto concat = [&](const std::string& past, const std::string& x, const std::string& what) {
+        NodeProto& c = emit(out, n, "Concat", {past, x}, what);
+        set_attr(c, "axis", int64_t{2});
+        return c.output(0);
+      };
+      k = concat(past_k, k, "present_key");
+      v = concat(past_v, v, "present_value");
+    }
+    tk = tk >= 0 && past_len ? tk + *past_len : -1;
+    if (wanted(1)) out.push_back(make(n, "Identity", {k}, n.output(1)));
+    if (wanted(2)) out.push_back(make(n, "Identity", {v}, n.output(2)));
+    if (hq > 0 && hkv > 0 && hq != hkv) {
+      if (hq % hkv != 0) refuse(n, std::to_string(hq) + " query heads do not split into " + std::to_string(hkv) + " groups");
+      const int64_t reps = hq / hkv;
+      auto repeat = [&](const std::string& x, const std::string& what) {
+        const std::string u = value(out, n, "Unsqueeze", {x, int64_constant(out, n, {2}, what + "_axis")}, what + "_5d");
+        const std::string e = value(out, n, "Expand", {u, int64_constant(out, n, {1, 1, reps, 1, 1}, what + "_reps")},
+                                    what + "_repeated");
+        NodeProto& c = emit(out, n, "Concat",
+                            {shape_slice(out, n, x, 0, 1, what + "_batch"), int64_constant(out, n, {-1}, what + "_heads"),
+                             shape_slice(out, n, x, 2, 4, what + "_rest")},
+                            what + "_shape");
+        set_attr(c, "axis", int64_t{0});
+        const std::string shape = c.output(0);
+        return value(out, n, "Reshape", {e, shape}, what + "_grouped");
+      };
+      k = repeat(k, "k");
+      v = repeat(v, "v");
+    }
+    // Scores.
+    const std::string kt = transpose(out, n, k, {0, 1, 3, 2}, "kt");
+    std::string s = value(out, n, "MatMul", {q, kt}, "scores");
+    std::string scale;
+    if (const AttributeProto* a = find_attr(n, "scale")) {
+      scale = scalar_like(out, n, a->f(), type, q_in, "scale");
+    } else if (head_size) {
+      scale = scalar_like(out, n, 1.0 / std::sqrt(static_cast<double>(*head_size)), type, q_in, "scale");
+    } else {  // 1 / sqrt(head size), the head size known at run time
+      const std::string d = cast(out, n, shape_slice(out, n, q, 3, 4, "head_size"), TensorProto::FLOAT, "head_size_float");
+      const std::string r = value(out, n, "Reciprocal", {value(out, n, "Sqrt", {d}, "sqrt_head_size")}, "scale_float");
+      scale = value(out, n, "CastLike", {r, q_in}, "scale");
+    }
+    s = value(out, n, "Mul", {s, scale}, "scaled_scores");
+    const std::string scaled = s;
+    if (const float cap = attr_float(n, "softcap", 0.0f); cap > 0) {
+      const std::string c = scalar_like(out, n, cap, type, q_in, "softcap");
+      s = value(out, n, "Mul", {value(out, n, "Tanh", {value(out, n, "Div", {s, c}, "capped")}, "capped_tanh"), c}, "softcapped");
+    }
+    const std::string capped = s;
+    // The bias: bool tensors hiding keys, and a float one added.
+    std::vector<std::string> hides;
+    std::string bias;
+    const std::string neg_inf = scalar_like(out, n, -std::numeric_limits<double>::infinity(), type, q_in, "neg_inf");
+    const std::string zero = scalar_like(out, n, 0.0, type, q_in, "zero");
+    if (!mask.empty()) {
+      const int32_t mask_type = known_elem_type(chain, mask);
+      if (mask_type == 0) refuse(n, "the element type of its attn_mask is not declared");
+      const auto mask_dims = known_dims(chain, mask);
+      if (!mask_dims || mask_dims->empty()) refuse(n, "the rank of its attn_mask is not declared");
+      const int64_t mask_rank = static_cast<int64_t>(mask_dims->size());
+      const bool is_bool = mask_type == TensorProto::BOOL;
+      const bool same_length = tk >= 0 && mask_dims->back() && *mask_dims->back() == tk;
+      std::string m = mask;
+      if (is_bool && same_length) {
+        hides.push_back(value(out, n, "Not", {mask}, "mask_hides"));
+      } else {
+        if (is_bool) m = value(out, n, "Where", {mask, zero, neg_inf}, "mask_bias");
+        else if (mask_type != type || type == 0) m = value(out, n, "CastLike", {mask, q_in}, "mask_bias");
+        if (!same_length) {  // a mask shorter than the keys is padded with -inf
+          const std::string total = shape_slice(out, n, k, 2, 3, "keys");
+          const std::string have = shape_slice(out, n, m, mask_rank - 1, mask_rank, "mask_keys");
+          const std::string missing = value(out, n, "Sub", {total, have}, "mask_missing");
+          std::vector<int64_t> before(static_cast<size_t>(2 * mask_rank - 1), 0);
+          NodeProto& c = emit(out, n, "Concat", {int64_constant(out, n, before, "mask_pads_before"), missing}, "mask_pads");
+          set_attr(c, "axis", int64_t{0});
+          const std::string pads = c.output(0);
+          m = value(out, n, "Pad", {m, pads, neg_inf}, "mask_padded");
+        }
+        bias = m;
+      }
+    }
+    const bool causal = attr_int(n, "is_causal", 0) != 0;
+    std::string cols;  // key positions 0..Tk-1
+    auto key_positions = [&]() {
+      if (cols.empty()) {
+        cols = value(out, n, "Range",
+                     {int64_scalar(out, n, 0, "range_start"), dim_scalar(out, n, k, 2, "total_keys"),
+                      int64_scalar(out, n, 1, "range_step")},
+                     "key_positions");
+      }
+      return cols;
+    };
+    if (causal) {
+      const int64_t rows_n = tq.value_or(0), cols_n = tk, offset = past_len.value_or(0);
+      if (tq && tk >= 0 && past_len && nonpad.empty() && rows_n * cols_n <= (int64_t{1} << 24)) {
+        TensorProto t;  // constant: hidden where key j > query i + past length
+        t.set_data_type(TensorProto::BOOL);
+        t.add_dims(rows_n);
+        t.add_dims(cols_n);
+        for (int64_t i = 0; i < rows_n; ++i)
+          for (int64_t j = 0; j < cols_n; ++j) t.add_int32_data(j > i + offset ? 1 : 0);
+        hides.push_back(constant(out, n, std::move(t), "causal_hides"));
+      } else {
+        std::string rows = value(out, n, "Range",
+                                 {int64_scalar(out, n, 0, "range_start"), dim_scalar(out, n, q, 2, "queries"),
+                                  int64_scalar(out, n, 1, "range_step")},
+                                 "query_positions");
+        rows = value(out, n, "Unsqueeze", {rows, int64_constant(out, n, {1}, "rows_axis")}, "query_column");
+        if (!past_k.empty()) {
+          rows = value(out, n, "Add", {rows, dim_scalar(out, n, past_k, 2, "past_length")}, "query_frontier");
+        } else if (!nonpad.empty()) {  // offset nonpad_kv_seqlen[b] - Tq, as [B, 1, 1, 1]
+          const std::string per_batch =
+              value(out, n, "Reshape", {nonpad, int64_constant(out, n, {-1, 1, 1, 1}, "batch_shape")}, "nonpad_b");
+          const std::string offset = value(out, n, "Sub", {per_batch, dim_scalar(out, n, q, 2, "queries_n")}, "offset");
+          rows = value(out, n, "Add", {rows, offset}, "query_frontier");
+        }
+        hides.push_back(value(out, n, "Greater", {key_positions(), rows}, "causal_hides"));
+      }
+    }
+    if (!nonpad.empty()) {  // keys at or past nonpad_kv_seqlen[b] hidden, as [B, 1, 1, Tk]
+      const std::string per_batch =
+          value(out, n, "Reshape", {nonpad, int64_constant(out, n, {-1, 1, 1, 1}, "batch_shape")}, "nonpad_keys");
+      hides.push_back(value(out, n, "GreaterOrEqual", {key_positions(), per_batch}, "padding_hides"));
+    }
+    std::string hide;
+    for (const std::string& h : hides) hide = hide.empty() ? h : value(out, n, "Or", {hide, h}, "hides");
+    // A row may be hidden whole when a mask or the key lengths decide; the causal frontier alone
+    // (offset >= 0) always leaves key 0.
+    const bool rows_may_empty = !mask.empty() || !nonpad.empty();
+    std::string empty_row;
+    if (!bias.empty()) {
+      if (!hide.empty()) bias = value(out, n, "Where", {hide, neg_inf, bias}, "bias");
+      s = value(out, n, "Add", {s, bias}, "masked_scores");
+      if (rows_may_empty) {
+        NodeProto& isinf = emit(out, n, "IsInf", {reduce_last(out, n, "ReduceMax", bias, "bias_row_max")}, "row_hidden");
+        set_attr(isinf, "detect_positive", int64_t{0});
+        empty_row = isinf.output(0);
+      }
+    } else if (!hide.empty()) {
+      s = value(out, n, "Where", {hide, neg_inf, s}, "masked_scores");
+      if (rows_may_empty) {
+        const std::string h = reduce_last(out, n, "ReduceMin", cast(out, n, hide, TensorProto::FLOAT, "hides_float"),
+                                          "row_min_hidden");
+        empty_row = cast(out, n, h, TensorProto::BOOL, "row_hidden");
+      }
+    }
+    const std::string masked = s;
+    if (const AttributeProto* sp = find_attr(n, "softmax_precision"); sp && sp->i() != 0 && sp->i() != type)
+      s = cast(out, n, s, sp->i(), "softmax_input");
+    NodeProto& softmax = emit(out, n, "Softmax", {s}, "probabilities");
+    set_attr(softmax, "axis", int64_t{-1});
+    std::string p = softmax.output(0);
+    if (const AttributeProto* sp = find_attr(n, "softmax_precision"); sp && sp->i() != 0 && sp->i() != type)
+      p = value(out, n, "CastLike", {p, q_in}, "probabilities_t");
+    if (!empty_row.empty()) p = value(out, n, "Where", {empty_row, zero, p}, "probabilities_guarded");
+    if (wanted(3)) {
+      const std::string& shown = mode == 0 ? scaled : mode == 1 ? capped : mode == 2 ? masked : p;
+      out.push_back(make(n, "Identity", {shown}, n.output(3)));
+    }
+    note("Attention: its definition in opset-17 ops (MatMul, Softmax, ...)");
+    if (rank == 4) return finish(out, n, "MatMul", {p, v}, n.output(0));
+    const std::string y = transpose(out, n, value(out, n, "MatMul", {p, v}, "heads_out"), {0, 2, 1, 3}, "bshd");
+    finish(out, n, "Reshape", {y, int64_constant(out, n, {0, 0, -1}, "merged_shape")}, n.output(0));
+  }
+
+  // RMSNormalization (opset 23): X / sqrt(mean(X^2 over axes axis..-1) + epsilon) * scale, the
+  // first stage in float for 16-bit X (stash_type 1).
+  void rms_norm(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    if (n.input_size() < 2 || n.input(1).empty()) refuse(n, "it needs X and scale");
+    const std::string x = n.input(0), scale = n.input(1), y = n.output(0);
+    const int32_t type = known_elem_type(chain, x);
+    if (type == 0) refuse(n, "the element type of its input is not declared");
+    const int64_t axis = attr_int(n, "axis", -1), stash = attr_int(n, "stash_type", 1);
+    std::vector<int64_t> axes;
+    if (axis < 0) {
+      for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
+    } else {
+      const auto dims = known_dims(chain, x);
+      if (!dims) refuse(n, "axis " + std::to_string(axis) + " needs the rank of its input, which is not declared");
+      for (int64_t a = axis; a < static_cast<int64_t>(dims->size()); ++a) axes.push_back(a);
+      if (axes.empty()) refuse(n, "axis " + std::to_string(axis) + " is out of range");
+    }
+    const bool widen = (type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16) && stash == TensorProto::FLOAT;
+    if (!widen && stash != TensorProto::FLOAT && stash != type) refuse(n, "stash_type " + std::to_string(stash));
+    const int32_t math = widen ? TensorProto::FLOAT : type;
+    const std::string xs = widen ? cast(out, n, x, TensorProto::FLOAT, "x_float") : x;
+    const std::string square = value(out, n, "Mul", {xs, xs}, "square");
+    NodeProto& mean = emit(out, n, "ReduceMean", {square}, "mean_square");
+    set_attr(mean, "axes", axes);
+    set_attr(mean, "keepdims", int64_t{1});
+    const std::string ms = mean.output(0);
+    const float eps = find_attr(n, "epsilon") ? find_attr(n, "epsilon")->f() : 1e-5f;
+    const std::string rms = value(out, n, "Sqrt", {value(out, n, "Add", {ms, scalar_like(out, n, eps, math, xs, "epsilon")}, "mean_square_eps")}, "rms");
+    std::string normalized = value(out, n, "Div", {xs, rms}, "normalized");
+    const int32_t scale_type = known_elem_type(chain, scale);
+    const int32_t to = scale_type != 0 ? scale_type : type;
+    if (to != math) normalized = cast(out, n, normalized, to, "normalized_cast");
+    finish(out, n, "Mul", {normalized, scale}, y);
+    note("RMSNormalization: its function body");
+  }
+
+  // Swish (opset 24): X * Sigmoid(alpha X).
+  void swish(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    const std::string x = n.input(0);
+    const float alpha = attr_float(n, "alpha", 1.0f);
+    std::string z = x;
+    if (alpha != 1.0f) z = value(out, n, "Mul", {x, scalar_like(out, n, alpha, known_elem_type(chain, x), x, "alpha")}, "alpha_x");
+    finish(out, n, "Mul", {x, value(out, n, "Sigmoid", {z}, "sigmoid")}, n.output(0));
+    note("Swish: X * Sigmoid(alpha X)");
+  }
+
+  // RotaryEmbedding (opset 23), as its definition: [B, S, H, D] heads (from [B, H, S, D], or from
+  // [B, S, H*D] with num_heads), the first rotary_embedding_dim of D rotated by the cos / sin rows
+  // of each position (gathered by position_ids when given), halves or interleaved pairs.
+  void rotary_embedding(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    if (n.input_size() < 3) refuse(n, "it needs X, cos_cache and sin_cache");
+    const std::string x = n.input(0), y = n.output(0);
+    std::string cos = n.input(1), sin = n.input(2);
+    const std::string positions = n.input_size() > 3 ? n.input(3) : std::string();
+    const int64_t heads = attr_int(n, "num_heads", 0), rotary = attr_int(n, "rotary_embedding_dim", 0);
+    const bool interleaved = attr_int(n, "interleaved", 0) != 0;
+    const auto dims = known_dims(chain, x);
+    const int64_t rank = dims ? static_cast<int64_t>(dims->size()) : heads > 0 ? 3 : 4;
+    if (rank != 3 && rank != 4) refuse(n, "X has rank " + std::to_string(rank) + " (3 or 4)");
+    if (rank == 3 && heads < 1) refuse(n, "a 3-D X needs num_heads");
+    const std::string bshd = rank == 4 ? transpose(out, n, x, {0, 2, 1, 3}, "bshd")
+                                       : value(out, n, "Reshape", {x, int64_constant(out, n, {0, 0, heads, -1}, "heads_shape")}, "bshd");
+    if (!positions.empty()) {
+      cos = value(out, n, "Gather", {cos, positions}, "cos_rows");
+      sin = value(out, n, "Gather", {sin, positions}, "sin_rows");
+    }
+    const std::string axis2 = int64_constant(out, n, {2}, "heads_axis");
+    cos = value(out, n, "Unsqueeze", {cos, axis2}, "cos");
+    sin = value(out, n, "Unsqueeze", {sin, axis2}, "sin");
+    const std::string last = int64_constant(out, n, {-1}, "last_axis");
+    auto slice = [&](const std::string& v, int64_t start, int64_t end, int64_t step, const std::string& what) {
+      return value(out, n, "Slice",
+                   {v, int64_constant(out, n, {start}, what + "_start"), int64_constant(out, n, {end}, what + "_end"), last,
+                    int64_constant(out, n, {step}, what + "_step")},
+                   what);
+    };
+    constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max();
+    const std::string rotated_in = rotary > 0 ? slice(bshd, 0, rotary, 1, "x_rotate") : bshd;
+    std::string x1, x2;
+    if (interleaved) {
+      x1 = slice(rotated_in, 0, kToEnd, 2, "x_even");
+      x2 = slice(rotated_in, 1, kToEnd, 2, "x_odd");
+    } else {
+      NodeProto split = make(n, "Split", {rotated_in}, fresh(y + "/x_first_half"));
+      split.add_output(fresh(y + "/x_second_half"));
+      set_attr(split, "axis", int64_t{-1});
+      x1 = split.output(0);
+      x2 = split.output(1);
+      out.push_back(std::move(split));
+    }
+    const std::string real = value(out, n, "Sub", {value(out, n, "Mul", {cos, x1}, "cos_x1"), value(out, n, "Mul", {sin, x2}, "sin_x2")}, "real");
+    const std::string imag = value(out, n, "Add", {value(out, n, "Mul", {sin, x1}, "sin_x1"), value(out, n, "Mul", {cos, x2}, "cos_x2")}, "imag");
+    std::string rotated;
+    if (interleaved) {
+      const std::string r = value(out, n, "Unsqueeze", {real, last}, "real_pair");
+      const std::string i = value(out, n, "Unsqueeze", {imag, last}, "imag_pair");
+      NodeProto& c = emit(out, n, "Concat", {r, i}, "pairs");
+      set_attr(c, "axis", int64_t{-1});
+      const std::string pairs = c.output(0);
+      rotated = value(out, n, "Reshape", {pairs, value(out, n, "Shape", {rotated_in}, "rotate_shape")}, "rotated");
+    } else {
+      NodeProto& c = emit(out, n, "Concat", {real, imag}, "rotated");
+      set_attr(c, "axis", int64_t{-1});
+      rotated = c.output(0);
+    }
+    if (rotary > 0) {
+      NodeProto& c = emit(out, n, "Concat", {rotated, slice(bshd, rotary, kToEnd, 1, "x_pass")}, "embedded");
+      set_attr(c, "axis", int64_t{-1});
+      rotated = c.output(0);
+    }
+    if (rank == 4) {
+      NodeProto last_node = make(n, "Transpose", {rotated}, y);
+      set_attr(last_node, "perm", std::vector<int64_t>{0, 2, 1, 3});
+      last_node.set_name(n.name().empty() ? fresh(y + "/RotaryEmbedding") : n.name());
+      out.push_back(std::move(last_node));
+    } else {
+      finish(out, n, "Reshape", {rotated, value(out, n, "Shape", {x}, "x_shape")}, y);
+    }
+    note("RotaryEmbedding: its definition in opset-17 ops");
+  }
+
+  // TensorScatter (opset 24): the cache with `update` written along `axis` from write_indices[b]
+  // (0 without them; modulo the cache length in mode circular): a ScatterElements whose indices
+  // are write_indices[b] + s broadcast to the update's shape.
+  void tensor_scatter(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    if (n.input_size() < 2) refuse(n, "it needs past_cache and update");
+    const std::string past = n.input(0), update = n.input(1);
+    const std::string writes = n.input_size() > 2 ? n.input(2) : std::string();
+    const auto dims = known_dims(chain, past);
+    if (!dims) refuse(n, "the rank of its past_cache is not declared");
+    const int64_t rank = static_cast<int64_t>(dims->size());
+    int64_t axis = attr_int(n, "axis", -2);
+    if (axis < 0) axis += rank;
+    if (axis <= 0 || axis >= rank) refuse(n, "axis " + std::to_string(attr_int(n, "axis", -2)) + " (not the batch axis, within the rank)");
+    const std::string mode = attr_string(n, "mode", "linear");
+    if (mode != "linear" && mode != "circular") refuse(n, "mode '" + mode + "'");
+    std::vector<int64_t> along(static_cast<size_t>(rank), 1), batch(static_cast<size_t>(rank), 1);
+    along[static_cast<size_t>(axis)] = -1;
+    batch[0] = -1;
+    const std::string steps = value(out, n, "Range",
+                                    {int64_scalar(out, n, 0, "range_start"), dim_scalar(out, n, update, axis, "update_length"),
+                                     int64_scalar(out, n, 1, "range_step")},
+                                    "steps");
+    std::string index = value(out, n, "Reshape", {steps, int64_constant(out, n, along, "steps_shape")}, "steps_along");
+    if (!writes.empty())
+      index = value(out, n, "Add", {index, value(out, n, "Reshape", {writes, int64_constant(out, n, batch, "writes_shape")}, "writes")}, "positions");
+    if (mode == "circular") index = value(out, n, "Mod", {index, shape_slice(out, n, past, axis, axis + 1, "cache_length")}, "positions_wrapped");
+    index = value(out, n, "Expand", {index, value(out, n, "Shape", {update}, "update_shape")}, "indices");
+    NodeProto last = make(n, "ScatterElements", {past, index, update}, n.output(0));
+    set_attr(last, "axis", axis);
+    last.set_name(n.name().empty() ? fresh(n.output(0) + "/TensorScatter") : n.name());
+    out.push_back(std::move(last));
+    note("TensorScatter: ScatterElements at write_indices + position");
   }
 
   onnx::ModelProto& p_;

@@ -19,7 +19,7 @@
 namespace amp {
 
 // The newest default-domain opset a model may import (its nodes are read as opset-17 nodes).
-constexpr int64_t kNewestReadableOpset = 22;
+constexpr int64_t kNewestReadableOpset = 24;
 
 // Rewrites a model whose default opset is 18..kNewestReadableOpset to opset 17. Returns
 // one note per kind of change made ("ReduceMean: axes input -> attribute (3 nodes)"); throws

@@ -29,12 +29,18 @@ The torch exports are the patterns the corpus's third-party files showed, made s
   while_if        opset 13, onnx.helper: a while loop (cond computed by the body from the data) with
                   an If in its body whose else branch reads the main graph's input, two levels
                   out; and an If on the data in the main graph.
-  opset18 .. opset22  onnx.helper, at the opsets newer than ONNX 1.12's 17 (torch 2's exporters and
+  opset18 .. opset22 onnx.helper, at the opsets newer than ONNX 1.12's 17 (torch 2's exporters and
                   current converters write them): each changed op in its new form (Reduce axes as
                   an input, Split's num_outputs, Pad's axes, Resize's axes, Mish, GroupNormalization
                   per group (18) and per channel (21), Cast's saturate, AveragePool's dilations,
                   Gelu in both forms, QuantizeLinear's output_dtype) with the IR version each
                   opset came with; what the import reads through its opset-17 form.
+  opset23, opset24  onnx.helper: ONNX's Attention (3-D with grouped key/value heads, a past cache and
+                  the present state, causal; 4-D with a bool mask, softcap, softmax_precision and the
+                  scores output; an integer mask; nonpad_kv_seqlen with the causal frontier per
+                  batch), RMSNormalization, RotaryEmbedding (interleaved with position ids; partial,
+                  without), Swish, TensorScatter (linear and circular), TopK: what the import
+                  lowers to opset-17 ops.
   ms_qlinear      opset 13 + com.microsoft, as ONNX Runtime's quantizer writes the QOperator format: a
                   chain of its contrib QLinearSigmoid, QLinearLeakyRelu, QLinearAdd, QLinearMul,
                   QLinearConcat, QLinearAveragePool (channels_last) and QLinearGlobalAveragePool
@@ -282,6 +288,67 @@ def newer_opsets(out_dir):
          [const("w", w), const("b", rng.standard_normal(8).astype(np.float32)),
           const("axes23", np.array([2, 3], np.int64)), const("fc", rng.standard_normal((5, 8)).astype(np.float32)),
           const("fcb", rng.standard_normal(5).astype(np.float32))])
+
+    # Opset 23: ONNX's Attention in its forms (3-D inputs with grouped key/value heads, a past
+    # cache, causal, the present state out; 4-D with a bool mask, softcap,
+    # softmax_precision and the scores out; an integer mask), RMSNormalization and RotaryEmbedding.
+    B, T, P, D = 2, 5, 3, 4
+    q3 = helper.make_tensor_value_info("q3", F, [B, T, 4 * D])
+    kv3 = helper.make_tensor_value_info("kv3", F, [B, T, 2 * D])
+    q4 = helper.make_tensor_value_info("q4", F, [B, 2, T, D])
+    k4 = helper.make_tensor_value_info("k4", F, [B, 2, T + 1, D])
+    h = helper.make_tensor_value_info("h", F, [B, T, 3 * 2 * D])
+    hidden = [B, T, 3 * 2 * D]
+    nodes = [
+        helper.make_node("Attention", ["q3", "kv3", "kv3", "", "past_k", "past_v"], ["gqa", "present_k", "present_v"],
+                         q_num_heads=4, kv_num_heads=2, is_causal=1),
+        helper.make_node("Attention", ["q4", "k4", "k4", "bool_mask"], ["masked", "", "", "scores"], softcap=2.0,
+                         qk_matmul_output_mode=1, softmax_precision=F, scale=0.3),
+        # (mode 2 with the bool mask: ONNX Runtime writes -FLT_MAX where ONNX's definition adds -inf)
+        helper.make_node("Attention", ["q4", "k4", "k4", "int_mask"], ["int_masked", "", "", "int_scores"],
+                         qk_matmul_output_mode=2),
+        helper.make_node("RMSNormalization", ["h", "rms_scale"], ["rms"], epsilon=1e-5),
+        helper.make_node("RMSNormalization", ["h", "rms_scale_2d"], ["rms_axis1"], axis=1),
+        helper.make_node("RotaryEmbedding", ["h", "cos", "sin", "position_ids"], ["rope_interleaved"], interleaved=1,
+                         num_heads=3),
+        helper.make_node("RotaryEmbedding", ["q4", "cos_b", "sin_b"], ["rope_partial"], rotary_embedding_dim=2),
+    ]
+    angles = rng.uniform(0, 6.3, (8, D)).astype(np.float32)
+    angles_b = rng.uniform(0, 6.3, (B, T, 1)).astype(np.float32)
+    mask = rng.uniform(size=(B, 1, T, T + 1)) > 0.3
+    mask[..., 0] = True  # every query sees a key: a row with none is ONNX's errata case
+    inits = [const("past_k", rng.standard_normal((B, 2, P, D)).astype(np.float32)),
+             const("past_v", rng.standard_normal((B, 2, P, D)).astype(np.float32)),
+             const("bool_mask", mask),
+             const("int_mask", rng.integers(-2, 2, (T, T + 1)).astype(np.int64)),
+             const("rms_scale", rng.standard_normal(hidden[-1]).astype(np.float32)),
+             const("rms_scale_2d", rng.standard_normal(hidden[1:]).astype(np.float32)),
+             const("cos", np.cos(angles)), const("sin", np.sin(angles)),
+             const("position_ids", rng.integers(0, 8, (B, T)).astype(np.int64)),
+             const("cos_b", np.cos(angles_b)), const("sin_b", np.sin(angles_b))]
+    save("opset23", 23, 11, nodes, [q3, kv3, q4, k4, h],
+         [("gqa", [B, T, 4 * D]), ("present_k", [B, 2, P + T, D]), ("present_v", [B, 2, P + T, D]),
+          ("masked", [B, 2, T, D]), ("scores", [B, 2, T, T + 1]), ("int_masked", [B, 2, T, D]),
+          ("int_scores", [B, 2, T, T + 1]), ("rms", hidden),
+          ("rms_axis1", hidden), ("rope_interleaved", hidden), ("rope_partial", [B, 2, T, D])], inits)
+
+    # Opset 24: Attention with nonpad_kv_seqlen (an external cache: the causal frontier offset per
+    # batch), Swish, TensorScatter (linear with write indices, circular), TopK.
+    cache = helper.make_tensor_value_info("cache", F, [B, 2, 6, D])
+    upd = helper.make_tensor_value_info("upd", F, [B, 2, 2, D])
+    nodes = [
+        helper.make_node("Attention", ["q4", "cache", "cache", "", "", "", "nonpad"], ["external"], is_causal=1),
+        helper.make_node("Swish", ["q4"], ["swish"], alpha=0.5),
+        helper.make_node("TensorScatter", ["cache", "upd", "writes"], ["scattered"]),
+        helper.make_node("TensorScatter", ["cache", "upd", "writes_wrap"], ["wrapped"], mode="circular", axis=2),
+        helper.make_node("TopK", ["q4", "k2"], ["top", "top_i"]),
+        helper.make_node("Cast", ["top_i"], ["top_f"], to=F),
+    ]
+    save("opset24", 24, 11, nodes, [q4, cache, upd],
+         [("external", [B, 2, T, D]), ("swish", [B, 2, T, D]), ("scattered", [B, 2, 6, D]), ("wrapped", [B, 2, 6, D]),
+          ("top", [B, 2, T, 2]), ("top_f", [B, 2, T, 2])],
+         [const("nonpad", np.array([6, 5], np.int64)), const("writes", np.array([1, 4], np.int64)),
+          const("writes_wrap", np.array([5, 2], np.int64)), const("k2", np.array([2], np.int64))])
 
 
 def ms_qlinear(path):
