@@ -10,6 +10,7 @@
 #include <set>
 
 #include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include "graph/amp_ops.h"
 #include "graph/error.h"
@@ -770,8 +771,16 @@ class Lowering {
     // The bias: bool tensors hiding keys, and a float one added.
     std::vector<std::string> hides;
     std::string bias;
-    const std::string neg_inf = scalar_like(out, n, -std::numeric_limits<double>::infinity(), type, q_in, "neg_inf");
-    const std::string zero = scalar_like(out, n, 0.0, type, q_in, "zero");
+    std::string neg_inf_value, zero_value;  // made when first used
+    auto neg_inf = [&]() {
+      if (neg_inf_value.empty())
+        neg_inf_value = scalar_like(out, n, -std::numeric_limits<double>::infinity(), type, q_in, "neg_inf");
+      return neg_inf_value;
+    };
+    auto zero = [&]() {
+      if (zero_value.empty()) zero_value = scalar_like(out, n, 0.0, type, q_in, "zero");
+      return zero_value;
+    };
     if (!mask.empty()) {
       const int32_t mask_type = known_elem_type(chain, mask);
       if (mask_type == 0) refuse(n, "the element type of its attn_mask is not declared");
@@ -784,7 +793,7 @@ class Lowering {
       if (is_bool && same_length) {
         hides.push_back(value(out, n, "Not", {mask}, "mask_hides"));
       } else {
-        if (is_bool) m = value(out, n, "Where", {mask, zero, neg_inf}, "mask_bias");
+        if (is_bool) m = value(out, n, "Where", {mask, zero(), neg_inf()}, "mask_bias");
         else if (mask_type != type || type == 0) m = value(out, n, "CastLike", {mask, q_in}, "mask_bias");
         if (!same_length) {  // a mask shorter than the keys is padded with -inf
           const std::string total = shape_slice(out, n, k, 2, 3, "keys");
@@ -794,7 +803,7 @@ class Lowering {
           NodeProto& c = emit(out, n, "Concat", {int64_constant(out, n, before, "mask_pads_before"), missing}, "mask_pads");
           set_attr(c, "axis", int64_t{0});
           const std::string pads = c.output(0);
-          m = value(out, n, "Pad", {m, pads, neg_inf}, "mask_padded");
+          m = value(out, n, "Pad", {m, pads, neg_inf()}, "mask_padded");
         }
         bias = m;
       }
@@ -849,7 +858,7 @@ class Lowering {
     const bool rows_may_empty = !mask.empty() || !nonpad.empty();
     std::string empty_row;
     if (!bias.empty()) {
-      if (!hide.empty()) bias = value(out, n, "Where", {hide, neg_inf, bias}, "bias");
+      if (!hide.empty()) bias = value(out, n, "Where", {hide, neg_inf(), bias}, "bias");
       s = value(out, n, "Add", {s, bias}, "masked_scores");
       if (rows_may_empty) {
         NodeProto& isinf = emit(out, n, "IsInf", {reduce_last(out, n, "ReduceMax", bias, "bias_row_max")}, "row_hidden");
@@ -857,7 +866,7 @@ class Lowering {
         empty_row = isinf.output(0);
       }
     } else if (!hide.empty()) {
-      s = value(out, n, "Where", {hide, neg_inf, s}, "masked_scores");
+      s = value(out, n, "Where", {hide, neg_inf(), s}, "masked_scores");
       if (rows_may_empty) {
         const std::string h = reduce_last(out, n, "ReduceMin", cast(out, n, hide, TensorProto::FLOAT, "hides_float"),
                                           "row_min_hidden");
@@ -872,7 +881,7 @@ class Lowering {
     std::string p = softmax.output(0);
     if (const AttributeProto* sp = find_attr(n, "softmax_precision"); sp && sp->i() != 0 && sp->i() != type)
       p = value(out, n, "CastLike", {p, q_in}, "probabilities_t");
-    if (!empty_row.empty()) p = value(out, n, "Where", {empty_row, zero, p}, "probabilities_guarded");
+    if (!empty_row.empty()) p = value(out, n, "Where", {empty_row, zero(), p}, "probabilities_guarded");
     if (wanted(3)) {
       const std::string& shown = mode == 0 ? scaled : mode == 1 ? capped : mode == 2 ? masked : p;
       out.push_back(make(n, "Identity", {shown}, n.output(3)));
@@ -1076,6 +1085,61 @@ void check_ir8_types(const onnx::ModelProto& p_, const std::string& path_) {
 }
 
 
+// Ops whose lowering reads dims of their inputs (Attention's head size and lengths, ...), which a
+// model rarely declares for intermediate values.
+const std::set<std::string> kLoweringReadsDims = {"Attention", "RotaryEmbedding", "RMSNormalization", "TensorScatter"};
+
+bool reads_dims(const GraphProto& g) {
+  for (const NodeProto& n : g.node()) {
+    if (default_domain(n.domain()) && kLoweringReadsDims.count(n.op_type())) return true;
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && reads_dims(a.g())) return true;
+      for (const auto& sub : a.graphs())
+        if (reads_dims(sub)) return true;
+    }
+  }
+  return false;
+}
+
+// Declares in p's main graph the types ONNX's shape inference finds for its node outputs: a first
+// lowering (its ops given their computed forms where dims are unknown) is shape-inferred as the
+// opset-17 model it is, and what it finds for the values both share lets the real lowering take
+// the dims as known (Attention's scale a constant, its causal frontier a constant the attention
+// recogniser reads). Large initializers are declared, not copied. Best effort: when the first
+// lowering or the inference fails, nothing is declared and the real lowering says what is wrong.
+void declare_inferred_dims(onnx::ModelProto& p, const std::string& path, int64_t opset) {
+  if (!reads_dims(p.graph())) return;
+  onnx::ModelProto probe;
+  probe.CopyFrom(p);
+  probe.mutable_graph()->clear_initializer();
+  for (const TensorProto& t : p.graph().initializer()) {
+    if (t.dims_size() > 0 && t.ByteSizeLong() > 4096) {
+      onnx::ValueInfoProto* vi = probe.mutable_graph()->add_input();
+      vi->set_name(t.name());
+      auto* tt = vi->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    } else {
+      *probe.mutable_graph()->add_initializer() = t;
+    }
+  }
+  try {
+    Lowering(probe, path, opset).run();
+    register_amp_op_schemas();
+    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/false);
+    onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception&) {
+    return;
+  }
+  std::set<std::string> declared, produced;
+  for (const auto* list : {&p.graph().input(), &p.graph().output(), &p.graph().value_info()})
+    for (const auto& vi : *list) declared.insert(vi.name());
+  for (const NodeProto& n : p.graph().node())
+    for (const std::string& o : n.output()) produced.insert(o);
+  for (const onnx::ValueInfoProto& vi : probe.graph().value_info())
+    if (produced.count(vi.name()) && !declared.count(vi.name())) *p.mutable_graph()->add_value_info() = vi;
+}
+
 }  // namespace
 
 bool is_carried_newer_op(const std::string& domain, const std::string& op) {
@@ -1097,6 +1161,7 @@ std::vector<std::string> lower_to_opset_17(onnx::ModelProto& p, const std::strin
   if (opset > kNewestReadableOpset)
     throw InputError(path + ": unsupported opset " + std::to_string(opset) + " of domain 'ai.onnx' (this build reads up to opset " +
                      std::to_string(kNewestReadableOpset) + ")");
+  declare_inferred_dims(p, path, opset);
   return Lowering(p, path, opset).run();
 }
 

@@ -1,4 +1,4 @@
-// Models at default-domain opsets 18 to 22, newer than this build's ONNX library (1.12, which knows
+// Models at default-domain opsets 18 to 24, newer than this build's ONNX library (1.12, which knows
 // the ops up to opset 17): torch 2's exporters, ONNX Runtime's tools and current converters write
 // them. Most ops did not change after 17, or changed only in the element types they accept (float8,
 // int4, bfloat16 for more ops). The ones whose inputs or attributes changed are rewritten here into
@@ -8,6 +8,10 @@
 // int4 types...) is refused in one line naming the file, node, op and opset, except the new ops
 // this project computes (BitwiseAnd, DeformConv, ScatterElements' max reduction, ... : those whose
 // schema graph/amp_ops.cc registers): they are carried into the ai.onnx_amp domain as they are.
+// Opsets 23 and 24 added ops ONNX defines by function bodies (Attention, RMSNormalization,
+// RotaryEmbedding, Swish, TensorScatter): they become those computations in opset-17 ops, with the
+// dims ONNX's shape inference finds for their inputs (the attention recogniser then fuses the
+// attention again).
 #pragma once
 
 #include <onnx/onnx_pb.h>

@@ -290,8 +290,9 @@ def newer_opsets(out_dir):
           const("fcb", rng.standard_normal(5).astype(np.float32))])
 
     # Opset 23: ONNX's Attention in its forms (3-D inputs with grouped key/value heads, a past
-    # cache, causal, the present state out; 4-D with a bool mask, softcap,
-    # softmax_precision and the scores out; an integer mask), RMSNormalization and RotaryEmbedding.
+    # cache, causal, the present state out; 4-D with a bool mask hiding all keys of a query, softcap,
+    # softmax_precision and the scores out; an integer mask; a float mask with a row of -inf, causal
+    # with more keys than queries), RMSNormalization and RotaryEmbedding.
     B, T, P, D = 2, 5, 3, 4
     q3 = helper.make_tensor_value_info("q3", F, [B, T, 4 * D])
     kv3 = helper.make_tensor_value_info("kv3", F, [B, T, 2 * D])
@@ -307,6 +308,7 @@ def newer_opsets(out_dir):
         # (mode 2 with the bool mask: ONNX Runtime writes -FLT_MAX where ONNX's definition adds -inf)
         helper.make_node("Attention", ["q4", "k4", "k4", "int_mask"], ["int_masked", "", "", "int_scores"],
                          qk_matmul_output_mode=2),
+        helper.make_node("Attention", ["q4", "k4", "k4", "float_mask"], ["float_masked"], is_causal=1),
         helper.make_node("RMSNormalization", ["h", "rms_scale"], ["rms"], epsilon=1e-5),
         helper.make_node("RMSNormalization", ["h", "rms_scale_2d"], ["rms_axis1"], axis=1),
         helper.make_node("RotaryEmbedding", ["h", "cos", "sin", "position_ids"], ["rope_interleaved"], interleaved=1,
@@ -316,11 +318,13 @@ def newer_opsets(out_dir):
     angles = rng.uniform(0, 6.3, (8, D)).astype(np.float32)
     angles_b = rng.uniform(0, 6.3, (B, T, 1)).astype(np.float32)
     mask = rng.uniform(size=(B, 1, T, T + 1)) > 0.3
-    mask[..., 0] = True  # every query sees a key: a row with none is ONNX's errata case
+    mask[0, 0, 1, :] = False  # a query that sees no key: a zero row (ONNX's errata; ONNX Runtime agrees)
+    float_mask = rng.standard_normal((T, T + 1)).astype(np.float32)
+    float_mask[2, :] = -np.inf
     inits = [const("past_k", rng.standard_normal((B, 2, P, D)).astype(np.float32)),
              const("past_v", rng.standard_normal((B, 2, P, D)).astype(np.float32)),
              const("bool_mask", mask),
-             const("int_mask", rng.integers(-2, 2, (T, T + 1)).astype(np.int64)),
+             const("int_mask", rng.integers(-2, 2, (T, T + 1)).astype(np.int64)), const("float_mask", float_mask),
              const("rms_scale", rng.standard_normal(hidden[-1]).astype(np.float32)),
              const("rms_scale_2d", rng.standard_normal(hidden[1:]).astype(np.float32)),
              const("cos", np.cos(angles)), const("sin", np.sin(angles)),
@@ -329,7 +333,7 @@ def newer_opsets(out_dir):
     save("opset23", 23, 11, nodes, [q3, kv3, q4, k4, h],
          [("gqa", [B, T, 4 * D]), ("present_k", [B, 2, P + T, D]), ("present_v", [B, 2, P + T, D]),
           ("masked", [B, 2, T, D]), ("scores", [B, 2, T, T + 1]), ("int_masked", [B, 2, T, D]),
-          ("int_scores", [B, 2, T, T + 1]), ("rms", hidden),
+          ("int_scores", [B, 2, T, T + 1]), ("float_masked", [B, 2, T, D]), ("rms", hidden),
           ("rms_axis1", hidden), ("rope_interleaved", hidden), ("rope_partial", [B, 2, T, D])], inits)
 
     # Opset 24: Attention with nonpad_kv_seqlen (an external cache: the causal frontier offset per

@@ -6,7 +6,9 @@
 Writes DIR/<name>.onnx (torch.onnx.export, opset 17 unless named below) and DIR/<name>.npz with
 the inputs ("x", and "tokens" where the model masks padding) and PyTorch's output "y" (float32).
 MODELS says what the test expects of each: how many Attention nodes, how many of them causal and
-how many with a mask input; 0 nodes for the near-misses, which must stay as they are.
+how many with a mask input; 0 nodes for the near-misses, which must stay as they are. ONNX_ATTENTION
+adds models with ONNX's own Attention op (opset 23, onnx.helper), their "y" computed by torch from
+ONNX's definition.
 """
 import math
 import sys
@@ -160,6 +162,60 @@ MODELS = {
 }
 
 
+# ONNX's own Attention (opset 23), written with onnx.helper, as torch 2's exporters and current
+# converters write it: the import lowers it to opset-17 ops (graph/onnx_newer_opsets.cc), which the
+# recogniser must fuse again. name -> (q heads, kv heads, 3-D inputs, is_causal, scale or None,
+# expected Attention nodes, causal, masked). T = 10.
+ONNX_ATTENTION = {
+    "onnx23_causal_3d": (4, 4, True, 1, None, 1, 1, 0),
+    "onnx23_grouped_kv_causal": (4, 2, True, 1, None, 1, 1, 0),
+    "onnx23_4d_scale": (4, 4, False, 0, 0.2, 1, 0, 0),
+}
+
+
+def onnx_attention(path, x, heads, kv_heads, three_d, causal, scale):
+    """Writes the model and returns its output y [N, T, D] computed by torch from the definition."""
+    import onnx
+    from onnx import helper, numpy_helper
+    F = onnx.TensorProto.FLOAT
+    n, t, _ = x.shape
+    hd = D // heads
+    g = torch.Generator().manual_seed(7)
+    wq = torch.randn(D, D, generator=g) / 4
+    wk = torch.randn(D, kv_heads * hd, generator=g) / 4
+    wv = torch.randn(D, kv_heads * hd, generator=g) / 4
+    inits = [numpy_helper.from_array(w.numpy(), name) for w, name in ((wq, "wq"), (wk, "wk"), (wv, "wv"))]
+    nodes = [helper.make_node("MatMul", ["x", w], [w[1]]) for w in ("wq", "wk", "wv")]
+    attrs = {"is_causal": causal}
+    if scale is not None:
+        attrs["scale"] = scale
+    if three_d:
+        attrs.update(q_num_heads=heads, kv_num_heads=kv_heads)
+        nodes.append(helper.make_node("Attention", ["q", "k", "v"], ["y"], **attrs))
+    else:
+        for name, h in (("q", heads), ("k", kv_heads), ("v", kv_heads)):
+            inits.append(numpy_helper.from_array(np.array([n, t, h, hd], np.int64), name + "_shape"))
+            nodes.append(helper.make_node("Reshape", [name, name + "_shape"], [name + "_split"]))
+            nodes.append(helper.make_node("Transpose", [name + "_split"], [name + "4"], perm=[0, 2, 1, 3]))
+        nodes.append(helper.make_node("Attention", ["q4", "k4", "v4"], ["y4"], **attrs))
+        nodes.append(helper.make_node("Transpose", ["y4"], ["y_heads"], perm=[0, 2, 1, 3]))
+        inits.append(numpy_helper.from_array(np.array([n, t, D], np.int64), "y_shape"))
+        nodes.append(helper.make_node("Reshape", ["y_heads", "y_shape"], ["y"]))
+    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", F, list(x.shape))],
+                              [helper.make_tensor_value_info("y", F, list(x.shape))], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], producer_name="attention_exports.py")
+    m.ir_version = 11
+    onnx.save(m, path)  # ONNX 1.12's checker does not know opset 23
+    # The definition in torch: heads [N, H, T, d], each kv head serving heads / kv_heads query heads.
+    split = lambda a, h: a.reshape(n, t, h, hd).transpose(1, 2)
+    q, k, v = split(x @ wq, heads), split(x @ wk, kv_heads), split(x @ wv, kv_heads)
+    k, v = k.repeat_interleave(heads // kv_heads, 1), v.repeat_interleave(heads // kv_heads, 1)
+    s = q @ k.transpose(-1, -2) * (scale if scale is not None else 1 / math.sqrt(hd))
+    if causal:
+        s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+    return (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(n, t, D)
+
+
 def main():
     out = sys.argv[1]
     for name, (model, takes_tokens, t, training, *_) in MODELS.items():
@@ -179,8 +235,15 @@ def main():
         if takes_tokens:
             arrays["tokens"] = args[1].numpy()
         np.savez("%s/%s.npz" % (out, name), **arrays)
+    for name, (heads, kv_heads, three_d, causal, scale, *_) in ONNX_ATTENTION.items():
+        x = torch.randn(2, 10, D)
+        with torch.no_grad():
+            y = onnx_attention("%s/%s.onnx" % (out, name), x, heads, kv_heads, three_d, causal, scale)
+        np.savez("%s/%s.npz" % (out, name), x=x.numpy(), y=y.numpy())
     with open("%s/expected.txt" % out, "w") as f:
         for name, (_, _, _, _, nodes, causal, masked) in MODELS.items():
+            f.write("%s %d %d %d\n" % (name, nodes, causal, masked))
+        for name, (*_, nodes, causal, masked) in ONNX_ATTENTION.items():
             f.write("%s %d %d %d\n" % (name, nodes, causal, masked))
 
 
