@@ -19,4 +19,8 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// ONNX errors come with a multi-line context, and names in a malformed file can hold any bytes:
+// the user sees one printable line (whitespace runs become one space, control bytes \xNN).
+std::string one_line(const std::string& s);
+
 }  // namespace amp

@@ -23,6 +23,8 @@ class ProtoExporter {
  public:
   ProtoExporter(ExternalDataWriter* external, size_t threshold) : external_(external), threshold_(threshold) {}
   void export_model(const Model& m, onnx::ModelProto* p);
+  // Main-graph initializers of at least this many bytes written as typed graph inputs, not copied.
+  size_t declare_from_bytes = 0;
 
  private:
   void export_graph(const Graph& g, onnx::GraphProto* gp);
@@ -132,6 +134,10 @@ void ProtoExporter::export_graph(const Graph& g, onnx::GraphProto* gp) {
   if (!g.doc_string.empty()) gp->set_doc_string(g.doc_string);
   for (const Value* v : g.inputs()) export_value_info(v, gp->add_input());
   for (const Value* v : g.initializers()) {
+    if (declare_from_bytes > 0 && !g.parent() && v->initializer().nbytes() >= declare_from_bytes) {
+      export_value_info(v, gp->add_input());
+      continue;
+    }
     auto* tp = gp->add_initializer();
     export_tensor(v->initializer(), tp);
     tp->set_name(v->name());  // the value may have been renamed since the tensor was attached
@@ -233,6 +239,14 @@ class AtomicFileStream final : public google::protobuf::io::CopyingOutputStream 
 onnx::ModelProto to_proto(const Model& m) {
   onnx::ModelProto p;
   ProtoExporter(nullptr, 0).export_model(m, &p);
+  return p;
+}
+
+onnx::ModelProto to_shape_proto(const Model& m) {
+  onnx::ModelProto p;
+  ProtoExporter exporter(nullptr, 0);
+  exporter.declare_from_bytes = 4096;
+  exporter.export_model(m, &p);
   return p;
 }
 

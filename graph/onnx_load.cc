@@ -43,30 +43,6 @@ constexpr int kToolTimeoutSeconds = 300;
 std::string normalized_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 std::string domain_name(const std::string& d) { return d.empty() ? std::string("ai.onnx") : d; }
 
-// ONNX errors come with a multi-line context, and names in a malformed file can hold any bytes:
-// the user sees one printable line (whitespace runs become one space, control bytes \xNN).
-std::string one_line(const std::string& s) {
-  std::string out;
-  bool space = false;
-  for (unsigned char c : s) {
-    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    if (c < 0x20 || c == 0x7f) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 template <class Load>
 Model with_one_line_errors(Load&& load) {
   try {

@@ -10,6 +10,7 @@
 #include "graph/error.h"
 #include "graph/external_data.h"
 #include "graph/onnx_newer_opsets.h"
+#include "graph/onnx_strict_inference.h"
 #include "graph/verify.h"
 #include "passes/pipelines.h"
 
@@ -75,12 +76,23 @@ RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string
   if (const std::vector<std::string> problems = verify(m); !problems.empty())
     throw InputError(model_path + ": invalid model: " + problems[0] +
                      (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : std::string()));
+  // The import infers shapes leniently; ONNX's strict inference, which the full checker runs, may
+  // still fail on the input (ONNX Runtime refuses such models). Judged after the passes: a rewrite
+  // that passes is written; one that fails is the input's fault when the input fails too.
+  const std::string input_inference = strict_inference_error(m);
   RewrittenModel r{std::move(m), policy, {}, {}, 0, 0, {}};
   r.casts_before = count_casts(r.model);
   r.activation_bytes_before = activation_bytes(r.model);
   PassManager pm = amp_rewrite_pipeline(r.policy, r.result, verify_each);
   pm.run(r.model);
   verify_or_throw(r.model);
+  if (const std::string output_inference = strict_inference_error(r.model); !output_inference.empty()) {
+    if (!input_inference.empty())
+      throw InputError(model_path + ": invalid model: ONNX's shape inference (strict, as its full check runs it) fails on it: " +
+                       input_inference);
+    throw Error(model_path + ": the rewrite fails ONNX's strict shape inference, which the input passes: " +
+                output_inference);
+  }
   r.passes = pm.runs();
   // An op amp-run cannot run does not stop a rewrite (its output is valid ONNX for other runtimes),
   // but it is never silent: one line per op type, naming the file and the first such node.
