@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "graph/verify.h"
@@ -200,6 +201,42 @@ TEST(NewerOpsets, WhatOpset17CannotSayIsRefusedInOneLine) {
               std::string::npos)
         << refusal(p);
   }
+}
+
+// Ops opset 18 added with no opset-17 form that ai.onnx_amp computes (graph/amp_ops.cc registers
+// ONNX's schema under the same name): the bitwise ops, and ScatterElements / ScatterND with the
+// reductions max and min, are carried into that domain as they are, checked and typed by their
+// schemas there.
+TEST(NewerOpsets, BitwiseOpsAndScatterMaxMinAreCarriedIntoAiOnnxAmp) {
+  onnx::ModelProto p = model(18, 8);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("a", {2, 3}, true, onnx::TensorProto::INT32);
+  *g.add_input() = tensor("b", {3}, true, onnx::TensorProto::INT32);
+  *g.add_input() = tensor("x", {4, 3});
+  *g.add_input() = tensor("u", {2, 3});
+  ints_initializer(g, "rows", {1, 3});
+  g.mutable_initializer(0)->add_dims(1);  // [2, 1]: two index tuples of one coordinate
+  ints_initializer(g, "at", {0, 3, 3, 1, 0, 0});
+  g.mutable_initializer(1)->set_dims(0, 2);
+  g.mutable_initializer(1)->add_dims(3);  // [2, 3]: a repeated row in column 0
+  node(g, "BitwiseAnd", {"a", "b"}, {"and"}, "and");
+  node(g, "BitwiseNot", {"and"}, {"not"}, "not");
+  string_attr(node(g, "ScatterElements", {"x", "at", "u"}, {"max"}, "scatter_max"), "reduction", "max");
+  string_attr(node(g, "ScatterND", {"max", "rows", "u"}, {"min"}, "scatter_min"), "reduction", "min");
+  *g.add_output() = tensor("not", {}, false, onnx::TensorProto::INT32);
+  *g.add_output() = tensor("min", {}, false);
+  const Model m = load(p);
+  EXPECT_TRUE(verify(m).empty());
+  for (const char* op : {"BitwiseAnd", "BitwiseNot", "ScatterElements", "ScatterND"}) {
+    const Node* n = find(*m.graph, op);
+    ASSERT_NE(n, nullptr) << op;
+    EXPECT_EQ(n->domain(), kAmpDomain) << op;
+  }
+  const Value* out = m.graph->lookup("not");
+  ASSERT_TRUE(out->type().shape.has_value());
+  EXPECT_EQ(out->dtype(), DType::kInt32);
+  EXPECT_EQ(out->type().shape->dims.size(), 2u);  // [2, 3]: the operands broadcast
+  EXPECT_EQ(find(*m.graph, "ScatterND")->attr_string("reduction", ""), "min");
 }
 
 TEST(NewerOpsets, GeluBecomesTheFormTorchsExporterWrites) {
