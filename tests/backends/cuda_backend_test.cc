@@ -113,6 +113,13 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
     Node* n = g.add_node(op, {x, x}, 1);
     EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
   }
+  // And opset 18's ScatterElements / ScatterND (reductions max and min), which the import carries
+  // into ai.onnx_amp.
+  for (const char* op : {"ScatterElements", "ScatterND"}) {
+    Node* n = g.add_node(op, {x, i, x}, std::vector<std::string>{std::string(op) + "_out"}, kAmpDomain);
+    n->set_attr(Attribute::of_string("reduction", "max"));
+    EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
+  }
 }
 
 // ---- parity with the CPU backend
