@@ -239,6 +239,36 @@ TEST(NewerOpsets, BitwiseOpsAndScatterMaxMinAreCarriedIntoAiOnnxAmp) {
   EXPECT_EQ(find(*m.graph, "ScatterND")->attr_string("reduction", ""), "min");
 }
 
+// AffineGrid (opset 20) becomes its function body in opset-17 ops (its grids against PyTorch's:
+// AmpRun.Opset20AffineGridMatchesTorch); which of 2-D and 3-D it is must be declared.
+TEST(NewerOpsets, AffineGridBecomesItsFunctionBody) {
+  {
+    onnx::ModelProto p = model(20, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("theta", {2, 2, 3});
+    ints_initializer(g, "size", {2, 3, 4, 5});
+    int_attr(node(g, "AffineGrid", {"theta", "size"}, {"grid"}, "affine_grid"), "align_corners", 1);
+    *g.add_output() = tensor("grid", {2, 4, 5, 2});
+    const Model m = load(p);
+    EXPECT_EQ(find(*m.graph, "AffineGrid"), nullptr);
+    EXPECT_NE(find(*m.graph, "MatMul"), nullptr);
+    EXPECT_EQ(m.opset_version(""), 17);
+    EXPECT_TRUE(verify(m).empty());
+  }
+  {
+    onnx::ModelProto p = model(20, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("theta", {}, false);
+    *g.add_input() = tensor("size", {}, false, onnx::TensorProto::INT64);
+    node(g, "AffineGrid", {"theta", "size"}, {"grid"}, "affine_grid");
+    *g.add_output() = tensor("grid", {}, false);
+    EXPECT_NE(refusal(p).find("node 'affine_grid' (AffineGrid) at opset 20: the length of its size (4 or 5) is not "
+                              "declared, nor theta's shape"),
+              std::string::npos)
+        << refusal(p);
+  }
+}
+
 TEST(NewerOpsets, GeluBecomesTheFormTorchsExporterWrites) {
   onnx::ModelProto p = model(20, 9);
   auto& g = *p.mutable_graph();
