@@ -516,14 +516,19 @@ class Lowering {
   // them over the output's positions (x along the last axis), times theta transposed. A coordinate
   // is (2i + 1 - L) / L, or with align_corners (2i + 1 - L) / max(L - 1, 1): ONNX's start + i * step,
   // and for L = 1 with align_corners torch's 0 where ONNX's body divides by zero. Computed in the
-  // theta's type, in float for 16-bit thetas. `size` may be computed in the graph; its length (or
-  // theta's shape) must be declared.
+  // theta's type, in float for 16-bit thetas. `size` may be computed in the graph (a constant one
+  // gives constants, which the CUDA backend plans with); its length (or theta's shape) must be
+  // declared.
   void affine_grid(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
     const std::string theta = n.input(0), size = n.input(1), y = n.output(0);
     const bool align = attr_int(n, "align_corners", 0) != 0;
     int64_t r = 0;
-    if (auto s = known_dims(chain, size); s && s->size() == 1 && (*s)[0]) r = *(*s)[0] - 2;
-    if (auto t = known_dims(chain, theta); r == 0 && t && t->size() == 3 && (*t)[1]) r = *(*t)[1];
+    if (auto s = known_dims(chain, size); s && s->size() == 1 && (*s)[0]) {
+      r = *(*s)[0] - 2;
+      if (r != 2 && r != 3) refuse(n, "its size has " + std::to_string(r + 2) + " values, not 4 (2-D) or 5 (3-D)");
+    } else if (auto t = known_dims(chain, theta); t && t->size() == 3 && (*t)[1]) {
+      r = *(*t)[1];
+    }
     if (r != 2 && r != 3) refuse(n, "the length of its size (4 or 5) is not declared, nor theta's shape");
     const int32_t type = known_elem_type(chain, theta);
     if (type == 0) refuse(n, "the element type of its theta is not declared");
@@ -552,12 +557,21 @@ class Lowering {
     };
     const std::string zero_i = int64_scalar(0, "zero_int"), one_i = int64_scalar(1, "one_int");
     // The spatial extents [D,] H, W and the coordinates along each, in the order x (W), y (H)[, z (D)].
-    const std::string spatial = add("Slice", {size, int64_constant(out, n, {2}, "spatial_start"),
-                                              int64_constant(out, n, {2 + r}, "spatial_end")}, "spatial");
+    // A constant size (the usual export) gives constants: the CUDA backend plans with their values.
+    const std::optional<std::vector<int64_t>> fixed = constant_ints(chain, size);
+    if (fixed && fixed->size() != static_cast<size_t>(r + 2))
+      refuse(n, "its size has " + std::to_string(fixed->size()) + " values where theta is " + std::to_string(r) + "-D");
+    auto part = [&](int64_t begin, int64_t end, const std::string& what) {
+      if (fixed) return int64_constant(out, n, std::vector<int64_t>(fixed->begin() + begin, fixed->begin() + end), what);
+      return add("Slice", {size, int64_constant(out, n, {begin}, what + "_start"), int64_constant(out, n, {end}, what + "_end")},
+                 what);
+    };
+    const std::string spatial = part(2, 2 + r, "spatial");
     std::vector<std::string> coords;
     for (int64_t k = 0; k < r; ++k) {
       const int64_t axis = 2 + r - 1 - k;  // x: the last axis of size
-      const std::string extent = add("Gather", {size, int64_scalar(axis, "axis")}, "extent");
+      const std::string extent =
+          fixed ? int64_scalar((*fixed)[static_cast<size_t>(axis)], "extent") : add("Gather", {size, int64_scalar(axis, "axis")}, "extent");
       const std::string steps = cast(add("Range", {zero_i, extent, one_i}, "steps"), math);
       const std::string l = cast(extent, math);
       const std::string centered = add("Sub", {add("Add", {add("Mul", {steps, two}, "twice"), one}, "odd"), l}, "centered");
@@ -581,8 +595,7 @@ class Lowering {
     const std::string theta_t = transpose.output(0);
     out.push_back(std::move(transpose));
     const std::string points = add("MatMul", {rows, theta_t}, "points");  // [N, positions, r]
-    const std::string batch = add("Slice", {size, int64_constant(out, n, {0}, "batch_start"),
-                                            int64_constant(out, n, {1}, "batch_end")}, "batch");
+    const std::string batch = part(0, 1, "batch");
     NodeProto grid_shape = make(n, "Concat", {batch, spatial, int64_constant(out, n, {r}, "point_size")}, tmp("grid_shape"));
     set_attr(grid_shape, "axis", int64_t{0});
     const std::string shape = grid_shape.output(0);

@@ -267,6 +267,17 @@ TEST(NewerOpsets, AffineGridBecomesItsFunctionBody) {
               std::string::npos)
         << refusal(p);
   }
+  {
+    onnx::ModelProto p = model(20, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("theta", {2, 2, 3});
+    ints_initializer(g, "size", {2, 4, 5});
+    node(g, "AffineGrid", {"theta", "size"}, {"grid"}, "affine_grid");
+    *g.add_output() = tensor("grid", {}, false);
+    EXPECT_NE(refusal(p).find("node 'affine_grid' (AffineGrid) at opset 20: its size has 3 values, not 4 (2-D) or 5 (3-D)"),
+              std::string::npos)
+        << refusal(p);
+  }
 }
 
 TEST(NewerOpsets, GeluBecomesTheFormTorchsExporterWrites) {
