@@ -288,8 +288,9 @@ std::vector<OpSchema> schemas() {
     out.push_back(std::move(s));
   }
   OpSchema bitwise_not;
-  bitwise_not.SetName("BitwiseNot").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion).SetLocation(__FILE__, __LINE__);
-  bitwise_not.SetDoc("ONNX's BitwiseNot (opset 18): the elementwise bitwise not of an integer tensor.")
+  bitwise_not.SetName("BitwiseNot").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion);
+  bitwise_not.SetLocation(__FILE__, __LINE__)
+      .SetDoc("ONNX's BitwiseNot (opset 18): the elementwise bitwise not of an integer tensor.")
       .Input(0, "X", "Input tensor", "T")
       .Output(0, "Y", "Output tensor.", "T")
       .TypeConstraint("T", integer_types, "Constrain input/output to integer tensors.")
@@ -302,23 +303,25 @@ std::vector<OpSchema> schemas() {
       "How updates combine with the data: none (replace; the default), add, mul, max or min. With a repeated "
       "index, none keeps the last update and the others combine every update in turn.";
   OpSchema scatter_elements;
-  scatter_elements.SetName("ScatterElements").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion).SetLocation(__FILE__, __LINE__);
-  scatter_elements
+  scatter_elements.SetName("ScatterElements").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion);
+  scatter_elements.SetLocation(__FILE__, __LINE__)
       .SetDoc("ONNX's ScatterElements (opset 18): a copy of data where each updates[p] is written (or combined, "
               "as the reduction says) at p with its axis coordinate replaced by indices[p].")
-      .Attr("axis", "Which axis to scatter on; negative counts from the back.", AttributeProto::INT, static_cast<int64_t>(0))
+      .Attr("axis", "Which axis to scatter on; negative counts from the back.", AttributeProto::INT,
+            static_cast<int64_t>(0))
       .Attr("reduction", scatter_reductions, AttributeProto::STRING, std::string("none"))
       .Input(0, "data", "Tensor of rank r >= 1.", "T")
       .Input(1, "indices", "Tensor of int32/int64 indices, of rank r.", "Tind")
       .Input(2, "updates", "Tensor of rank r, of the indices' shape.", "T")
       .Output(0, "output", "Tensor of the data's shape.", "T")
-      .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(), "Input and output types can be of any tensor type.")
+      .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(),
+                      "Input and output types can be of any tensor type.")
       .TypeConstraint("Tind", kIndexTypes, "Constrain indices to integer types")
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { onnx::propagateShapeAndTypeFromFirstInput(ctx); });
   out.push_back(std::move(scatter_elements));
   OpSchema scatter_nd;
-  scatter_nd.SetName("ScatterND").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion).SetLocation(__FILE__, __LINE__);
-  scatter_nd
+  scatter_nd.SetName("ScatterND").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion);
+  scatter_nd.SetLocation(__FILE__, __LINE__)
       .SetDoc("ONNX's ScatterND (opset 18): a copy of data where each index tuple indices[..., :k] writes (or "
               "combines, as the reduction says) its slice of updates.")
       .Attr("reduction", scatter_reductions, AttributeProto::STRING, std::string("none"))
@@ -326,7 +329,8 @@ std::vector<OpSchema> schemas() {
       .Input(1, "indices", "Tensor of rank q >= 1.", "tensor(int64)")
       .Input(2, "updates", "Tensor of rank q + r - indices_shape[-1] - 1.", "T")
       .Output(0, "output", "Tensor of rank r >= 1.", "T")
-      .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(), "Constrain input and output types to any tensor type.")
+      .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(),
+                      "Constrain input and output types to any tensor type.")
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { onnx::propagateShapeAndTypeFromFirstInput(ctx); });
   out.push_back(std::move(scatter_nd));
 

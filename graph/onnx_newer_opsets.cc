@@ -562,19 +562,21 @@ class Lowering {
     if (fixed && fixed->size() != static_cast<size_t>(r + 2))
       refuse(n, "its size has " + std::to_string(fixed->size()) + " values where theta is " + std::to_string(r) + "-D");
     auto part = [&](int64_t begin, int64_t end, const std::string& what) {
-      if (fixed) return int64_constant(out, n, std::vector<int64_t>(fixed->begin() + begin, fixed->begin() + end), what);
-      return add("Slice", {size, int64_constant(out, n, {begin}, what + "_start"), int64_constant(out, n, {end}, what + "_end")},
-                 what);
+      if (fixed) return int64_constant(out, n, {fixed->begin() + begin, fixed->begin() + end}, what);
+      const std::string from = int64_constant(out, n, {begin}, what + "_start"),
+                        to = int64_constant(out, n, {end}, what + "_end");
+      return add("Slice", {size, from, to}, what);
     };
     const std::string spatial = part(2, 2 + r, "spatial");
     std::vector<std::string> coords;
     for (int64_t k = 0; k < r; ++k) {
       const int64_t axis = 2 + r - 1 - k;  // x: the last axis of size
-      const std::string extent =
-          fixed ? int64_scalar((*fixed)[static_cast<size_t>(axis)], "extent") : add("Gather", {size, int64_scalar(axis, "axis")}, "extent");
+      const std::string extent = fixed ? int64_scalar((*fixed)[static_cast<size_t>(axis)], "extent")
+                                       : add("Gather", {size, int64_scalar(axis, "axis")}, "extent");
       const std::string steps = cast(add("Range", {zero_i, extent, one_i}, "steps"), math);
       const std::string l = cast(extent, math);
-      const std::string centered = add("Sub", {add("Add", {add("Mul", {steps, two}, "twice"), one}, "odd"), l}, "centered");
+      const std::string odd = add("Add", {add("Mul", {steps, two}, "twice"), one}, "odd");
+      const std::string centered = add("Sub", {odd, l}, "centered");
       const std::string den = align ? add("Max", {add("Sub", {l, one}, "gaps"), one}, "spacing") : l;
       std::vector<int64_t> shape(static_cast<size_t>(r), 1);
       shape[static_cast<size_t>(r - 1 - k)] = -1;  // along its own axis of [D,] H, W
@@ -596,7 +598,8 @@ class Lowering {
     out.push_back(std::move(transpose));
     const std::string points = add("MatMul", {rows, theta_t}, "points");  // [N, positions, r]
     const std::string batch = part(0, 1, "batch");
-    NodeProto grid_shape = make(n, "Concat", {batch, spatial, int64_constant(out, n, {r}, "point_size")}, tmp("grid_shape"));
+    const std::string point_size = int64_constant(out, n, {r}, "point_size");
+    NodeProto grid_shape = make(n, "Concat", {batch, spatial, point_size}, tmp("grid_shape"));
     set_attr(grid_shape, "axis", int64_t{0});
     const std::string shape = grid_shape.output(0);
     out.push_back(std::move(grid_shape));

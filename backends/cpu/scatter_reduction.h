@@ -27,7 +27,8 @@ inline ScatterReduction scatter_reduction(const Node& n) {
   if (opset18 && reduction == "max") return ScatterReduction::kMax;
   if (opset18 && reduction == "min") return ScatterReduction::kMin;
   if (reduction == "max" || reduction == "min")
-    throw InputError(n.op_type() + " reduction '" + reduction + "' came with opset 18 (opsets 16 and 17 have none, add and mul)");
+    throw InputError(n.op_type() + " reduction '" + reduction +
+                     "' came with opset 18 (opsets 16 and 17 have none, add and mul)");
   throw InputError(n.op_type() + " reduction '" + reduction + "' is not supported (none, add, mul, max and min are)");
 }
 

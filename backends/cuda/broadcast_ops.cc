@@ -81,7 +81,8 @@ class Bitwise final : public CudaOp {
     if (s.in.size() != operands) throw InputError(op_ + " takes " + std::to_string(operands) + " operand(s)");
     const BroadcastOperands b = broadcast_operands(op_.c_str(), s.out[0]->dims, operand_dims(op_.c_str(), s));
     return std::make_unique<PreparedFunction>([t, b](const OpBuffers& buf, DeviceContext& ctx) {
-      bitwise(kOp, t, b, buf.in[0], kOp == BitwiseOp::kNot ? nullptr : buf.in[1], buf.out[0], ctx.sm_count(), ctx.stream());
+      const void* y = kOp == BitwiseOp::kNot ? nullptr : buf.in[1];
+      bitwise(kOp, t, b, buf.in[0], y, buf.out[0], ctx.sm_count(), ctx.stream());
     });
   }
 
