@@ -516,9 +516,9 @@ class Lowering {
   // them over the output's positions (x along the last axis), times theta transposed. A coordinate
   // is (2i + 1 - L) / L, or with align_corners (2i + 1 - L) / max(L - 1, 1): ONNX's start + i * step,
   // and for L = 1 with align_corners torch's 0 where ONNX's body divides by zero. Computed in the
-  // theta's type, in float for 16-bit thetas. `size` may be computed in the graph (a constant one
-  // gives constants, which the CUDA backend plans with); its length (or theta's shape) must be
-  // declared.
+  // theta's type; for 16-bit thetas in float, rounded once at the end. `size` may be computed in
+  // the graph (a constant one gives constants, which the CUDA backend plans with); its length (or
+  // theta's shape) must be declared.
   void affine_grid(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
     const std::string theta = n.input(0), size = n.input(1), y = n.output(0);
     const bool align = attr_int(n, "align_corners", 0) != 0;
@@ -590,9 +590,8 @@ class Lowering {
     set_attr(concat, "axis", int64_t{-1});
     const std::string base_grid = concat.output(0);
     out.push_back(std::move(concat));
-    std::string rows = add("Reshape", {base_grid, int64_constant(out, n, {-1, r + 1}, "rows_shape")}, "rows");
-    if (widen) rows = cast(rows, type);
-    NodeProto transpose = make(n, "Transpose", {theta}, tmp("theta_t"));
+    const std::string rows = add("Reshape", {base_grid, int64_constant(out, n, {-1, r + 1}, "rows_shape")}, "rows");
+    NodeProto transpose = make(n, "Transpose", {widen ? cast(theta, math) : theta}, tmp("theta_t"));
     set_attr(transpose, "perm", std::vector<int64_t>{0, 2, 1});
     const std::string theta_t = transpose.output(0);
     out.push_back(std::move(transpose));
@@ -603,7 +602,12 @@ class Lowering {
     set_attr(grid_shape, "axis", int64_t{0});
     const std::string shape = grid_shape.output(0);
     out.push_back(std::move(grid_shape));
-    NodeProto last = make(n, "Reshape", {points, shape}, y);
+    NodeProto last = make(n, "Reshape", {points, shape}, widen ? tmp("grid") : y);
+    if (widen) {  // rounded once, at the end
+      out.push_back(std::move(last));
+      last = make(n, "Cast", {out.back().output(0)}, y);
+      set_attr(last, "to", int64_t{type});
+    }
     last.set_name(n.name().empty() ? fresh(y + "/AffineGrid") : n.name());
     out.push_back(std::move(last));
     note(std::string("AffineGrid: its function body (") + (r == 2 ? "2-D" : "3-D") + ")");

@@ -6,9 +6,10 @@ torch.nn.functional.affine_grid.
 
 Writes, per case, DIR/CASE.onnx (one AffineGrid node; onnx 1.12's helper writes opset 20 without
 checking it), DIR/CASE.in.npz (theta, and size where it is a graph input rather than an
-initializer), DIR/CASE.ref.npz (grid) and DIR/CASE.grad.npz (a gradient of the grid, dgrid, and
-theta's by PyTorch's autograd, dtheta), and prints the case names: 2-D and 3-D, align_corners 0
-and 1, float32 and float64, an extent of 1 (where torch's coordinate is 0).
+initializer), DIR/CASE.ref.npz (grid; for float16 and bfloat16 computed from the widened theta in
+float32 and rounded once) and, for float32 and float64, DIR/CASE.grad.npz (a gradient of the grid,
+dgrid, and theta's by PyTorch's autograd, dtheta); prints the case names: 2-D and 3-D,
+align_corners 0 and 1, the four float types, an extent of 1 (where torch's coordinate is 0).
 """
 import sys
 
@@ -18,23 +19,44 @@ import torch
 import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
-# name: (size, align_corners, dtype, size as a graph input)
+# name: (size, align_corners, element type, size as a graph input)
 CASES = {
-    "affine_grid_2d": ([2, 3, 5, 7], 0, np.float32, False),
-    "affine_grid_2d_align_corners": ([2, 1, 4, 6], 1, np.float32, False),
-    "affine_grid_2d_align_corners_one_row": ([3, 2, 1, 5], 1, np.float64, True),
-    "affine_grid_3d": ([2, 2, 3, 4, 5], 0, np.float64, True),
-    "affine_grid_3d_align_corners": ([1, 1, 4, 3, 2], 1, np.float32, False),
+    "affine_grid_2d": ([2, 3, 5, 7], 0, "float32", False),
+    "affine_grid_2d_align_corners": ([2, 1, 4, 6], 1, "float32", False),
+    "affine_grid_2d_align_corners_one_row": ([3, 2, 1, 5], 1, "float64", True),
+    "affine_grid_3d": ([2, 2, 3, 4, 5], 0, "float64", True),
+    "affine_grid_3d_align_corners": ([1, 1, 4, 3, 2], 1, "float32", False),
+    "affine_grid_2d_float16": ([2, 3, 6, 9], 0, "float16", False),
+    "affine_grid_3d_bfloat16_align_corners": ([2, 1, 3, 5, 4], 1, "bfloat16", True),
 }
+ELEM = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16,
+        "bfloat16": TensorProto.BFLOAT16}
+
+
+def stored(a, kind):
+    """A float32 array rounded once to `kind`, as npz holds it: (key suffix, array); bf16 as its
+    uint16 bits under a ".bf16" key (frontends/lib/npz.h)."""
+    if kind == "bfloat16":
+        bits = torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(torch.bfloat16).view(torch.int16)
+        return ".bf16", bits.numpy().view(np.uint16)
+    return "", a.astype(kind)
+
+
+def widened(a, kind):
+    """What stored() wrote, as float32 (float64 stays)."""
+    if kind == "bfloat16":
+        return (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return a.astype(np.float64 if kind == "float64" else np.float32)
 
 
 def main():
     folder = sys.argv[1]
     rng = np.random.default_rng(20)
-    for name, (size, align, dtype, size_input) in CASES.items():
+    for name, (size, align, kind, size_input) in CASES.items():
         r = len(size) - 2
-        theta = rng.uniform(-1.5, 1.5, (size[0], r, r + 1)).astype(dtype)
-        elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
+        drawn = rng.uniform(-1.5, 1.5, (size[0], r, r + 1))
+        suffix, theta = stored(drawn.astype(np.float64 if kind == "float64" else np.float32), kind)
+        elem = ELEM[kind]
         inputs = [helper.make_tensor_value_info("theta", elem, list(theta.shape))]
         initializers = []
         size_array = np.array(size, dtype=np.int64)
@@ -49,16 +71,19 @@ def main():
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
         model.ir_version = 8
         onnx.save(model, "%s/%s.onnx" % (folder, name))
-        feeds = {"theta": theta}
+        feeds = {"theta" + suffix: theta}
         if size_input:
             feeds["size"] = size_array
         np.savez("%s/%s.in.npz" % (folder, name), **feeds)
-        theta_t = torch.from_numpy(theta).requires_grad_()
+        # 16-bit: as a GPU computes it, from the widened theta in float32, rounded once.
+        theta_t = torch.from_numpy(widened(theta, kind)).requires_grad_()
         grid = F.affine_grid(theta_t, size, align_corners=bool(align))
-        np.savez("%s/%s.ref.npz" % (folder, name), grid=grid.detach().numpy())
-        dgrid = rng.uniform(-1, 1, grid.shape).astype(dtype)
-        grid.backward(torch.from_numpy(dgrid))
-        np.savez("%s/%s.grad.npz" % (folder, name), dgrid=dgrid, dtheta=theta_t.grad.numpy())
+        grid_suffix, grid_stored = stored(grid.detach().numpy(), kind)
+        np.savez("%s/%s.ref.npz" % (folder, name), **{"grid" + grid_suffix: grid_stored})
+        if kind in ("float32", "float64"):
+            dgrid = rng.uniform(-1, 1, grid.shape).astype(kind)
+            grid.backward(torch.from_numpy(dgrid))
+            np.savez("%s/%s.grad.npz" % (folder, name), dgrid=dgrid, dtheta=theta_t.grad.numpy())
         print(name)
 
 

@@ -2,7 +2,7 @@
 // in opset-17 ops (graph/onnx_newer_opsets.cc), whose rules give theta's gradient. Checked against
 // PyTorch's autograd of torch.nn.functional.affine_grid on the models of
 // tests/frontends/affine_grid_reference.py (2-D and 3-D, align_corners 0 and 1, float32 and
-// float64, size a constant or a graph input).
+// float64, size a constant or a graph input; not its 16-bit ones).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,10 +31,11 @@ TEST(AffineGridGradient, ThetasGradientIsPyTorchs) {
   int cases = 0;
   for (std::string name; std::getline(lines, name);) {
     if (name.rfind("affine_grid", 0) != 0) continue;  // torch's warnings
-    ++cases;
     const std::string base = dir + "/" + name;
     Model m = load_model(base + ".onnx");
     Graph& g = *m.graph;
+    if (is_low_precision(g.lookup("theta")->dtype())) continue;  // references in float32 and float64
+    ++cases;
     const auto grad = read_npz(base + ".grad.npz");
     const Tensor& dgrid = named(grad, "dgrid");
     Value* seed = g.add_input("dgrid", ValueType::tensor(dgrid.dtype, Shape::of(dgrid.dims)));
