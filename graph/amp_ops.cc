@@ -265,6 +265,75 @@ std::vector<OpSchema> schemas() {
       });
   out.push_back(std::move(attention_grad));
 
+  // ONNX's bitwise ops (opset 18; graph/onnx_newer_opsets.cc carries them here): numpy's
+  // bitwise_and / or / xor with multidirectional broadcasting, and bitwise_not.
+  const std::vector<std::string> integer_types = {"tensor(uint8)", "tensor(uint16)", "tensor(uint32)", "tensor(uint64)",
+                                                  "tensor(int8)",  "tensor(int16)",  "tensor(int32)",  "tensor(int64)"};
+  for (const char* name : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
+    OpSchema s;
+    s.SetName(name).SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion).SetLocation(__FILE__, __LINE__);
+    s.SetDoc(std::string("ONNX's ") + name + " (opset 18): the elementwise bitwise operation on integers, with "
+             "numpy-style broadcasting.")
+        .Input(0, "A", "First input operand for the bitwise operator.", "T")
+        .Input(1, "B", "Second input operand for the bitwise operator.", "T")
+        .Output(0, "C", "Result tensor.", "T")
+        .TypeConstraint("T", integer_types, "Constrain input to integer tensors.")
+        .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+          onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+          if (onnx::hasNInputShapes(ctx, 2))
+            onnx::bidirectionalBroadcastShapeInference(ctx.getInputType(0)->tensor_type().shape(),
+                                                       ctx.getInputType(1)->tensor_type().shape(),
+                                                       *ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape());
+        });
+    out.push_back(std::move(s));
+  }
+  OpSchema bitwise_not;
+  bitwise_not.SetName("BitwiseNot").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion);
+  bitwise_not.SetLocation(__FILE__, __LINE__)
+      .SetDoc("ONNX's BitwiseNot (opset 18): the elementwise bitwise not of an integer tensor.")
+      .Input(0, "X", "Input tensor", "T")
+      .Output(0, "Y", "Output tensor.", "T")
+      .TypeConstraint("T", integer_types, "Constrain input/output to integer tensors.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { onnx::propagateShapeAndTypeFromFirstInput(ctx); });
+  out.push_back(std::move(bitwise_not));
+
+  // ScatterElements and ScatterND as opset 18 defines them: opset 16's with reductions max and min
+  // added (none, add, mul, max, min). The import carries a node with max or min here.
+  const std::string scatter_reductions =
+      "How updates combine with the data: none (replace; the default), add, mul, max or min. With a repeated "
+      "index, none keeps the last update and the others combine every update in turn.";
+  OpSchema scatter_elements;
+  scatter_elements.SetName("ScatterElements").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion);
+  scatter_elements.SetLocation(__FILE__, __LINE__)
+      .SetDoc("ONNX's ScatterElements (opset 18): a copy of data where each updates[p] is written (or combined, "
+              "as the reduction says) at p with its axis coordinate replaced by indices[p].")
+      .Attr("axis", "Which axis to scatter on; negative counts from the back.", AttributeProto::INT,
+            static_cast<int64_t>(0))
+      .Attr("reduction", scatter_reductions, AttributeProto::STRING, std::string("none"))
+      .Input(0, "data", "Tensor of rank r >= 1.", "T")
+      .Input(1, "indices", "Tensor of int32/int64 indices, of rank r.", "Tind")
+      .Input(2, "updates", "Tensor of rank r, of the indices' shape.", "T")
+      .Output(0, "output", "Tensor of the data's shape.", "T")
+      .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(),
+                      "Input and output types can be of any tensor type.")
+      .TypeConstraint("Tind", kIndexTypes, "Constrain indices to integer types")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { onnx::propagateShapeAndTypeFromFirstInput(ctx); });
+  out.push_back(std::move(scatter_elements));
+  OpSchema scatter_nd;
+  scatter_nd.SetName("ScatterND").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion);
+  scatter_nd.SetLocation(__FILE__, __LINE__)
+      .SetDoc("ONNX's ScatterND (opset 18): a copy of data where each index tuple indices[..., :k] writes (or "
+              "combines, as the reduction says) its slice of updates.")
+      .Attr("reduction", scatter_reductions, AttributeProto::STRING, std::string("none"))
+      .Input(0, "data", "Tensor of rank r >= 1.", "T")
+      .Input(1, "indices", "Tensor of rank q >= 1.", "tensor(int64)")
+      .Input(2, "updates", "Tensor of rank q + r - indices_shape[-1] - 1.", "T")
+      .Output(0, "output", "Tensor of rank r >= 1.", "T")
+      .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(),
+                      "Constrain input and output types to any tensor type.")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { onnx::propagateShapeAndTypeFromFirstInput(ctx); });
+  out.push_back(std::move(scatter_nd));
+
   // The recurrent layers' gradients: the forward run again, its steps walked back (backpropagation
   // through time). Inputs: the gradients of the forward's outputs, then the forward's inputs.
   struct RecurrentGrad {

@@ -109,8 +109,8 @@ const std::set<std::string> kReductionsWithAxesInput = {"ReduceL1",  "ReduceL2",
 // into that domain as they are; the others are refused.
 const std::map<std::string, int64_t> kNoOpset17Form = {
     {"BitwiseAnd", 18},    {"BitwiseOr", 18},      {"BitwiseXor", 18},     {"BitwiseNot", 18}, {"CenterCropPad", 18},
-    {"Col2Im", 18},        {"DeformConv", 19},     {"AffineGrid", 20},     {"ImageDecoder", 20},
-    {"RegexFullMatch", 20}, {"StringConcat", 20},  {"StringSplit", 20}};
+    {"Col2Im", 18},        {"DeformConv", 19},     {"ImageDecoder", 20},   {"RegexFullMatch", 20},
+    {"StringConcat", 20},  {"StringSplit", 20}};
 
 class Lowering {
  public:
@@ -267,6 +267,7 @@ class Lowering {
     if (op == "Resize") return resize(std::move(n), chain, out);
     if (op == "Gelu" && opset_ >= 20) return gelu(std::move(n), chain, out);
     if (op == "Mish") return mish(std::move(n), chain, out);
+    if (op == "AffineGrid" && opset_ >= 20) return affine_grid(std::move(n), chain, out);
     if (op == "GroupNormalization") return group_norm(std::move(n), chain, out);
     if (op == "Attention" && opset_ >= 23) return attention(std::move(n), chain, out);
     if (op == "RMSNormalization" && opset_ >= 23) return rms_norm(std::move(n), chain, out);
@@ -524,6 +525,110 @@ class Lowering {
     last.set_name(n.name().empty() ? fresh(y + "/Mish") : n.name());
     out.push_back(std::move(last));
     note("Mish: x * Tanh(Softplus(x))");
+  }
+
+  // AffineGrid (opset 20; spatial transformer networks pair it with GridSample): the sampling grid
+  // theta [N, r, r+1] maps the output's normalized coordinates to, r = 2 (size [N, C, H, W], grid
+  // [N, H, W, 2]) or 3 (size [N, C, D, H, W], grid [N, D, H, W, 3]). As ONNX's function body: per
+  // spatial axis of extent L the coordinates of its L positions in [-1, 1], rows (x, y[, z], 1) of
+  // them over the output's positions (x along the last axis), times theta transposed. A coordinate
+  // is (2i + 1 - L) / L, or with align_corners (2i + 1 - L) / max(L - 1, 1): ONNX's start + i * step,
+  // and for L = 1 with align_corners torch's 0 where ONNX's body divides by zero. Computed in the
+  // theta's type; for 16-bit thetas in float, rounded once at the end. `size` may be computed in
+  // the graph (a constant one gives constants, which the CUDA backend plans with); its length (or
+  // theta's shape) must be declared.
+  void affine_grid(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    const std::string theta = n.input(0), size = n.input(1), y = n.output(0);
+    const bool align = attr_int(n, "align_corners", 0) != 0;
+    int64_t r = 0;
+    if (auto s = known_dims(chain, size); s && s->size() == 1 && (*s)[0]) {
+      r = *(*s)[0] - 2;
+      if (r != 2 && r != 3) refuse(n, "its size has " + std::to_string(r + 2) + " values, not 4 (2-D) or 5 (3-D)");
+    } else if (auto t = known_dims(chain, theta); t && t->size() == 3 && (*t)[1]) {
+      r = *(*t)[1];
+    }
+    if (r != 2 && r != 3) refuse(n, "the length of its size (4 or 5) is not declared, nor theta's shape");
+    const int32_t type = known_elem_type(chain, theta);
+    if (type == 0) refuse(n, "the element type of its theta is not declared");
+    const bool widen = type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16;
+    const int32_t math = widen ? TensorProto::FLOAT : type;
+    auto tmp = [&](const std::string& what) { return fresh(y + "/" + what); };
+    auto add = [&](const std::string& op, std::vector<std::string> in, const std::string& what) {
+      const std::string v = tmp(what);
+      out.push_back(make(n, op, std::move(in), v));
+      return v;
+    };
+    auto cast = [&](const std::string& v, int32_t to) {
+      const std::string c = tmp("cast");
+      NodeProto node = make(n, "Cast", {v}, c);
+      set_attr(node, "to", int64_t{to});
+      out.push_back(std::move(node));
+      return c;
+    };
+    const std::string one = constant(out, n, scalar_tensor(1.0, math), "one"),
+                      two = constant(out, n, scalar_tensor(2.0, math), "two");
+    auto int64_scalar = [&](int64_t v, const std::string& what) {
+      TensorProto t;
+      t.set_data_type(TensorProto::INT64);
+      t.add_int64_data(v);
+      return constant(out, n, std::move(t), what);
+    };
+    const std::string zero_i = int64_scalar(0, "zero_int"), one_i = int64_scalar(1, "one_int");
+    // The spatial extents [D,] H, W and the coordinates along each, in the order x (W), y (H)[, z (D)].
+    // A constant size (the usual export) gives constants: the CUDA backend plans with their values.
+    const std::optional<std::vector<int64_t>> fixed = constant_ints(chain, size);
+    if (fixed && fixed->size() != static_cast<size_t>(r + 2))
+      refuse(n, "its size has " + std::to_string(fixed->size()) + " values where theta is " + std::to_string(r) + "-D");
+    auto part = [&](int64_t begin, int64_t end, const std::string& what) {
+      if (fixed) return int64_constant(out, n, {fixed->begin() + begin, fixed->begin() + end}, what);
+      const std::string from = int64_constant(out, n, {begin}, what + "_start"),
+                        to = int64_constant(out, n, {end}, what + "_end");
+      return add("Slice", {size, from, to}, what);
+    };
+    const std::string spatial = part(2, 2 + r, "spatial");
+    std::vector<std::string> coords;
+    for (int64_t k = 0; k < r; ++k) {
+      const int64_t axis = 2 + r - 1 - k;  // x: the last axis of size
+      const std::string extent = fixed ? int64_scalar((*fixed)[static_cast<size_t>(axis)], "extent")
+                                       : add("Gather", {size, int64_scalar(axis, "axis")}, "extent");
+      const std::string steps = cast(add("Range", {zero_i, extent, one_i}, "steps"), math);
+      const std::string l = cast(extent, math);
+      const std::string odd = add("Add", {add("Mul", {steps, two}, "twice"), one}, "odd");
+      const std::string centered = add("Sub", {odd, l}, "centered");
+      const std::string den = align ? add("Max", {add("Sub", {l, one}, "gaps"), one}, "spacing") : l;
+      std::vector<int64_t> shape(static_cast<size_t>(r), 1);
+      shape[static_cast<size_t>(r - 1 - k)] = -1;  // along its own axis of [D,] H, W
+      const std::string along = add("Reshape", {add("Div", {centered, den}, "coordinate"),
+                                                int64_constant(out, n, shape, "coordinate_shape")}, "along");
+      coords.push_back(add("Expand", {along, spatial}, "coordinates"));
+    }
+    coords.push_back(add("Expand", {one, spatial}, "ones"));
+    for (std::string& c : coords) c = add("Unsqueeze", {c, int64_constant(out, n, {-1}, "last")}, "column");
+    NodeProto concat = make(n, "Concat", coords, tmp("base"));
+    set_attr(concat, "axis", int64_t{-1});
+    const std::string base_grid = concat.output(0);
+    out.push_back(std::move(concat));
+    const std::string rows = add("Reshape", {base_grid, int64_constant(out, n, {-1, r + 1}, "rows_shape")}, "rows");
+    NodeProto transpose = make(n, "Transpose", {widen ? cast(theta, math) : theta}, tmp("theta_t"));
+    set_attr(transpose, "perm", std::vector<int64_t>{0, 2, 1});
+    const std::string theta_t = transpose.output(0);
+    out.push_back(std::move(transpose));
+    const std::string points = add("MatMul", {rows, theta_t}, "points");  // [N, positions, r]
+    const std::string batch = part(0, 1, "batch");
+    const std::string point_size = int64_constant(out, n, {r}, "point_size");
+    NodeProto grid_shape = make(n, "Concat", {batch, spatial, point_size}, tmp("grid_shape"));
+    set_attr(grid_shape, "axis", int64_t{0});
+    const std::string shape = grid_shape.output(0);
+    out.push_back(std::move(grid_shape));
+    NodeProto last = make(n, "Reshape", {points, shape}, widen ? tmp("grid") : y);
+    if (widen) {  // rounded once, at the end
+      out.push_back(std::move(last));
+      last = make(n, "Cast", {out.back().output(0)}, y);
+      set_attr(last, "to", int64_t{type});
+    }
+    last.set_name(n.name().empty() ? fresh(y + "/AffineGrid") : n.name());
+    out.push_back(std::move(last));
+    note(std::string("AffineGrid: its function body (") + (r == 2 ? "2-D" : "3-D") + ")");
   }
 
   // GroupNormalization (opset 18; 21 made scale and bias per channel): normalized over each group

@@ -1,11 +1,14 @@
 // GatherElements and ScatterElements: element by element along one axis. Each position p of
 // `indices` (of the data's rank, no larger than the data in any other dim) names the data element
 // at p with its `axis` coordinate replaced by indices[p]; GatherElements reads it, ScatterElements
-// writes updates[p] there (or adds, multiplies: reduction add, mul) into a copy of the data, in
-// order, so a repeated index keeps the last write, as ONNX's reference does.
+// writes updates[p] there (or adds, multiplies: reduction add, mul; opset 18's max, min: the
+// ai.onnx_amp ScatterElements) into a copy of the data, in order, so a repeated index keeps the
+// last write, as ONNX's reference does.
 #include <cstring>
 
+#include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/scatter_reduction.h"
 
 namespace amp::cpu {
 namespace {
@@ -65,7 +68,7 @@ class GatherElements final : public Kernel {
 class ScatterElements final : public Kernel {
  public:
   ScatterElements(const Node& n, int64_t)
-      : axis_(n.attr_int("axis", 0)), reduction_(scatter_reduction("ScatterElements", n.attr_string("reduction", "none"))) {}
+      : axis_(n.attr_int("axis", 0)), reduction_(scatter_reduction(n)) {}
   void run(KernelIO& io, const RunContext&) const override {
     const View &data = io.input(0), &indices = io.input(1), &updates = io.input(2);
     if (updates.dims != indices.dims)
@@ -96,6 +99,11 @@ class ScatterElements final : public Kernel {
 const std::vector<OpEntry>& gather_elements_ops() {
   static const std::vector<OpEntry> ops = {{"GatherElements", make_kernel<GatherElements>, AllTypes::mask(), {}},
                                            {"ScatterElements", make_kernel<ScatterElements>, AllTypes::mask(), {}}};
+  return ops;
+}
+
+const std::vector<OpEntry>& scatter_elements_opset18_ops() {
+  static const std::vector<OpEntry> ops = {{"ScatterElements", make_kernel<ScatterElements>, AllTypes::mask(), {}}};
   return ops;
 }
 

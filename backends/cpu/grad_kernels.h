@@ -31,5 +31,9 @@ std::unique_ptr<Kernel> make_fused_elementwise_kernel(ElementwiseProgram program
 const std::vector<OpEntry>& all_reduce_ops();  // all_reduce.cc
 const std::vector<OpEntry>& attention_ops();   // attention.cc: Attention and AttentionGrad
 const std::vector<OpEntry>& recurrent_grad_ops();  // recurrent.cc: LSTMGrad, GRUGrad, RNNGrad
+// ONNX ops of opsets 18+ that the import carries into ai.onnx_amp (graph/onnx_newer_opsets.h).
+const std::vector<OpEntry>& bitwise_ops();                    // bitwise.cc: BitwiseAnd, Or, Xor, Not
+const std::vector<OpEntry>& scatter_elements_opset18_ops();   // gather_elements.cc: max and min too
+const std::vector<OpEntry>& scatter_nd_opset18_ops();         // scatter_nd.cc: max and min too
 
 }  // namespace amp::cpu

@@ -157,28 +157,4 @@ void store_rows(T* out, int64_t n, V&& value) {
 
 inline size_t fp32_scratch(int64_t n) { return (static_cast<size_t>(n) * 4 + 63) / 64 * 64; }
 
-// How ScatterND and ScatterElements combine an update with what is there (their `reduction`):
-// read once when the kernel is made, not per element.
-enum class ScatterReduction { kNone, kAdd, kMul };
-
-// The attribute's value; InputError naming `op` for one other than none, add and mul.
-inline ScatterReduction scatter_reduction(const std::string& op, const std::string& reduction) {
-  if (reduction == "none") return ScatterReduction::kNone;
-  if (reduction == "add") return ScatterReduction::kAdd;
-  if (reduction == "mul") return ScatterReduction::kMul;
-  throw InputError(op + " reduction '" + reduction + "' is not supported (none, add and mul are)");
-}
-
-// dst combined with v (16-bit types in fp32, rounded once; bool as or / and).
-template <class T>
-void scatter_combine(T& dst, const T& v, ScatterReduction r) {
-  if constexpr (std::is_same_v<T, bool>) {
-    dst = r == ScatterReduction::kAdd ? (dst || v) : r == ScatterReduction::kMul ? (dst && v) : v;
-  } else {
-    if (r == ScatterReduction::kAdd) dst = store<T>(load(dst) + load(v));
-    else if (r == ScatterReduction::kMul) dst = store<T>(load(dst) * load(v));
-    else dst = v;
-  }
-}
-
 }  // namespace amp::cpu

@@ -1,17 +1,19 @@
-// ScatterND (reduction none, add, mul) on any element type: a copy of data, then each index tuple
-// of indices[..., :k] writes (or adds, multiplies) its slice of updates, in order — as ONNX's
-// reference does, so a repeated index keeps the last write. Swin Transformer's shifted-window
-// attention mask is built with it.
+// ScatterND (reduction none, add, mul; opset 18's max, min: the ai.onnx_amp ScatterND) on any
+// element type: a copy of data, then each index tuple of indices[..., :k] writes (or combines) its
+// slice of updates, in order — as ONNX's reference does, so a repeated index keeps the last write.
+// Swin Transformer's shifted-window attention mask is built with it.
 #include <cstring>
 
+#include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/scatter_reduction.h"
 
 namespace amp::cpu {
 namespace {
 
 class ScatterND final : public Kernel {
  public:
-  ScatterND(const Node& n, int64_t) : reduction_(scatter_reduction("ScatterND", n.attr_string("reduction", "none"))) {}
+  ScatterND(const Node& n, int64_t) : reduction_(scatter_reduction(n)) {}
   void run(KernelIO& io, const RunContext&) const override {
     const View& data = io.input(0);
     const View& indices = io.input(1);
@@ -60,6 +62,11 @@ class ScatterND final : public Kernel {
 }  // namespace
 
 const std::vector<OpEntry>& scatter_nd_ops() {
+  static const std::vector<OpEntry> ops = {{"ScatterND", make_kernel<ScatterND>, AllTypes::mask(), {}}};
+  return ops;
+}
+
+const std::vector<OpEntry>& scatter_nd_opset18_ops() {
   static const std::vector<OpEntry> ops = {{"ScatterND", make_kernel<ScatterND>, AllTypes::mask(), {}}};
   return ops;
 }

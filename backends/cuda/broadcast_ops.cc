@@ -1,11 +1,16 @@
-// Mean and BitShift as device ops (mean.cuh, bit_shift.cuh): elementwise ops with broadcasting
+// Mean, BitShift and the bitwise ops (opset 18's BitwiseAnd, Or, Xor, Not: ai.onnx_amp after the
+// import) as device ops (mean.cuh, bit_shift.cuh, bitwise.cuh): elementwise ops with broadcasting
 // that the generated kernels cannot run (a division by the operand count after a variadic sum;
-// shifts of unsigned integers wider than fp32 holds).
+// shifts and bit operations of integers wider than fp32 holds).
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "backends/cuda/bit_shift.cuh"
+#include "backends/cuda/bitwise.cuh"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/mean.cuh"
+#include "graph/amp_ops.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -62,10 +67,38 @@ class BitShift final : public CudaOp {
   bool left_ = true;
 };
 
+template <BitwiseOp kOp>
+class Bitwise final : public CudaOp {
+ public:
+  Bitwise(const Node& n, int64_t) : op_(n.op_type()) {}
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    const DType t = s.out.at(0)->dtype;
+    static const DType integers[] = {DType::kInt8,  DType::kInt16,  DType::kInt32,  DType::kInt64,
+                                     DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
+    if (std::find(std::begin(integers), std::end(integers), t) == std::end(integers))
+      throw InputError(op_ + " takes integer tensors, not " + std::string(dtype_name(t)));
+    const size_t operands = kOp == BitwiseOp::kNot ? 1 : 2;
+    if (s.in.size() != operands) throw InputError(op_ + " takes " + std::to_string(operands) + " operand(s)");
+    const BroadcastOperands b = broadcast_operands(op_.c_str(), s.out[0]->dims, operand_dims(op_.c_str(), s));
+    return std::make_unique<PreparedFunction>([t, b](const OpBuffers& buf, DeviceContext& ctx) {
+      const void* y = kOp == BitwiseOp::kNot ? nullptr : buf.in[1];
+      bitwise(kOp, t, b, buf.in[0], y, buf.out[0], ctx.sm_count(), ctx.stream());
+    });
+  }
+
+ private:
+  std::string op_;
+};
+
 }  // namespace
 
 const std::vector<CudaOpEntry>& broadcast_ops() {
-  static const std::vector<CudaOpEntry> ops = {{"", "Mean", make_op<Mean>}, {"", "BitShift", make_op<BitShift>}};
+  static const std::vector<CudaOpEntry> ops = {{"", "Mean", make_op<Mean>},
+                                               {"", "BitShift", make_op<BitShift>},
+                                               {kAmpDomain, "BitwiseAnd", make_op<Bitwise<BitwiseOp::kAnd>>},
+                                               {kAmpDomain, "BitwiseOr", make_op<Bitwise<BitwiseOp::kOr>>},
+                                               {kAmpDomain, "BitwiseXor", make_op<Bitwise<BitwiseOp::kXor>>},
+                                               {kAmpDomain, "BitwiseNot", make_op<Bitwise<BitwiseOp::kNot>>}};
   return ops;
 }
 

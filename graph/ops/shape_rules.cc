@@ -170,7 +170,7 @@ ShapeFn elementwise_rule(const Node& n, int64_t) {
 
 // ---- same shape as an input
 
-// Mean: one or more operands of one type, broadcast; BitShift: two.
+// Mean: one or more operands of one type, broadcast; BitShift, BitwiseAnd, Or, Xor: two.
 void broadcast_same_type(ShapeQuery& q) {
   require_same_types(q, q.in.size());
   std::vector<const std::optional<Shape>*> all;
@@ -1577,6 +1577,11 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
     t[{kAmpDomain, "LSTMGrad"}] = {plain<recurrent_grad<true>>, {}};
     t[{kAmpDomain, "GRUGrad"}] = {plain<recurrent_grad<false>>, {}};
     t[{kAmpDomain, "RNNGrad"}] = {plain<recurrent_grad<false>>, {}};
+    // Ops of opsets 18+ the import carries into ai.onnx_amp (graph/onnx_newer_opsets.h).
+    for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) t[{kAmpDomain, op}] = {plain<broadcast_same_type>, {}};
+    t[{kAmpDomain, "BitwiseNot"}] = {plain<like_input>, {}};
+    t[{kAmpDomain, "ScatterElements"}] = {plain<scatter_elements>, {}};
+    t[{kAmpDomain, "ScatterND"}] = {plain<scatter_nd>, {}};
     return t;
   }();
   return table;

@@ -32,6 +32,8 @@ const std::unordered_set<std::string>& non_differentiable_ops() {
   static const std::unordered_set<std::string> ops = {
       "Shape", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
       "Not", "And", "Or", "Xor", "Trilu", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf", "BitShift", "NonZero",
+      // integer bit operations (opset 18; ai.onnx_amp after the import): no float input or output
+      "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
       "EyeLike", "Hardmax", "NonMaxSuppression", "Unique",
       // random draws: their inputs give a shape or a probability, never a differentiable path
       "RandomNormalLike", "RandomUniformLike", "Bernoulli",

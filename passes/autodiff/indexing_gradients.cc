@@ -3,10 +3,12 @@
 // repeats); CumSum's is a CumSum the other way; GatherElements, TopK and GatherND place dY back
 // where they read (ScatterElements / ScatterND with reduction add, so repeated indices
 // accumulate); ScatterElements passes dY to the data but where it wrote and reads the updates'
-// share back with GatherElements; DepthToSpace and SpaceToDepth undo each other's permutation;
-// ReverseSequence is its own inverse; Compress places dY at the kept positions (ai.onnx_amp
-// GatherGrad, as Gather's gradient does, at the condition's NonZero indices); MaxUnpool's X reads
-// dY back at its indices (a Gather); RoiAlign's X gets ai.onnx_amp RoiAlignGrad.
+// share back with GatherElements (with opset 18's max and min, ai.onnx_amp ScatterElements and
+// ScatterND, as PyTorch's scatter_reduce amax / amin backward); DepthToSpace and SpaceToDepth undo
+// each other's permutation; ReverseSequence is its own inverse; Compress places dY at the kept
+// positions (ai.onnx_amp GatherGrad, as Gather's gradient does, at the condition's NonZero
+// indices); MaxUnpool's X reads dY back at its indices (a Gather); RoiAlign's X gets ai.onnx_amp
+// RoiAlignGrad.
 #include "graph/amp_ops.h"
 #include "passes/autodiff/gradient_rules.h"
 
@@ -72,6 +74,46 @@ Grads scatter_elements(GradContext& c) {
   if (c.wants(2))
     g[2] = c.b.emit("GatherElements", {c.dy[0], c.x(1)}, {c.x(2)->type()}, attrs(Attribute::of_int("axis", axis)))[0];
   return g;
+}
+
+// ScatterElements / ScatterND with opset 18's reduction max or min (ai.onnx_amp): PyTorch's
+// scatter_reduce backward for amax / amin with include_self: each output element's gradient is
+// split evenly among the elements equal to it, the data's element there and every update scattered
+// onto it. The updates' positions are read with GatherElements along the axis (ScatterElements,
+// `elements`) or GatherND (ScatterND), and counted with the op itself, reduction add.
+Grads scatter_extremum(GradContext& c, bool elements) {
+  GraphBuilder& b = c.b;
+  Value *x = c.x(0), *indices = c.x(1), *updates = c.x(2), *y = c.y(0);
+  const int64_t axis = c.node.attr_int("axis", 0);
+  auto axis_attrs = [&] { return elements ? attrs(Attribute::of_int("axis", axis)) : std::vector<Attribute>{}; };
+  auto at_updates = [&](Value* v) {
+    return b.emit(elements ? "GatherElements" : "GatherND", {v, indices}, {updates->type()}, axis_attrs())[0];
+  };
+  Value* x_is_y = b.cast(b.equal(x, y), x->dtype());
+  Value* update_is_y = b.cast(b.equal(updates, at_updates(y)), x->dtype());
+  std::vector<Attribute> add = axis_attrs();
+  add.push_back(Attribute::of_string("reduction", "add"));
+  Value* count = b.emit(c.node.op_type(), {x_is_y, indices, update_is_y}, {x->type()}, std::move(add))[0];
+  Value* share = b.div(c.dy[0], count);
+  Grads g(3, nullptr);
+  if (c.wants(0)) g[0] = b.mul(x_is_y, share);
+  if (c.wants(2)) g[2] = b.mul(update_is_y, at_updates(share));
+  return g;
+}
+
+bool is_extremum(const std::string& reduction) { return reduction == "max" || reduction == "min"; }
+
+// ai.onnx_amp ScatterElements (opset 18's): max and min as above, the other reductions as opset 16's.
+Grads scatter_elements_opset18(GradContext& c) {
+  if (!is_extremum(c.node.attr_string("reduction", "none"))) return scatter_elements(c);
+  return scatter_extremum(c, true);
+}
+
+// ai.onnx_amp ScatterND (opset 18's): max and min (the import puts no other reduction here).
+Grads scatter_nd_opset18(GradContext& c) {
+  const std::string reduction = c.node.attr_string("reduction", "none");
+  if (!is_extremum(reduction)) c.fail("no gradient for ScatterND with reduction '" + reduction + "'");
+  return scatter_extremum(c, false);
 }
 
 // TopK: the values' gradient goes back to the positions the indices (output 1) name.
@@ -166,6 +208,8 @@ void add_indexing_gradients(GradRuleTable& t) {
   t["CumSum"] = cumsum;
   t["GatherElements"] = gather_elements;
   t["ScatterElements"] = scatter_elements;
+  t[std::string(kAmpDomain) + ":ScatterElements"] = scatter_elements_opset18;
+  t[std::string(kAmpDomain) + ":ScatterND"] = scatter_nd_opset18;
   t["TopK"] = top_k;
   t["GatherND"] = gather_nd;
   t["DepthToSpace"] = depth_to_space;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <sstream>
 
 #include "backends/backend.h"
 #include "graph/error.h"
@@ -111,6 +112,13 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
   // Ops the CPU runs and the device does not, refused by name.
   for (const char* op : {"NonZero", "Unique"}) {
     Node* n = g.add_node(op, {x, x}, 1);
+    EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
+  }
+  // And opset 18's ScatterElements / ScatterND (reductions max and min), which the import carries
+  // into ai.onnx_amp.
+  for (const char* op : {"ScatterElements", "ScatterND"}) {
+    Node* n = g.add_node(op, {x, i, x}, std::vector<std::string>{std::string(op) + "_out"}, kAmpDomain);
+    n->set_attr(Attribute::of_string("reduction", "max"));
     EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
   }
 }
@@ -1011,6 +1019,43 @@ TEST(CudaBackendGpu, DataMovementAndEmbeddingsMatchTheCpu) {
                             {"i", random_tensor(DType::kInt64, {3, 4}, 37, 0, 10)}},
              {DType::kFloat}, kAmpDomain);
   expect_parity(gg.m, gg.feeds, gg.outputs, 10.0);
+}
+
+// AffineGrid (opset 20) as the import writes it in opset-17 ops (graph/onnx_newer_opsets.cc) on
+// the float models of tests/frontends/affine_grid_reference.py, whose size is a constant: the
+// coordinates (Range of constants) on the host while planning, the product with theta on the device.
+TEST(CudaBackendGpu, Opset20AffineGridMatchesTheCpu) {
+  REQUIRE_GPU();
+  const std::string dir = test::temp_dir("cuda_affine_grid");
+  std::string names;
+  ASSERT_EQ(test::run_python(test::source_dir() + "/tests/frontends/affine_grid_reference.py " + dir, &names), 0) << names;
+  std::istringstream lines(names);
+  int cases = 0;
+  for (std::string name; std::getline(lines, name);) {
+    if (name.rfind("affine_grid", 0) != 0) continue;  // torch's warnings
+    SCOPED_TRACE(name);
+    const Model m = load_model(dir + "/" + name + ".onnx");
+    if (m.graph->inputs()[0]->dtype() != DType::kFloat) continue;  // the float64 ones: the CPU's
+    ++cases;
+    auto dims_of = [](const Value* v) {
+      std::vector<int64_t> dims;
+      for (const Dim& d : v->type().shape->dims) dims.push_back(*d.value);
+      return dims;
+    };
+    Feeds feeds;
+    for (const Value* in : m.graph->inputs()) {
+      if (in->name() == "theta") {
+        feeds.emplace_back("theta", random_tensor(in->dtype(), dims_of(in), 41));
+      } else {  // size: [N, C, spatial...] from the grid's declared [N, spatial..., r] (C is not read)
+        std::vector<int64_t> size = dims_of(m.graph->outputs()[0]);
+        size.pop_back();
+        size.insert(size.begin() + 1, 1);
+        feeds.emplace_back("size", ints(size));
+      }
+    }
+    expect_parity(m, feeds, {"grid"});
+  }
+  EXPECT_EQ(cases, 3);
 }
 
 // Pad's copies (backends/cuda/pad_ops.cc: the fill, the window, each axis's borders from the

@@ -1,6 +1,7 @@
-// The CUDA backend's Mean and BitShift (broadcast_ops.cc) against the CPU backend, bit for bit,
-// through a plan (two runs: the second replays a captured graph): Mean of broadcast operands in
-// float, float16, bfloat16 and double, BitShift LEFT and RIGHT in the four unsigned types. Without
+// The CUDA backend's Mean, BitShift and bitwise ops (broadcast_ops.cc) against the CPU backend, bit
+// for bit, through a plan (two runs: the second replays a captured graph): Mean of broadcast
+// operands in float, float16, bfloat16 and double, BitShift LEFT and RIGHT in the four unsigned
+// types, ai.onnx_amp BitwiseAnd, Or, Xor (broadcast) and Not in the eight integer types. Without
 // a GPU these run in test_cuda_backend_emulated (host stand-ins for the runtime, the hand-written
 // kernels on the fiber emulator) and skip in test_backends.
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "graph/amp_ops.h"
 #include "tests/support/test_support.h"
 
 #if AMP_HAVE_CUDA
@@ -40,6 +42,28 @@ TEST(CudaBroadcastOps, TheDeviceRunsThem) {
   for (const char* op : {"Mean", "BitShift"}) {
     Node* n = g.add_node(op, {x, x}, std::vector<std::string>{std::string(op) + "_out"});
     EXPECT_EQ(b.unsupported_reason(*n), "") << op;
+  }
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"}) {
+    Node* n = g.add_node(op, {x, x}, std::vector<std::string>{std::string(op) + "_out"}, kAmpDomain);
+    EXPECT_EQ(b.unsupported_reason(*n), "") << op;
+  }
+}
+
+TEST(CudaBroadcastOps, BitwiseOpsMatchTheCpu) {
+  REQUIRE_GPU();
+  uint32_t seed = 40;
+  auto bits = [&](DType t, std::vector<int64_t> dims) {  // every bit pattern, negative values included
+    Tensor x(t, std::move(dims));
+    for (size_t k = 0; k < x.nbytes(); ++k) x.mutable_data()[k] = static_cast<uint8_t>((seed++ * 2654435761u) >> 13);
+    return x;
+  };
+  for (DType t : {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8, DType::kUInt16,
+                  DType::kUInt32, DType::kUInt64}) {
+    SCOPED_TRACE(dtype_name(t));
+    expect_same(OneNode("BitwiseAnd", {{"a", bits(t, {3, 4})}, {"b", bits(t, {4})}}, {t}, kAmpDomain));
+    expect_same(OneNode("BitwiseOr", {{"a", bits(t, {2, 1, 3})}, {"b", bits(t, {5, 1})}}, {t}, kAmpDomain));
+    expect_same(OneNode("BitwiseXor", {{"a", bits(t, {})}, {"b", bits(t, {2, 3})}}, {t}, kAmpDomain));
+    expect_same(OneNode("BitwiseNot", {{"x", bits(t, {3, 5})}}, {t}, kAmpDomain));
   }
 }
 

@@ -49,12 +49,35 @@ def t(a):
     return torch.from_numpy(np.ascontiguousarray(f32(a)))
 
 
-def scatter_nd(x, indices, updates):
-    """ONNX's ScatterND (reduction none) as numpy indexed assignment, one index tuple at a time."""
+# ONNX's reference of opset 18's reductions max and min: numpy's maximum / minimum (NaN from either side).
+EXTREMUM = {"max": np.maximum, "min": np.minimum}
+
+
+def scatter_nd(x, indices, updates, reduction="none"):
+    """ONNX's ScatterND (reduction none, max, min) as numpy indexed assignment, one index tuple at a time."""
     y = x.copy()
     for idx in np.ndindex(indices.shape[:-1]):
-        y[tuple(indices[idx])] = updates[idx]
+        at = tuple(indices[idx])
+        y[at] = updates[idx] if reduction == "none" else EXTREMUM[reduction](y[at], updates[idx])
     return y
+
+
+def scatter_reduce_grad(x, indices, updates, dy, axis, reduction):
+    """d/dx and d/dupdates of PyTorch's scatter_reduce (amax / amin, include_self) times dy, by
+    autograd. axis None: ScatterND, whose index tuples name rows of x seen as [rows, slice]."""
+    shape_x, shape_u = x.shape, updates.shape
+    if axis is None:
+        k = indices.shape[-1]
+        rows = np.ravel_multi_index(tuple(indices[..., j] % shape_x[j] for j in range(k)), shape_x[:k]).reshape(-1)
+        lead = int(np.prod(shape_x[:k]))
+        x, dy, updates = x.reshape(lead, -1), dy.reshape(lead, -1), updates.reshape(len(rows), -1)
+        index, axis = np.broadcast_to(rows[:, None], updates.shape), 0
+    else:
+        index = indices % shape_x[axis]
+    xt, ut = t(x).requires_grad_(), t(updates).requires_grad_()
+    y = xt.scatter_reduce(axis, tk(np.ascontiguousarray(index)), ut, reduce="a" + reduction, include_self=True)
+    y.backward(t(dy))
+    return [xt.grad.numpy().reshape(shape_x), ut.grad.numpy().reshape(shape_u)]
 
 
 def tk(a):
@@ -245,6 +268,10 @@ CASES = {
                                       np.where(i["x"] > 1.5, i["x"] - np.float32(1.0), 0)), None),
     "bitshift_LEFT": (lambda i: bit_shift(np.left_shift, i["a"], i["b"]), None),
     "bitshift_RIGHT": (lambda i: bit_shift(np.right_shift, i["a"], i["b"]), None),
+    "bitwise_and": (lambda i: np.bitwise_and(i["a"], i["b"]), None),
+    "bitwise_or": (lambda i: np.bitwise_or(i["a"], i["b"]), None),
+    "bitwise_xor": (lambda i: np.bitwise_xor(i["a"], i["b"]), None),
+    "bitwise_not": (lambda i: np.invert(i["x"]), None),
     "relu_special": (lambda i: torch.relu(t(i["x"])).numpy(), None),
     "abs_special": (lambda i: torch.abs(t(i["x"])).numpy(), None),
     "sigmoid_special": (lambda i: torch.sigmoid(t(i["x"])).numpy(), None),
@@ -508,7 +535,8 @@ def cumsum(x, axis, exclusive, reverse):
 
 
 def scatter_elements(x, indices, updates, axis, reduction="none"):
-    """ONNX's ScatterElements, one index at a time in order (a repeated index keeps the last write)."""
+    """ONNX's ScatterElements (opset 18: max and min too), one index at a time in order (a repeated
+    index keeps the last write)."""
     y = x.copy()
     for p in np.ndindex(indices.shape):
         q = list(p)
@@ -518,6 +546,8 @@ def scatter_elements(x, indices, updates, axis, reduction="none"):
             y[q] = stored(y[q] + updates[p])
         elif reduction == "mul":
             y[q] = stored(y[q] * updates[p])
+        elif reduction in EXTREMUM:
+            y[q] = EXTREMUM[reduction](y[q], updates[p])
         else:
             y[q] = updates[p]
     return y
@@ -565,6 +595,15 @@ CASES.update({
     "scatter_elements": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 0), None),
     "scatter_elements_add": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 0, "add"), None),
     "scatter_elements_mul": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 0, "mul"), None),
+    "scatter_elements_max": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 1, "max"), None),
+    "scatter_elements_min": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 0, "min"), None),
+    "scatter_elements_max_nan": (lambda i: scatter_elements(i["x"], i["i"], i["u"], 1, "max"), None),
+    "scatter_nd_max": (lambda i: scatter_nd(i["x"], i["i"], i["u"], "max"), None),
+    "scatter_nd_min": (lambda i: scatter_nd(i["x"], i["i"], i["u"], "min"), None),
+    "scatter_elements_max_grad": (lambda i: scatter_reduce_grad(i["x"], i["i"], i["u"], i["dy"], 1, "max"), None),
+    "scatter_elements_min_grad": (lambda i: scatter_reduce_grad(i["x"], i["i"], i["u"], i["dy"], 0, "min"), None),
+    "scatter_nd_max_grad": (lambda i: scatter_reduce_grad(i["x"], i["i"], i["u"], i["dy"], None, "max"), None),
+    "scatter_nd_min_grad": (lambda i: scatter_reduce_grad(i["x"], i["i"], i["u"], i["dy"], None, "min"), None),
     "depth_to_space_DCR": (lambda i: depth_to_space(i["x"], 2, "DCR"), None),
     "depth_to_space_CRD": (lambda i: depth_to_space(i["x"], 2, "CRD"), None),
     "space_to_depth": (lambda i: space_to_depth(i["x"], 2), None),

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cpu/kernel.h"
+#include "graph/amp_ops.h"
 #include "graph/ops/elementwise_ops.h"
 #include "graph/ops/shape_rules.h"
 
@@ -22,6 +23,12 @@ TEST(ShapeRules, EveryOpTheCpuBackendClaimsAndEveryRowHasOne) {
     EXPECT_NE(find_shape_rule(node.domain, node.op), nullptr) << node.op;
     EXPECT_NE(cpu::find_op(node.domain, node.op), nullptr) << node.op << ": a row without a CPU kernel";
   }
+}
+
+// The ops of opsets 18+ that the import carries into ai.onnx_amp, which the CPU runs there.
+TEST(ShapeRules, EveryOpset18OpTheCpuRunsInAiOnnxAmpHasOne) {
+  for (const auto* family : {&cpu::bitwise_ops(), &cpu::scatter_elements_opset18_ops(), &cpu::scatter_nd_opset18_ops()})
+    for (const cpu::OpEntry& e : *family) EXPECT_NE(find_shape_rule(kAmpDomain, e.op), nullptr) << e.op;
 }
 
 }  // namespace

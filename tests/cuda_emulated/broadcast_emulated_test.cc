@@ -1,9 +1,10 @@
-// mean.cu and bit_shift.cu on the fiber emulator (see cuda_kernels_emulated_test.cc for how the
-// kernels run without a GPU) against the CPU backend's one-node Mean and BitShift, bit for bit:
-// Mean of one to four operands broadcast against each other (a scalar, a row, a column) in float,
-// float16, bfloat16 and double; BitShift LEFT and RIGHT in the four unsigned types with shifts up
-// to and beyond the type's width (which give 0), broadcast either way. More elements than the
-// emulated grid's 4096 threads, and empty tensors.
+// mean.cu, bit_shift.cu and bitwise.cu on the fiber emulator (see cuda_kernels_emulated_test.cc for
+// how the kernels run without a GPU) against the CPU backend's one-node Mean, BitShift and bitwise
+// ops, bit for bit: Mean of one to four operands broadcast against each other (a scalar, a row, a
+// column) in float, float16, bfloat16 and double; BitShift LEFT and RIGHT in the four unsigned types
+// with shifts up to and beyond the type's width (which give 0), broadcast either way; BitwiseAnd,
+// Or, Xor (broadcast either way) and Not on every bit pattern of the eight integer types. More
+// elements than the emulated grid's 4096 threads, and empty tensors.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/half.h"
 #include "tests/support/cuda_emulator.h"
@@ -19,6 +21,7 @@
 
 #define cuda cuda_emulated
 #include "backends/cuda/bit_shift.cuh"
+#include "backends/cuda/bitwise.cuh"
 #include "backends/cuda/mean.cuh"
 #undef cuda
 
@@ -106,6 +109,39 @@ TEST(CudaKernelsEmulated, BitShiftMatchesTheCpuBitForBit) {
         const emu::BroadcastOperands b = emu::broadcast_operands("BitShift", want.dims, {xd, yd});
         test::GuardedBuffer px(x), py(y), out(want.nbytes(), 0xa5);
         emu::bit_shift(t, std::string(direction) == "LEFT", b, px.data(), py.data(), out.data(), 2, nullptr);
+        expect_same_bytes(out, want);
+      }
+}
+
+TEST(CudaKernelsEmulated, BitwiseOpsMatchTheCpuBitForBit) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{6, 9}, {6, 9}}, {{6, 9}, {9}}, {{}, {4, 5}}, {{80, 70}, {80, 1}}, {{0, 2}, {2}}};
+  struct Op {
+    const char* name;
+    emu::BitwiseOp op;
+  };
+  const Op ops[] = {{"BitwiseAnd", emu::BitwiseOp::kAnd}, {"BitwiseOr", emu::BitwiseOp::kOr},
+                    {"BitwiseXor", emu::BitwiseOp::kXor}, {"BitwiseNot", emu::BitwiseOp::kNot}};
+  std::mt19937 rng(90);
+  auto bits = [&](DType t, const std::vector<int64_t>& dims) {  // every bit pattern, negative values included
+    Tensor x(t, dims);
+    for (size_t k = 0; k < x.nbytes(); ++k) x.mutable_data()[k] = static_cast<uint8_t>(rng());
+    return x;
+  };
+  for (const auto& [xd, yd] : cases)
+    for (DType t : {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8, DType::kUInt16,
+                    DType::kUInt32, DType::kUInt64})
+      for (const Op& op : ops) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " " + op.name);
+        const bool unary = op.op == emu::BitwiseOp::kNot;
+        const Tensor x = bits(t, xd), y = bits(t, yd);
+        test::OneNode node = unary ? test::OneNode(op.name, {{"x", x}}, {t}, kAmpDomain)
+                                   : test::OneNode(op.name, {{"x", x}, {"y", y}}, {t}, kAmpDomain);
+        const Tensor want = node.run_cpu()[0];
+        const emu::BroadcastOperands b =
+            unary ? emu::broadcast_operands(op.name, want.dims, {xd}) : emu::broadcast_operands(op.name, want.dims, {xd, yd});
+        test::GuardedBuffer px(x), py(y), out(want.nbytes(), 0xa5);
+        emu::bitwise(op.op, t, b, px.data(), unary ? nullptr : py.data(), out.data(), 2, nullptr);
         expect_same_bytes(out, want);
       }
 }

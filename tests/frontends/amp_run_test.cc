@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "frontends/lib/npz.h"
+#include "tests/backends/kernel_case.h"
 #include "tests/support/test_support.h"
 
 namespace amp::test {
@@ -146,6 +148,49 @@ TEST(AmpRun, NaNInOneSampleGivesNaNOutputsForThatSampleOnly) {
       }
     }
   }
+}
+
+// AffineGrid (opset 20), read through its opset-17 form (graph/onnx_newer_opsets.cc), against
+// torch.nn.functional.affine_grid (tests/frontends/affine_grid_reference.py): 2-D and 3-D,
+// align_corners 0 and 1, the four float types (16-bit ones against the grid of the widened theta
+// in float32, rounded once), size a constant or a graph input, an extent of 1.
+TEST(AmpRun, Opset20AffineGridMatchesTorch) {
+  const std::string dir = temp_dir("amp_run_affine_grid");
+  std::string names;
+  ASSERT_EQ(run_python(source_dir() + "/tests/frontends/affine_grid_reference.py " + dir, &names), 0) << names;
+  std::istringstream lines(names);
+  int cases = 0;
+  for (std::string name; std::getline(lines, name);) {
+    if (name.rfind("affine_grid", 0) != 0) continue;  // torch's warnings
+    ++cases;
+    const std::string base = dir + "/" + name;
+    std::string out;
+    ASSERT_EQ(run_command(amp_run() + " " + base + ".onnx --inputs " + base + ".in.npz --outputs " + base + ".out.npz", &out), 0)
+        << out;
+    EXPECT_NE(out.find("AffineGrid: its function body"), std::string::npos) << out;
+    const Tensor got = array(base + ".out.npz", "grid"), want = array(base + ".ref.npz", "grid");
+    ASSERT_EQ(got.dtype, want.dtype) << name;
+    ASSERT_EQ(got.dims, want.dims) << name;
+    if (is_low_precision(want.dtype)) {
+      // Computed in float32 and rounded once, as the reference: one 16-bit step apart where the
+      // float32 results (coordinates by another formula, a few roundings) straddle a rounding
+      // boundary, or a few float32 roundings apart near 0.
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const int steps = std::abs(ordered16(got.as<uint16_t>()[i]) - ordered16(want.as<uint16_t>()[i]));
+        EXPECT_TRUE(steps <= 1 || std::abs(got.element(i) - want.element(i)) <= 4e-7)
+            << name << " [" << i << "]: " << got.element(i) << " vs " << want.element(i);
+      }
+      continue;
+    }
+    double scale = 0, err = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      scale = std::max(scale, std::abs(want.element(i)));
+      err = std::max(err, std::abs(got.element(i) - want.element(i)));
+    }
+    // A few roundings of the coordinates and the product with theta.
+    EXPECT_LE(err / scale, want.dtype == DType::kDouble ? 1e-14 : 4e-7) << name;
+  }
+  EXPECT_EQ(cases, 7);
 }
 
 }  // namespace

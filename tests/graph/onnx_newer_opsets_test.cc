@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/onnx_io.h"
 #include "graph/verify.h"
@@ -198,6 +199,83 @@ TEST(NewerOpsets, WhatOpset17CannotSayIsRefusedInOneLine) {
     int_attr(node(g, "Cast", {"x"}, {"y"}, "cast"), "to", onnx::TensorProto::FLOAT);
     *g.add_output() = tensor("y", {2});
     EXPECT_NE(refusal(p).find("test.onnx: 'x' has element type 17 (float8, int4 or float4, after IR version 8)"),
+              std::string::npos)
+        << refusal(p);
+  }
+}
+
+// Ops opset 18 added with no opset-17 form that ai.onnx_amp computes (graph/amp_ops.cc registers
+// ONNX's schema under the same name): the bitwise ops, and ScatterElements / ScatterND with the
+// reductions max and min, are carried into that domain as they are, checked and typed by their
+// schemas there.
+TEST(NewerOpsets, BitwiseOpsAndScatterMaxMinAreCarriedIntoAiOnnxAmp) {
+  onnx::ModelProto p = model(18, 8);
+  auto& g = *p.mutable_graph();
+  *g.add_input() = tensor("a", {2, 3}, true, onnx::TensorProto::INT32);
+  *g.add_input() = tensor("b", {3}, true, onnx::TensorProto::INT32);
+  *g.add_input() = tensor("x", {4, 3});
+  *g.add_input() = tensor("u", {2, 3});
+  ints_initializer(g, "rows", {1, 3});
+  g.mutable_initializer(0)->add_dims(1);  // [2, 1]: two index tuples of one coordinate
+  ints_initializer(g, "at", {0, 3, 3, 1, 0, 0});
+  g.mutable_initializer(1)->set_dims(0, 2);
+  g.mutable_initializer(1)->add_dims(3);  // [2, 3]: a repeated row in column 0
+  node(g, "BitwiseAnd", {"a", "b"}, {"and"}, "and");
+  node(g, "BitwiseNot", {"and"}, {"not"}, "not");
+  string_attr(node(g, "ScatterElements", {"x", "at", "u"}, {"max"}, "scatter_max"), "reduction", "max");
+  string_attr(node(g, "ScatterND", {"max", "rows", "u"}, {"min"}, "scatter_min"), "reduction", "min");
+  *g.add_output() = tensor("not", {}, false, onnx::TensorProto::INT32);
+  *g.add_output() = tensor("min", {}, false);
+  const Model m = load(p);
+  EXPECT_TRUE(verify(m).empty());
+  for (const char* op : {"BitwiseAnd", "BitwiseNot", "ScatterElements", "ScatterND"}) {
+    const Node* n = find(*m.graph, op);
+    ASSERT_NE(n, nullptr) << op;
+    EXPECT_EQ(n->domain(), kAmpDomain) << op;
+  }
+  const Value* out = m.graph->lookup("not");
+  ASSERT_TRUE(out->type().shape.has_value());
+  EXPECT_EQ(out->dtype(), DType::kInt32);
+  EXPECT_EQ(out->type().shape->dims.size(), 2u);  // [2, 3]: the operands broadcast
+  EXPECT_EQ(find(*m.graph, "ScatterND")->attr_string("reduction", ""), "min");
+}
+
+// AffineGrid (opset 20) becomes its function body in opset-17 ops (its grids against PyTorch's:
+// AmpRun.Opset20AffineGridMatchesTorch); which of 2-D and 3-D it is must be declared.
+TEST(NewerOpsets, AffineGridBecomesItsFunctionBody) {
+  {
+    onnx::ModelProto p = model(20, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("theta", {2, 2, 3});
+    ints_initializer(g, "size", {2, 3, 4, 5});
+    int_attr(node(g, "AffineGrid", {"theta", "size"}, {"grid"}, "affine_grid"), "align_corners", 1);
+    *g.add_output() = tensor("grid", {2, 4, 5, 2});
+    const Model m = load(p);
+    EXPECT_EQ(find(*m.graph, "AffineGrid"), nullptr);
+    EXPECT_NE(find(*m.graph, "MatMul"), nullptr);
+    EXPECT_EQ(m.opset_version(""), 17);
+    EXPECT_TRUE(verify(m).empty());
+  }
+  {
+    onnx::ModelProto p = model(20, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("theta", {}, false);
+    *g.add_input() = tensor("size", {}, false, onnx::TensorProto::INT64);
+    node(g, "AffineGrid", {"theta", "size"}, {"grid"}, "affine_grid");
+    *g.add_output() = tensor("grid", {}, false);
+    EXPECT_NE(refusal(p).find("node 'affine_grid' (AffineGrid) at opset 20: the length of its size (4 or 5) is not "
+                              "declared, nor theta's shape"),
+              std::string::npos)
+        << refusal(p);
+  }
+  {
+    onnx::ModelProto p = model(20, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("theta", {2, 2, 3});
+    ints_initializer(g, "size", {2, 4, 5});
+    node(g, "AffineGrid", {"theta", "size"}, {"grid"}, "affine_grid");
+    *g.add_output() = tensor("grid", {}, false);
+    EXPECT_NE(refusal(p).find("node 'affine_grid' (AffineGrid) at opset 20: its size has 3 values, not 4 (2-D) or 5 (3-D)"),
               std::string::npos)
         << refusal(p);
   }

@@ -468,6 +468,26 @@ std::vector<Case> cases() {
   add(make("ScatterElements", "ScatterElements", {x({4, 3}), scatter_at, x({2, 3})}));
   add(make("ScatterElementsAdd", "ScatterElements", {x({3, 4}), scatter_at, x({2, 3})},
            {int_attr("axis", 1), string_attr("reduction", "add")}));
+  {  // opset 18's reductions max and min (ai.onnx_amp ScatterElements, ScatterND): values spread
+     // apart, so no two tie and each output element comes from one element, by a margin above h;
+     // repeated indices make several updates compete for one element.
+    auto opset18 = [&](std::string name, const char* op, std::vector<In> in, std::vector<Attr> a) {
+      Case c = make(std::move(name), op, std::move(in), std::move(a));
+      c.domain = kAmpDomain;
+      add(std::move(c));
+    };
+    const In rows = constant<int64_t>(DType::kInt64, {3, 1}, {2, 0, 2});
+    for (const char* reduction : {"max", "min"}) {
+      const std::string r = reduction == std::string("max") ? "Max" : "Min";
+      opset18("ScatterElements" + r, "ScatterElements", {x({4, 3}, Fill::kSpread), scatter_at, x({2, 3}, Fill::kSpread)},
+              {string_attr("reduction", reduction)});
+      opset18("ScatterElements" + r + "Axis1", "ScatterElements",
+              {x({3, 4}, Fill::kSpread), scatter_at, x({2, 3}, Fill::kSpread)},
+              {int_attr("axis", -1), string_attr("reduction", reduction)});
+      opset18("ScatterND" + r, "ScatterND", {x({4, 3}, Fill::kSpread), rows, x({3, 3}, Fill::kSpread)},
+              {string_attr("reduction", reduction)});
+    }
+  }
   add(make("DepthToSpaceDCR", "DepthToSpace", {x({1, 8, 2, 3})}, {int_attr("blocksize", 2)}));
   add(make("DepthToSpaceCRD", "DepthToSpace", {x({2, 8, 2, 1})}, {int_attr("blocksize", 2), string_attr("mode", "CRD")}));
   add(make("DepthToSpaceCRDSymbolicDims", "DepthToSpace", {x_symbolic({1, 8, 2, 3})},
