@@ -1,7 +1,8 @@
 // CPU kernels of the project's own ops (domain ai.onnx_amp, graph/amp_ops.h): the gradient ops
-// that standard ONNX lacks, SumToShape, AllFinite, AllReduce, and Gelu / GeluGrad (rows of the elementwise op
-// table, elementwise.cc). Same OpEntry pattern as the default-domain families; find_amp_op() is
-// the lookup for nodes of that domain.
+// that standard ONNX lacks, SumToShape, AllFinite, AllReduce, Gelu / GeluGrad (rows of the
+// elementwise op table, elementwise.cc) and the ops of opsets after 17 that this domain carries
+// (Attention, DeformConv, Col2Im). Same OpEntry pattern as the default-domain families;
+// find_amp_op() is the lookup for nodes of that domain.
 #pragma once
 
 #include "backends/cpu/kernel.h"
@@ -31,5 +32,7 @@ std::unique_ptr<Kernel> make_fused_elementwise_kernel(ElementwiseProgram program
 const std::vector<OpEntry>& all_reduce_ops();  // all_reduce.cc
 const std::vector<OpEntry>& attention_ops();   // attention.cc: Attention and AttentionGrad
 const std::vector<OpEntry>& recurrent_grad_ops();  // recurrent.cc: LSTMGrad, GRUGrad, RNNGrad
+const std::vector<OpEntry>& deform_conv_ops();  // deform_conv.cc: DeformConv and DeformConvGrad
+const std::vector<OpEntry>& col2im_ops();       // col2im.cc: Col2Im and Im2Col
 
 }  // namespace amp::cpu
