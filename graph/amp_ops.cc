@@ -2,6 +2,7 @@
 
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
+#include <onnx/defs/tensor_proto_util.h>
 
 #include <mutex>
 
@@ -68,6 +69,24 @@ void loss_attributes(OpSchema& s) {
       .Attr("ignore_index", "As the forward op's.", AttributeProto::INT, false);
 }
 
+// DeformConv's attributes, shared by its gradient.
+void deform_conv_attributes(OpSchema& s) {
+  s.Attr("dilations", "Dilation per spatial axis (default 1).", AttributeProto::INTS, false)
+      .Attr("group", "Groups of the input and output channels.", AttributeProto::INT, static_cast<int64_t>(1))
+      .Attr("kernel_shape", "Kernel extents (default: W's).", AttributeProto::INTS, false)
+      .Attr("offset_group", "Groups of input channels, each with its own offsets.", AttributeProto::INT,
+            static_cast<int64_t>(1))
+      .Attr("pads", "Padding at the begin and end of each spatial axis (default 0).", AttributeProto::INTS, false)
+      .Attr("strides", "Stride per spatial axis (default 1).", AttributeProto::INTS, false);
+}
+
+// Col2Im's attributes, shared by Im2Col (its gradient).
+void sliding_block_attributes(OpSchema& s) {
+  s.Attr("dilations", "Dilation per spatial axis (default 1).", AttributeProto::INTS, false)
+      .Attr("pads", "Padding at the begin and end of each spatial axis (default 0).", AttributeProto::INTS, false)
+      .Attr("strides", "Stride per spatial axis (default 1).", AttributeProto::INTS, false);
+}
+
 struct Param {
   const char* name;
   const char* doc;
@@ -115,6 +134,41 @@ std::vector<OpSchema> schemas() {
         }
       });
   out.push_back(std::move(conv));
+
+  OpSchema deform_grad = grad_schema("DeformConvGrad",
+                                     "Gradients of DeformConv with respect to X, W, offset, B and mask from dY.");
+  deform_grad.Input(0, "dY", "Gradient of DeformConv's output.", "T")
+      .Input(1, "X", "DeformConv's X.", "T")
+      .Input(2, "W", "DeformConv's W.", "T")
+      .Input(3, "offset", "DeformConv's offset.", "T")
+      .Input(4, "mask", "DeformConv's mask, when it had one.", "T", OpSchema::Optional)
+      .Output(0, "dX", "Gradient of X.", "T", OpSchema::Optional)
+      .Output(1, "dW", "Gradient of W.", "T", OpSchema::Optional)
+      .Output(2, "doffset", "Gradient of offset.", "T", OpSchema::Optional)
+      .Output(3, "dB", "Gradient of B (dY summed over all but the channel axis).", "T", OpSchema::Optional)
+      .Output(4, "dmask", "Gradient of mask.", "T", OpSchema::Optional);
+  deform_conv_attributes(deform_grad);
+  deform_grad.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    for (size_t k = 0; k < 3; ++k) like_input(ctx, k + 1, k);
+    if (ctx.getNumOutputs() > 3) {
+      onnx::propagateElemTypeFromInputToOutput(ctx, 2, 3);
+      if (onnx::hasInputShape(ctx, 2) && onnx::getInputShape(ctx, 2).dim_size() > 0)
+        *onnx::getOutputShape(ctx, 3)->add_dim() = onnx::getInputShape(ctx, 2).dim(0);
+    }
+    if (ctx.getNumOutputs() > 4 && ctx.getNumInputs() > 4) like_input(ctx, 4, 4);
+  });
+  out.push_back(std::move(deform_grad));
+
+  // Col2Im's gradient: the sliding blocks of an image as columns, torch.nn.functional.unfold.
+  OpSchema im2col = grad_schema("Im2Col",
+                                "The sliding blocks of X [N, C, spatial...] as columns [N, C * prod(block_shape), L] "
+                                "(zero where a block reaches into the padding): the gradient of Col2Im's input.");
+  im2col.Input(0, "X", "Image [N, C, spatial...].", "T")
+      .Input(1, "block_shape", "As Col2Im's.", "tensor(int64)")
+      .Output(0, "Y", "Columns [N, C * prod(block_shape), L].", "T")
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0); });
+  sliding_block_attributes(im2col);
+  out.push_back(std::move(im2col));
 
   OpSchema maxpool = grad_schema("MaxPoolGrad", "Routes dY to the arg-max of each MaxPool window of X.");
   maxpool.Input(0, "dY", "Gradient of MaxPool's output.", "T")
@@ -333,6 +387,87 @@ std::vector<OpSchema> schemas() {
                       "Constrain input and output types to any tensor type.")
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { onnx::propagateShapeAndTypeFromFirstInput(ctx); });
   out.push_back(std::move(scatter_nd));
+  // Ops that ONNX added after opset 17, with ONNX's definitions (this build's ONNX stops at 17):
+  // the import carries such nodes into this domain under their own names (graph/onnx_newer_opsets.cc).
+  // DeformConv (opset 19; bfloat16 from opset 22), 2-D here as torchvision's deform_conv2d.
+  OpSchema deform_conv = grad_schema(
+      "DeformConv",
+      "Deformable convolution as ONNX's DeformConv (opset 19): each kernel tap of each output pixel reads X "
+      "bilinearly at its place shifted by offset (zero outside X), times mask, then a grouped convolution.");
+  deform_conv.Input(0, "X", "Input [N, C, H, W].", "T")
+      .Input(1, "W", "Weight [oC, C/group, kH, kW].", "T")
+      .Input(2, "offset", "Offsets [N, offset_group * kH * kW * 2, oH, oW] (dy, dx per tap).", "T")
+      .Input(3, "B", "Bias [oC] (default zeros).", "T", OpSchema::Optional)
+      .Input(4, "mask", "Tap weights [N, offset_group * kH * kW, oH, oW] (default ones).", "T", OpSchema::Optional)
+      .Output(0, "Y", "Output [N, oC, oH, oW].", "T");
+  deform_conv_attributes(deform_conv);
+  deform_conv.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
+    const auto &x = onnx::getInputShape(ctx, 0), &w = onnx::getInputShape(ctx, 1);
+    if (x.dim_size() < 3 || w.dim_size() != x.dim_size()) fail_shape_inference("DeformConv needs X and W of one rank >= 3");
+    const size_t spatial = static_cast<size_t>(x.dim_size() - 2);
+    auto ints = [&](const char* name, int64_t fill, size_t count) {
+      std::vector<int64_t> v;
+      if (const AttributeProto* a = ctx.getAttribute(name)) v.assign(a->ints().begin(), a->ints().end());
+      if (v.empty()) v.assign(count, fill);
+      if (v.size() != count) fail_shape_inference("DeformConv's ", name, " has ", v.size(), " values, not ", count);
+      return v;
+    };
+    const std::vector<int64_t> strides = ints("strides", 1, spatial), dilations = ints("dilations", 1, spatial),
+                               pads = ints("pads", 0, 2 * spatial);
+    std::vector<int64_t> kernel;
+    if (const AttributeProto* a = ctx.getAttribute("kernel_shape")) kernel.assign(a->ints().begin(), a->ints().end());
+    onnx::TensorShapeProto y;
+    *y.add_dim() = x.dim(0);
+    *y.add_dim() = w.dim(0);
+    for (size_t d = 0; d < spatial; ++d) {
+      const auto& in = x.dim(static_cast<int>(d + 2));
+      const auto& k = w.dim(static_cast<int>(d + 2));
+      auto* out = y.add_dim();
+      if (!in.has_dim_value() || (kernel.empty() && !k.has_dim_value())) continue;
+      const int64_t extent = kernel.empty() ? k.dim_value() : kernel.at(d);
+      const int64_t span = dilations[d] * (extent - 1) + 1;
+      out->set_dim_value((in.dim_value() + pads[d] + pads[d + spatial] - span) / strides[d] + 1);
+    }
+    onnx::updateOutputShape(ctx, 0, y);
+  });
+  out.push_back(std::move(deform_conv));
+
+  // Col2Im (opset 18): the sum of sliding blocks back into an image, as torch.nn.functional.fold.
+  OpSchema col2im;
+  col2im.SetName("Col2Im").SetDomain(kAmpDomain).SinceVersion(kAmpDomainVersion).SetLocation(__FILE__, __LINE__);
+  col2im
+      .SetDoc("Rearranges column blocks back into a multidimensional image, as ONNX's Col2Im (opset 18): "
+              "overlapping values are summed.")
+      .Input(0, "input", "Blocks [N, C * prod(block_shape), L].", "T")
+      .Input(1, "image_shape", "The image's spatial extents.", "tensor(int64)")
+      .Input(2, "block_shape", "The block's spatial extents.", "tensor(int64)")
+      .Output(0, "output", "Image [N, C, image_shape...].", "T")
+      .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(), "Any tensor type.");
+  sliding_block_attributes(col2im);
+  col2im.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    bool found = false;
+    const onnx::TensorShapeProto image = onnx::getShapeInput(ctx, 1, found);
+    if (!found || !onnx::hasInputShape(ctx, 0)) return;
+    const auto& in = onnx::getInputShape(ctx, 0);
+    if (in.dim_size() != 3) fail_shape_inference("Col2Im's input must be [N, C * prod(block_shape), L]");
+    onnx::TensorShapeProto y;
+    *y.add_dim() = in.dim(0);
+    auto* channels = y.add_dim();
+    const onnx::TensorProto* block = ctx.getInputData(2);
+    if (block && in.dim(1).has_dim_value()) {
+      int64_t size = 1;
+      for (int64_t b : onnx::ParseData<int64_t>(block)) size *= b;
+      if (size <= 0 || in.dim(1).dim_value() % size != 0)
+        fail_shape_inference("Col2Im's input channels are not a multiple of prod(block_shape)");
+      channels->set_dim_value(in.dim(1).dim_value() / size);
+    }
+    for (const auto& d : image.dim()) *y.add_dim() = d;
+    onnx::updateOutputShape(ctx, 0, y);
+  });
+  out.push_back(std::move(col2im));
 
   // The recurrent layers' gradients: the forward run again, its steps walked back (backpropagation
   // through time). Inputs: the gradients of the forward's outputs, then the forward's inputs.

@@ -1,7 +1,7 @@
 // The project's own ONNX domain, "ai.onnx_amp": the gradient ops that standard ONNX has no op for
 // (ConvGrad, MaxPoolGrad, ...), AllFinite / AllFiniteScaled, the one inf/NaN reduction of a
-// mixed-precision step, Gelu (ONNX has it only from opset 20) and Attention (opset 23) with their
-// gradients, and AllReduce,
+// mixed-precision step, Gelu (ONNX has it only from opset 20), Attention (opset 23), DeformConv
+// (opset 19) and Col2Im (opset 18) with their gradients, and AllReduce,
 // the gradient average of data-parallel training.
 // Their schemas are registered with ONNX's OpSchemaRegistry (with type and shape inference), so a
 // saved training graph passes onnx::checker and shape inference like any standard model.

@@ -1,7 +1,8 @@
 // CPU kernels of the project's own ops (domain ai.onnx_amp, graph/amp_ops.h): the gradient ops
-// that standard ONNX lacks, SumToShape, AllFinite, AllReduce, and Gelu / GeluGrad (rows of the elementwise op
-// table, elementwise.cc). Same OpEntry pattern as the default-domain families; find_amp_op() is
-// the lookup for nodes of that domain.
+// that standard ONNX lacks, SumToShape, AllFinite, AllReduce, Gelu / GeluGrad (rows of the
+// elementwise op table, elementwise.cc) and the ops of opsets after 17 that this domain carries
+// (Attention, DeformConv, Col2Im). Same OpEntry pattern as the default-domain families;
+// find_amp_op() is the lookup for nodes of that domain.
 #pragma once
 
 #include "backends/cpu/kernel.h"
@@ -35,5 +36,7 @@ const std::vector<OpEntry>& recurrent_grad_ops();  // recurrent.cc: LSTMGrad, GR
 const std::vector<OpEntry>& bitwise_ops();                    // bitwise.cc: BitwiseAnd, Or, Xor, Not
 const std::vector<OpEntry>& scatter_elements_opset18_ops();   // gather_elements.cc: max and min too
 const std::vector<OpEntry>& scatter_nd_opset18_ops();         // scatter_nd.cc: max and min too
+const std::vector<OpEntry>& deform_conv_ops();  // deform_conv.cc: DeformConv and DeformConvGrad
+const std::vector<OpEntry>& col2im_ops();       // col2im.cc: Col2Im and Im2Col
 
 }  // namespace amp::cpu

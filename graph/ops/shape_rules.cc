@@ -1046,6 +1046,100 @@ ShapeFn conv_rule(const Node& n, int64_t) {
   };
 }
 
+// ai.onnx_amp DeformConv (ONNX opset 19, 2-D): Conv's output shape for X and W; offset must be
+// [N, offset_group * 2 * kH * kW, oH, oW] and mask [N, offset_group * kH * kW, oH, oW].
+ShapeFn deform_conv_rule(const Node& n, int64_t) {
+  const WindowAttrs attrs(n);
+  const int64_t groups = n.attr_int("group", 1), offset_groups = n.attr_int("offset_group", 1);
+  if (offset_groups <= 0) throw InputError("DeformConv's offset_group must be positive");
+  return [attrs, groups, offset_groups](ShapeQuery& q) {
+    require_same_types(q, 5, "DeformConv inputs");
+    const TensorFacts &x = q.input(0), &w = q.input(1);
+    if (x.shape && x.shape->rank() != 4) throw InputError("DeformConv runs on 2-D images: X must be 4-D, not " + shape_text(x.shape));
+    const std::optional<int64_t> c = x.shape ? x.shape->dims[1].value : std::nullopt;
+    if (c && *c % offset_groups != 0)
+      throw InputError("DeformConv's X has " + std::to_string(*c) + " channels, not a multiple of offset_group " +
+                       std::to_string(offset_groups));
+    std::optional<Shape> y = conv_shape(attrs, groups, x, w, q.has(3) ? q.in[3] : nullptr);
+    const std::optional<std::vector<int64_t>> wd = w.dims();
+    auto check = [&](size_t k, const char* name, int64_t per_tap) {
+      if (!q.has(k) || !q.input(k).shape || !y || !wd) return;
+      const Shape& s = *q.input(k).shape;
+      const Shape expected{{y->dims[0], known(offset_groups * per_tap * (*wd)[2] * (*wd)[3]), y->dims[2], y->dims[3]}};
+      bool fits = s.rank() == 4;
+      for (size_t d = 0; fits && d < 4; ++d)
+        fits = !s.dims[d].value || !expected.dims[d].value || *s.dims[d].value == *expected.dims[d].value;
+      if (!fits) throw InputError(std::string("DeformConv's ") + name + " must be " + expected.str() + ", not " + s.str());
+    };
+    check(2, "offset", 2);
+    check(4, "mask", 1);
+    put(q, 0, x.dtype, y);
+  };
+}
+
+// ai.onnx_amp DeformConvGrad(dY, X, W, offset, [mask]) -> dX, dW, doffset, dB, dmask like X, W,
+// offset, [oC] and the mask.
+void deform_conv_grad(ShapeQuery& q) {
+  for (size_t k = 0; k < 3; ++k) put_like(q, k, q.input(k + 1));
+  const TensorFacts& w = q.input(2);
+  put(q, 3, w.dtype, w.shape && w.shape->rank() > 0 ? std::optional<Shape>(Shape{{w.shape->dims[0]}}) : std::nullopt);
+  if (q.has(4)) put_like(q, 4, q.input(4));
+}
+
+// The spatial extents of Col2Im's blocks (ONNX opset 18) and Im2Col's: where a block of
+// block_shape slides over the padded image.
+Window block_window(const WindowAttrs& attrs, const std::vector<int64_t>& image, const std::vector<int64_t>& block,
+                    const char* op) {
+  if (image.size() != block.size() || image.empty())
+    throw InputError(std::string(op) + "'s image and block_shape " + dims_text(block) + " must have one positive rank");
+  return make_window(attrs, image, block);
+}
+
+// ai.onnx_amp Col2Im(input [N, C * prod(block_shape), L], image_shape, block_shape): [N, C,
+// image_shape...]; L must be the number of block places.
+ShapeFn col2im_rule(const Node& n, int64_t) {
+  const WindowAttrs attrs(n);
+  return [attrs](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (x.shape && x.shape->rank() != 3) throw InputError("Col2Im's input must be [N, C * prod(block_shape), L], not " + shape_text(x.shape));
+    const std::optional<std::vector<int64_t>> image = q.ints(1), block = q.ints(2);
+    if (!image || !block) return put(q, 0, x.dtype, std::nullopt);
+    const Window win = block_window(attrs, *image, *block, "Col2Im");
+    int64_t size = 1, places = 1;
+    for (int64_t b : *block) size *= b;
+    for (int64_t o : win.out) places *= o;
+    Shape y{{x.shape ? x.shape->dims[0] : unknown(), unknown()}};
+    if (x.shape && x.shape->dims[1].value) {
+      if (*x.shape->dims[1].value % size != 0)
+        throw InputError("Col2Im's input has " + std::to_string(*x.shape->dims[1].value) +
+                         " rows, not a multiple of prod(block_shape) " + std::to_string(size));
+      y.dims[1] = known(*x.shape->dims[1].value / size);
+    }
+    if (x.shape && x.shape->dims[2].value && *x.shape->dims[2].value != places)
+      throw InputError("Col2Im's input has " + std::to_string(*x.shape->dims[2].value) + " blocks, the image takes " +
+                       std::to_string(places));
+    for (int64_t e : *image) y.dims.push_back(known(e));
+    put(q, 0, x.dtype, y);
+  };
+}
+
+// ai.onnx_amp Im2Col(X [N, C, spatial...], block_shape): [N, C * prod(block_shape), L].
+ShapeFn im2col_rule(const Node& n, int64_t) {
+  const WindowAttrs attrs(n);
+  return [attrs](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    const std::optional<std::vector<int64_t>> block = q.ints(1);
+    const std::optional<std::vector<int64_t>> dims = x.dims();
+    if (!block || !dims) return put(q, 0, x.dtype, Shape{{unknown(), unknown(), unknown()}});
+    if (dims->size() < 3) throw InputError("Im2Col takes [N, C, spatial...], not " + dims_text(*dims));
+    const Window win = block_window(attrs, std::vector<int64_t>(dims->begin() + 2, dims->end()), *block, "Im2Col");
+    int64_t size = 1, places = 1;
+    for (int64_t b : *block) size *= b;
+    for (int64_t o : win.out) places *= o;
+    put(q, 0, x.dtype, Shape::of({(*dims)[0], (*dims)[1] * size, places}));
+  };
+}
+
 // ConvInteger(x, w, x_zero_point, w_zero_point): int32, Conv's shape.
 ShapeFn conv_integer_rule(const Node& n, int64_t) {
   const WindowAttrs attrs(n);
@@ -1582,6 +1676,10 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
     t[{kAmpDomain, "BitwiseNot"}] = {plain<like_input>, {}};
     t[{kAmpDomain, "ScatterElements"}] = {plain<scatter_elements>, {}};
     t[{kAmpDomain, "ScatterND"}] = {plain<scatter_nd>, {}};
+    t[{kAmpDomain, "DeformConv"}] = {deform_conv_rule, {}};
+    t[{kAmpDomain, "DeformConvGrad"}] = {plain<deform_conv_grad>, {}};
+    t[{kAmpDomain, "Col2Im"}] = {col2im_rule, {1, 2}};
+    t[{kAmpDomain, "Im2Col"}] = {im2col_rule, {1}};
     return t;
   }();
   return table;

@@ -1,7 +1,8 @@
 // Gradients of Conv and the pooling ops. Standard ONNX has no op for a convolution's weight
 // gradient or for routing a gradient to a pooling window's arg-max, so these emit ai.onnx_amp ops
 // that carry the forward node's attributes; GlobalAveragePool's is a plain broadcast and divide,
-// GlobalMaxPool's routes to the plane's maxima like ReduceMax's.
+// GlobalMaxPool's routes to the plane's maxima like ReduceMax's. The ai.onnx_amp ops of later
+// opsets: DeformConv's gradients come from one DeformConvGrad, Col2Im's input's from Im2Col (unfold).
 #include "graph/amp_ops.h"
 #include "passes/autodiff/gradient_rules.h"
 
@@ -70,6 +71,31 @@ Grads global_max_pool(GradContext& c) {
   return {b.where(hit, b.expand(b.div(c.dy[0], ties), b.shape_of(x)), b.scalar(0, x->dtype()))};
 }
 
+// ai.onnx_amp DeformConv(X, W, offset[, B][, mask]): one DeformConvGrad gives the gradient of each
+// input asked for, in the forward's input order.
+Grads deform_conv(GradContext& c) {
+  const ValueType none;
+  const bool masked = c.node.inputs().size() > 4 && c.x(4);
+  std::vector<Value*> in = {c.dy[0], c.x(0), c.x(1), c.x(2)};
+  if (masked) in.push_back(c.x(4));
+  std::vector<ValueType> types;
+  for (size_t i = 0; i < 5; ++i) {
+    const bool present = i < c.node.inputs().size() && c.x(i);
+    types.push_back(present && c.wants(i) ? c.x(i)->type() : none);
+  }
+  auto outs = c.b.emit("DeformConvGrad", in, types, copy_attributes(c.node), kAmpDomain);
+  return {outs[0], outs[1], outs[2], outs[3], outs[4]};
+}
+
+// ai.onnx_amp Col2Im(input, image_shape, block_shape): each input element was added to one image
+// element (or dropped in the padding), so its gradient is that element of dY: Im2Col. The shapes
+// get none.
+Grads col2im(GradContext& c) {
+  Grads g(3, nullptr);
+  g[0] = c.b.emit("Im2Col", {c.dy[0], c.x(2)}, {c.x(0)->type()}, copy_attributes(c.node), kAmpDomain)[0];
+  return g;
+}
+
 }  // namespace
 
 void add_conv_pool_gradients(GradRuleTable& t) {
@@ -78,6 +104,8 @@ void add_conv_pool_gradients(GradRuleTable& t) {
   t["AveragePool"] = pool;
   t["GlobalAveragePool"] = global_average_pool;
   t["GlobalMaxPool"] = global_max_pool;
+  t[std::string(kAmpDomain) + ":DeformConv"] = deform_conv;
+  t[std::string(kAmpDomain) + ":Col2Im"] = col2im;
 }
 
 }  // namespace amp

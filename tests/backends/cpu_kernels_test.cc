@@ -914,6 +914,101 @@ TEST(CpuKernels, ConvGradMatchesTorchAutogradInEveryFloatType) {
   check(cases, "conv_grad");
 }
 
+// ai.onnx_amp DeformConv (ONNX opset 19) against torchvision.ops.deform_conv2d and its
+// DeformConvGrad against torchvision's backward (torch autograd), in the four float types: with
+// mask and bias, groups and offset groups of 2, strides, pads and dilations; with neither mask nor
+// bias; with a mask only. Offsets in [-2, 2] put samples between pixels and past the border.
+TEST(CpuKernels, DeformConvAndItsGradientMatchTorchvision) {
+  struct Geometry {
+    std::string name;
+    std::vector<int64_t> x, w, offset, mask;  // mask empty: none
+    bool bias;
+    std::vector<Attribute> (*attrs)();
+  };
+  const Geometry geometries[] = {
+      {"deform_conv", {2, 4, 7, 6}, {6, 2, 3, 3}, {2, 36, 4, 4}, {2, 18, 4, 4}, true,
+       [] {
+         std::vector<Attribute> a;
+         a.push_back(Attribute::of_ints("strides", {2, 1}));
+         a.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
+         a.push_back(Attribute::of_ints("dilations", {1, 2}));
+         a.push_back(Attribute::of_int("group", 2));
+         a.push_back(Attribute::of_int("offset_group", 2));
+         return a;
+       }},
+      {"deform_conv_plain", {1, 3, 5, 5}, {4, 3, 2, 2}, {1, 8, 4, 4}, {}, false, [] { return std::vector<Attribute>{}; }},
+      {"deform_conv_mask", {1, 2, 5, 4}, {3, 2, 3, 3}, {1, 18, 5, 4}, {1, 9, 5, 4}, false,
+       [] {
+         std::vector<Attribute> a;
+         a.push_back(Attribute::of_ints("pads", {1, 1, 1, 1}));
+         return a;
+       }},
+  };
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes) {
+    uint32_t seed = 400;
+    for (const Geometry& g : geometries) {
+      const Tensor x = random_tensor(t, g.x, -2, 2, seed), w = random_tensor(t, g.w, -1, 1, seed + 1);
+      const Tensor offset = random_tensor(t, g.offset, -2, 2, seed + 2), bias = random_tensor(t, {g.w[0]}, -1, 1, seed + 3);
+      const Tensor mask = g.mask.empty() ? Tensor() : random_tensor(t, g.mask, 0, 1, seed + 4);
+      const Tensor dy = random_tensor(t, {g.offset[0], g.w[0], g.offset[2], g.offset[3]}, -1, 1, seed + 5);
+      seed += 10;
+      std::vector<std::pair<std::string, Tensor>> in = {{"x", x}, {"w", w}, {"off", offset}};
+      if (g.bias || !g.mask.empty()) in.push_back({g.bias ? "b" : "", g.bias ? bias : Tensor()});
+      if (!g.mask.empty()) in.push_back({"mask", mask});
+      // Sums of up to 18 products of terms below 2: bounded absolutely, as ConvGrad's.
+      Tolerance tol = tolerance(t, 1, 1e-5);
+      tol.atol = t == DType::kDouble ? 1e-12 : 1e-5;
+      cases.push_back(Case{g.name + suffix(t), "DeformConv", in, g.attrs(), 1, tol, "ai.onnx_amp"});
+      std::vector<std::pair<std::string, Tensor>> grad_in = {{"dy", dy}, {"x", x}, {"w", w}, {"off", offset}};
+      if (!g.mask.empty()) grad_in.push_back({"mask", mask});
+      Case grad{g.name + "_grad" + suffix(t), "DeformConvGrad", grad_in, g.attrs(), g.mask.empty() ? 4u : 5u, tol,
+                "ai.onnx_amp"};
+      grad.tol.max_ulps = 2;  // dW and the offsets' gradients sum over every pixel, in another order than torchvision's
+      cases.push_back(std::move(grad));
+    }
+  }
+  check(cases, "deform_conv");
+}
+
+// ai.onnx_amp Col2Im (ONNX opset 18) against torch.nn.functional.fold, in the float types and
+// int32 / int64, and in 3-D against a numpy loop; Im2Col, its gradient, against
+// torch.nn.functional.unfold. Strides, pads and dilations that make blocks overlap and reach into
+// the padding.
+TEST(CpuKernels, Col2ImMatchesTorchFoldAndIm2ColUnfold) {
+  std::vector<Case> cases;
+  auto attrs = [](std::vector<int64_t> strides, std::vector<int64_t> pads, std::vector<int64_t> dilations) {
+    std::vector<Attribute> a;
+    a.push_back(Attribute::of_ints("strides", std::move(strides)));
+    a.push_back(Attribute::of_ints("pads", std::move(pads)));
+    a.push_back(Attribute::of_ints("dilations", std::move(dilations)));
+    return a;
+  };
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble, DType::kInt32, DType::kInt64}) {
+    // image [5, 6], block [2, 3]: (5 + 2 - 3) / 1 + 1 = 5 by (6 + 2 - 3) / 2 + 1 = 3 places.
+    const bool is_float = t != DType::kInt32 && t != DType::kInt64;
+    cases.push_back(Case{"col2im" + suffix(t), "Col2Im",
+                         {{"x", random_tensor(t, {2, 18, 15}, is_float ? -2 : -50, is_float ? 2 : 50, 450)},
+                          {"image", int64_tensor({5, 6})},
+                          {"block", int64_tensor({2, 3})}},
+                         attrs({1, 2}, {1, 1, 1, 1}, {2, 1}), 1, tolerance(t, 1, 1e-6)});
+    if (!is_float) continue;
+    // 3-D: image [4, 3, 5], block [2, 2, 3], strides [2, 1, 1], pads [1, 0, 1, 0, 1, 1]:
+    // (4 + 1 - 2) / 2 + 1 = 2, 3 + 1 - 2 + 1 = 3 and 5 + 2 - 3 + 1 = 5 places.
+    cases.push_back(Case{"col2im_3d" + suffix(t), "Col2Im",
+                         {{"x", random_tensor(t, {1, 24, 30}, -2, 2, 451)},
+                          {"image", int64_tensor({4, 3, 5})},
+                          {"block", int64_tensor({2, 2, 3})}},
+                         attrs({2, 1, 1}, {1, 0, 1, 0, 1, 1}, {1, 1, 1}), 1, tolerance(t, 1, 1e-6)});
+    cases.push_back(Case{"im2col" + suffix(t), "Im2Col",
+                         {{"x", random_tensor(t, {2, 3, 5, 6}, -2, 2, 452)}, {"block", int64_tensor({2, 3})}},
+                         attrs({1, 2}, {1, 1, 1, 1}, {2, 1}), 1, tolerance(t, 0), "ai.onnx_amp"});
+  }
+  for (Case& c : cases)
+    if (c.op == "Col2Im") c.domain = "ai.onnx_amp";
+  check(cases, "col2im");
+}
+
 // MaxPoolGrad and AveragePoolGrad against torch autograd of the same pooling. X holds ties
 // (repeated values, +0 and -0), infinities and NaN, so the arg-max rule shows: the first maximum of
 // a window, or the last NaN in it, as torch's max-pool kernels pick. Geometries: ResNet's stem

@@ -121,6 +121,14 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
     n->set_attr(Attribute::of_string("reduction", "max"));
     EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
   }
+  // Of the ai.onnx_amp ops of opsets 18 and 19, DeformConv's forward runs on the device; its gradient
+  // and Col2Im run on the CPU only.
+  Node* deform = g.add_node("DeformConv", {x, x, x}, std::vector<std::string>{"deform_out"}, kAmpDomain);
+  EXPECT_EQ(b.unsupported_reason(*deform), "");
+  for (const char* op : {"DeformConvGrad", "Col2Im"}) {
+    Node* n = g.add_node(op, {x, x, x}, std::vector<std::string>{std::string(op) + "_out"}, kAmpDomain);
+    EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
+  }
 }
 
 // ---- parity with the CPU backend

@@ -1,5 +1,5 @@
 // The CUDA backend's InstanceNormalization, MeanVarianceNormalization, ReduceLogSumExp, TopK,
-// Hardmax, MaxUnpool and RoiAlign (style-transfer and GAN normalisation, detection heads,
+// Hardmax, MaxUnpool, RoiAlign and ai.onnx_amp DeformConv (style-transfer and GAN normalisation, detection heads,
 // generation's top-k) against the CPU backend, the reference, through whole compiled models (two
 // runs: the second replays a captured graph), in fp32, fp16 and bf16 where the device takes them;
 // and a training step through InstanceNormalization, whose gradient is autodiff's standard ops.
@@ -237,6 +237,29 @@ TEST(CudaNormSelectOps, MaxUnpoolAndRoiAlignMatchTheCpuExactly) {
         one.attr(Attribute::of_int("output_width", 4));
         expect_parity(one, 0.0);
       }
+}
+
+// ai.onnx_amp DeformConv (ONNX opset 19) on the device against the CPU in fp32, fp16 and bf16:
+// groups and offset groups of 2, strides, pads, a dilation, mask and bias, offsets past the border.
+TEST(CudaNormSelectOps, DeformConvMatchesTheCpu) {
+  REQUIRE_GPU();
+  uint32_t seed = 790;
+  for (DType t : kFloats) {
+    SCOPED_TRACE(dtype_name(t));
+    OneNode one("DeformConv",
+                {{"x", random_tensor(t, {2, 4, 9, 8}, seed++)},
+                 {"w", random_tensor(t, {6, 2, 3, 3}, seed++, -1.0f, 1.0f)},
+                 {"offset", random_tensor(t, {2, 36, 5, 6}, seed++)},
+                 {"b", random_tensor(t, {6}, seed++)},
+                 {"mask", random_tensor(t, {2, 18, 5, 6}, seed++, 0.0f, 1.0f)}},
+                {t}, kAmpDomain);
+    one.attr(Attribute::of_int("group", 2));
+    one.attr(Attribute::of_int("offset_group", 2));
+    one.attr(Attribute::of_ints("strides", {2, 1}));
+    one.attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+    one.attr(Attribute::of_ints("dilations", {1, 2}));
+    expect_parity(one, 1.0);
+  }
 }
 
 // A style-transfer block — Conv, InstanceNormalization, ReLU, global pooling, a classifier — as

@@ -628,6 +628,60 @@ CASES.update({
 })
 
 
+# ai.onnx_amp DeformConv / DeformConvGrad (torchvision.ops.deform_conv2d; groups and offset groups
+# follow from the shapes) and Col2Im / Im2Col (torch.nn.functional.fold / unfold).
+DEFORM_WINDOWS = {
+    "deform_conv": dict(stride=(2, 1), padding=(1, 1), dilation=(1, 2)),
+    "deform_conv_plain": dict(),
+    "deform_conv_mask": dict(padding=(1, 1)),
+}
+CASES.update({name: (lambda i, w=w: deform_conv(i, w), None) for name, w in DEFORM_WINDOWS.items()})
+CASES.update({name + "_grad": (lambda i, w=w: deform_conv_grad(i, w), None) for name, w in DEFORM_WINDOWS.items()})
+CASES.update({
+    "col2im": (lambda i: fold(i["x"], (5, 6), (2, 3), dilation=(2, 1), padding=(1, 1), stride=(1, 2)), None),
+    "col2im_3d": (lambda i: col2im_loops(i["x"], (4, 3, 5), (2, 2, 3), (2, 1, 1), (1, 0, 1, 0, 1, 1)), None),
+    "im2col": (lambda i: F.unfold(t(i["x"]), (2, 3), dilation=(2, 1), padding=(1, 1), stride=(1, 2)).numpy(), None),
+})
+
+
+def deform_conv(i, window):
+    import torchvision
+    mask = t(i["mask"]) if "mask" in i else None
+    bias = t(i["b"]) if "b" in i else None
+    return torchvision.ops.deform_conv2d(t(i["x"]), t(i["off"]), t(i["w"]), bias, mask=mask, **window).numpy()
+
+
+def deform_conv_grad(i, window):
+    """dX, dW, doffset, dB[, dmask] of deform_conv2d for the upstream gradient dy, by torch autograd."""
+    import torchvision
+    x, w, off = (t(i[k]).clone().requires_grad_(True) for k in ("x", "w", "off"))
+    b = torch.zeros(w.shape[0], dtype=x.dtype, requires_grad=True)
+    mask = t(i["mask"]).clone().requires_grad_(True) if "mask" in i else None
+    y = torchvision.ops.deform_conv2d(x, off, w, b, mask=mask, **window)
+    wrt = (x, w, off, b) + ((mask,) if mask is not None else ())
+    return [g.numpy() for g in torch.autograd.grad(y, wrt, t(i["dy"]))]
+
+
+def fold(x, image, block, **window):
+    """Col2Im by torch's fold; integers through float64 (exact for these sums)."""
+    wide = torch.from_numpy(x.astype(np.float64)) if x.dtype.kind == "i" else t(x)
+    return F.fold(wide, image, block, **window).numpy()
+
+
+def col2im_loops(x, image, block, strides, pads):
+    """ONNX's Col2Im in any rank, one block element and place at a time (dilations 1)."""
+    r = len(image)
+    places = [(image[d] + pads[d] + pads[d + r] - block[d]) // strides[d] + 1 for d in range(r)]
+    y = np.zeros((x.shape[0], x.shape[1] // int(np.prod(block))) + tuple(image), x.dtype)
+    for n, c in np.ndindex(y.shape[:2]):
+        for k, kk in enumerate(np.ndindex(*block)):
+            for l, ll in enumerate(np.ndindex(*places)):
+                pos = tuple(ll[d] * strides[d] - pads[d] + kk[d] for d in range(r))
+                if all(0 <= pos[d] < image[d] for d in range(r)):
+                    y[(n, c) + pos] += x[n, c * int(np.prod(block)) + k, l]
+    return y
+
+
 def unique(x, ordered=True, axis=None):
     """ONNX's Unique by numpy's: Y, first indices, inverse indices, counts; unsorted: by first appearance."""
     y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)

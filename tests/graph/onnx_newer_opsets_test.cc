@@ -162,14 +162,13 @@ TEST(NewerOpsets, WhatOpset17CannotSayIsRefusedInOneLine) {
         << refusal(p);
   }
   {
-    onnx::ModelProto p = model(19, 9);
+    onnx::ModelProto p = model(18, 8);
     auto& g = *p.mutable_graph();
-    *g.add_input() = tensor("x", {1, 2, 4, 4});
-    *g.add_input() = tensor("w", {2, 2, 3, 3});
-    *g.add_input() = tensor("offset", {1, 18, 2, 2});
-    node(g, "DeformConv", {"x", "w", "offset"}, {"y"}, "deform");
-    *g.add_output() = tensor("y", {1, 2, 2, 2});
-    EXPECT_NE(refusal(p).find("node 'deform' (DeformConv) at opset 19: DeformConv came with opset 19 and has no opset-17 form"),
+    *g.add_input() = tensor("x", {4, 4});
+    ints_initializer(g, "shape", {2, 2});
+    node(g, "CenterCropPad", {"x", "shape"}, {"y"}, "crop");
+    *g.add_output() = tensor("y", {2, 2});
+    EXPECT_NE(refusal(p).find("node 'crop' (CenterCropPad) at opset 18: CenterCropPad came with opset 18 and has no opset-17 form"),
               std::string::npos)
         << refusal(p);
   }
@@ -278,6 +277,42 @@ TEST(NewerOpsets, AffineGridBecomesItsFunctionBody) {
     EXPECT_NE(refusal(p).find("node 'affine_grid' (AffineGrid) at opset 20: its size has 3 values, not 4 (2-D) or 5 (3-D)"),
               std::string::npos)
         << refusal(p);
+  }
+}
+
+// DeformConv (opset 19) and Col2Im (opset 18) have schemas in ai.onnx_amp: the import carries them
+// there unchanged, and ONNX's shape inference of those schemas types their outputs.
+TEST(NewerOpsets, DeformConvAndCol2ImAreCarriedIntoTheAmpDomain) {
+  {
+    onnx::ModelProto p = model(19, 9);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {1, 2, 4, 4});
+    *g.add_input() = tensor("w", {2, 2, 3, 3});
+    *g.add_input() = tensor("offset", {1, 18, 2, 2});
+    int_attr(node(g, "DeformConv", {"x", "w", "offset"}, {"y"}, "deform"), "offset_group", 1);
+    *g.add_output() = tensor("y", {}, false);
+    const Model m = load(p);
+    const Node* d = find(*m.graph, "DeformConv");
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->domain(), kAmpDomain);
+    EXPECT_EQ(d->attr_int("offset_group", 0), 1);
+    EXPECT_EQ(m.graph->outputs().at(0)->type().shape->str(), "[1,2,2,2]");
+    EXPECT_TRUE(verify(m).empty());
+  }
+  {
+    onnx::ModelProto p = model(18, 8);
+    auto& g = *p.mutable_graph();
+    *g.add_input() = tensor("x", {1, 8, 9});
+    ints_initializer(g, "image", {4, 4});
+    ints_initializer(g, "block", {2, 2});
+    node(g, "Col2Im", {"x", "image", "block"}, {"y"}, "fold");
+    *g.add_output() = tensor("y", {}, false);
+    const Model m = load(p);
+    const Node* f = find(*m.graph, "Col2Im");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->domain(), kAmpDomain);
+    EXPECT_EQ(m.graph->outputs().at(0)->type().shape->str(), "[1,2,4,4]");
+    EXPECT_TRUE(verify(m).empty());
   }
 }
 

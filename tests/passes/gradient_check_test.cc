@@ -518,6 +518,22 @@ std::vector<Case> cases() {
              {int_attr("output_height", 2), int_attr("output_width", 2), int_attr("sampling_ratio", 1),
               string_attr("mode", "max")}));
   }
+  {  // ai.onnx_amp DeformConv (DeformConvGrad): with mask and bias, groups and offset groups of 2,
+     // strides, pads and dilations; and with neither mask nor bias. Offsets in [-5, 5] put samples
+     // past the border. ai.onnx_amp Col2Im (Im2Col): overlapping blocks reaching into the padding.
+    const In none{{}, Fill::kRandom, std::nullopt, true};
+    auto amp_op = [&](Case c) {
+      c.domain = kAmpDomain;
+      add(std::move(c));
+    };
+    amp_op(make("DeformConv", "DeformConv", {x({2, 4, 5, 4}), x({4, 2, 2, 2}), x({2, 16, 3, 3}, Fill::kWide), x({4}), x({2, 8, 3, 3})},
+                {ints_attr("strides", {2, 1}), ints_attr("pads", {1, 0, 1, 1}), ints_attr("dilations", {1, 2}), int_attr("group", 2),
+                 int_attr("offset_group", 2)}));
+    amp_op(make("DeformConvPlain", "DeformConv", {x({1, 2, 4, 4}), x({3, 2, 2, 2}), x({1, 8, 3, 3})}, {}));
+    amp_op(make("DeformConvMaskOnly", "DeformConv", {x({1, 2, 4, 3}), x({2, 2, 2, 2}), x({1, 8, 3, 2}), none, x({1, 4, 3, 2})}, {}));
+    amp_op(make("Col2Im", "Col2Im", {x({2, 12, 9}), ints({4, 3}), ints({2, 3})},
+                {ints_attr("strides", {2, 1}), ints_attr("pads", {1, 1, 1, 1}), ints_attr("dilations", {1, 1})}));
+  }
   // reductions
   add(make("ReduceSum", "ReduceSum", {x({2, 3, 4}), ints({1})}, {int_attr("keepdims", 0)}));
   add(make("ReduceSumAll", "ReduceSum", {x({2, 3})}, {int_attr("keepdims", 1)}));
