@@ -395,6 +395,27 @@ std::vector<OpSchema> schemas() {
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 3); });
   out.push_back(std::move(roi_align_grad));
 
+  OpSchema grid_sample_grad =
+      grad_schema("GridSampleGrad",
+                  "Gradients of GridSample's X and grid: each element of dY, times the weights of the taps it "
+                  "read, added into those elements of X; the grid's, the weights' derivative along the sampled "
+                  "coordinate times X's values there, summed over channels (mode nearest: 0), times the "
+                  "unnormalization's and (bilinear, nearest) the padding's slope.");
+  grid_sample_grad.Input(0, "dY", "Gradient of GridSample's output.", "T")
+      .Input(1, "X", "GridSample's X.", "T")
+      .Input(2, "grid", "GridSample's grid.", "T2")
+      .Output(0, "dX", "Gradient of X.", "T", OpSchema::Optional)
+      .Output(1, "dgrid", "Gradient of the grid.", "T2", OpSchema::Optional)
+      .TypeConstraint("T2", kFloatTypes, "The grid's floating-point type.")
+      .Attr("mode", "As GridSample's.", AttributeProto::STRING, std::string("bilinear"))
+      .Attr("padding_mode", "As GridSample's.", AttributeProto::STRING, std::string("zeros"))
+      .Attr("align_corners", "As GridSample's.", AttributeProto::INT, static_cast<int64_t>(0))
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        like_input(ctx, 1, 0);
+        like_input(ctx, 2, 1);
+      });
+  out.push_back(std::move(grid_sample_grad));
+
   OpSchema sum_to = grad_schema("SumToShape",
                                 "Sums X over the axes along which a tensor of the given shape was broadcast to "
                                 "X's shape (numpy rules): the gradient of a broadcast input when shapes are only "

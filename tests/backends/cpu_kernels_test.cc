@@ -623,6 +623,48 @@ TEST(CpuKernels, ResizeMatchesPyTorchsInterpolateInEveryFloatType) {
   check(cases, "resize");
 }
 
+// GridSample in every mode (bilinear, nearest, bicubic) x padding_mode (zeros, border, reflection)
+// x align_corners against F.grid_sample, and ai.onnx_amp GridSampleGrad's dX and dGrid against its
+// autograd, in the four float types: float32 against torch in float64; the 16-bit forward against
+// the emulated reference (fp32 torch, one rounding); the 16-bit gradient against torch in float64
+// rounded once, as the kernel sums in fp64 and rounds once, with a float32 grid (ONNX lets the
+// grid's type differ): bicubic's dGrid where border or reflection clamp all 16 taps onto one pixel
+// is 0 but for rounding noise, which a 16-bit comparison in steps cannot judge. The grid reaches
+// past [-1, 1], so every padding mode is exercised; one more case samples a float16 X with a
+// float32 grid.
+TEST(CpuKernels, GridSampleAndItsGradientMatchTorch) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes)
+    for (const char* mode : {"bilinear", "nearest", "bicubic"})
+      for (const char* padding : {"zeros", "border", "reflection"})
+        for (int align = 0; align < 2; ++align) {
+          auto attrs = [&] {
+            std::vector<Attribute> a;
+            a.push_back(Attribute::of_string("mode", mode));
+            a.push_back(Attribute::of_string("padding_mode", padding));
+            a.push_back(Attribute::of_int("align_corners", align));
+            return a;
+          };
+          const std::string name = std::string(mode) + "_" + padding + "_" + std::to_string(align) + suffix(t);
+          const Tensor x = random_tensor(t, {2, 3, 5, 6}, -2, 2, 141), grid = random_tensor(t, {2, 4, 3, 2}, -1.3, 1.3, 142);
+          cases.push_back(Case{"grid_sample_" + name, "GridSample", {{"x", x}, {"grid", grid}}, attrs(), 1,
+                               tolerance(t, 1, 1e-6)});
+          const bool low = t == DType::kFloat16 || t == DType::kBFloat16;
+          cases.push_back(Case{"grid_sample_grad_" + name, "GridSampleGrad",
+                               {{"dy", random_tensor(t, {2, 3, 4, 3}, -1, 1, 143)},
+                                {"x", x},
+                                {"grid", low ? random_tensor(DType::kFloat, {2, 4, 3, 2}, -1.3, 1.3, 142) : grid}},
+                               attrs(), 2, tolerance(t, 1, 1e-6), "ai.onnx_amp"});
+        }
+  std::vector<Attribute> a;
+  a.push_back(Attribute::of_string("mode", "bicubic"));
+  cases.push_back(Case{"grid_sample_bicubic_zeros_0@float16_float32grid", "GridSample",
+                       {{"x", random_tensor(DType::kFloat16, {2, 3, 5, 6}, -2, 2, 144)},
+                        {"grid", random_tensor(DType::kFloat, {2, 4, 3, 2}, -1.3, 1.3, 145)}},
+                       std::move(a), 1, tolerance(DType::kFloat16, 1)});
+  check(cases, "grid_sample");
+}
+
 // ScatterND as Swin's shifted-window mask uses it (slices of a zero tensor set to a region's
 // number), rows and single elements, against numpy's indexed assignment in the four float types.
 TEST(CpuKernels, ScatterNDMatchesNumpy) {

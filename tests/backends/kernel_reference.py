@@ -589,6 +589,37 @@ CASES.update({
 })
 
 
+def as_reference(a):
+    """a in torch: float64 for float32 and float64 cases (the verdict on fp32 is against float64),
+    float32 for the 16-bit ones (the emulated reference)."""
+    dtype = torch.float64 if KIND in ("float32", "float64") else torch.float32
+    return torch.from_numpy(np.ascontiguousarray(a)).to(dtype)
+
+
+def grid_sample(i, mode, padding, align):
+    x, grid = as_reference(i["x"]), as_reference(i["grid"])
+    return F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=bool(align)).numpy()
+
+
+def grid_sample_grad(i, mode, padding, align):
+    """GridSampleGrad's dX and dGrid by autograd, in float64 for every type: the kernel sums in fp64
+    and rounds once."""
+    dy, x, grid = [torch.from_numpy(np.ascontiguousarray(i[k])).to(torch.float64) for k in ("dy", "x", "grid")]
+    x.requires_grad_()
+    grid.requires_grad_()
+    F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=bool(align)).backward(dy)
+    return [x.grad.numpy(), grid.grad.numpy()]
+
+
+for _mode in ("bilinear", "nearest", "bicubic"):
+    for _padding in ("zeros", "border", "reflection"):
+        for _align in (0, 1):
+            _name = "%s_%s_%d" % (_mode, _padding, _align)
+            CASES["grid_sample_" + _name] = (lambda i, m=_mode, p=_padding, a=_align: grid_sample(i, m, p, a), None)
+            CASES["grid_sample_grad_" + _name] = (lambda i, m=_mode, p=_padding, a=_align: grid_sample_grad(i, m, p, a),
+                                                  "then_grid")
+
+
 def unique(x, ordered=True, axis=None):
     """ONNX's Unique by numpy's: Y, first indices, inverse indices, counts; unsorted: by first appearance."""
     y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)
@@ -671,6 +702,8 @@ def main():
             kind = out_kind or first
             if out_kind == "then_int64":  # TopK, Unique: values in the input's type, then int64 indices
                 kind = first if k == 0 else "int64"
+            elif out_kind == "then_grid":  # GridSampleGrad: dX in X's type, dGrid in the grid's
+                kind = first if k == 0 else kinds["grid"]
             elif out_kind == "typed":  # the integer ops: each output in the type the reference made
                 kind = str(np.asarray(o).dtype)
             if out_kind == "stats":  # LayerNorm: Y in the input's type, Mean / InvStdDev in float32 (or 64)
