@@ -364,8 +364,8 @@ std::vector<OpSchema> schemas() {
   out.push_back(std::move(pad_grad));
 
   OpSchema resize_grad = grad_schema("ResizeGrad",
-                                     "Gradient of Resize's X (nearest or linear): each element of dY, times the "
-                                     "weights it was interpolated with, added into the elements it read.");
+                                     "Gradient of Resize's X (nearest, linear or cubic): each element of dY, times "
+                                     "the weights it was interpolated with, added into the elements it read.");
   resize_grad.Input(0, "dY", "Gradient of Resize's output.", "T")
       .Input(1, "shape", "Shape of Resize's X.", "tensor(int64)")
       .Input(2, "scales", "Resize's scales (empty when it had sizes).", "tensor(float)", OpSchema::Optional)
@@ -373,6 +373,8 @@ std::vector<OpSchema> schemas() {
       .Attr("mode", "As Resize's.", AttributeProto::STRING, std::string("nearest"))
       .Attr("coordinate_transformation_mode", "As Resize's.", AttributeProto::STRING, std::string("half_pixel"))
       .Attr("nearest_mode", "As Resize's.", AttributeProto::STRING, std::string("round_prefer_floor"))
+      .Attr("cubic_coeff_a", "As Resize's.", AttributeProto::FLOAT, -0.75f)
+      .Attr("exclude_outside", "As Resize's.", AttributeProto::INT, static_cast<int64_t>(0))
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
   out.push_back(std::move(resize_grad));
 

@@ -12,9 +12,17 @@
 namespace amp::cuda {
 namespace {
 
+// Cubic mode (4 taps per axis) has no device kernel: resize.cuh interpolates between two inputs.
+ResizeAttrs device_resize_attrs(const Node& n, int64_t opset) {
+  ResizeAttrs a = resize_attrs(n, opset);
+  if (a.mode == ResizeAttrs::Mode::kCubic)
+    throw InputError(n.op_type() + " mode 'cubic' has no device kernel (the CPU backend runs it)");
+  return a;
+}
+
 class Resize final : public CudaOp {
  public:
-  Resize(const Node& n, int64_t opset) : attrs_(resize_attrs(n, opset)), opset_(opset) {}
+  Resize(const Node& n, int64_t opset) : attrs_(device_resize_attrs(n, opset)), opset_(opset) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     const TensorDesc& x = *s.in[0];
     const TensorDesc& y = *s.out[0];
@@ -64,7 +72,7 @@ class Resize final : public CudaOp {
 // 1, where w is 0), the weights the CPU kernel spreads dY with.
 class ResizeGrad final : public CudaOp {
  public:
-  ResizeGrad(const Node& n, int64_t) : attrs_(resize_attrs(n, 17)) {}
+  ResizeGrad(const Node& n, int64_t) : attrs_(device_resize_attrs(n, 17)) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const TensorDesc& dy = *s.in[0];
     const TensorDesc& dx = *s.out[0];

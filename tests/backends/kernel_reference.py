@@ -596,6 +596,39 @@ def as_reference(a):
     return torch.from_numpy(np.ascontiguousarray(a)).to(dtype)
 
 
+def bicubic(i, align, **size):
+    return F.interpolate(as_reference(i["x"]), mode="bicubic", align_corners=align, **size).numpy()
+
+
+def bicubic_grad(i, align, **size):
+    """ResizeGrad (cubic) by F.interpolate's autograd: dX of a forward over an X of the given shape."""
+    x = torch.zeros(tuple(int(d) for d in i["shape"]), dtype=as_reference(i["dy"]).dtype, requires_grad=True)
+    F.interpolate(x, mode="bicubic", align_corners=align, **size).backward(as_reference(i["dy"]))
+    return x.grad.numpy()
+
+
+def onnx_cubic(i, coord, A, exclude, sizes=None, scales=None):
+    """ONNX's own Resize reference (onnx.backend.test.case.node.resize): numpy in float64 for every
+    type (rounded once to the 16-bit types, as the kernel's fp64 sums are)."""
+    from onnx.backend.test.case.node.resize import cubic_coeffs, interpolate_nd
+    x = i["x"].astype(np.float64)
+    return interpolate_nd(x, lambda r: cubic_coeffs(r, A), output_size=sizes,
+                          scale_factors=None if scales is None else np.array(scales, np.float32).astype(np.float64),
+                          coordinate_transformation_mode=coord, exclude_outside=exclude)
+
+
+CASES.update({
+    "resize_bicubic_x2": (lambda i: bicubic(i, False, scale_factor=2), None),
+    "resize_bicubic_down": (lambda i: bicubic(i, False, size=(3, 4)), None),
+    "resize_bicubic_corners": (lambda i: bicubic(i, True, size=(9, 11)), None),
+    "resize_bicubic_x2_grad": (lambda i: bicubic_grad(i, False, scale_factor=2), None),
+    "resize_bicubic_down_grad": (lambda i: bicubic_grad(i, False, size=(3, 4)), None),
+    "resize_bicubic_corners_grad": (lambda i: bicubic_grad(i, True, size=(9, 11)), None),
+    "resize_cubic_3d": (lambda i: onnx_cubic(i, "half_pixel", -0.75, False, sizes=[5, 6, 3]), None),
+    "resize_cubic_asymmetric": (lambda i: onnx_cubic(i, "asymmetric", -0.75, False, scales=[1, 1, 1.5, 0.6]), None),
+    "resize_cubic_exclude": (lambda i: onnx_cubic(i, "pytorch_half_pixel", -0.5, True, sizes=[1, 2, 7, 3]), None),
+})
+
 def grid_sample(i, mode, padding, align):
     x, grid = as_reference(i["x"]), as_reference(i["grid"])
     return F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=bool(align)).numpy()

@@ -327,6 +327,13 @@ std::vector<Case> cases() {
     resize("ResizeBilinear", "linear", "pytorch_half_pixel", {x({1, 2, 3, 3}), none, by2});
     resize("ResizeBilinearSizes", "linear", "pytorch_half_pixel", {x({1, 2, 4, 3}), none, none, ints({1, 2, 3, 5})});
     resize("ResizeBilinearCorners", "linear", "align_corners", {x({1, 1, 3, 4}), none, none, ints({1, 1, 5, 7})});
+    // Cubic: by 2 (half_pixel), to sizes (align_corners; asymmetric over three axes), and
+    // cubic_coeff_a -0.5 with exclude_outside.
+    resize("ResizeCubic", "cubic", "half_pixel", {x({1, 2, 3, 3}), none, by2});
+    resize("ResizeCubicCorners", "cubic", "align_corners", {x({1, 1, 4, 3}), none, none, ints({1, 1, 3, 5})});
+    resize("ResizeCubic3D", "cubic", "asymmetric", {x({3, 4, 3}), none, none, ints({4, 3, 5})});
+    add(make("ResizeCubicExcludeOutside", "Resize", {x({1, 2, 4, 3}), none, none, ints({1, 2, 6, 2})},
+             {string_attr("mode", "cubic"), float_attr("cubic_coeff_a", -0.5f), int_attr("exclude_outside", 1)}));
   }
   // ScatterND's data (Swin's mask): dY with the written rows zeroed.
   add(make("ScatterNDData", "ScatterND",
