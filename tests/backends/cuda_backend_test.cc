@@ -109,10 +109,13 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
   EXPECT_NE(b.unsupported_reason(*nll).find("no device kernel"), std::string::npos);
   EXPECT_EQ(b.unsupported_reason(*cast_like), "");
   // Ops the CPU runs and the device does not, refused by name.
-  for (const char* op : {"NonZero", "Unique", "GridSample"}) {
+  for (const char* op : {"NonZero", "Unique"}) {
     Node* n = g.add_node(op, {x, x}, 1);
     EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
   }
+  EXPECT_NE(b.unsupported_reason(*g.add_node("GridSampleGrad", {x, x, x}, {"dx_grid", "dgrid"}, kAmpDomain))
+                .find("no device kernel for GridSampleGrad"),
+            std::string::npos);
   // Resize's cubic mode (the device's Resize interpolates between two inputs), and its gradient.
   Node* cubic = g.add_node("Resize", {x}, 1);
   cubic->set_attr(Attribute::of_string("mode", "cubic"));

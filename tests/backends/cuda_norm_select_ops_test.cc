@@ -1,6 +1,6 @@
 // The CUDA backend's InstanceNormalization, MeanVarianceNormalization, ReduceLogSumExp, TopK,
-// Hardmax, MaxUnpool and RoiAlign (style-transfer and GAN normalisation, detection heads,
-// generation's top-k) against the CPU backend, the reference, through whole compiled models (two
+// Hardmax, MaxUnpool, RoiAlign and GridSample (style-transfer and GAN normalisation, detection
+// heads, generation's top-k, spatial transformers) against the CPU backend, the reference, through whole compiled models (two
 // runs: the second replays a captured graph), in fp32, fp16 and bf16 where the device takes them;
 // and a training step through InstanceNormalization, whose gradient is autodiff's standard ops.
 // The kernels themselves are checked case by case on the fiber emulator (tests/cuda_emulated/).
@@ -84,7 +84,7 @@ TEST(CudaNormSelectOps, TheDeviceRunsThemAndRefusesOtherTypesByName) {
   Value* b = g.add_input("b", ValueType::tensor(DType::kBFloat16, Shape::of({2, 2})));
   const cuda::CudaBackend backend;
   for (const char* op : {"InstanceNormalization", "MeanVarianceNormalization", "ReduceLogSumExp", "TopK", "Hardmax",
-                         "MaxUnpool", "RoiAlign"}) {
+                         "MaxUnpool", "RoiAlign", "GridSample"}) {
     Node* n = g.add_node(op, {x}, std::vector<std::string>{std::string(op) + "_out"});
     EXPECT_EQ(backend.unsupported_reason(*n), "") << op;
   }
@@ -94,7 +94,8 @@ TEST(CudaNormSelectOps, TheDeviceRunsThemAndRefusesOtherTypesByName) {
                                                                {"ReduceLogSumExp", d},
                                                                {"Hardmax", d},
                                                                {"TopK", u},
-                                                               {"RoiAlign", b}};
+                                                               {"RoiAlign", b},
+                                                               {"GridSample", d}};
   for (const auto& [op, in] : refused) {
     Node* n = g.add_node(op, {in}, std::vector<std::string>{std::string(op) + "_" + in->name()});
     EXPECT_NE(backend.unsupported_reason(*n).find(std::string(op) + " runs on the device only on"), std::string::npos)
@@ -237,6 +238,32 @@ TEST(CudaNormSelectOps, MaxUnpoolAndRoiAlignMatchTheCpuExactly) {
         one.attr(Attribute::of_int("output_width", 4));
         expect_parity(one, 0.0);
       }
+}
+
+// GridSample in every mode, padding_mode and align_corners, a grid reaching past the map, in the
+// three float types and with a float grid for a float16 X: the CPU's results bit for bit.
+TEST(CudaNormSelectOps, GridSampleMatchesTheCpuExactly) {
+  REQUIRE_GPU();
+  uint32_t seed = 790;
+  for (DType t : kFloats)
+    for (const char* mode : {"bilinear", "nearest", "bicubic"})
+      for (const char* padding : {"zeros", "border", "reflection"})
+        for (int align = 0; align < 2; ++align) {
+          SCOPED_TRACE(std::string(dtype_name(t)) + " " + mode + " " + padding + " " + std::to_string(align));
+          OneNode one("GridSample",
+                      {{"x", random_tensor(t, {2, 3, 5, 6}, seed++)}, {"grid", random_tensor(t, {2, 4, 7, 2}, seed++, -1.3f, 1.3f)}},
+                      {t});
+          one.attr(Attribute::of_string("mode", mode));
+          one.attr(Attribute::of_string("padding_mode", padding));
+          one.attr(Attribute::of_int("align_corners", align));
+          expect_parity(one, 0.0);
+        }
+  OneNode mixed("GridSample",
+                {{"x", random_tensor(DType::kFloat16, {1, 2, 4, 4}, seed++)},
+                 {"grid", random_tensor(DType::kFloat, {1, 3, 3, 2}, seed++, -1.3f, 1.3f)}},
+                {DType::kFloat16});
+  mixed.attr(Attribute::of_string("mode", "bicubic"));
+  expect_parity(mixed, 0.0);
 }
 
 // A style-transfer block — Conv, InstanceNormalization, ReLU, global pooling, a classifier — as
