@@ -326,6 +326,26 @@ TEST(CudaZooOps, ResizeGradMatchesTheCpu) {
   }
 }
 
+// Resize's cubic mode and its gradient have no device kernel: compiling one is refused with the
+// node and the mode named, not run as another mode.
+TEST(CudaZooOps, ResizeCubicIsRefusedByName) {
+  REQUIRE_GPU();
+  OneNode forward("Resize", {{"x", random_values(DType::kFloat, {1, 2, 3, 4}, 510)}, {"", Tensor()}, {"scales", floats({1, 1, 2, 2})}},
+                  {DType::kFloat});
+  OneNode backward("ResizeGrad", {{"dy", random_values(DType::kFloat, {1, 2, 6, 8}, 511)}, {"s", ints({1, 2, 3, 4})}},
+                   {DType::kFloat}, kAmpDomain);
+  for (OneNode* one : {&forward, &backward}) {
+    one->node->set_attr(Attribute::of_string("mode", "cubic"));
+    try {
+      make_backend("cuda")->compile(one->m, {})->run(one->feeds, one->outputs);
+      ADD_FAILURE() << one->node->op_type() << " cubic ran on the device";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(one->node->op_type() + " mode 'cubic' has no device kernel"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // A block with the zoo's ops in it, on [4, 4, 6, 6] inputs: Conv+bias -> Relu -> reflect Pad
 // (asymmetric: [4, 4, 9, 9]) -> bilinear Resize by 1.5 as torch exports it (pytorch_half_pixel:
 // [4, 4, 13, 13]) -> GlobalAveragePool -> Flatten -> Einsum "nc,kc->nk" with a weight (a Linear
