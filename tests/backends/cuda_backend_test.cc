@@ -113,9 +113,6 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
     Node* n = g.add_node(op, {x, x}, 1);
     EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
   }
-  EXPECT_NE(b.unsupported_reason(*g.add_node("GridSampleGrad", {x, x, x}, {"dx_grid", "dgrid"}, kAmpDomain))
-                .find("no device kernel for GridSampleGrad"),
-            std::string::npos);
   // Resize's cubic mode (the device's Resize interpolates between two inputs), and its gradient.
   Node* cubic = g.add_node("Resize", {x}, 1);
   cubic->set_attr(Attribute::of_string("mode", "cubic"));

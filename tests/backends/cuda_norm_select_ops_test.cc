@@ -240,9 +240,10 @@ TEST(CudaNormSelectOps, MaxUnpoolAndRoiAlignMatchTheCpuExactly) {
       }
 }
 
-// GridSample in every mode, padding_mode and align_corners, a grid reaching past the map, in the
-// three float types and with a float grid for a float16 X: the CPU's results bit for bit.
-TEST(CudaNormSelectOps, GridSampleMatchesTheCpuExactly) {
+// GridSample and its gradient (ai.onnx_amp GridSampleGrad: dX and dGrid, and each alone) in every
+// mode, padding_mode and align_corners, a grid reaching past the map, in the three float types and
+// with a float grid for a float16 X: the CPU's results bit for bit.
+TEST(CudaNormSelectOps, GridSampleAndItsGradientMatchTheCpuExactly) {
   REQUIRE_GPU();
   uint32_t seed = 790;
   for (DType t : kFloats)
@@ -257,7 +258,32 @@ TEST(CudaNormSelectOps, GridSampleMatchesTheCpuExactly) {
           one.attr(Attribute::of_string("padding_mode", padding));
           one.attr(Attribute::of_int("align_corners", align));
           expect_parity(one, 0.0);
+          const Tensor grid = one.feeds[1].second;
+          OneNode grad("GridSampleGrad",
+                       {{"dy", random_tensor(t, {2, 3, 4, 7}, seed++)}, {"x", one.feeds[0].second}, {"grid", grid}}, {t, t},
+                       kAmpDomain);
+          for (const Attribute& a : one.node->attributes()) grad.attr(a.copy_without_graphs());
+          expect_parity(grad, 0.0);
         }
+  for (int wanted = 0; wanted < 2; ++wanted) {  // dX alone, dGrid alone (the other output absent)
+    OneNode grad("GridSampleGrad",
+                 {{"dy", random_tensor(DType::kFloat, {1, 2, 3, 3}, seed++)},
+                  {"x", random_tensor(DType::kFloat, {1, 2, 4, 5}, seed++)},
+                  {"grid", random_tensor(DType::kFloat, {1, 3, 3, 2}, seed++, -1.3f, 1.3f)}},
+                 {}, kAmpDomain);
+    Graph& g = *grad.m.graph;
+    const std::string name = wanted ? "dgrid" : "dx";
+    Node* unnamed = grad.node;
+    grad.node = g.add_node("GridSampleGrad", grad.node->inputs(),
+                           wanted ? std::vector<std::string>{Graph::kAbsent, name} : std::vector<std::string>{name, Graph::kAbsent},
+                           kAmpDomain);
+    g.remove_node(unnamed);
+    grad.node->output(static_cast<size_t>(wanted))->set_type(ValueType::tensor(DType::kFloat));
+    g.add_output(grad.node->output(static_cast<size_t>(wanted)));
+    grad.outputs = {name};
+    grad.attr(Attribute::of_string("mode", "bicubic"));
+    expect_parity(grad, 0.0);
+  }
   OneNode mixed("GridSample",
                 {{"x", random_tensor(DType::kFloat16, {1, 2, 4, 4}, seed++)},
                  {"grid", random_tensor(DType::kFloat, {1, 3, 3, 2}, seed++, -1.3f, 1.3f)}},

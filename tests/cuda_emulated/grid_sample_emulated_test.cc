@@ -1,4 +1,5 @@
-// grid_sample.cu on the fiber emulator against the CPU backend's one-node GridSample, bit for bit,
+// grid_sample.cu on the fiber emulator against the CPU backend's one-node GridSample (and its
+// gradient, ai.onnx_amp GridSampleGrad: dX and dGrid), bit for bit,
 // in float, float16 and bfloat16: every mode (bilinear, nearest, bicubic) x padding_mode (zeros,
 // border, reflection) x align_corners, with a grid reaching past the map, points on pixel centres
 // and edges (exact halves for nearest's rounding), a non-finite grid value, a grid of another float
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/amp_ops.h"
 #include "graph/half.h"
 #include "tests/support/cuda_emulator.h"
 #include "tests/support/guarded_buffer.h"
@@ -88,6 +90,46 @@ TEST(CudaKernelsEmulated, GridSampleMatchesTheCpuBitForBit) {
   // 2 * 3 * 63 = 378 outputs over one block of 256 threads: the loop goes round.
   expect_like_cpu(DType::kFloat16, DType::kFloat, "bicubic", "reflection", 0, 1);
   expect_like_cpu(DType::kFloat, DType::kBFloat16, "bilinear", "border", 1, 1);
+}
+
+// GridSampleGrad: dX and dGrid together and each alone, against the CPU's, bit for bit.
+void expect_grad_like_cpu(DType xt, DType gt, const char* mode, const char* padding, int align, int sm_count) {
+  SCOPED_TRACE(std::string("gradient, ") + std::string(dtype_name(xt)) + " X, " + std::string(dtype_name(gt)) + " grid, " +
+               mode + " " + padding + " align_corners " + std::to_string(align));
+  const Tensor dy = of_floats(xt, {2, 3, 9, 7}, uniform(2 * 3 * 9 * 7, 32, -1.0f, 1.0f));
+  const Tensor x = of_floats(xt, {2, 3, 5, 6}, uniform(2 * 3 * 5 * 6, 30, -2.0f, 2.0f));
+  const Tensor grid = of_floats(gt, {2, 9, 7, 2}, grid_points());
+  test::OneNode node("GridSampleGrad", {{"dy", dy}, {"x", x}, {"grid", grid}}, {xt, gt}, kAmpDomain);
+  node.attr(Attribute::of_string("mode", mode));
+  node.attr(Attribute::of_string("padding_mode", padding));
+  node.attr(Attribute::of_int("align_corners", align));
+  const std::vector<Tensor> want = node.run_cpu();
+  emu::GridSampleShape s;
+  s.batch = 2;
+  s.channels = 3;
+  s.height = 5;
+  s.width = 6;
+  s.out_h = 9;
+  s.out_w = 7;
+  s.mode = std::string(mode) == "bilinear" ? 0 : std::string(mode) == "nearest" ? 1 : 2;
+  s.padding = std::string(padding) == "zeros" ? 0 : std::string(padding) == "border" ? 1 : 2;
+  s.align_corners = align != 0;
+  test::GuardedBuffer d(dy), in(x), points(grid), ws(emu::grid_sample_grad_workspace(s), 0x5a);
+  for (int wanted = 0; wanted < 3; ++wanted) {  // both, dX alone, dGrid alone
+    test::GuardedBuffer dx(want[0].nbytes(), 0xa5), dgrid(want[1].nbytes(), 0xa5);
+    emu::grid_sample_grad(xt, gt, s, d.data(), in.data(), points.data(), wanted == 2 ? nullptr : dx.data(),
+                          wanted == 1 ? nullptr : dgrid.data(), ws.data(), sm_count, nullptr);
+    if (wanted != 2) EXPECT_EQ(std::memcmp(dx.data(), want[0].data(), want[0].nbytes()), 0) << "dX differs from the CPU's";
+    if (wanted != 1) EXPECT_EQ(std::memcmp(dgrid.data(), want[1].data(), want[1].nbytes()), 0) << "dGrid differs from the CPU's";
+  }
+}
+
+TEST(CudaKernelsEmulated, GridSampleGradMatchesTheCpuBitForBit) {
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (const char* mode : {"bilinear", "nearest", "bicubic"})
+      for (const char* padding : {"zeros", "border", "reflection"})
+        for (int align = 0; align < 2; ++align) expect_grad_like_cpu(t, t, mode, padding, align, 2);
+  expect_grad_like_cpu(DType::kFloat16, DType::kFloat, "bicubic", "border", 1, 1);
 }
 
 TEST(CudaKernelsEmulated, GridSampleOfNoOutputsLaunchesNothing) {
