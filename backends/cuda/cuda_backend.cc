@@ -65,8 +65,6 @@ std::string CudaBackend::unsupported_reason(const Node& n) const {
       if (d.op == n.op_type() && std::find(d.types.begin(), d.types.end(), first) == d.types.end())
         return n.op_type() + " runs on the device only on " + std::string(d.names) + " tensors, not " +
                std::string(dtype_name(first));
-  if ((n.op_type() == "Resize" || n.op_type() == "ResizeGrad") && n.attr_string("mode", "nearest") == "cubic")
-    return n.op_type() + " mode 'cubic' has no device kernel";
   if (find_cuda_op(n.domain(), n.op_type())) return "";
   if (n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp) return "";
   if (elem_op_of(n)) return "";

@@ -113,13 +113,6 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
     Node* n = g.add_node(op, {x, x}, 1);
     EXPECT_NE(b.unsupported_reason(*n).find(std::string("no device kernel for ") + op), std::string::npos) << op;
   }
-  // Resize's cubic mode (the device's Resize interpolates between two inputs), and its gradient.
-  Node* cubic = g.add_node("Resize", {x}, 1);
-  cubic->set_attr(Attribute::of_string("mode", "cubic"));
-  EXPECT_EQ(b.unsupported_reason(*cubic), "Resize mode 'cubic' has no device kernel");
-  Node* cubic_grad = g.add_node("ResizeGrad", {x, i}, {"dx_cubic"}, kAmpDomain);
-  cubic_grad->set_attr(Attribute::of_string("mode", "cubic"));
-  EXPECT_EQ(b.unsupported_reason(*cubic_grad), "ResizeGrad mode 'cubic' has no device kernel");
 }
 
 // ---- parity with the CPU backend
