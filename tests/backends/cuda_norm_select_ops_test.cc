@@ -341,6 +341,61 @@ TEST(CudaNormSelectOps, ATrainingStepThroughInstanceNormalizationTracksTheCpu) {
   }
 }
 
+// A spatial transformer's sampler: Tanh(Conv) features sampled (GridSample, bicubic with border
+// padding) at a grid another Conv predicts, pooled, a classifier. Its mixed-precision training step
+// runs GridSample (fp32: it is on the Deny list) and GridSampleGrad on the device: five steps'
+// losses and the trained parameters (both convolutions', through dX and through dGrid) track the
+// CPU's.
+Model grid_sample_block_model() {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  uint32_t seed = 820;
+  auto param = [&](const std::string& name, std::vector<int64_t> shape, float lo, float hi) {
+    Tensor t = random_tensor(DType::kFloat, std::move(shape), seed++, lo, hi);
+    t.name = name;
+    return g.add_initializer(std::move(t));
+  };
+  auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& out, std::vector<int64_t> shape) {
+    Node* n = g.add_node(op, in, {out});
+    n->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of(shape)));
+    return n;
+  };
+  Value* x = g.add_input("input", ValueType::tensor(DType::kFloat, Shape::of({4, 3, 6, 6})));
+  Node* c = node("Conv", {x, param("stem.weight", {4, 3, 3, 3}, -0.3f, 0.3f)}, "c", {4, 4, 6, 6});
+  c->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  Value* f = node("Tanh", {c->output(0)}, "f", {4, 4, 6, 6})->output(0);
+  Node* w = node("Conv", {x, param("where.weight", {2, 3, 3, 3}, -0.3f, 0.3f)}, "w", {4, 2, 3, 3});
+  w->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  w->set_attr(Attribute::of_ints("strides", {2, 2}));
+  Value* t = node("Tanh", {w->output(0)}, "t", {4, 2, 3, 3})->output(0);
+  Node* grid = node("Transpose", {t}, "grid", {4, 3, 3, 2});
+  grid->set_attr(Attribute::of_ints("perm", {0, 2, 3, 1}));
+  Node* sampled = node("GridSample", {f, grid->output(0)}, "sampled", {4, 4, 3, 3});
+  sampled->set_attr(Attribute::of_string("mode", "bicubic"));
+  sampled->set_attr(Attribute::of_string("padding_mode", "border"));
+  Value* pooled = node("GlobalAveragePool", {sampled->output(0)}, "pooled", {4, 4, 1, 1})->output(0);
+  Value* flat = node("Flatten", {pooled}, "flat", {4, 4})->output(0);
+  Node* fc = node("Gemm", {flat, param("fc.weight", {10, 4}, -0.5f, 0.5f)}, "logits", {4, 10});
+  fc->set_attr(Attribute::of_int("transB", 1));
+  g.add_output(fc->output(0));
+  return m;
+}
+
+TEST(CudaNormSelectOps, ATrainingStepThroughGridSampleTracksTheCpu) {
+  REQUIRE_GPU();
+  for (DType precision : kFloats) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = test::mixed_precision_step(grid_sample_block_model(), precision);
+    std::vector<std::string> ops;
+    for (const Node* n : step.model.graph->nodes()) ops.push_back(n->op_type());
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "GridSample"), 1);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "GridSampleGrad"), 1);
+    test::expect_device_steps_track_cpu(step, random_tensor(DType::kFloat, {4, 3, 6, 6}, 830),
+                                        random_tensor(DType::kInt64, {4}, 831, 0, 10), 5, 10.0);
+  }
+}
+
 #endif
 
 }  // namespace
