@@ -568,8 +568,8 @@ std::vector<OpSchema> schemas() {
   out.push_back(std::move(pad_grad));
 
   OpSchema resize_grad = grad_schema("ResizeGrad",
-                                     "Gradient of Resize's X (nearest or linear): each element of dY, times the "
-                                     "weights it was interpolated with, added into the elements it read.");
+                                     "Gradient of Resize's X (nearest, linear or cubic): each element of dY, times "
+                                     "the weights it was interpolated with, added into the elements it read.");
   resize_grad.Input(0, "dY", "Gradient of Resize's output.", "T")
       .Input(1, "shape", "Shape of Resize's X.", "tensor(int64)")
       .Input(2, "scales", "Resize's scales (empty when it had sizes).", "tensor(float)", OpSchema::Optional)
@@ -577,6 +577,8 @@ std::vector<OpSchema> schemas() {
       .Attr("mode", "As Resize's.", AttributeProto::STRING, std::string("nearest"))
       .Attr("coordinate_transformation_mode", "As Resize's.", AttributeProto::STRING, std::string("half_pixel"))
       .Attr("nearest_mode", "As Resize's.", AttributeProto::STRING, std::string("round_prefer_floor"))
+      .Attr("cubic_coeff_a", "As Resize's.", AttributeProto::FLOAT, -0.75f)
+      .Attr("exclude_outside", "As Resize's.", AttributeProto::INT, static_cast<int64_t>(0))
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 1); });
   out.push_back(std::move(resize_grad));
 
@@ -598,6 +600,27 @@ std::vector<OpSchema> schemas() {
       .Attr("spatial_scale", "As RoiAlign's.", AttributeProto::FLOAT, 1.0f)
       .TypeAndShapeInferenceFunction([](InferenceContext& ctx) { shape_from_input(ctx, 0, 3); });
   out.push_back(std::move(roi_align_grad));
+
+  OpSchema grid_sample_grad =
+      grad_schema("GridSampleGrad",
+                  "Gradients of GridSample's X and grid: each element of dY, times the weights of the taps it "
+                  "read, added into those elements of X; the grid's, the weights' derivative along the sampled "
+                  "coordinate times X's values there, summed over channels (mode nearest: 0), times the "
+                  "unnormalization's and (bilinear, nearest) the padding's slope.");
+  grid_sample_grad.Input(0, "dY", "Gradient of GridSample's output.", "T")
+      .Input(1, "X", "GridSample's X.", "T")
+      .Input(2, "grid", "GridSample's grid.", "T2")
+      .Output(0, "dX", "Gradient of X.", "T", OpSchema::Optional)
+      .Output(1, "dgrid", "Gradient of the grid.", "T2", OpSchema::Optional)
+      .TypeConstraint("T2", kFloatTypes, "The grid's floating-point type.")
+      .Attr("mode", "As GridSample's.", AttributeProto::STRING, std::string("bilinear"))
+      .Attr("padding_mode", "As GridSample's.", AttributeProto::STRING, std::string("zeros"))
+      .Attr("align_corners", "As GridSample's.", AttributeProto::INT, static_cast<int64_t>(0))
+      .TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+        like_input(ctx, 1, 0);
+        like_input(ctx, 2, 1);
+      });
+  out.push_back(std::move(grid_sample_grad));
 
   OpSchema sum_to = grad_schema("SumToShape",
                                 "Sums X over the axes along which a tensor of the given shape was broadcast to "

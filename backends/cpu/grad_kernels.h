@@ -23,6 +23,7 @@ const std::vector<OpEntry>& grad_scatter_ops();
 const std::vector<OpEntry>& grad_pad_ops();     // pad.cc
 const std::vector<OpEntry>& grad_resize_ops();  // resize.cc
 const std::vector<OpEntry>& grad_roi_align_ops();  // roi_align.cc
+const std::vector<OpEntry>& grad_grid_sample_ops();  // grid_sample.cc
 const std::vector<OpEntry>& grad_all_finite_ops();
 const std::vector<OpEntry>& grad_softmax_ops();
 const std::vector<OpEntry>& amp_elementwise_ops();

@@ -10,7 +10,7 @@ const OpEntry* find_amp_op(std::string_view op) {
   static const std::unordered_map<std::string_view, const OpEntry*> index = [] {
     std::unordered_map<std::string_view, const OpEntry*> m;
     for (const auto* family : {&grad_conv_ops(), &grad_pool_ops(), &grad_norm_ops(), &grad_loss_ops(),
-                               &grad_scatter_ops(), &grad_pad_ops(), &grad_resize_ops(), &grad_roi_align_ops(), &grad_all_finite_ops(), &grad_softmax_ops(), &amp_elementwise_ops(),
+                               &grad_scatter_ops(), &grad_pad_ops(), &grad_resize_ops(), &grad_roi_align_ops(), &grad_grid_sample_ops(), &grad_all_finite_ops(), &grad_softmax_ops(), &amp_elementwise_ops(),
                                &fused_elementwise_ops(), &all_reduce_ops(), &attention_ops(), &recurrent_grad_ops(),
                                &bitwise_ops(), &scatter_elements_opset18_ops(), &scatter_nd_opset18_ops(),
                                &deform_conv_ops(), &col2im_ops()})

@@ -186,6 +186,7 @@ const std::vector<OpEntry>& non_max_suppression_ops();
 const std::vector<OpEntry>& max_unpool_ops();
 const std::vector<OpEntry>& unique_ops();
 const std::vector<OpEntry>& roi_align_ops();
+const std::vector<OpEntry>& grid_sample_ops();
 
 // Factory helper: a kernel class constructed from (node, opset), with the op's shape rule.
 template <class K>

@@ -14,7 +14,7 @@ const std::vector<OpEntry>& op_table() {
                                &tile_ops(), &cumsum_ops(), &gather_elements_ops(), &depth_to_space_ops(), &top_k_ops(),
                                &gather_nd_ops(), &nonzero_ops(), &compress_ops(), &eye_like_ops(), &reverse_sequence_ops(),
                                &hardmax_ops(), &non_max_suppression_ops(), &max_unpool_ops(),
-                               &unique_ops(), &roi_align_ops(),
+                               &unique_ops(), &roi_align_ops(), &grid_sample_ops(),
                                &quantize_ops(), &recurrent_ops(), &scan_ops(), &control_flow_ops()})
       for (const OpEntry& e : *family) all.push_back(with_shape_rule(e, ""));
     return all;

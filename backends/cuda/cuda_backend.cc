@@ -54,6 +54,7 @@ std::string CudaBackend::unsupported_reason(const Node& n) const {
       {"InstanceNormalization", floats, "float, float16 and bfloat16"},
       {"MeanVarianceNormalization", floats, "float, float16 and bfloat16"},
       {"ReduceLogSumExp", floats, "float, float16 and bfloat16"},
+      {"GridSample", floats, "float, float16 and bfloat16"},
       {"RoiAlign", {DType::kFloat, DType::kFloat16}, "float and float16"},
       {"TopK",
        {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble, DType::kInt32, DType::kInt64},

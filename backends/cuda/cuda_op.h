@@ -165,6 +165,7 @@ const std::vector<CudaOpEntry>& top_k_ops();          // top_k_ops.cc
 const std::vector<CudaOpEntry>& max_unpool_ops();     // max_unpool_ops.cc
 const std::vector<CudaOpEntry>& roi_align_ops();      // roi_align_ops.cc
 const std::vector<CudaOpEntry>& deform_conv_ops();    // deform_conv_ops.cc
+const std::vector<CudaOpEntry>& grid_sample_ops();    // grid_sample_ops.cc
 const std::vector<CudaOpEntry>& indexing_ops();     // indexing_ops.cc
 const std::vector<CudaOpEntry>& float_class_ops();  // float_class_ops.cc
 const std::vector<CudaOpEntry>& broadcast_ops();    // broadcast_ops.cc

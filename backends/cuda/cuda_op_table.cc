@@ -13,7 +13,7 @@ const std::vector<CudaOpEntry>& cuda_op_table() {
                                &collective_ops(), &pad_ops(), &resize_ops(), &scatter_nd_ops(),
                                &einsum_ops(), &attention_ops(), &int_compare_ops(), &lrn_ops(), &arg_extremum_ops(),
                                &quantize_ops(), &cast_ops(), &instance_norm_ops(),
-                               &top_k_ops(), &max_unpool_ops(), &roi_align_ops(), &deform_conv_ops(), &indexing_ops(), &float_class_ops(),
+                               &top_k_ops(), &max_unpool_ops(), &roi_align_ops(), &deform_conv_ops(), &grid_sample_ops(), &indexing_ops(), &float_class_ops(),
                                &broadcast_ops()})
       all.insert(all.end(), family->begin(), family->end());
     return all;

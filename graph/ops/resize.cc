@@ -12,7 +12,8 @@ ResizeAttrs resize_attrs(const Node& n, int64_t opset) {
   const std::string mode = n.attr_string("mode", "nearest");
   if (mode == "nearest") a.mode = ResizeAttrs::Mode::kNearest;
   else if (mode == "linear" || mode == "bilinear" || mode == "trilinear") a.mode = ResizeAttrs::Mode::kLinear;
-  else throw InputError("Resize mode '" + mode + "' is not supported (nearest and linear are)");
+  else if (mode == "cubic") a.mode = ResizeAttrs::Mode::kCubic;
+  else throw InputError("Resize mode '" + mode + "' is not supported (nearest, linear and cubic are)");
   // Opset 10's Resize is asymmetric with floor for nearest (as Upsample).
   const std::string coord = opset < 11 ? "asymmetric" : n.attr_string("coordinate_transformation_mode", "half_pixel");
   if (coord == "half_pixel") a.coord = ResizeAttrs::Coord::kHalfPixel;
@@ -28,7 +29,8 @@ ResizeAttrs resize_attrs(const Node& n, int64_t opset) {
   else if (nearest == "floor") a.nearest = ResizeAttrs::Nearest::kFloor;
   else if (nearest == "ceil") a.nearest = ResizeAttrs::Nearest::kCeil;
   else throw InputError("Resize nearest_mode '" + nearest + "' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil");
-  if (n.attr_int("exclude_outside", 0) != 0) throw InputError("Resize exclude_outside=1 is not supported");
+  a.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
+  a.cubic_a = static_cast<double>(n.attr_float("cubic_coeff_a", -0.75f));
   return a;
 }
 
@@ -62,19 +64,54 @@ std::vector<double> resize_inverse_scales(const std::vector<int64_t>& in, const 
   return s;
 }
 
+namespace {
+
+// The source coordinate of output index o under the coordinate transformation.
+double source_coordinate(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double inverse, double resized) {
+  const double x = static_cast<double>(o);
+  switch (a.coord) {
+    case ResizeAttrs::Coord::kHalfPixel: return inverse * (x + 0.5) - 0.5;
+    case ResizeAttrs::Coord::kPytorchHalfPixel: return out > 1 ? inverse * (x + 0.5) - 0.5 : 0.0;
+    case ResizeAttrs::Coord::kAlignCorners: return out > 1 ? static_cast<double>(in - 1) / (resized - 1) * x : 0.0;
+    case ResizeAttrs::Coord::kAsymmetric: return inverse * x;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<CubicTap> resize_cubic_taps(const ResizeAttrs& a, int64_t in, int64_t out, double inverse, double resized) {
+  std::vector<CubicTap> taps(static_cast<size_t>(out));
+  if (in == 0) return taps;
+  const double A = a.cubic_a;
+  auto near = [A](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };      // |d| <= 1
+  auto far = [A](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };  // 1 < |d| < 2
+  for (int64_t o = 0; o < out; ++o) {
+    const double src = source_coordinate(a, o, in, out, inverse, resized);
+    const double fl = std::floor(src), t = src - fl;
+    const int64_t first = static_cast<int64_t>(fl) - 1;
+    CubicTap& c = taps[static_cast<size_t>(o)];
+    const double w[4] = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+    double kept = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t at = first + k;
+      const bool outside = at < 0 || at >= in;
+      c.i[k] = std::clamp<int64_t>(at, 0, in - 1);
+      c.w[k] = a.exclude_outside && outside ? 0.0 : w[k];
+      kept += c.w[k];
+    }
+    if (a.exclude_outside)
+      for (double& v : c.w) v /= kept;
+  }
+  return taps;
+}
+
 std::vector<ResizeTap> resize_taps(const ResizeAttrs& a, int64_t in, int64_t out, double inverse, double resized) {
   std::vector<ResizeTap> taps(static_cast<size_t>(out));
   if (in == 0) return taps;
-  const double corners = out > 1 ? static_cast<double>(in - 1) / (resized - 1) : 0.0;
   for (int64_t o = 0; o < out; ++o) {
     const double x = static_cast<double>(o);
-    double src = 0;
-    switch (a.coord) {
-      case ResizeAttrs::Coord::kHalfPixel: src = inverse * (x + 0.5) - 0.5; break;
-      case ResizeAttrs::Coord::kPytorchHalfPixel: src = out > 1 ? inverse * (x + 0.5) - 0.5 : 0.0; break;
-      case ResizeAttrs::Coord::kAlignCorners: src = corners * x; break;
-      case ResizeAttrs::Coord::kAsymmetric: src = inverse * x; break;
-    }
+    double src = source_coordinate(a, o, in, out, inverse, resized);
     ResizeTap& t = taps[static_cast<size_t>(o)];
     if (a.mode == ResizeAttrs::Mode::kNearest) {
       // PyTorch's nearest_idx: the same index, then floor(o * scale) in float.

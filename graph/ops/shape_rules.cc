@@ -584,6 +584,18 @@ ShapeFn roi_align_rule(const Node& n, int64_t) {
   };
 }
 
+// GridSample: X [N, C, H, W] sampled at grid [N, H_out, W_out, 2] gives [N, C, H_out, W_out] of X's type.
+void grid_sample(ShapeQuery& q) {
+  const TensorFacts &x = q.input(0), &grid = q.input(1);
+  if (x.shape && x.shape->rank() != 4) throw InputError("GridSample takes a 4-D X, not " + shape_text(x.shape));
+  if (grid.shape && (grid.shape->rank() != 4 || (grid.shape->dims[3].value && *grid.shape->dims[3].value != 2)))
+    throw InputError("GridSample's grid must be [N, H_out, W_out, 2], not " + shape_text(grid.shape));
+  const Dim n = x.shape ? x.shape->dims[0] : grid.shape ? grid.shape->dims[0] : unknown();
+  put(q, 0, x.dtype,
+      Shape{{n, x.shape ? x.shape->dims[1] : unknown(), grid.shape ? grid.shape->dims[1] : unknown(),
+             grid.shape ? grid.shape->dims[2] : unknown()}});
+}
+
 // MaxUnpool: output_shape (input 2) when given, else per spatial dim (in - 1) · stride - pads + kernel.
 ShapeFn max_unpool_rule(const Node& n, int64_t) {
   const std::vector<int64_t> kernel = n.attr_ints("kernel_shape"), strides = n.attr_ints("strides"), pads = n.attr_ints("pads");
@@ -1617,6 +1629,7 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
         {"MaxUnpool", {max_unpool_rule, {2}}},
         {"Unique", {unique_rule, {}}},
         {"RoiAlign", {roi_align_rule, {}}},
+        {"GridSample", {plain<grid_sample>, {}}},
         {"Einsum", {einsum_rule, {}}},
         {"Expand", {plain<expand>, {1}}},
         {"Concat", {concat_rule, {}}},

@@ -8,7 +8,7 @@
 // each other's permutation; ReverseSequence is its own inverse; Compress places dY at the kept
 // positions (ai.onnx_amp GatherGrad, as Gather's gradient does, at the condition's NonZero
 // indices); MaxUnpool's X reads dY back at its indices (a Gather); RoiAlign's X gets ai.onnx_amp
-// RoiAlignGrad.
+// RoiAlignGrad, GridSample's X and grid ai.onnx_amp GridSampleGrad.
 #include "graph/amp_ops.h"
 #include "passes/autodiff/gradient_rules.h"
 
@@ -201,6 +201,17 @@ Grads roi_align(GradContext& c) {
   return g;
 }
 
+// GridSample: ai.onnx_amp GridSampleGrad(dY, X, grid) gives both X's and the grid's gradients (the
+// forward's attributes), PyTorch's grid_sampler_2d_backward; only the wanted ones are computed.
+Grads grid_sample(GradContext& c) {
+  std::vector<Attribute> a;
+  for (const Attribute& at : c.node.attributes()) a.push_back(at.copy_without_graphs());
+  const ValueType none;
+  auto outs = c.b.emit("GridSampleGrad", {c.dy[0], c.x(0), c.x(1)},
+                       {c.wants(0) ? c.x(0)->type() : none, c.wants(1) ? c.x(1)->type() : none}, std::move(a), kAmpDomain);
+  return {outs[0], outs[1]};
+}
+
 }  // namespace
 
 void add_indexing_gradients(GradRuleTable& t) {
@@ -218,6 +229,7 @@ void add_indexing_gradients(GradRuleTable& t) {
   t["Compress"] = compress;
   t["MaxUnpool"] = max_unpool;
   t["RoiAlign"] = roi_align;
+  t["GridSample"] = grid_sample;
 }
 
 }  // namespace amp

@@ -44,6 +44,8 @@ Grads resize(GradContext& c) {
   a.push_back(Attribute::of_string("coordinate_transformation_mode",
                                    c.node.attr_string("coordinate_transformation_mode", "half_pixel")));
   a.push_back(Attribute::of_string("nearest_mode", c.node.attr_string("nearest_mode", "round_prefer_floor")));
+  a.push_back(Attribute::of_float("cubic_coeff_a", c.node.attr_float("cubic_coeff_a", -0.75f)));
+  a.push_back(Attribute::of_int("exclude_outside", c.node.attr_int("exclude_outside", 0)));
   Grads g(c.node.inputs().size(), nullptr);
   g[0] = c.b.emit("ResizeGrad", in, {c.x(0)->type()}, std::move(a), kAmpDomain)[0];
   return g;

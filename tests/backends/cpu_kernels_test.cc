@@ -624,6 +624,106 @@ TEST(CpuKernels, ResizeMatchesPyTorchsInterpolateInEveryFloatType) {
   check(cases, "resize");
 }
 
+// Resize mode cubic against F.interpolate(mode='bicubic') (A = -0.75, outside taps read the edge):
+// align_corners False (half_pixel) up by a scale and down to a size, True (align_corners) to a
+// size, and ResizeGrad's dX against its autograd; against ONNX's own reference (interpolate_nd
+// with cubic_coeffs) where torch has no counterpart: 3-D, asymmetric, cubic_coeff_a -0.5 with
+// exclude_outside. In the four float types: float32 against float64, 16-bit against the emulated
+// reference (fp32, one rounding).
+TEST(CpuKernels, ResizeCubicMatchesTorchAndOnnxsReference) {
+  std::vector<Case> cases;
+  struct Mode {
+    const char* ref;
+    const char* coord;
+    std::vector<int64_t> in;
+    std::vector<float> scales;  // empty: sizes
+    std::vector<int64_t> sizes;
+    float a;
+    int exclude;
+  };
+  const Mode modes[] = {{"resize_bicubic_x2", "half_pixel", {2, 3, 5, 6}, {1, 1, 2, 2}, {}, -0.75f, 0},
+                        {"resize_bicubic_down", "half_pixel", {2, 3, 5, 6}, {}, {2, 3, 3, 4}, -0.75f, 0},
+                        {"resize_bicubic_corners", "align_corners", {2, 3, 5, 6}, {}, {2, 3, 9, 11}, -0.75f, 0},
+                        {"resize_cubic_3d", "half_pixel", {3, 4, 5}, {}, {5, 6, 3}, -0.75f, 0},
+                        {"resize_cubic_asymmetric", "asymmetric", {1, 2, 4, 5}, {1, 1, 1.5f, 0.6f}, {}, -0.75f, 0},
+                        {"resize_cubic_exclude", "pytorch_half_pixel", {1, 2, 4, 5}, {}, {1, 2, 7, 3}, -0.5f, 1}};
+  for (DType t : kFloatTypes)
+    for (const Mode& m : modes) {
+      auto attrs = [&] {
+        std::vector<Attribute> a;
+        a.push_back(Attribute::of_string("mode", "cubic"));
+        a.push_back(Attribute::of_string("coordinate_transformation_mode", m.coord));
+        a.push_back(Attribute::of_float("cubic_coeff_a", m.a));
+        a.push_back(Attribute::of_int("exclude_outside", m.exclude));
+        return a;
+      };
+      Tensor scales(DType::kFloat, {static_cast<int64_t>(m.scales.size())});
+      for (size_t i = 0; i < m.scales.size(); ++i) scales.mutable_as<float>()[i] = m.scales[i];
+      const Tensor x = random_tensor(t, m.in, -3, 3, 146);
+      Case c{m.ref + suffix(t), "Resize", {{"x", x}, {"", Tensor()}}, attrs(), 1, tolerance(t, 1, 1e-6)};
+      if (m.sizes.empty()) {
+        c.inputs.push_back({"scales", scales});
+      } else {
+        c.inputs.push_back({"", Tensor()});
+        c.inputs.push_back({"sizes", int64_tensor(m.sizes)});
+      }
+      cases.push_back(std::move(c));
+      if (std::string(m.ref).rfind("resize_bicubic", 0) != 0) continue;
+      // The gradient: dY of the forward's output dims, X's shape, and the scales when it had them.
+      std::vector<int64_t> out = m.sizes;
+      if (out.empty())
+        for (size_t i = 0; i < m.in.size(); ++i) out.push_back(static_cast<int64_t>(std::floor(m.in[i] * m.scales[i])));
+      Case g{std::string(m.ref) + "_grad" + suffix(t), "ResizeGrad",
+             {{"dy", random_tensor(t, out, -1, 1, 147)}, {"shape", int64_tensor(m.in)}}, attrs(), 1, tolerance(t, 1, 1e-6),
+             "ai.onnx_amp"};
+      if (!m.scales.empty()) g.inputs.push_back({"scales", scales});
+      cases.push_back(std::move(g));
+    }
+  check(cases, "resize_cubic");
+}
+
+// GridSample in every mode (bilinear, nearest, bicubic) x padding_mode (zeros, border, reflection)
+// x align_corners against F.grid_sample, and ai.onnx_amp GridSampleGrad's dX and dGrid against its
+// autograd, in the four float types: float32 against torch in float64; the 16-bit forward against
+// the emulated reference (fp32 torch, one rounding); the 16-bit gradient against torch in float64
+// rounded once, as the kernel sums in fp64 and rounds once, with a float32 grid (ONNX lets the
+// grid's type differ): bicubic's dGrid where border or reflection clamp all 16 taps onto one pixel
+// is 0 but for rounding noise, which a 16-bit comparison in steps cannot judge. The grid reaches
+// past [-1, 1], so every padding mode is exercised; one more case samples a float16 X with a
+// float32 grid.
+TEST(CpuKernels, GridSampleAndItsGradientMatchTorch) {
+  std::vector<Case> cases;
+  for (DType t : kFloatTypes)
+    for (const char* mode : {"bilinear", "nearest", "bicubic"})
+      for (const char* padding : {"zeros", "border", "reflection"})
+        for (int align = 0; align < 2; ++align) {
+          auto attrs = [&] {
+            std::vector<Attribute> a;
+            a.push_back(Attribute::of_string("mode", mode));
+            a.push_back(Attribute::of_string("padding_mode", padding));
+            a.push_back(Attribute::of_int("align_corners", align));
+            return a;
+          };
+          const std::string name = std::string(mode) + "_" + padding + "_" + std::to_string(align) + suffix(t);
+          const Tensor x = random_tensor(t, {2, 3, 5, 6}, -2, 2, 141), grid = random_tensor(t, {2, 4, 3, 2}, -1.3, 1.3, 142);
+          cases.push_back(Case{"grid_sample_" + name, "GridSample", {{"x", x}, {"grid", grid}}, attrs(), 1,
+                               tolerance(t, 1, 1e-6)});
+          const bool low = t == DType::kFloat16 || t == DType::kBFloat16;
+          cases.push_back(Case{"grid_sample_grad_" + name, "GridSampleGrad",
+                               {{"dy", random_tensor(t, {2, 3, 4, 3}, -1, 1, 143)},
+                                {"x", x},
+                                {"grid", low ? random_tensor(DType::kFloat, {2, 4, 3, 2}, -1.3, 1.3, 142) : grid}},
+                               attrs(), 2, tolerance(t, 1, 1e-6), "ai.onnx_amp"});
+        }
+  std::vector<Attribute> a;
+  a.push_back(Attribute::of_string("mode", "bicubic"));
+  cases.push_back(Case{"grid_sample_bicubic_zeros_0@float16_float32grid", "GridSample",
+                       {{"x", random_tensor(DType::kFloat16, {2, 3, 5, 6}, -2, 2, 144)},
+                        {"grid", random_tensor(DType::kFloat, {2, 4, 3, 2}, -1.3, 1.3, 145)}},
+                       std::move(a), 1, tolerance(DType::kFloat16, 1)});
+  check(cases, "grid_sample");
+}
+
 // ScatterND as Swin's shifted-window mask uses it (slices of a zero tensor set to a region's
 // number), rows and single elements, against numpy's indexed assignment in the four float types.
 TEST(CpuKernels, ScatterNDMatchesNumpy) {

@@ -1,6 +1,6 @@
 // The CUDA backend's InstanceNormalization, MeanVarianceNormalization, ReduceLogSumExp, TopK,
-// Hardmax, MaxUnpool, RoiAlign and ai.onnx_amp DeformConv (style-transfer and GAN normalisation, detection heads,
-// generation's top-k) against the CPU backend, the reference, through whole compiled models (two
+// Hardmax, MaxUnpool, RoiAlign, ai.onnx_amp DeformConv and GridSample (style-transfer and GAN
+// normalisation, detection heads, generation's top-k, spatial transformers) against the CPU backend, the reference, through whole compiled models (two
 // runs: the second replays a captured graph), in fp32, fp16 and bf16 where the device takes them;
 // and a training step through InstanceNormalization, whose gradient is autodiff's standard ops.
 // The kernels themselves are checked case by case on the fiber emulator (tests/cuda_emulated/).
@@ -84,7 +84,7 @@ TEST(CudaNormSelectOps, TheDeviceRunsThemAndRefusesOtherTypesByName) {
   Value* b = g.add_input("b", ValueType::tensor(DType::kBFloat16, Shape::of({2, 2})));
   const cuda::CudaBackend backend;
   for (const char* op : {"InstanceNormalization", "MeanVarianceNormalization", "ReduceLogSumExp", "TopK", "Hardmax",
-                         "MaxUnpool", "RoiAlign"}) {
+                         "MaxUnpool", "RoiAlign", "GridSample"}) {
     Node* n = g.add_node(op, {x}, std::vector<std::string>{std::string(op) + "_out"});
     EXPECT_EQ(backend.unsupported_reason(*n), "") << op;
   }
@@ -94,7 +94,8 @@ TEST(CudaNormSelectOps, TheDeviceRunsThemAndRefusesOtherTypesByName) {
                                                                {"ReduceLogSumExp", d},
                                                                {"Hardmax", d},
                                                                {"TopK", u},
-                                                               {"RoiAlign", b}};
+                                                               {"RoiAlign", b},
+                                                               {"GridSample", d}};
   for (const auto& [op, in] : refused) {
     Node* n = g.add_node(op, {in}, std::vector<std::string>{std::string(op) + "_" + in->name()});
     EXPECT_NE(backend.unsupported_reason(*n).find(std::string(op) + " runs on the device only on"), std::string::npos)
@@ -262,6 +263,58 @@ TEST(CudaNormSelectOps, DeformConvMatchesTheCpu) {
   }
 }
 
+// GridSample and its gradient (ai.onnx_amp GridSampleGrad: dX and dGrid, and each alone) in every
+// mode, padding_mode and align_corners, a grid reaching past the map, in the three float types and
+// with a float grid for a float16 X: the CPU's results bit for bit.
+TEST(CudaNormSelectOps, GridSampleAndItsGradientMatchTheCpuExactly) {
+  REQUIRE_GPU();
+  uint32_t seed = 790;
+  for (DType t : kFloats)
+    for (const char* mode : {"bilinear", "nearest", "bicubic"})
+      for (const char* padding : {"zeros", "border", "reflection"})
+        for (int align = 0; align < 2; ++align) {
+          SCOPED_TRACE(std::string(dtype_name(t)) + " " + mode + " " + padding + " " + std::to_string(align));
+          OneNode one("GridSample",
+                      {{"x", random_tensor(t, {2, 3, 5, 6}, seed++)}, {"grid", random_tensor(t, {2, 4, 7, 2}, seed++, -1.3f, 1.3f)}},
+                      {t});
+          one.attr(Attribute::of_string("mode", mode));
+          one.attr(Attribute::of_string("padding_mode", padding));
+          one.attr(Attribute::of_int("align_corners", align));
+          expect_parity(one, 0.0);
+          const Tensor grid = one.feeds[1].second;
+          OneNode grad("GridSampleGrad",
+                       {{"dy", random_tensor(t, {2, 3, 4, 7}, seed++)}, {"x", one.feeds[0].second}, {"grid", grid}}, {t, t},
+                       kAmpDomain);
+          for (const Attribute& a : one.node->attributes()) grad.attr(a.copy_without_graphs());
+          expect_parity(grad, 0.0);
+        }
+  for (int wanted = 0; wanted < 2; ++wanted) {  // dX alone, dGrid alone (the other output absent)
+    OneNode grad("GridSampleGrad",
+                 {{"dy", random_tensor(DType::kFloat, {1, 2, 3, 3}, seed++)},
+                  {"x", random_tensor(DType::kFloat, {1, 2, 4, 5}, seed++)},
+                  {"grid", random_tensor(DType::kFloat, {1, 3, 3, 2}, seed++, -1.3f, 1.3f)}},
+                 {}, kAmpDomain);
+    Graph& g = *grad.m.graph;
+    const std::string name = wanted ? "dgrid" : "dx";
+    Node* unnamed = grad.node;
+    grad.node = g.add_node("GridSampleGrad", grad.node->inputs(),
+                           wanted ? std::vector<std::string>{Graph::kAbsent, name} : std::vector<std::string>{name, Graph::kAbsent},
+                           kAmpDomain);
+    g.remove_node(unnamed);
+    grad.node->output(static_cast<size_t>(wanted))->set_type(ValueType::tensor(DType::kFloat));
+    g.add_output(grad.node->output(static_cast<size_t>(wanted)));
+    grad.outputs = {name};
+    grad.attr(Attribute::of_string("mode", "bicubic"));
+    expect_parity(grad, 0.0);
+  }
+  OneNode mixed("GridSample",
+                {{"x", random_tensor(DType::kFloat16, {1, 2, 4, 4}, seed++)},
+                 {"grid", random_tensor(DType::kFloat, {1, 3, 3, 2}, seed++, -1.3f, 1.3f)}},
+                {DType::kFloat16});
+  mixed.attr(Attribute::of_string("mode", "bicubic"));
+  expect_parity(mixed, 0.0);
+}
+
 // A style-transfer block — Conv, InstanceNormalization, ReLU, global pooling, a classifier — as
 // a mixed-precision training step: five steps' losses and the trained parameters (the norm's scale
 // and B among them) track the CPU's.
@@ -308,6 +361,61 @@ TEST(CudaNormSelectOps, ATrainingStepThroughInstanceNormalizationTracksTheCpu) {
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "InstanceNormalization"), 1);
     test::expect_device_steps_track_cpu(step, random_tensor(DType::kFloat, {4, 4, 6, 6}, 810),
                                         random_tensor(DType::kInt64, {4}, 811, 0, 10), 5, 10.0);
+  }
+}
+
+// A spatial transformer's sampler: Tanh(Conv) features sampled (GridSample, bicubic with border
+// padding) at a grid another Conv predicts, pooled, a classifier. Its mixed-precision training step
+// runs GridSample (fp32: it is on the Deny list) and GridSampleGrad on the device: five steps'
+// losses and the trained parameters (both convolutions', through dX and through dGrid) track the
+// CPU's.
+Model grid_sample_block_model() {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  uint32_t seed = 820;
+  auto param = [&](const std::string& name, std::vector<int64_t> shape, float lo, float hi) {
+    Tensor t = random_tensor(DType::kFloat, std::move(shape), seed++, lo, hi);
+    t.name = name;
+    return g.add_initializer(std::move(t));
+  };
+  auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& out, std::vector<int64_t> shape) {
+    Node* n = g.add_node(op, in, {out});
+    n->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of(shape)));
+    return n;
+  };
+  Value* x = g.add_input("input", ValueType::tensor(DType::kFloat, Shape::of({4, 3, 6, 6})));
+  Node* c = node("Conv", {x, param("stem.weight", {4, 3, 3, 3}, -0.3f, 0.3f)}, "c", {4, 4, 6, 6});
+  c->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  Value* f = node("Tanh", {c->output(0)}, "f", {4, 4, 6, 6})->output(0);
+  Node* w = node("Conv", {x, param("where.weight", {2, 3, 3, 3}, -0.3f, 0.3f)}, "w", {4, 2, 3, 3});
+  w->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  w->set_attr(Attribute::of_ints("strides", {2, 2}));
+  Value* t = node("Tanh", {w->output(0)}, "t", {4, 2, 3, 3})->output(0);
+  Node* grid = node("Transpose", {t}, "grid", {4, 3, 3, 2});
+  grid->set_attr(Attribute::of_ints("perm", {0, 2, 3, 1}));
+  Node* sampled = node("GridSample", {f, grid->output(0)}, "sampled", {4, 4, 3, 3});
+  sampled->set_attr(Attribute::of_string("mode", "bicubic"));
+  sampled->set_attr(Attribute::of_string("padding_mode", "border"));
+  Value* pooled = node("GlobalAveragePool", {sampled->output(0)}, "pooled", {4, 4, 1, 1})->output(0);
+  Value* flat = node("Flatten", {pooled}, "flat", {4, 4})->output(0);
+  Node* fc = node("Gemm", {flat, param("fc.weight", {10, 4}, -0.5f, 0.5f)}, "logits", {4, 10});
+  fc->set_attr(Attribute::of_int("transB", 1));
+  g.add_output(fc->output(0));
+  return m;
+}
+
+TEST(CudaNormSelectOps, ATrainingStepThroughGridSampleTracksTheCpu) {
+  REQUIRE_GPU();
+  for (DType precision : kFloats) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = test::mixed_precision_step(grid_sample_block_model(), precision);
+    std::vector<std::string> ops;
+    for (const Node* n : step.model.graph->nodes()) ops.push_back(n->op_type());
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "GridSample"), 1);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "GridSampleGrad"), 1);
+    test::expect_device_steps_track_cpu(step, random_tensor(DType::kFloat, {4, 3, 6, 6}, 830),
+                                        random_tensor(DType::kInt64, {4}, 831, 0, 10), 5, 10.0);
   }
 }
 

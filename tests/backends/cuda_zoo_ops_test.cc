@@ -6,6 +6,7 @@
 // kernels on the fiber emulator) and skip in test_backends.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -324,6 +325,63 @@ TEST(CudaZooOps, ResizeGradMatchesTheCpu) {
       expect_parity(one, 1.0);
     }
   }
+}
+
+// Resize in cubic mode and its gradient (cubic_coeff_a, exclude_outside; scales and sizes; up and
+// down; a 3-D input) through the per-axis read lists: the CPU's results within the device's fp32
+// sums' rounding (the CPU sums cubic taps in fp64, nested by axis); double within 1e-12, as the
+// device multiplies each tap's weights first.
+TEST(CudaZooOps, ResizeCubicAndItsGradientMatchTheCpu) {
+  REQUIRE_GPU();
+  auto expect_like_cpu = [](const OneNode& one, DType t) {
+    if (t != DType::kDouble) return expect_parity(one, 1.0);
+    const Tensor cpu = make_backend("cpu")->compile(one.m, {})->run(one.feeds, one.outputs)[0];
+    const Tensor gpu = make_backend("cuda")->compile(one.m, {})->run(one.feeds, one.outputs)[0];
+    ASSERT_EQ(gpu.dims, cpu.dims);
+    for (int64_t k = 0; k < cpu.numel(); ++k)
+      EXPECT_NEAR(gpu.as<double>()[k], cpu.as<double>()[k], 1e-12 * (1 + std::fabs(cpu.as<double>()[k]))) << k;
+  };
+  struct Case {
+    const char* coord;
+    std::vector<int64_t> shape;
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+    float a;
+    int exclude;
+  };
+  const Case cases[] = {
+      {"half_pixel", {2, 3, 5, 6}, {1, 1, 2, 2}, {}, -0.75f, 0},
+      {"align_corners", {2, 3, 5, 6}, {}, {2, 3, 9, 4}, -0.75f, 0},
+      {"pytorch_half_pixel", {1, 2, 6, 5}, {}, {1, 2, 3, 7}, -0.5f, 1},
+      {"asymmetric", {3, 4, 5}, {1, 1.5f, 0.6f}, {}, -0.75f, 0},
+  };
+  uint32_t seed = 520;
+  for (const Case& c : cases)
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble}) {
+      SCOPED_TRACE(std::string(c.coord) + " " + std::string(dtype_name(t)));
+      auto attrs = [&](OneNode& one) {
+        one.node->set_attr(Attribute::of_string("mode", "cubic"));
+        one.node->set_attr(Attribute::of_string("coordinate_transformation_mode", c.coord));
+        one.node->set_attr(Attribute::of_float("cubic_coeff_a", c.a));
+        one.node->set_attr(Attribute::of_int("exclude_outside", c.exclude));
+      };
+      Feeds in = {{"x", random_values(t, c.shape, seed++)}, {"", Tensor()}};
+      if (c.sizes.empty()) {
+        in.push_back({"scales", floats(c.scales)});
+      } else {
+        in.push_back({"", Tensor()});
+        in.push_back({"sizes", ints(c.sizes)});
+      }
+      OneNode forward("Resize", in, {t});
+      attrs(forward);
+      expect_like_cpu(forward, t);
+      const std::vector<int64_t> out = resize_output_dims(c.shape, c.scales, c.sizes);
+      Feeds grad_in = {{"dy", random_values(t, out, seed++)}, {"s", ints(c.shape)}};
+      if (!c.scales.empty()) grad_in.push_back({"scales", floats(c.scales)});
+      OneNode backward("ResizeGrad", grad_in, {t}, kAmpDomain);
+      attrs(backward);
+      expect_like_cpu(backward, t);
+    }
 }
 
 // A block with the zoo's ops in it, on [4, 4, 6, 6] inputs: Conv+bias -> Relu -> reflect Pad

@@ -682,6 +682,70 @@ def col2im_loops(x, image, block, strides, pads):
     return y
 
 
+def as_reference(a):
+    """a in torch: float64 for float32 and float64 cases (the verdict on fp32 is against float64),
+    float32 for the 16-bit ones (the emulated reference)."""
+    dtype = torch.float64 if KIND in ("float32", "float64") else torch.float32
+    return torch.from_numpy(np.ascontiguousarray(a)).to(dtype)
+
+
+def bicubic(i, align, **size):
+    return F.interpolate(as_reference(i["x"]), mode="bicubic", align_corners=align, **size).numpy()
+
+
+def bicubic_grad(i, align, **size):
+    """ResizeGrad (cubic) by F.interpolate's autograd: dX of a forward over an X of the given shape."""
+    x = torch.zeros(tuple(int(d) for d in i["shape"]), dtype=as_reference(i["dy"]).dtype, requires_grad=True)
+    F.interpolate(x, mode="bicubic", align_corners=align, **size).backward(as_reference(i["dy"]))
+    return x.grad.numpy()
+
+
+def onnx_cubic(i, coord, A, exclude, sizes=None, scales=None):
+    """ONNX's own Resize reference (onnx.backend.test.case.node.resize): numpy in float64 for every
+    type (rounded once to the 16-bit types, as the kernel's fp64 sums are)."""
+    from onnx.backend.test.case.node.resize import cubic_coeffs, interpolate_nd
+    x = i["x"].astype(np.float64)
+    return interpolate_nd(x, lambda r: cubic_coeffs(r, A), output_size=sizes,
+                          scale_factors=None if scales is None else np.array(scales, np.float32).astype(np.float64),
+                          coordinate_transformation_mode=coord, exclude_outside=exclude)
+
+
+CASES.update({
+    "resize_bicubic_x2": (lambda i: bicubic(i, False, scale_factor=2), None),
+    "resize_bicubic_down": (lambda i: bicubic(i, False, size=(3, 4)), None),
+    "resize_bicubic_corners": (lambda i: bicubic(i, True, size=(9, 11)), None),
+    "resize_bicubic_x2_grad": (lambda i: bicubic_grad(i, False, scale_factor=2), None),
+    "resize_bicubic_down_grad": (lambda i: bicubic_grad(i, False, size=(3, 4)), None),
+    "resize_bicubic_corners_grad": (lambda i: bicubic_grad(i, True, size=(9, 11)), None),
+    "resize_cubic_3d": (lambda i: onnx_cubic(i, "half_pixel", -0.75, False, sizes=[5, 6, 3]), None),
+    "resize_cubic_asymmetric": (lambda i: onnx_cubic(i, "asymmetric", -0.75, False, scales=[1, 1, 1.5, 0.6]), None),
+    "resize_cubic_exclude": (lambda i: onnx_cubic(i, "pytorch_half_pixel", -0.5, True, sizes=[1, 2, 7, 3]), None),
+})
+
+def grid_sample(i, mode, padding, align):
+    x, grid = as_reference(i["x"]), as_reference(i["grid"])
+    return F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=bool(align)).numpy()
+
+
+def grid_sample_grad(i, mode, padding, align):
+    """GridSampleGrad's dX and dGrid by autograd, in float64 for every type: the kernel sums in fp64
+    and rounds once."""
+    dy, x, grid = [torch.from_numpy(np.ascontiguousarray(i[k])).to(torch.float64) for k in ("dy", "x", "grid")]
+    x.requires_grad_()
+    grid.requires_grad_()
+    F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=bool(align)).backward(dy)
+    return [x.grad.numpy(), grid.grad.numpy()]
+
+
+for _mode in ("bilinear", "nearest", "bicubic"):
+    for _padding in ("zeros", "border", "reflection"):
+        for _align in (0, 1):
+            _name = "%s_%s_%d" % (_mode, _padding, _align)
+            CASES["grid_sample_" + _name] = (lambda i, m=_mode, p=_padding, a=_align: grid_sample(i, m, p, a), None)
+            CASES["grid_sample_grad_" + _name] = (lambda i, m=_mode, p=_padding, a=_align: grid_sample_grad(i, m, p, a),
+                                                  "then_grid")
+
+
 def unique(x, ordered=True, axis=None):
     """ONNX's Unique by numpy's: Y, first indices, inverse indices, counts; unsorted: by first appearance."""
     y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)
@@ -764,6 +828,8 @@ def main():
             kind = out_kind or first
             if out_kind == "then_int64":  # TopK, Unique: values in the input's type, then int64 indices
                 kind = first if k == 0 else "int64"
+            elif out_kind == "then_grid":  # GridSampleGrad: dX in X's type, dGrid in the grid's
+                kind = first if k == 0 else kinds["grid"]
             elif out_kind == "typed":  # the integer ops: each output in the type the reference made
                 kind = str(np.asarray(o).dtype)
             if out_kind == "stats":  # LayerNorm: Y in the input's type, Mean / InvStdDev in float32 (or 64)

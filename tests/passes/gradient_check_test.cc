@@ -25,7 +25,7 @@ namespace {
 constexpr double kStep = 1e-5;
 constexpr double kTolerance = 2e-6;  // relative to max(1, |finite difference|)
 
-enum class Fill { kRandom, kPositive, kSpread, kWide, kSomeZeros, kInside, kAboveOne };
+enum class Fill { kRandom, kPositive, kSpread, kWide, kSomeZeros, kInside, kAboveOne, kPastEdges };
 
 // One input of the node under test: a differentiable float64 graph input, or a constant.
 struct In {
@@ -105,6 +105,8 @@ Tensor random_tensor(const std::vector<int64_t>& dims, Fill fill, std::mt19937& 
       p[i] = 0.9 * u(rng);  // inside (-1, 1) away from its ends: Asin, Acos, Atanh
     } else if (fill == Fill::kAboveOne) {
       p[i] = 1 + pos(rng);  // in [1.5, 3]: Acosh
+    } else if (fill == Fill::kPastEdges) {
+      p[i] = 1.3 * u(rng);  // GridSample's grid: inside [-1, 1] and past it, into every padding mode
     } else if (fill == Fill::kSpread) {
       p[i] = -1 + 2 * (grid[next++ % grid.size()] + 0.5) / 1000.0;
     } else if (fill == Fill::kWide) {
@@ -325,6 +327,13 @@ std::vector<Case> cases() {
     resize("ResizeBilinear", "linear", "pytorch_half_pixel", {x({1, 2, 3, 3}), none, by2});
     resize("ResizeBilinearSizes", "linear", "pytorch_half_pixel", {x({1, 2, 4, 3}), none, none, ints({1, 2, 3, 5})});
     resize("ResizeBilinearCorners", "linear", "align_corners", {x({1, 1, 3, 4}), none, none, ints({1, 1, 5, 7})});
+    // Cubic: by 2 (half_pixel), to sizes (align_corners; asymmetric over three axes), and
+    // cubic_coeff_a -0.5 with exclude_outside.
+    resize("ResizeCubic", "cubic", "half_pixel", {x({1, 2, 3, 3}), none, by2});
+    resize("ResizeCubicCorners", "cubic", "align_corners", {x({1, 1, 4, 3}), none, none, ints({1, 1, 3, 5})});
+    resize("ResizeCubic3D", "cubic", "asymmetric", {x({3, 4, 3}), none, none, ints({4, 3, 5})});
+    add(make("ResizeCubicExcludeOutside", "Resize", {x({1, 2, 4, 3}), none, none, ints({1, 2, 6, 2})},
+             {string_attr("mode", "cubic"), float_attr("cubic_coeff_a", -0.5f), int_attr("exclude_outside", 1)}));
   }
   // ScatterND's data (Swin's mask): dY with the written rows zeroed.
   add(make("ScatterNDData", "ScatterND",
@@ -534,6 +543,14 @@ std::vector<Case> cases() {
     amp_op(make("Col2Im", "Col2Im", {x({2, 12, 9}), ints({4, 3}), ints({2, 3})},
                 {ints_attr("strides", {2, 1}), ints_attr("pads", {1, 1, 1, 1}), ints_attr("dilations", {1, 1})}));
   }
+  // GridSample (ai.onnx_amp GridSampleGrad, dX and dGrid) in every mode, padding_mode and
+  // align_corners, with a grid reaching past the map. Nearest's dGrid is 0 (its weights are steps).
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* padding : {"zeros", "border", "reflection"})
+      for (int align = 0; align < 2; ++align)
+        add(make(std::string("GridSample_") + mode + "_" + padding + "_" + std::to_string(align), "GridSample",
+                 {x({2, 2, 3, 4}), x({2, 3, 2, 2}, Fill::kPastEdges)},
+                 {string_attr("mode", mode), string_attr("padding_mode", padding), int_attr("align_corners", align)}));
   // reductions
   add(make("ReduceSum", "ReduceSum", {x({2, 3, 4}), ints({1})}, {int_attr("keepdims", 0)}));
   add(make("ReduceSumAll", "ReduceSum", {x({2, 3})}, {int_attr("keepdims", 1)}));

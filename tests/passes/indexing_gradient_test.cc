@@ -109,5 +109,16 @@ TEST(IndexingGradient, ScatterMaxAndMinShareTiesAsPyTorchsScatterReduce) {
   }
 }
 
+// GridSample (ai.onnx_amp GridSampleGrad) against torch's grid_sample backward: grid_sample_block,
+// a convolution's map sampled at a grid another convolution predicts, in three modes and paddings;
+// the stem's gradients pass through dX, the predicting convolution's through dGrid.
+TEST(IndexingGradient, GridSampleGetsPyTorchsGradientsThroughXAndTheGrid) {
+  TorchExport e = torch_export("grid_sample_block");
+  int grid_samples = 0;
+  for (const Node* n : e.model.graph->nodes()) grid_samples += n->op_type() == "GridSample";
+  EXPECT_EQ(grid_samples, 3);
+  expect_pytorch_gradients(e, 2e-5, 1e-4);
+}
+
 }  // namespace
 }  // namespace amp::test

@@ -22,6 +22,10 @@ DIR/reference.npz: the input "input", the "labels", PyTorch's cross-entropy "los
   roi_align_block     torchvision.ops.roi_align (RoiAlign, aligned) of a convolution's map: with a
                       fixed sampling grid, and with an adaptive one at half scale, over regions on
                       both batch entries, one reaching past the map's edge.
+  grid_sample_block   grid_sample (GridSample) of a convolution's map at a grid another convolution
+                      predicts (a spatial transformer's sampler): bilinear with zeros padding,
+                      bicubic with border and align_corners, nearest with reflection, so the
+                      parameters' gradients pass through both X and the grid.
   norm_reduce_block   nn.InstanceNorm2d (affine: InstanceNormalization) and a head over three
                       per-channel summaries: torch.logsumexp (ReduceLogSumExp), torch.norm p=2
                       and p=1 (ReduceL2, ReduceL1).
@@ -175,6 +179,24 @@ class RoiAlignBlock(nn.Module):
         return self.head(torch.stack([feats[0], feats[1] + feats[2]]))
 
 
+class GridSampleBlock(nn.Module):
+    """grid_sample (GridSample) at a predicted grid between convolutions and the head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, 3, padding=1)
+        self.where = nn.Conv2d(3, 2, 3, stride=2, padding=1)
+        self.head = nn.Linear(12, 10)
+
+    def forward(self, x):
+        f = torch.tanh(self.stem(x))  # [N, 4, 16, 16]
+        grid = 1.2 * torch.tanh(self.where(x)).permute(0, 2, 3, 1)  # [N, 8, 8, 2], past the map's edges too
+        a = nn.functional.grid_sample(f, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        b = nn.functional.grid_sample(f, 0.9 * grid, mode="bicubic", padding_mode="border", align_corners=True)
+        c = nn.functional.grid_sample(f, grid, mode="nearest", padding_mode="reflection", align_corners=False)
+        return self.head(torch.cat([a.mean([2, 3]), b.mean([2, 3]), c.mean([2, 3])], 1))
+
+
 class NormReduceBlock(nn.Module):
     """InstanceNormalization and the norm-like reductions as PyTorch exports them."""
 
@@ -260,6 +282,7 @@ def recurrent(*args, **kw):
 
 MODELS = {"channel_shuffle": ChannelShuffle, "mobilenet_v3_block": MobileNetV3Block, "zoo_ops_block": ZooOpsBlock,
           "indexing_block": IndexingBlock, "roi_align_block": RoiAlignBlock,
+          "grid_sample_block": GridSampleBlock,
           "norm_reduce_block": NormReduceBlock,
           "unet_block": UNetBlock, "resnet_bottleneck": ResNetBottleneck,
           "lstm": recurrent("LSTM", False, False, True), "bilstm_h0": recurrent("LSTM", True, True, False),
