@@ -80,7 +80,7 @@ TEST_F(ImportErrors, UnknownDomain) {
 }
 
 TEST_F(ImportErrors, UnsupportedOpset) {
-  EXPECT_TRUE(Contains(load_error(dir_ + "/opset23.onnx"), dir_ + "/opset23.onnx: unsupported opset 23"));
+  EXPECT_TRUE(Contains(load_error(dir_ + "/opset25.onnx"), dir_ + "/opset25.onnx: unsupported opset 25"));
 }
 
 TEST_F(ImportErrors, UndefinedInput) {

@@ -31,7 +31,7 @@ save(model_with([helper.make_node("Relu", ["x"], ["y"], name="elsewhere", domain
      "unknown_domain.onnx")
 save(model_with([helper.make_node("Frob", ["x"], ["y"], name="custom", domain="com.example")],
                 [("", 17), ("com.example", 1)]), "custom_op.onnx")
-save(model_with([helper.make_node("Relu", ["x"], ["y"], name="new")], [("", 23)]), "opset23.onnx")
+save(model_with([helper.make_node("Relu", ["x"], ["y"], name="new")], [("", 25)]), "opset25.onnx")
 save(model_with([helper.make_node("Relu", ["nowhere"], ["y"], name="dangling")], [("", 17)]), "undefined_input.onnx")
 save(model_with([helper.make_node("Cast", ["x"], ["y"], name="untyped")], [("", 17)]), "missing_attribute.onnx")
 
