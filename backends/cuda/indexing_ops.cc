@@ -10,6 +10,7 @@
 #include "backends/cuda/cumsum.cuh"
 #include "backends/cuda/gather_elements.cuh"
 #include "backends/cuda/gather_nd.cuh"
+#include "backends/cuda/scatter_reduction.h"
 #include "backends/cuda/reverse_sequence.cuh"
 #include "graph/error.h"
 
@@ -61,11 +62,7 @@ class GatherElements final : public CudaOp {
 class ScatterElements final : public CudaOp {
  public:
   ScatterElements(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {
-    const std::string r = n.attr_string("reduction", "none");
-    if (r == "none") reduction_ = 0;
-    else if (r == "add") reduction_ = 1;
-    else if (r == "mul") reduction_ = 2;
-    else throw InputError("ScatterElements reduction '" + r + "' is not supported (none, add and mul are)");
+    reduction_ = scatter_reduction_code(n);
   }
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     const TensorDesc &data = *s.in.at(0), &indices = *s.in.at(1), &updates = *s.in.at(2);
@@ -129,6 +126,7 @@ const std::vector<CudaOpEntry>& indexing_ops() {
       {"", "CumSum", make_op<CumSum>, {1}},
       {"", "GatherElements", make_op<GatherElements>},
       {"", "ScatterElements", make_op<ScatterElements>},
+      {kAmpDomain, "ScatterElements", make_op<ScatterElements>},
       {"", "GatherND", make_op<GatherND>},
       {"", "ReverseSequence", make_op<ReverseSequence>},
   };

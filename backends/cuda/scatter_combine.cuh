@@ -1,6 +1,7 @@
 // How ScatterND and ScatterElements combine an update with what is there on the device, as the
-// CPU's scatter_combine (backends/cpu/kernel_util.h): add and mul in the element's type, 16-bit
-// floats in fp32 rounded once, bool as or / and; and the element types they take.
+// CPU's scatter_combine (backends/cpu/scatter_reduction.h): add and mul in the element's type,
+// 16-bit floats in fp32 rounded once, max and min by comparison, bool as or / and; and the element
+// types they take.
 #pragma once
 
 #include <cstdint>
@@ -12,25 +13,36 @@
 
 namespace amp::cuda {
 
-// reduction: 0 none (b replaces a), 1 add, 2 mul, as the ops' shape structs carry it.
+// reduction: 0 none (b replaces a), 1 add, 2 mul, 3 max, 4 min (opset 18's, ai.onnx_amp's
+// ScatterElements / ScatterND), as the ops' shape structs carry it (scatter_reduction.h). Max and
+// min take a NaN from either side, as the CPU's (numpy's maximum / minimum, PyTorch's amax / amin).
+template <class T, class C>
+__device__ __forceinline__ T scatter_pick(T a, T b, C fa, C fb, int reduction) {
+  if (reduction == 3) return (fb > fa || fb != fb) ? b : a;
+  return (fb < fa || fb != fb) ? b : a;
+}
 template <class T>
 __device__ __forceinline__ T scatter_combine(T a, T b, int reduction) {
   if (reduction == 0) return b;
+  if (reduction >= 3) return scatter_pick(a, b, a, b, reduction);
   return reduction == 2 ? static_cast<T>(a * b) : static_cast<T>(a + b);
 }
 template <>
 __device__ __forceinline__ bool scatter_combine<bool>(bool a, bool b, int reduction) {
-  return reduction == 0 ? b : reduction == 2 ? (a && b) : (a || b);
+  // add and max: or; mul and min: and.
+  return reduction == 0 ? b : (reduction == 2 || reduction == 4) ? (a && b) : (a || b);
 }
 template <>
 __device__ __forceinline__ __half scatter_combine<__half>(__half a, __half b, int reduction) {
   if (reduction == 0) return b;
+  if (reduction >= 3) return scatter_pick(a, b, to_float(a), to_float(b), reduction);
   return from_float<__half>(reduction == 2 ? to_float(a) * to_float(b) : to_float(a) + to_float(b));
 }
 template <>
 __device__ __forceinline__ __nv_bfloat16 scatter_combine<__nv_bfloat16>(__nv_bfloat16 a, __nv_bfloat16 b,
                                                                          int reduction) {
   if (reduction == 0) return b;
+  if (reduction >= 3) return scatter_pick(a, b, to_float(a), to_float(b), reduction);
   return from_float<__nv_bfloat16>(reduction == 2 ? to_float(a) * to_float(b) : to_float(a) + to_float(b));
 }
 

@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/scatter_nd.cuh"
+#include "backends/cuda/scatter_reduction.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -18,11 +19,7 @@ std::string dims_text(const std::vector<int64_t>& d) {
 class ScatterND final : public CudaOp {
  public:
   ScatterND(const Node& n, int64_t) {
-    const std::string r = n.attr_string("reduction", "none");
-    if (r == "none") reduction_ = 0;
-    else if (r == "add") reduction_ = 1;
-    else if (r == "mul") reduction_ = 2;
-    else throw InputError("ScatterND reduction '" + r + "' is not supported (none, add and mul are)");
+    reduction_ = scatter_reduction_code(n);
   }
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     const TensorDesc& data = *s.in[0];
@@ -75,7 +72,8 @@ class ScatterND final : public CudaOp {
 }  // namespace
 
 const std::vector<CudaOpEntry>& scatter_nd_ops() {
-  static const std::vector<CudaOpEntry> ops = {{"", "ScatterND", make_op<ScatterND>}};
+  static const std::vector<CudaOpEntry> ops = {{"", "ScatterND", make_op<ScatterND>},
+                                               {kAmpDomain, "ScatterND", make_op<ScatterND>}};
   return ops;
 }
 

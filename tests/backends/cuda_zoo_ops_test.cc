@@ -124,7 +124,8 @@ TEST(CudaZooOps, NormLikeReductionsAndGlobalMaxPoolMatchTheCpuTheRestAreRefusedB
 
 // ScatterND with duplicate-free index tuples of every length (whole rows, a row of a matrix,
 // single elements) in the float types, double and integer and bool types; repeated tuples keep the last write, as the
-// CPU's one-at-a-time loop does; add and mul apply repeated tuples in order. Bit for bit.
+// CPU's one-at-a-time loop does; add and mul apply repeated tuples in order; opset 18's max and min
+// (ai.onnx_amp ScatterND) keep the larger or smaller, a repeated tuple included. Bit for bit.
 TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
   REQUIRE_GPU();
   struct Case {
@@ -139,6 +140,8 @@ TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
       {{5, 3, 4}, {4, 1}, {1, 3, 1, 0}, "none"},                              // a repeated row: the last wins
       {{5, 3, 4}, {4, 2}, {1, 2, 0, 0, 1, 2, 4, 1}, "add"},                   // repeated (1, 2), in order
       {{5, 3, 4}, {3, 1}, {2, 2, 4}, "mul"},
+      {{5, 3, 4}, {4, 2}, {1, 2, 0, 0, 1, 2, 4, 1}, "max"},                   // opset 18's (ai.onnx_amp)
+      {{5, 3, 4}, {3, 3}, {4, 2, 3, 4, 2, 3, 2, 1, 1}, "min"},
   };
   uint32_t seed = 100;
   for (const Case& c : cases) {
@@ -146,6 +149,8 @@ TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
     types.push_back(DType::kDouble);
     if (std::string(c.reduction) == "none") types.insert(types.end(), {DType::kInt64, DType::kBool});
     if (std::string(c.reduction) == "add") types.push_back(DType::kInt32);
+    const bool opset18 = std::string(c.reduction) == "max" || std::string(c.reduction) == "min";
+    if (opset18) types.insert(types.end(), {DType::kInt64, DType::kBool});
     for (DType t : types) {
       SCOPED_TRACE(std::string(c.reduction) + " " + std::string(dtype_name(t)) + " indices " + std::to_string(c.indices.size()) +
                    "-d, k " + std::to_string(c.indices.back()));
@@ -160,7 +165,7 @@ TEST(CudaZooOps, ScatterNDMatchesTheCpu) {
         return t == DType::kDouble ? random_values(t, dims, seed++) : random_tensor(t, dims, seed++, lo, hi);
       };
       Feeds in = {{"x", values(c.data)}, {"i", idx}, {"u", values(updates)}};
-      OneNode one("ScatterND", in, {t});
+      OneNode one("ScatterND", in, {t}, opset18 ? kAmpDomain : "");
       one.node->set_attr(Attribute::of_string("reduction", c.reduction));
       expect_parity(one, 0.0);
     }
