@@ -1,8 +1,8 @@
 #include "graph/onnx_newer_opsets.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -553,27 +553,9 @@ class Lowering {
     const bool widen = type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16;
     const int32_t math = widen ? TensorProto::FLOAT : type;
     auto tmp = [&](const std::string& what) { return fresh(y + "/" + what); };
-    auto add = [&](const std::string& op, std::vector<std::string> in, const std::string& what) {
-      const std::string v = tmp(what);
-      out.push_back(make(n, op, std::move(in), v));
-      return v;
-    };
-    auto cast = [&](const std::string& v, int32_t to) {
-      const std::string c = tmp("cast");
-      NodeProto node = make(n, "Cast", {v}, c);
-      set_attr(node, "to", int64_t{to});
-      out.push_back(std::move(node));
-      return c;
-    };
     const std::string one = constant(out, n, scalar_tensor(1.0, math), "one"),
                       two = constant(out, n, scalar_tensor(2.0, math), "two");
-    auto int64_scalar = [&](int64_t v, const std::string& what) {
-      TensorProto t;
-      t.set_data_type(TensorProto::INT64);
-      t.add_int64_data(v);
-      return constant(out, n, std::move(t), what);
-    };
-    const std::string zero_i = int64_scalar(0, "zero_int"), one_i = int64_scalar(1, "one_int");
+    const std::string zero_i = int64_scalar(out, n, 0, "zero_int"), one_i = int64_scalar(out, n, 1, "one_int");
     // The spatial extents [D,] H, W and the coordinates along each, in the order x (W), y (H)[, z (D)].
     // A constant size (the usual export) gives constants: the CUDA backend plans with their values.
     const std::optional<std::vector<int64_t>> fixed = constant_ints(chain, size);
@@ -583,37 +565,37 @@ class Lowering {
       if (fixed) return int64_constant(out, n, {fixed->begin() + begin, fixed->begin() + end}, what);
       const std::string from = int64_constant(out, n, {begin}, what + "_start"),
                         to = int64_constant(out, n, {end}, what + "_end");
-      return add("Slice", {size, from, to}, what);
+      return value(out, n, "Slice", {size, from, to}, what);
     };
     const std::string spatial = part(2, 2 + r, "spatial");
     std::vector<std::string> coords;
     for (int64_t k = 0; k < r; ++k) {
       const int64_t axis = 2 + r - 1 - k;  // x: the last axis of size
-      const std::string extent = fixed ? int64_scalar((*fixed)[static_cast<size_t>(axis)], "extent")
-                                       : add("Gather", {size, int64_scalar(axis, "axis")}, "extent");
-      const std::string steps = cast(add("Range", {zero_i, extent, one_i}, "steps"), math);
-      const std::string l = cast(extent, math);
-      const std::string odd = add("Add", {add("Mul", {steps, two}, "twice"), one}, "odd");
-      const std::string centered = add("Sub", {odd, l}, "centered");
-      const std::string den = align ? add("Max", {add("Sub", {l, one}, "gaps"), one}, "spacing") : l;
+      const std::string extent = fixed ? int64_scalar(out, n, (*fixed)[static_cast<size_t>(axis)], "extent")
+                                       : value(out, n, "Gather", {size, int64_scalar(out, n, axis, "axis")}, "extent");
+      const std::string steps = cast(out, n, value(out, n, "Range", {zero_i, extent, one_i}, "steps"), math, "cast");
+      const std::string l = cast(out, n, extent, math, "cast");
+      const std::string odd = value(out, n, "Add", {value(out, n, "Mul", {steps, two}, "twice"), one}, "odd");
+      const std::string centered = value(out, n, "Sub", {odd, l}, "centered");
+      const std::string den = align ? value(out, n, "Max", {value(out, n, "Sub", {l, one}, "gaps"), one}, "spacing") : l;
       std::vector<int64_t> shape(static_cast<size_t>(r), 1);
       shape[static_cast<size_t>(r - 1 - k)] = -1;  // along its own axis of [D,] H, W
-      const std::string along = add("Reshape", {add("Div", {centered, den}, "coordinate"),
+      const std::string along = value(out, n, "Reshape", {value(out, n, "Div", {centered, den}, "coordinate"),
                                                 int64_constant(out, n, shape, "coordinate_shape")}, "along");
-      coords.push_back(add("Expand", {along, spatial}, "coordinates"));
+      coords.push_back(value(out, n, "Expand", {along, spatial}, "coordinates"));
     }
-    coords.push_back(add("Expand", {one, spatial}, "ones"));
-    for (std::string& c : coords) c = add("Unsqueeze", {c, int64_constant(out, n, {-1}, "last")}, "column");
+    coords.push_back(value(out, n, "Expand", {one, spatial}, "ones"));
+    for (std::string& c : coords) c = value(out, n, "Unsqueeze", {c, int64_constant(out, n, {-1}, "last")}, "column");
     NodeProto concat = make(n, "Concat", coords, tmp("base"));
     set_attr(concat, "axis", int64_t{-1});
     const std::string base_grid = concat.output(0);
     out.push_back(std::move(concat));
-    const std::string rows = add("Reshape", {base_grid, int64_constant(out, n, {-1, r + 1}, "rows_shape")}, "rows");
-    NodeProto transpose = make(n, "Transpose", {widen ? cast(theta, math) : theta}, tmp("theta_t"));
+    const std::string rows = value(out, n, "Reshape", {base_grid, int64_constant(out, n, {-1, r + 1}, "rows_shape")}, "rows");
+    NodeProto transpose = make(n, "Transpose", {widen ? cast(out, n, theta, math, "cast") : theta}, tmp("theta_t"));
     set_attr(transpose, "perm", std::vector<int64_t>{0, 2, 1});
     const std::string theta_t = transpose.output(0);
     out.push_back(std::move(transpose));
-    const std::string points = add("MatMul", {rows, theta_t}, "points");  // [N, positions, r]
+    const std::string points = value(out, n, "MatMul", {rows, theta_t}, "points");  // [N, positions, r]
     const std::string batch = part(0, 1, "batch");
     const std::string point_size = int64_constant(out, n, {r}, "point_size");
     NodeProto grid_shape = make(n, "Concat", {batch, spatial, point_size}, tmp("grid_shape"));
@@ -648,16 +630,9 @@ class Lowering {
     // Opset 18's scale and bias hold one value per group, 21's one per channel.
     const bool per_channel = opset_ >= 21;
     auto tmp = [&](const std::string& what) { return fresh(y + "/" + what); };
-    auto cast = [&](const std::string& v, int32_t to) {
-      const std::string r = tmp("cast");
-      NodeProto c = make(n, "Cast", {v}, r);
-      set_attr(c, "to", int64_t{to});
-      out.push_back(std::move(c));
-      return r;
-    };
     const bool widen = type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16;
     const int32_t math = widen ? TensorProto::FLOAT : type;
-    const std::string xs = widen ? cast(x, TensorProto::FLOAT) : x;
+    const std::string xs = widen ? cast(out, n, x, TensorProto::FLOAT, "cast") : x;
     const std::string grouped_shape = int64_constant(out, n, {0, groups, -1}, "grouped_shape");
     const std::string grouped = tmp("grouped");
     out.push_back(make(n, "Reshape", {xs, grouped_shape}, grouped));
@@ -682,8 +657,8 @@ class Lowering {
     if (!per_channel) {  // per-group affine on the [N, G, -1] form
       const std::string gshape = int64_constant(out, n, {1, groups, 1}, "group_param_shape");
       const std::string s = tmp("scale"), b = tmp("bias"), zs = tmp("scaled"), zb = tmp("shifted");
-      out.push_back(make(n, "Reshape", {widen ? cast(scale, TensorProto::FLOAT) : scale, gshape}, s));
-      out.push_back(make(n, "Reshape", {widen ? cast(bias, TensorProto::FLOAT) : bias, gshape}, b));
+      out.push_back(make(n, "Reshape", {widen ? cast(out, n, scale, TensorProto::FLOAT, "cast") : scale, gshape}, s));
+      out.push_back(make(n, "Reshape", {widen ? cast(out, n, bias, TensorProto::FLOAT, "cast") : bias, gshape}, b));
       out.push_back(make(n, "Mul", {z, s}, zs));
       out.push_back(make(n, "Add", {zs, b}, zb));
       z = zb;
@@ -697,8 +672,8 @@ class Lowering {
       shape[1] = -1;
       const std::string cshape = int64_constant(out, n, shape, "channel_param_shape");
       const std::string s = tmp("scale"), b = tmp("bias"), zs = tmp("scaled"), zb = tmp("shifted");
-      out.push_back(make(n, "Reshape", {widen ? cast(scale, TensorProto::FLOAT) : scale, cshape}, s));
-      out.push_back(make(n, "Reshape", {widen ? cast(bias, TensorProto::FLOAT) : bias, cshape}, b));
+      out.push_back(make(n, "Reshape", {widen ? cast(out, n, scale, TensorProto::FLOAT, "cast") : scale, cshape}, s));
+      out.push_back(make(n, "Reshape", {widen ? cast(out, n, bias, TensorProto::FLOAT, "cast") : bias, cshape}, b));
       out.push_back(make(n, "Mul", {z, s}, zs));
       out.push_back(make(n, "Add", {zs, b}, zb));
       z = zb;
@@ -1214,9 +1189,12 @@ bool reads_dims(const GraphProto& g) {
 // lowering or the inference fails, nothing is declared and the real lowering says what is wrong.
 void declare_inferred_dims(onnx::ModelProto& p, const std::string& path, int64_t opset) {
   if (!reads_dims(p.graph())) return;
+  // The copy is made without the initializers (swapped out of p for it), then given the small ones.
+  google::protobuf::RepeatedPtrField<TensorProto> initializers;
+  initializers.Swap(p.mutable_graph()->mutable_initializer());
   onnx::ModelProto probe;
   probe.CopyFrom(p);
-  probe.mutable_graph()->clear_initializer();
+  initializers.Swap(p.mutable_graph()->mutable_initializer());
   for (const TensorProto& t : p.graph().initializer()) {
     if (t.dims_size() > 0 && t.ByteSizeLong() > 4096) {
       onnx::ValueInfoProto* vi = probe.mutable_graph()->add_input();

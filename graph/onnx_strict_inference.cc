@@ -10,9 +10,10 @@
 
 namespace amp {
 
-std::string strict_inference_error(const Model& m) {
+std::string strict_inference_error(const Model& m) { return strict_inference_error(to_shape_proto(m)); }
+
+std::string strict_inference_error(onnx::ModelProto p) {
   register_amp_op_schemas();
-  onnx::ModelProto p = to_shape_proto(m);
   onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/false);
   try {
     onnx::shape_inference::InferShapes(p, onnx::OpSchemaRegistry::Instance(), options);

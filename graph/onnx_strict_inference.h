@@ -9,9 +9,15 @@
 
 #include "graph/model.h"
 
+namespace onnx {
+class ModelProto;
+}
+
 namespace amp {
 
 // "" when the model passes; else ONNX's first error, on one line.
 std::string strict_inference_error(const Model& m);
+// The same for the model as to_shape_proto (graph/onnx_io.h) wrote it, which it consumes.
+std::string strict_inference_error(onnx::ModelProto p);
 
 }  // namespace amp

@@ -13,6 +13,7 @@
 
 namespace amp::cpu {
 
+// In this order: the CUDA kernels take the value (backends/cuda/scatter_combine.cuh: 0 none ... 4 min).
 enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
 
 // The node's reduction; InputError naming its op for an unknown one, and for max or min on a node

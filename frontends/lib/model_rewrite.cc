@@ -1,5 +1,7 @@
 #include "frontends/lib/model_rewrite.h"
 
+#include <onnx/onnx_pb.h>
+
 #include <filesystem>
 #include <set>
 
@@ -9,6 +11,7 @@
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 #include "graph/external_data.h"
+#include "graph/onnx_io.h"
 #include "graph/onnx_newer_opsets.h"
 #include "graph/onnx_strict_inference.h"
 #include "graph/verify.h"
@@ -78,8 +81,9 @@ RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string
                      (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : std::string()));
   // The import infers shapes leniently; ONNX's strict inference, which the full checker runs, may
   // still fail on the input (ONNX Runtime refuses such models). Judged after the passes: a rewrite
-  // that passes is written; one that fails is the input's fault when the input fails too.
-  const std::string input_inference = strict_inference_error(m);
+  // that passes is written; one that fails is the input's fault when the input fails too (the
+  // input's inference runs only then, on its form kept here).
+  onnx::ModelProto input_shapes = to_shape_proto(m);
   RewrittenModel r{std::move(m), policy, {}, {}, 0, 0, {}};
   r.casts_before = count_casts(r.model);
   r.activation_bytes_before = activation_bytes(r.model);
@@ -87,7 +91,7 @@ RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string
   pm.run(r.model);
   verify_or_throw(r.model);
   if (const std::string output_inference = strict_inference_error(r.model); !output_inference.empty()) {
-    if (!input_inference.empty())
+    if (const std::string input_inference = strict_inference_error(std::move(input_shapes)); !input_inference.empty())
       throw InputError(model_path + ": invalid model: ONNX's shape inference (strict, as its full check runs it) fails on it: " +
                        input_inference);
     throw Error(model_path + ": the rewrite fails ONNX's strict shape inference, which the input passes: " +
