@@ -1,7 +1,7 @@
 // Models at opsets 18-24 (graph/onnx_newer_opsets.h), built as protos here: each changed op read
 // through its opset-17 form, and what has no such form refused in one line naming the node, its op
 // and the opset. What the forms compute is checked against ONNX Runtime on the opset18 .. opset24
-// models of tests/corpus/project_models.py (corpus.models); that the attention recogniser fuses
+// models of tests/corpus/project_models.py (corpus.project); that the attention recogniser fuses
 // opset 23's Attention again, in tests/passes/recognize_attention_test.cc.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
