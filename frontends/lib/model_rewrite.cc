@@ -15,6 +15,7 @@
 #include "graph/onnx_newer_opsets.h"
 #include "graph/onnx_strict_inference.h"
 #include "graph/verify.h"
+#include "passes/autodiff/complete_shapes.h"
 #include "passes/pipelines.h"
 
 namespace amp {
@@ -84,6 +85,15 @@ RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string
   // that passes is written; one that fails is the input's fault when the input fails too (the
   // input's inference runs only then, on its form kept here).
   onnx::ModelProto input_shapes = to_shape_proto(m);
+  // A graph output ONNX's inference leaves without a rank (a Reshape to a computed shape upstream,
+  // as in opset 21's GroupNormalization body) cannot be written: the full checker requires a shape
+  // on every graph output. The shape rules fill in what follows from the inputs (ranks through such
+  // Reshapes, dims from Shape nodes); known types are never changed.
+  for (const Value* v : m.graph->outputs())
+    if (v->type().is_tensor() && !v->type().shape) {
+      complete_shapes(*m.graph);
+      break;
+    }
   RewrittenModel r{std::move(m), policy, {}, {}, 0, 0, {}};
   r.casts_before = count_casts(r.model);
   r.activation_bytes_before = activation_bytes(r.model);

@@ -251,5 +251,18 @@ TEST(AmpRewrite, VerifyEachRunsEveryPassChecked) {
                                               "amp-insert-casts", "cast-cleanup", "amp-record-decisions"}));
 }
 
+// A graph output ONNX's inference leaves unranked (after a Reshape to Shape(x), as in opset 21's
+// GroupNormalization body) is written with the shape the shape rules give it: the full checker
+// requires one on every graph output.
+TEST(AmpRewrite, AnOutputOnnxCannotRankIsWrittenWithItsShape) {
+  const std::string dir = test::temp_dir("rewrite_unranked");
+  const std::string script = test::source_dir() + "/tests/frontends/unranked_output_model.py";
+  std::string out;
+  ASSERT_EQ(test::run_python(script + " make " + dir + "/m.onnx", &out), 0) << out;
+  ASSERT_EQ(rewrite(dir + "/m.onnx -o " + dir + "/m.amp.onnx", &out), 0) << out;
+  ASSERT_EQ(test::run_python(script + " check " + dir + "/m.amp.onnx", &out), 0) << out;
+  EXPECT_NE(out.find("[1, 4, 3, 3]"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace amp
