@@ -118,6 +118,14 @@ class Lowering {
     names_.collect(p.graph());
   }
 
+  // The carried nodes of every graph that opset-17 ops can compute (bitwise(), col2im()), written
+  // so; returns how many.
+  int expand_carried_ops() {
+    int count = 0;
+    expand_carried_graph(*p_.mutable_graph(), {}, count);
+    return count;
+  }
+
   std::vector<std::string> run() {
     lower_graph(*p_.mutable_graph(), {});
     for (auto& t : *p_.mutable_training_info()) {
@@ -250,6 +258,259 @@ class Lowering {
     }
     g.clear_node();
     for (auto& n : nodes) *g.add_node() = std::move(n);
+  }
+
+  void expand_carried_graph(GraphProto& g, Chain chain, int& count) {
+    chain.push_back(&g);
+    std::vector<NodeProto> nodes;
+    for (const NodeProto& original : g.node()) {
+      NodeProto n = original;
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.has_g()) expand_carried_graph(*a.mutable_g(), chain, count);
+        for (auto& sub : *a.mutable_graphs()) expand_carried_graph(sub, chain, count);
+      }
+      if (n.domain() == kAmpDomain && n.op_type().rfind("Bitwise", 0) == 0) {
+        bitwise(std::move(n), chain, nodes);
+        ++count;
+      } else if (n.domain() == kAmpDomain && n.op_type() == "Col2Im" && col2im(n, chain, nodes)) {
+        ++count;
+      } else {
+        nodes.push_back(std::move(n));
+      }
+    }
+    g.clear_node();
+    for (auto& n : nodes) *g.add_node() = std::move(n);
+  }
+
+  // A 1-D constant of an integer type from int64 values (uint64: their bits).
+  std::string int_constant(std::vector<NodeProto>& out, const NodeProto& from, int32_t type,
+                           const std::vector<int64_t>& v, bool scalar, const std::string& what) {
+    TensorProto t;
+    t.set_data_type(type);
+    if (!scalar) t.add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) {
+      if (type == TensorProto::UINT64) t.add_uint64_data(static_cast<uint64_t>(x));
+      else t.add_int64_data(x);
+    }
+    return constant(out, from, std::move(t), what);
+  }
+
+  // BitwiseAnd / Or / Xor / Not (opset 18) in opset-17 ops, which have no bitwise operator: each
+  // operand as the 64-bit two's complement of its value (int8..int64 sign-extended, uint8..uint32
+  // zero-extended, uint64 as it is), split into its top bit (a bool) and its 63 low bits (0 / 1 in
+  // an int64 tensor along two new last axes, 3 groups of 21, by BitShifts on uint64); the op on
+  // those (Mul, Max, sum mod 2, 1 - bit; And, Or, Xor, Not on the top bits); the low bits summed
+  // back with their powers of two group by group, the top bit added as -2^63 (2^63 for uint64, by
+  // BitShift), and the 64-bit result read as the type: exact for the signed types, mod 2^W for
+  // the narrower unsigned ones (~x of a zero-extended x sets the bits above W). No step overflows,
+  // depends on an implementation-defined conversion or needs more than double's 53 bits.
+  void bitwise(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
+    const std::string op = n.op_type().substr(std::string("Bitwise").size());
+    const bool unary = op == "Not";
+    if (op != "And" && op != "Or" && op != "Xor" && op != "Not") refuse(n, "not a bitwise op");
+    if (n.input_size() < (unary ? 1 : 2) || n.output_size() < 1) refuse(n, "missing inputs or output");
+    const int32_t type = known_elem_type(chain, n.input(0));
+    int width = 0;
+    bool is_signed = true;
+    switch (type) {
+      case TensorProto::INT8: width = 8; break;
+      case TensorProto::INT16: width = 16; break;
+      case TensorProto::INT32: width = 32; break;
+      case TensorProto::INT64: width = 64; break;
+      case TensorProto::UINT8: width = 8, is_signed = false; break;
+      case TensorProto::UINT16: width = 16, is_signed = false; break;
+      case TensorProto::UINT32: width = 32, is_signed = false; break;
+      case TensorProto::UINT64: width = 64, is_signed = false; break;
+      default: refuse(n, "the element type of its input is not declared as an integer type");
+    }
+    const int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+    // The 63 low bits as 3 groups of 21 along two new last axes: bit 21 g + j at [g, j].
+    std::vector<int64_t> ups, powers;
+    for (int64_t k = 0; k < 63; ++k) ups.push_back(63 - k), powers.push_back(int64_t{1} << (k % 21));
+    const std::string last_axis = int64_constant(out, n, {-1}, "last_axis");
+    const std::string bits_up = constant(out, n, [&] {
+      TensorProto t;
+      t.set_data_type(TensorProto::UINT64);
+      t.add_dims(3);
+      t.add_dims(21);
+      for (int64_t u : ups) t.add_uint64_data(static_cast<uint64_t>(u));
+      return t;
+    }(), "bits_up");
+    const std::string to_bottom = int_constant(out, n, TensorProto::UINT64, {63}, true, "to_bottom");
+    auto shift = [&](const std::string& x, const std::string& by, const char* direction, const std::string& what) {
+      NodeProto& s = emit(out, n, "BitShift", {x, by}, what);
+      set_attr(s, "direction", std::string(direction));
+      return s.output(0);
+    };
+    // (low bits as int64 0 / 1 along a new last axis, top bit as bool)
+    auto split = [&](const std::string& x, const std::string& tag) {
+      std::string low, top;
+      if (type == TensorProto::UINT64) {
+        const std::string one = int_constant(out, n, TensorProto::UINT64, {1}, true, tag + "_one");
+        low = shift(shift(x, one, "LEFT", tag + "_up"), one, "RIGHT", tag + "_low");
+        const std::string at63 = int_constant(out, n, TensorProto::UINT64, {63}, true, tag + "_at63");
+        top = cast(out, n, shift(x, at63, "RIGHT", tag + "_top_bit"), TensorProto::BOOL, tag + "_top");
+      } else {
+        const std::string x64 = type == TensorProto::INT64 ? x : cast(out, n, x, TensorProto::INT64, tag + "_int64");
+        top = value(out, n, "Less", {x64, int_constant(out, n, TensorProto::INT64, {0}, true, tag + "_zero")}, tag + "_top");
+        // x + 2^63 where x < 0, as (x + (2^63 - 1)) + 1 on a value that is negative or -1.
+        const std::string negative =
+            value(out, n, "Where", {top, x64, int_constant(out, n, TensorProto::INT64, {-1}, true, tag + "_minus_one")},
+                  tag + "_negative");
+        const std::string lifted = value(
+            out, n, "Add",
+            {value(out, n, "Add", {negative, int_constant(out, n, TensorProto::INT64, {kMax}, true, tag + "_max")}, tag + "_lift"),
+             int_constant(out, n, TensorProto::INT64, {1}, true, tag + "_one")},
+            tag + "_lifted");
+        low = cast(out, n, value(out, n, "Where", {top, lifted, x64}, tag + "_low_int64"), TensorProto::UINT64, tag + "_low");
+      }
+      // Bit k moved to the top (left by 63 - k), then to the bottom (right by 63): shifts only, on
+      // uint64 (a Mod of values near 2^63 is computed in double by ONNX Runtime).
+      const std::string spread =
+          value(out, n, "Unsqueeze", {low, int64_constant(out, n, {-2, -1}, tag + "_new_axes")}, tag + "_spread");
+      const std::string raised = shift(spread, bits_up, "LEFT", tag + "_raised");
+      const std::string bits = cast(out, n, shift(raised, to_bottom, "RIGHT", tag + "_bit"), TensorProto::INT64, tag + "_bits");
+      return std::make_pair(bits, top);
+    };
+    const auto [a_bits, a_top] = split(n.input(0), "a");
+    std::string bits, top;
+    if (unary) {
+      bits = value(out, n, "Sub", {int_constant(out, n, TensorProto::INT64, {1}, true, "one"), a_bits}, "not_bits");
+      top = value(out, n, "Not", {a_top}, "not_top");
+    } else {
+      const auto [b_bits, b_top] = split(n.input(1), "b");
+      if (op == "And") bits = value(out, n, "Mul", {a_bits, b_bits}, "and_bits");
+      if (op == "Or") bits = value(out, n, "Max", {a_bits, b_bits}, "or_bits");
+      if (op == "Xor")
+        bits = value(out, n, "Mod",
+                     {value(out, n, "Add", {a_bits, b_bits}, "bit_sums"), int_constant(out, n, TensorProto::INT64, {2}, true, "two")},
+                     "xor_bits");
+      top = value(out, n, op, {a_top, b_top}, "top");
+    }
+    // Each group summed with its powers of two (below 2^21: exact even where ONNX Runtime's
+    // int64 ReduceSum accumulates in double), then the groups joined by exact int64 Mul and Add.
+    const std::string group_powers = constant(out, n, [&] {
+      TensorProto t;
+      t.set_data_type(TensorProto::INT64);
+      t.add_dims(3);
+      t.add_dims(21);
+      for (int64_t v : powers) t.add_int64_data(v);
+      return t;
+    }(), "group_powers");
+    NodeProto& sum = emit(out, n, "ReduceSum", {value(out, n, "Mul", {bits, group_powers}, "weighted_bits"), last_axis},
+                          "group_values");
+    set_attr(sum, "keepdims", int64_t{0});
+    const std::string groups = sum.output(0);
+    auto group = [&](int64_t g) {
+      NodeProto& gather =
+          emit(out, n, "Gather", {groups, int_constant(out, n, TensorProto::INT64, {g}, true, "group_index")}, "group");
+      set_attr(gather, "axis", int64_t{-1});
+      const std::string v = gather.output(0);
+      return g == 0 ? v
+                    : value(out, n, "Mul", {v, int_constant(out, n, TensorProto::INT64, {int64_t{1} << (21 * g)}, true, "group_base")},
+                            "group_value");
+    };
+    const std::string low = value(out, n, "Add", {value(out, n, "Add", {group(0), group(1)}, "low_42"), group(2)}, "low_value");
+    const std::string y = n.output(0);
+    note("Bitwise" + op + ": opset-17 arithmetic on its bits");
+    if (type == TensorProto::UINT64) {
+      // 2^63 where the top bit is set (ONNX Runtime has no uint64 Where).
+      const std::string high = shift(cast(out, n, top, TensorProto::UINT64, "top_uint64"),
+                                     int_constant(out, n, TensorProto::UINT64, {63}, true, "top_shift"), "LEFT", "high");
+      return finish(out, n, "Add", {cast(out, n, low, TensorProto::UINT64, "low_uint64"), high}, y);
+    }
+    const std::string full =
+        value(out, n, "Where",
+              {top, value(out, n, "Add", {low, int_constant(out, n, TensorProto::INT64, {kMin}, true, "top_value")}, "with_top"), low},
+              "value64");
+    if (is_signed) return type == TensorProto::INT64 ? finish(out, n, "Identity", {full}, y) : finish_cast(out, n, full, type, y);
+    const std::string wrapped =
+        value(out, n, "Mod", {full, int_constant(out, n, TensorProto::INT64, {int64_t{1} << width}, true, "modulus")}, "wrapped");
+    finish_cast(out, n, wrapped, type, y);
+  }
+
+  // Col2Im (opset 18) in opset-17 ops, when image_shape and block_shape are constants: every
+  // column entry (channel c, block offset k, position l) is added into the zero-padded image at
+  // the flat index l's window start + k's dilated offset (computed here, one [K * L] table shared
+  // by every image and channel) by ScatterElements with reduction add (opset 16), reshaped to
+  // [N, C, padded dims] and the pads sliced off. False (the node left as it is) when the shapes
+  // are computed at run time or do not fit.
+  bool col2im(const NodeProto& n, const Chain& chain, std::vector<NodeProto>& out) {
+    if (n.input_size() < 3 || n.output_size() < 1) return false;
+    const auto image = constant_ints(chain, n.input(1)), block = constant_ints(chain, n.input(2));
+    if (!image || !block || image->empty() || image->size() != block->size()) return false;
+    const size_t r = image->size();
+    auto ints = [&](const char* name, int64_t fallback, size_t count) {
+      std::vector<int64_t> v(count, fallback);
+      if (const AttributeProto* a = find_attr(n, name)) v.assign(a->ints().begin(), a->ints().end());
+      return v;
+    };
+    const std::vector<int64_t> dil = ints("dilations", 1, r), pads = ints("pads", 0, 2 * r), strides = ints("strides", 1, r);
+    if (dil.size() != r || pads.size() != 2 * r || strides.size() != r) return false;
+    std::vector<int64_t> padded(r), grid(r);
+    int64_t blocks = 1, positions = 1, padded_total = 1;
+    for (size_t d = 0; d < r; ++d) {
+      padded[d] = (*image)[d] + pads[d] + pads[d + r];
+      const int64_t span = dil[d] * ((*block)[d] - 1) + 1;
+      if ((*block)[d] < 1 || dil[d] < 1 || strides[d] < 1 || padded[d] < span) return false;
+      grid[d] = (padded[d] - span) / strides[d] + 1;
+      blocks *= (*block)[d], positions *= grid[d], padded_total *= padded[d];
+    }
+    // index[k * L + l]: the padded image's flat index of block offset k at window l.
+    std::vector<int64_t> index(static_cast<size_t>(blocks * positions));
+    for (int64_t k = 0; k < blocks; ++k)
+      for (int64_t l = 0; l < positions; ++l) {
+        int64_t kr = k, lr = l, flat = 0;
+        std::vector<int64_t> at(r);
+        for (size_t d = r; d-- > 0;) {
+          at[d] = (lr % grid[d]) * strides[d] + (kr % (*block)[d]) * dil[d];
+          lr /= grid[d], kr /= (*block)[d];
+        }
+        for (size_t d = 0; d < r; ++d) flat = flat * padded[d] + at[d];
+        index[static_cast<size_t>(k * positions + l)] = flat;
+      }
+    const std::string x = n.input(0), y = n.output(0);
+    const std::string columns =
+        value(out, n, "Reshape", {x, int64_constant(out, n, {0, -1, blocks * positions}, "columns_shape")}, "columns");
+    const std::string table = constant(out, n, [&] {
+      TensorProto t;
+      t.set_data_type(TensorProto::INT64);
+      for (int64_t d : {int64_t{1}, int64_t{1}, blocks * positions}) t.add_dims(d);
+      for (int64_t v : index) t.add_int64_data(v);
+      return t;
+    }(), "image_index");
+    const std::string columns_shape = value(out, n, "Shape", {columns}, "columns_dims");
+    const std::string indices = value(out, n, "Expand", {table, columns_shape}, "indices");
+    NodeProto& nc = emit(out, n, "Shape", {columns}, "batch_channels");
+    set_attr(nc, "end", int64_t{2});
+    const std::string batch_channels = nc.output(0), canvas_size = int64_constant(out, n, {padded_total}, "canvas_size");
+    NodeProto& concat = emit(out, n, "Concat", {batch_channels, canvas_size}, "canvas_dims");
+    set_attr(concat, "axis", int64_t{0});
+    const std::string canvas_shape = concat.output(0);
+    const std::string zero = value(out, n, "CastLike", {constant(out, n, scalar_tensor(0.0, TensorProto::FLOAT), "zero"), x}, "zero_like");
+    const std::string canvas = value(out, n, "Expand", {zero, canvas_shape}, "canvas");
+    NodeProto& scatter = emit(out, n, "ScatterElements", {canvas, indices, columns}, "summed");
+    set_attr(scatter, "axis", int64_t{2});
+    set_attr(scatter, "reduction", std::string("add"));
+    const std::string summed = scatter.output(0);
+    std::vector<int64_t> image_dims{0, 0};
+    image_dims.insert(image_dims.end(), padded.begin(), padded.end());
+    const std::string padded_image = value(out, n, "Reshape", {summed, int64_constant(out, n, image_dims, "padded_shape")}, "padded");
+    std::vector<int64_t> starts(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r)), ends(r), axes(r);
+    for (size_t d = 0; d < r; ++d) ends[d] = starts[d] + (*image)[d], axes[d] = static_cast<int64_t>(d) + 2;
+    note("Col2Im: ScatterElements with reduction add into the padded image");
+    finish(out, n, "Slice",
+           {padded_image, int64_constant(out, n, starts, "starts"), int64_constant(out, n, ends, "ends"),
+            int64_constant(out, n, axes, "axes")},
+           y);
+    return true;
+  }
+
+  void finish_cast(std::vector<NodeProto>& out, const NodeProto& from, const std::string& x, int32_t to, const std::string& y) {
+    NodeProto last = make(from, "Cast", {x}, y);
+    set_attr(last, "to", int64_t{to});
+    last.set_name(from.name().empty() ? fresh(y + "/" + from.op_type()) : from.name());
+    out.push_back(std::move(last));
   }
 
   void lower_node(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {
@@ -1227,6 +1488,10 @@ void declare_inferred_dims(onnx::ModelProto& p, const std::string& path, int64_t
 
 bool is_carried_newer_op(const std::string& domain, const std::string& op) {
   return domain == kAmpDomain && (kNoOpset17Form.count(op) || op == "ScatterElements" || op == "ScatterND");
+}
+
+int expand_carried_ops(onnx::ModelProto& p, const std::string& path) {
+  return Lowering(p, path, 17).expand_carried_ops();
 }
 
 bool lower_ir_version(onnx::ModelProto& p, const std::string& path) {

@@ -34,6 +34,12 @@ std::vector<std::string> lower_to_opset_17(onnx::ModelProto& p, const std::strin
 // that has one cannot be written back as opset 17 (amp-rewrite refuses it; amp-run runs it).
 bool is_carried_newer_op(const std::string& domain, const std::string& op);
 
+// Writes the nodes lower_to_opset_17 carried into ai.onnx_amp that opset-17 ops can compute, for a
+// model written as opset 17: BitwiseAnd / Or / Xor / Not as arithmetic on their bits, Col2Im with
+// constant shapes as a ScatterElements that adds the columns into the image. Returns how many.
+// InputError naming `path`, the node and its op when a bitwise input's integer type is not declared.
+int expand_carried_ops(onnx::ModelProto& p, const std::string& path);
+
 // IR versions 9 and 10 (ONNX 1.14-1.17) added element types (float8, int4, uint4) and fields for
 // model-local function overloads and metadata; a model that uses none of the types is read as IR
 // 8, ONNX 1.12's. Returns whether the version changed; throws InputError naming `path` and the

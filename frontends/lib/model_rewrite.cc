@@ -1,8 +1,11 @@
 #include "frontends/lib/model_rewrite.h"
 
 #include <onnx/onnx_pb.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "backends/backend.h"
@@ -45,6 +48,57 @@ const Node* carried_newer_op(const Graph& g) {
   return nullptr;
 }
 
+bool written_as_opset_17(const Node& n) {
+  return n.domain() == kAmpDomain && (n.op_type().rfind("Bitwise", 0) == 0 || n.op_type() == "Col2Im");
+}
+
+bool has_carried_expandable(const Graph& g) {
+  for (const Node* n : g.nodes()) {
+    if (written_as_opset_17(*n)) return true;
+    for (const Graph* sub : n->subgraphs())
+      if (has_carried_expandable(*sub)) return true;
+  }
+  return false;
+}
+
+bool uses_domain(const Graph& g, const std::string& domain) {
+  for (const Node* n : g.nodes()) {
+    if (n->domain() == domain) return true;
+    for (const Graph* sub : n->subgraphs())
+      if (uses_domain(*sub, domain)) return true;
+  }
+  return false;
+}
+
+// The import carries opset 18's bitwise ops and Col2Im into ai.onnx_amp (amp-run's kernels run
+// them there); a rewrite is written as opset 17, where expand_carried_ops writes them as opset-17
+// ops that compute the same (the bitwise ops as arithmetic on their bits, Col2Im with constant
+// shapes as a ScatterElements add). The bitwise inputs' element types are declared for it.
+Model carried_as_opset_17(Model& m, const std::string& model_path) {
+  std::function<void(Graph&)> declare = [&](Graph& g) {
+    for (Node* n : g.nodes()) {
+      if (n->domain() == kAmpDomain && n->op_type().rfind("Bitwise", 0) == 0)
+        for (Value* v : n->inputs())
+          if (v && v->graph() == &g && v->type().is_tensor() && !v->is_input() && !v->has_initializer() &&
+              std::find(g.value_info().begin(), g.value_info().end(), v) == g.value_info().end())
+            g.value_info().push_back(v);
+      for (Graph* sub : n->subgraphs()) declare(*sub);
+    }
+  };
+  declare(*m.graph);
+  onnx::ModelProto p = to_proto(m);
+  const int count = expand_carried_ops(p, model_path);
+  if (count == 0) return std::move(m);  // a Col2Im of computed shapes: refused below
+  Model out = from_proto(p, model_path, std::filesystem::path(model_path).parent_path().string());
+  if (!uses_domain(*out.graph, kAmpDomain))
+    out.opset_imports.erase(std::remove_if(out.opset_imports.begin(), out.opset_imports.end(),
+                                           [](const OpsetImport& o) { return o.domain == kAmpDomain; }),
+                            out.opset_imports.end());
+  spdlog::info("{}: {} node{} of opset 18 (bitwise, Col2Im) written as the opset-17 ops that compute {}", model_path,
+               count, count == 1 ? "" : "s", count == 1 ? "it" : "them");
+  return out;
+}
+
 }  // namespace
 
 AmpPolicy make_rewrite_policy(const RewriteSettings& s) {
@@ -69,6 +123,7 @@ RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string
   if (!m.training_info.empty())
     throw InputError(model_path + ": has training_info; amp-rewrite rewrites inference graphs (amp-train rewrites "
                                   "training steps)");
+  if (has_carried_expandable(*m.graph)) m = carried_as_opset_17(m, model_path);
   if (const Node* n = carried_newer_op(*m.graph))
     throw InputError(model_path + ": node " + n->label() + ": " +
                      (n->op_type().rfind("Scatter", 0) == 0 ? "reduction '" + n->attr_string("reduction", "") + "'"

@@ -35,6 +35,11 @@ The torch exports are the patterns the corpus's third-party files showed, made s
                   per group (18) and per channel (21), Cast's saturate, AveragePool's dilations,
                   Gelu in both forms, QuantizeLinear's output_dtype) with the IR version each
                   opset came with; what the import reads through its opset-17 form.
+  opset18_bitwise onnx.helper, opset 18: BitwiseAnd, Or, Xor and Not in all eight integer types on
+                  each type's extremes, -1, 0, 1 and alternating bits, broadcast; what amp-run runs
+                  by its kernels and the rewrite writes as opset-17 arithmetic on the bits.
+  opset18_col2im  onnx.helper, opset 18: Col2Im 2-D (dilations, asymmetric pads, strides; a 1x1
+                  block); the rewrite writes it as a ScatterElements add.
   opset23, opset24  onnx.helper: ONNX's Attention (3-D with grouped key/value heads, a past cache and
                   the present state, causal; 4-D with a bool mask, softcap, softmax_precision and the
                   scores output; an integer mask; nonpad_kv_seqlen with the causal frontier per
@@ -353,6 +358,86 @@ def newer_opsets(out_dir):
           ("top", [B, 2, T, 2]), ("top_f", [B, 2, T, 2])],
          [const("nonpad", np.array([6, 5], np.int64)), const("writes", np.array([1, 4], np.int64)),
           const("writes_wrap", np.array([5, 2], np.int64)), const("k2", np.array([2], np.int64))])
+
+    bitwise(os.path.join(out_dir, "opset18_bitwise.onnx"))
+    col2im(os.path.join(out_dir, "opset18_col2im.onnx"))
+
+
+def bitwise(path):
+    """Opset 18's bitwise ops in all eight integer types, on each type's extremes, -1, 0, 1 and
+    alternating bits (constants, [2, 8] against [8], broadcast), and on the int32 input n [3, 8]:
+    ONNX Runtime runs them as ONNX defines them, amp-run by its own kernels, and the rewrite,
+    written as opset 17, by the arithmetic on their bits it becomes (also
+    tests/frontends/newer_ops_rewrite_check.py)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    def const(name, array):
+        return numpy_helper.from_array(np.asarray(array), name)
+
+    nodes, inits, outputs = [], [], []
+    for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
+        info = np.iinfo(t)
+        row = [info.min, info.max, info.max // 3, info.min + 1 if info.min else 1, 0, 1, info.max - 1, 5]
+        a = np.array([row, [-1 if info.min else info.max >> 1] + row[:7]], dtype=t)
+        b = np.array([info.max, info.min, 0x55 % (int(info.max) + 1), -1 if info.min else info.max, 1, info.max // 2,
+                      info.min + 2 if info.min else 6, 12], dtype=t)
+        name = np.dtype(t).name
+        inits += [const("bits_a_" + name, a), const("bits_b_" + name, b)]
+        for op in ("And", "Or", "Xor"):
+            nodes.append(helper.make_node("Bitwise" + op, ["bits_a_" + name, "bits_b_" + name], [op.lower() + "_" + name]))
+            outputs.append((op.lower() + "_" + name, t, [2, 8]))
+        nodes.append(helper.make_node("BitwiseNot", ["bits_a_" + name], ["not_" + name]))
+        outputs.append(("not_" + name, t, [2, 8]))
+    nodes += [helper.make_node("BitwiseXor", ["n", "bits_b_int32"], ["xor_input"]),
+              helper.make_node("BitwiseNot", ["n"], ["not_input"])]
+    outputs += [("xor_input", np.int32, [3, 8]), ("not_input", np.int32, [3, 8])]
+    graph = helper.make_graph(
+        nodes, "opset18_bitwise", [helper.make_tensor_value_info("n", onnx.TensorProto.INT32, [3, 8])],
+        [helper.make_tensor_value_info(o, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(t)], shape) for o, t, shape in outputs],
+        inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="project_models.py")
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+COL2IM_2D = [  # name, image, block, dilations, pads, strides
+    ("c2d", [7, 9], [3, 2], [2, 1], [1, 0, 2, 1], [2, 3]),
+    ("c2d_1x1", [4, 5], [1, 1], [1, 1], [0, 0, 0, 0], [1, 1]),
+]
+# ONNX Runtime's Col2Im computes other ranks wrongly (microsoft/onnxruntime#18156, seen in 1.30):
+# these are checked against numpy in tests/frontends/newer_ops_rewrite_check.py, not in the harness.
+COL2IM_OTHER_RANKS = [
+    ("c1d", [10], [3], [2], [1, 2], [2]),
+    ("c3d", [4, 3, 5], [2, 2, 2], [1, 1, 2], [0, 1, 0, 1, 0, 1], [2, 1, 1]),
+]
+
+
+def col2im(path, cases=COL2IM_2D):
+    """Opset 18's Col2Im, one node per case (2-D with dilations, asymmetric pads and strides, 2-D
+    with a 1x1 block): amp-run's kernel; the rewrite, written as opset 17, adds the columns into the
+    padded image with ScatterElements (also tests/frontends/newer_ops_rewrite_check.py, with 1-D and
+    3-D images)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    F = onnx.TensorProto.FLOAT
+    nodes, inputs, outputs, inits = [], [], [], []
+    for name, image, block, dil, pads, strides in cases:
+        r = len(image)
+        grid = [(image[d] + pads[d] + pads[d + r] - (dil[d] * (block[d] - 1) + 1)) // strides[d] + 1 for d in range(r)]
+        k, positions = int(np.prod(block)), int(np.prod(grid))
+        inputs.append(helper.make_tensor_value_info(name + "_x", F, [2, 3 * k, positions]))
+        inits += [numpy_helper.from_array(np.array(image, np.int64), name + "_image"),
+                  numpy_helper.from_array(np.array(block, np.int64), name + "_block")]
+        nodes.append(helper.make_node("Col2Im", [name + "_x", name + "_image", name + "_block"], [name], dilations=dil,
+                                      pads=pads, strides=strides))
+        outputs.append(helper.make_tensor_value_info(name, F, [2, 3] + image))
+    m = helper.make_model(helper.make_graph(nodes, "opset18_col2im", inputs, outputs, inits),
+                          opset_imports=[helper.make_opsetid("", 18)], producer_name="project_models.py")
+    m.ir_version = 8
+    onnx.save(m, path)
 
 
 def ms_qlinear(path):
