@@ -274,6 +274,9 @@ class Lowering {
         ++count;
       } else if (n.domain() == kAmpDomain && n.op_type() == "Col2Im" && col2im(n, chain, nodes)) {
         ++count;
+      } else if (n.domain() == kAmpDomain && (n.op_type() == "ScatterElements" || n.op_type() == "ScatterND") &&
+                 scatter_extreme(n, chain, nodes)) {
+        ++count;
       } else {
         nodes.push_back(std::move(n));
       }
@@ -503,6 +506,157 @@ class Lowering {
            {padded_image, int64_constant(out, n, starts, "starts"), int64_constant(out, n, ends, "ends"),
             int64_constant(out, n, axes, "axes")},
            y);
+    return true;
+  }
+
+  // ScatterElements and ScatterND with reduction max or min (opset 18) in opset-17 ops, when the
+  // shapes are declared: both as "row m of a [M, R] table takes the extreme of itself and of every
+  // update row u whose index is m". ScatterElements moves its axis first (M = data's extent there,
+  // R the rest, which the updates must cover whole), ScatterND flattens the K dims its index
+  // addresses (M their product, the index linear, R the rest). A [U, M, R] comparison of the update
+  // rows' indices with 0..M-1 (negative indices wrapped) picks each row's candidates (the others the
+  // type's lowest or highest value), ReduceMax / ReduceMin over U gives their extreme, and Where
+  // (any candidate) Max / Min with the data row gives the result. False (the node left as it is)
+  // when a shape is not declared, the updates do not cover the other axes, or the comparison would
+  // hold more than 2^24 elements.
+  bool scatter_extreme(const NodeProto& n, const Chain& chain, std::vector<NodeProto>& out) {
+    const std::string reduction = attr_string(n, "reduction", "none");
+    if ((reduction != "max" && reduction != "min") || n.input_size() < 3 || n.output_size() < 1) return false;
+    const bool is_max = reduction == "max", elements = n.op_type() == "ScatterElements";
+    const std::string data = n.input(0), indices = n.input(1), updates = n.input(2), y = n.output(0);
+    const auto dd = known_dims(chain, data), id = known_dims(chain, indices);
+    const int32_t type = known_elem_type(chain, data);
+    if (!dd || !id || type == 0) return false;
+    std::vector<int64_t> dims, idims;
+    for (const auto& d : *dd) {
+      if (!d) return false;
+      dims.push_back(*d);
+    }
+    for (const auto& d : *id) {
+      if (!d) return false;
+      idims.push_back(*d);
+    }
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    if (rank == 0) return false;
+    auto product = [](const std::vector<int64_t>& v, size_t from, size_t to) {
+      int64_t p = 1;
+      for (size_t i = from; i < to; ++i) p *= v[i];
+      return p;
+    };
+    // The type's value no update can beat: -inf / +inf for floats, the integer extremes otherwise.
+    TensorProto bound;
+    bound.set_data_type(type);
+    const bool floating = type == TensorProto::FLOAT || type == TensorProto::DOUBLE || type == TensorProto::FLOAT16 ||
+                          type == TensorProto::BFLOAT16;
+    if (floating) {
+      bound = scalar_tensor(is_max ? -INFINITY : INFINITY, type);
+    } else if (type == TensorProto::INT32 || type == TensorProto::INT8 || type == TensorProto::INT16 ||
+               type == TensorProto::UINT8 || type == TensorProto::UINT16) {
+      int64_t lo = 0, hi = 0;
+      switch (type) {
+        case TensorProto::INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+        case TensorProto::INT8: lo = INT8_MIN, hi = INT8_MAX; break;
+        case TensorProto::INT16: lo = INT16_MIN, hi = INT16_MAX; break;
+        case TensorProto::UINT8: hi = UINT8_MAX; break;
+        default: hi = UINT16_MAX; break;
+      }
+      bound.add_int32_data(static_cast<int32_t>(is_max ? lo : hi));
+    } else if (type == TensorProto::INT64) {
+      bound.add_int64_data(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+    } else {
+      return false;  // bool, uint32, uint64: left to the refusal
+    }
+    int64_t m = 0, r = 0, u = 0;
+    std::string table, rows, index;  // [M, R] data, [U, R] updates, [U, 1, R] or [U, 1, 1] row index
+    std::vector<int64_t> perm, moved;
+    if (elements) {
+      if (idims.size() != dims.size()) return false;
+      int64_t axis = attr_int(n, "axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) return false;
+      for (int64_t k = 0; k < rank; ++k)
+        if (k != axis && idims[static_cast<size_t>(k)] != dims[static_cast<size_t>(k)]) return false;
+      m = dims[static_cast<size_t>(axis)], u = idims[static_cast<size_t>(axis)], r = product(dims, 0, dims.size()) / m;
+      perm.push_back(axis);
+      for (int64_t k = 0; k < rank; ++k)
+        if (k != axis) perm.push_back(k);
+      for (int64_t k : perm) moved.push_back(dims[static_cast<size_t>(k)]);
+      auto first = [&](const std::string& v, int64_t lead, const std::string& what) {
+        const std::string t = transpose(out, n, v, perm, what + "_axis_first");
+        return value(out, n, "Reshape", {t, int64_constant(out, n, {lead, r}, what + "_rows_shape")}, what + "_rows");
+      };
+      table = first(data, m, "data");
+      rows = first(updates, u, "updates");
+      const std::string idx = first(indices, u, "indices");
+      index = value(out, n, "Unsqueeze", {idx, int64_constant(out, n, {1}, "index_axis")}, "row_index");
+    } else {
+      if (idims.empty()) return false;
+      const int64_t k = idims.back();
+      if (k < 1 || k > rank) return false;
+      m = product(dims, 0, static_cast<size_t>(k)), r = product(dims, static_cast<size_t>(k), dims.size());
+      u = product(idims, 0, idims.size() - 1);
+      table = value(out, n, "Reshape", {data, int64_constant(out, n, {m, r}, "data_rows_shape")}, "data_rows");
+      rows = value(out, n, "Reshape", {updates, int64_constant(out, n, {u, r}, "updates_rows_shape")}, "updates_rows");
+      // The linear index of each index tuple (each entry wrapped when negative).
+      std::vector<int64_t> strides(static_cast<size_t>(k)), extents(dims.begin(), dims.begin() + k);
+      for (int64_t j = k - 1, s = 1; j >= 0; --j) strides[static_cast<size_t>(j)] = s, s *= dims[static_cast<size_t>(j)];
+      const std::string tuples = value(out, n, "Reshape", {indices, int64_constant(out, n, {u, k}, "tuples_shape")}, "tuples");
+      const std::string extent = int64_constant(out, n, extents, "extents");
+      const std::string wrapped = value(
+          out, n, "Where",
+          {value(out, n, "Less", {tuples, int64_scalar(out, n, 0, "zero_index")}, "negative_index"),
+           value(out, n, "Add", {tuples, extent}, "tuples_wrapped"), tuples},
+          "tuples_nonnegative");
+      NodeProto& linear = emit(out, n, "ReduceSum",
+                               {value(out, n, "Mul", {wrapped, int64_constant(out, n, strides, "strides")}, "offsets"),
+                                int64_constant(out, n, {1}, "tuple_axis")},
+                               "linear_index");
+      set_attr(linear, "keepdims", int64_t{1});
+      const std::string li = linear.output(0);  // [U, 1]
+      index = value(out, n, "Unsqueeze", {li, int64_constant(out, n, {2}, "index_axis")}, "row_index");
+    }
+    if (m < 1 || r < 1 || u < 0 || u * m * r > (int64_t{1} << 24)) return false;
+    std::string idx = index;
+    if (elements) {  // ScatterElements' negative indices wrap here (ScatterND's were wrapped per entry)
+      idx = value(out, n, "Where",
+                  {value(out, n, "Less", {index, int64_scalar(out, n, 0, "zero_index")}, "negative_index"),
+                   value(out, n, "Add", {index, int64_scalar(out, n, m, "extent")}, "index_wrapped"), index},
+                  "index_nonnegative");
+    }
+    std::vector<int64_t> row_numbers(static_cast<size_t>(m));
+    for (int64_t i = 0; i < m; ++i) row_numbers[static_cast<size_t>(i)] = i;
+    const std::string targets = value(
+        out, n, "Reshape",
+        {int64_constant(out, n, row_numbers, "row_numbers"), int64_constant(out, n, {1, m, 1}, "row_numbers_shape")},
+        "targets");
+    const std::string hit = value(out, n, "Equal", {idx, targets}, "hits");  // [U, M, R] or [U, M, 1]
+    const std::string candidates = value(
+        out, n, "Where",
+        {hit, value(out, n, "Unsqueeze", {rows, int64_constant(out, n, {1}, "candidate_axis")}, "update_rows"),
+         constant(out, n, bound, "bound")},
+        "candidates");
+    NodeProto& extreme = emit(out, n, is_max ? "ReduceMax" : "ReduceMin", {candidates}, "extreme");
+    set_attr(extreme, "axes", std::vector<int64_t>{0});
+    set_attr(extreme, "keepdims", int64_t{0});
+    const std::string best = extreme.output(0);  // [M, R]
+    NodeProto& any = emit(out, n, "ReduceMax", {cast(out, n, hit, TensorProto::INT32, "hits_int")}, "hit_count");
+    set_attr(any, "axes", std::vector<int64_t>{0});
+    set_attr(any, "keepdims", int64_t{0});
+    const std::string touched = cast(out, n, any.output(0), TensorProto::BOOL, "touched");  // [M, R] or [M, 1]
+    const std::string combined = value(out, n, is_max ? "Max" : "Min", {table, best}, "combined");
+    const std::string result = value(out, n, "Where", {touched, combined, table}, "result_rows");
+    note(n.op_type() + ": reduction '" + reduction + "' as a comparison of the indices with every row");
+    if (!elements) {
+      finish(out, n, "Reshape", {result, int64_constant(out, n, dims, "data_shape")}, y);
+      return true;
+    }
+    const std::string back = value(out, n, "Reshape", {result, int64_constant(out, n, moved, "moved_shape")}, "moved");
+    std::vector<int64_t> inverse(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    NodeProto last = make(n, "Transpose", {back}, y);
+    set_attr(last, "perm", inverse);
+    last.set_name(n.name().empty() ? fresh(y + "/" + n.op_type()) : n.name());
+    out.push_back(std::move(last));
     return true;
   }
 

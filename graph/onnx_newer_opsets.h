@@ -36,7 +36,9 @@ bool is_carried_newer_op(const std::string& domain, const std::string& op);
 
 // Writes the nodes lower_to_opset_17 carried into ai.onnx_amp that opset-17 ops can compute, for a
 // model written as opset 17: BitwiseAnd / Or / Xor / Not as arithmetic on their bits, Col2Im with
-// constant shapes as a ScatterElements that adds the columns into the image. Returns how many.
+// constant shapes as a ScatterElements that adds the columns into the image, ScatterElements and
+// ScatterND with reduction max / min and declared shapes as a comparison of the indices with every
+// row. Returns how many.
 // InputError naming `path`, the node and its op when a bitwise input's integer type is not declared.
 int expand_carried_ops(onnx::ModelProto& p, const std::string& path);
 

@@ -49,7 +49,8 @@ const Node* carried_newer_op(const Graph& g) {
 }
 
 bool written_as_opset_17(const Node& n) {
-  return n.domain() == kAmpDomain && (n.op_type().rfind("Bitwise", 0) == 0 || n.op_type() == "Col2Im");
+  return n.domain() == kAmpDomain && (n.op_type().rfind("Bitwise", 0) == 0 || n.op_type() == "Col2Im" ||
+                                      n.op_type() == "ScatterElements" || n.op_type() == "ScatterND");
 }
 
 bool has_carried_expandable(const Graph& g) {
@@ -70,14 +71,15 @@ bool uses_domain(const Graph& g, const std::string& domain) {
   return false;
 }
 
-// The import carries opset 18's bitwise ops and Col2Im into ai.onnx_amp (amp-run's kernels run
-// them there); a rewrite is written as opset 17, where expand_carried_ops writes them as opset-17
-// ops that compute the same (the bitwise ops as arithmetic on their bits, Col2Im with constant
-// shapes as a ScatterElements add). The bitwise inputs' element types are declared for it.
+// The import carries opset 18's bitwise ops, Col2Im and the scatters' max / min into ai.onnx_amp
+// (amp-run's kernels run them there); a rewrite is written as opset 17, where expand_carried_ops
+// writes them as opset-17 ops that compute the same (the bitwise ops as arithmetic on their bits,
+// Col2Im with constant shapes as a ScatterElements add, the scatters with declared shapes as a
+// comparison of the indices with every row). Their inputs' types are declared for it.
 Model carried_as_opset_17(Model& m, const std::string& model_path) {
   std::function<void(Graph&)> declare = [&](Graph& g) {
     for (Node* n : g.nodes()) {
-      if (n->domain() == kAmpDomain && n->op_type().rfind("Bitwise", 0) == 0)
+      if (written_as_opset_17(*n))
         for (Value* v : n->inputs())
           if (v && v->graph() == &g && v->type().is_tensor() && !v->is_input() && !v->has_initializer() &&
               std::find(g.value_info().begin(), g.value_info().end(), v) == g.value_info().end())
@@ -94,7 +96,7 @@ Model carried_as_opset_17(Model& m, const std::string& model_path) {
     out.opset_imports.erase(std::remove_if(out.opset_imports.begin(), out.opset_imports.end(),
                                            [](const OpsetImport& o) { return o.domain == kAmpDomain; }),
                             out.opset_imports.end());
-  spdlog::info("{}: {} node{} of opset 18 (bitwise, Col2Im) written as the opset-17 ops that compute {}", model_path,
+  spdlog::info("{}: {} node{} of opset 18 (bitwise, Col2Im, scatter max / min) written as the opset-17 ops that compute {}", model_path,
                count, count == 1 ? "" : "s", count == 1 ? "it" : "them");
   return out;
 }

@@ -40,6 +40,9 @@ The torch exports are the patterns the corpus's third-party files showed, made s
                   by its kernels and the rewrite writes as opset-17 arithmetic on the bits.
   opset18_col2im  onnx.helper, opset 18: Col2Im 2-D (dilations, asymmetric pads, strides; a 1x1
                   block); the rewrite writes it as a ScatterElements add.
+  opset18_scatter_extremes  onnx.helper, opset 18: ScatterElements and ScatterND with reduction max
+                  and min (repeated and negative indices, float and integer data); the rewrite
+                  compares the indices with every row.
   opset23, opset24  onnx.helper: ONNX's Attention (3-D with grouped key/value heads, a past cache and
                   the present state, causal; 4-D with a bool mask, softcap, softmax_precision and the
                   scores output; an integer mask; nonpad_kv_seqlen with the causal frontier per
@@ -361,6 +364,7 @@ def newer_opsets(out_dir):
 
     bitwise(os.path.join(out_dir, "opset18_bitwise.onnx"))
     col2im(os.path.join(out_dir, "opset18_col2im.onnx"))
+    scatter_extremes(os.path.join(out_dir, "opset18_scatter_extremes.onnx"))
 
 
 def bitwise(path):
@@ -435,6 +439,51 @@ def col2im(path, cases=COL2IM_2D):
                                       pads=pads, strides=strides))
         outputs.append(helper.make_tensor_value_info(name, F, [2, 3] + image))
     m = helper.make_model(helper.make_graph(nodes, "opset18_col2im", inputs, outputs, inits),
+                          opset_imports=[helper.make_opsetid("", 18)], producer_name="project_models.py")
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def scatter_extremes(path):
+    """Opset 18's ScatterElements and ScatterND with reduction max and min: repeated and negative
+    indices, a middle axis, float and integer data, ScatterND addressing one and two leading dims
+    (amp-run's kernels; the rewrite, written as opset 17, compares the indices with every row; also
+    tests/frontends/newer_ops_rewrite_check.py)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    F, I32, I64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32, onnx.TensorProto.INT64
+
+    def c(name, a):
+        return numpy_helper.from_array(np.asarray(a), name)
+
+    inits = [
+        c("e_idx", np.array([[[0, -1, 2, 0], [3, 3, -4, 1]], [[1, 1, 1, 1], [0, 2, 3, -1]]], np.int64)),  # [2, 2, 4]
+        c("e_idx0", np.array([[0, 1, 1], [2, 0, 1]], np.int64)),  # [2, 3] into axis 0 of [3, 3]
+        c("e_upd0", np.array([[5, -7, 9], [-2, 100, -100]], np.int32)),
+        c("e_data0", np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]], np.int32)),
+        c("nd_idx1", np.array([[1], [3], [1], [-1]], np.int64)),  # into [5, 3]
+        c("nd_idx2", np.array([[[0, 1], [2, 0]], [[0, 1], [-1, -2]]], np.int64)),  # [2, 2, 2] into [3, 2, 4]
+        c("nd_upd2", np.arange(16, dtype=np.int64).reshape(2, 2, 4) * 37 % 11 - 5),
+        c("nd_data2", (np.arange(24, dtype=np.int64).reshape(3, 2, 4) * 7) % 13 - 6),
+    ]
+    nodes = [
+        helper.make_node("ScatterElements", ["e_data", "e_idx", "e_upd"], ["elements_max"], axis=1, reduction="max"),
+        helper.make_node("ScatterElements", ["e_data", "e_idx", "e_upd"], ["elements_min"], axis=1, reduction="min"),
+        helper.make_node("ScatterElements", ["e_data0", "e_idx0", "e_upd0"], ["elements_int_max"], axis=0, reduction="max"),
+        helper.make_node("ScatterElements", ["e_data0", "e_idx0", "e_upd0"], ["elements_int_min"], axis=0, reduction="min"),
+        helper.make_node("ScatterND", ["nd_data1", "nd_idx1", "nd_upd1"], ["nd_max"], reduction="max"),
+        helper.make_node("ScatterND", ["nd_data1", "nd_idx1", "nd_upd1"], ["nd_min"], reduction="min"),
+        helper.make_node("ScatterND", ["nd_data2", "nd_idx2", "nd_upd2"], ["nd_int_max"], reduction="max"),
+        helper.make_node("ScatterND", ["nd_data2", "nd_idx2", "nd_upd2"], ["nd_int_min"], reduction="min"),
+    ]
+    inputs = [helper.make_tensor_value_info("e_data", F, [2, 5, 4]), helper.make_tensor_value_info("e_upd", F, [2, 2, 4]),
+              helper.make_tensor_value_info("nd_data1", F, [5, 3]), helper.make_tensor_value_info("nd_upd1", F, [4, 3])]
+    outputs = [helper.make_tensor_value_info(o, t, sh) for o, t, sh in (
+        ("elements_max", F, [2, 5, 4]), ("elements_min", F, [2, 5, 4]), ("elements_int_max", I32, [3, 3]),
+        ("elements_int_min", I32, [3, 3]), ("nd_max", F, [5, 3]), ("nd_min", F, [5, 3]), ("nd_int_max", I64, [3, 2, 4]),
+        ("nd_int_min", I64, [3, 2, 4]))]
+    m = helper.make_model(helper.make_graph(nodes, "opset18_scatter_extremes", inputs, outputs, inits),
                           opset_imports=[helper.make_opsetid("", 18)], producer_name="project_models.py")
     m.ir_version = 8
     onnx.save(m, path)

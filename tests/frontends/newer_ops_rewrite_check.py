@@ -1,16 +1,18 @@
 #!/usr/bin/python3
 """Opset 18's ops that amp-rewrite, which writes opset 17, writes as other ops: the bitwise ops (no
-bitwise op in opset 17) and Col2Im (a ScatterElements add).
+bitwise op in opset 17), Col2Im (a ScatterElements add), ScatterElements and ScatterND with
+reduction max / min (a comparison of the indices with every row).
 
     newer_ops_rewrite_check.py make DIR       DIR/bitwise.onnx (project_models.bitwise: all eight
                                               integer types on their extremes) with DIR/bitwise_in/
                                               (n: int32 extremes, -1, 0, 1, alternating bits), and
                                               DIR/col2im.onnx (project_models.col2im: 2-D) and
-                                              DIR/col2im_nd.onnx (1-D, 3-D), inputs in DIR/*_in/
-                                              (normal draws)
+                                              DIR/col2im_nd.onnx (1-D, 3-D), DIR/scatter.onnx
+                                              (project_models.scatter_extremes), inputs in
+                                              DIR/*_in/ (normal draws)
     newer_ops_rewrite_check.py compare A B    every output_K.pb of folder A against B's: integers
                                               bit for bit, floats within 1e-6 of the largest
-                                              magnitude (the sums' order differs)
+                                              magnitude (Col2Im's sums differ in order)
     newer_ops_rewrite_check.py col2im DIR OUT  DIR/col2im.onnx's outputs in OUT against numpy's
                                               computation of ONNX's definition, within 1e-6
 
@@ -44,7 +46,12 @@ def make(d):
                   [i.min + 1, i.max - 1, -2, 2, 3, 0x0F0F0F0F, -0x10000, 1 << 30],
                   [-(1 << 30), 12345, -12345, 255, -256, 65535, -65536, 42]], np.int32)
     save_inputs(os.path.join(d, "bitwise_in"), [("n", n)])
+    project_models.scatter_extremes(os.path.join(d, "scatter.onnx"))
     rng = np.random.default_rng(0)
+    m = onnx.load(os.path.join(d, "scatter.onnx"))
+    save_inputs(os.path.join(d, "scatter_in"),
+                [(v.name, rng.standard_normal([x.dim_value for x in v.type.tensor_type.shape.dim]).astype(np.float32))
+                 for v in m.graph.input])
     for name, cases in (("col2im", project_models.COL2IM_2D), ("col2im_nd", project_models.COL2IM_OTHER_RANKS)):
         project_models.col2im(os.path.join(d, name + ".onnx"), cases)
         m = onnx.load(os.path.join(d, name + ".onnx"))
