@@ -274,6 +274,8 @@ class Lowering {
         ++count;
       } else if (n.domain() == kAmpDomain && n.op_type() == "Col2Im" && col2im(n, chain, nodes)) {
         ++count;
+      } else if (n.domain() == kAmpDomain && n.op_type() == "DeformConv" && deform_conv(n, chain, nodes)) {
+        ++count;
       } else if (n.domain() == kAmpDomain && (n.op_type() == "ScatterElements" || n.op_type() == "ScatterND") &&
                  scatter_extreme(n, chain, nodes)) {
         ++count;
@@ -658,6 +660,137 @@ class Lowering {
     last.set_name(n.name().empty() ? fresh(y + "/" + n.op_type()) : n.name());
     out.push_back(std::move(last));
     return true;
+  }
+
+  // DeformConv (opset 19, 2-D) in opset-17 ops, when X, W and offset have declared dims: each
+  // tap's sampling position (the window's tap plus its offset, per offset group) read bilinearly
+  // from X as four GatherElements of the flattened image, a corner outside the image counting 0
+  // (torchvision's deform_conv2d, which ONNX follows), times the mask; the sampled columns
+  // [N, group, C / group * K, L] then a MatMul with W as [group, M / group, C / group * K], and B.
+  // False (the node left as it is) when a dim is not declared or the shapes disagree.
+  bool deform_conv(const NodeProto& n, const Chain& chain, std::vector<NodeProto>& out) {
+    if (n.input_size() < 3 || n.output_size() < 1) return false;
+    auto dims_of = [&](const std::string& v) -> std::optional<std::vector<int64_t>> {
+      const auto d = known_dims(chain, v);
+      if (!d || d->size() != 4) return std::nullopt;
+      std::vector<int64_t> out_dims;
+      for (const auto& x : *d) {
+        if (!x) return std::nullopt;
+        out_dims.push_back(*x);
+      }
+      return out_dims;
+    };
+    const std::string x = n.input(0), w = n.input(1), offset = n.input(2);
+    const std::string bias = n.input_size() > 3 ? n.input(3) : "", mask = n.input_size() > 4 ? n.input(4) : "";
+    const auto xd = dims_of(x), wd = dims_of(w), od = dims_of(offset);
+    if (!xd || !wd || !od) return false;
+    const int64_t batch = (*xd)[0], c = (*xd)[1], h = (*xd)[2], width = (*xd)[3];
+    const int64_t m = (*wd)[0], kh = (*wd)[2], kw = (*wd)[3], k = kh * kw, oh = (*od)[2], ow = (*od)[3], l = oh * ow;
+    const int64_t groups = attr_int(n, "group", 1), offset_groups = attr_int(n, "offset_group", 1);
+    auto ints = [&](const char* name, int64_t fallback, size_t count) {
+      std::vector<int64_t> v(count, fallback);
+      if (const AttributeProto* a = find_attr(n, name)) v.assign(a->ints().begin(), a->ints().end());
+      return v;
+    };
+    const std::vector<int64_t> dil = ints("dilations", 1, 2), pads = ints("pads", 0, 4), strides = ints("strides", 1, 2);
+    if (groups < 1 || offset_groups < 1 || c % groups || m % groups || c % offset_groups || (*wd)[1] * groups != c ||
+        (*od)[0] != batch || (*od)[1] != offset_groups * 2 * k || dil.size() != 2 || pads.size() != 4 || strides.size() != 2)
+      return false;
+    // The window's taps: y = oy * stride - pad + i * dilation (x alike), as [1, 1, K, L].
+    auto base = [&](bool along_y, const std::string& what) {
+      TensorProto t;
+      t.set_data_type(TensorProto::FLOAT);
+      for (int64_t d : {int64_t{1}, int64_t{1}, k, l}) t.add_dims(d);
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j)
+          for (int64_t py = 0; py < oh; ++py)
+            for (int64_t px = 0; px < ow; ++px)
+              t.add_float_data(static_cast<float>(along_y ? py * strides[0] - pads[0] + i * dil[0]
+                                                          : px * strides[1] - pads[1] + j * dil[1]));
+      return value(out, n, "CastLike", {constant(out, n, std::move(t), what), x}, what + "_like");
+    };
+    const std::string offsets =
+        value(out, n, "Reshape", {offset, int64_constant(out, n, {batch, offset_groups, k, 2, l}, "offset_shape")}, "offsets");
+    auto component = [&](int64_t which, const std::string& what) {
+      NodeProto& g = emit(out, n, "Gather", {offsets, int64_scalar(out, n, which, what + "_index")}, what);
+      set_attr(g, "axis", int64_t{3});
+      return g.output(0);
+    };
+    const std::string py = value(out, n, "Add", {base(true, "tap_y"), component(0, "offset_y")}, "sample_y");
+    const std::string px = value(out, n, "Add", {base(false, "tap_x"), component(1, "offset_x")}, "sample_x");
+    const std::string y0 = value(out, n, "Floor", {py}, "y_low"), x0 = value(out, n, "Floor", {px}, "x_low");
+    const std::string ly = value(out, n, "Sub", {py, y0}, "y_frac"), lx = value(out, n, "Sub", {px, x0}, "x_frac");
+    auto number = [&](double v, const std::string& what) {
+      return value(out, n, "CastLike", {constant(out, n, scalar_tensor(v, TensorProto::FLOAT), what), x}, what + "_like");
+    };
+    const std::string one = number(1.0, "one");
+    const std::string hy = value(out, n, "Sub", {one, ly}, "y_rest"), hx = value(out, n, "Sub", {one, lx}, "x_rest");
+    const std::string image =
+        value(out, n, "Reshape", {x, int64_constant(out, n, {batch, offset_groups, c / offset_groups, h * width}, "image_shape")},
+              "image");
+    const std::string gather_shape = int64_constant(out, n, {batch, offset_groups, c / offset_groups, k * l}, "gather_shape");
+    std::string sampled;
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b) {
+        const std::string tag = "corner" + std::to_string(a) + std::to_string(b);
+        const std::string yy = a ? value(out, n, "Add", {y0, one}, tag + "_y") : y0;
+        const std::string xx = b ? value(out, n, "Add", {x0, one}, tag + "_x") : x0;
+        auto within = [&](const std::string& v, int64_t extent, const std::string& what) {
+          return value(out, n, "And",
+                       {value(out, n, "GreaterOrEqual", {v, number(0.0, what + "_zero")}, what + "_from"),
+                        value(out, n, "LessOrEqual", {v, number(static_cast<double>(extent - 1), what + "_last")}, what + "_to")},
+                       what + "_inside");
+        };
+        const std::string inside = value(out, n, "And", {within(yy, h, tag + "_y"), within(xx, width, tag + "_x")}, tag + "_inside");
+        const std::string flat = value(out, n, "Add", {value(out, n, "Mul", {yy, number(static_cast<double>(width), tag + "_w")}, tag + "_row"), xx},
+                                       tag + "_flat");
+        const std::string index = cast(out, n, value(out, n, "Where", {inside, flat, number(0.0, tag + "_none")}, tag + "_at"),
+                                       TensorProto::INT64, tag + "_index");
+        const std::string spread = value(
+            out, n, "Expand",
+            {value(out, n, "Reshape", {index, int64_constant(out, n, {batch, offset_groups, 1, k * l}, tag + "_index_shape")},
+                   tag + "_index_row"),
+             gather_shape},
+            tag + "_indices");
+        NodeProto& ge = emit(out, n, "GatherElements", {image, spread}, tag + "_values");
+        set_attr(ge, "axis", int64_t{3});
+        const std::string values = ge.output(0);
+        const std::string weight = value(
+            out, n, "Mul",
+            {value(out, n, "Mul", {a ? ly : hy, b ? lx : hx}, tag + "_bilinear"), cast_like(out, n, inside, x, tag + "_inside_like")},
+            tag + "_weight");
+        std::string wrow = value(
+            out, n, "Reshape", {weight, int64_constant(out, n, {batch, offset_groups, 1, k * l}, tag + "_weight_shape")},
+            tag + "_weight_row");
+        const std::string term = value(out, n, "Mul", {values, wrow}, tag + "_term");
+        sampled = sampled.empty() ? term : value(out, n, "Add", {sampled, term}, tag + "_sum");
+      }
+    if (!mask.empty())
+      sampled = value(out, n, "Mul",
+                      {sampled, value(out, n, "Reshape", {mask, int64_constant(out, n, {batch, offset_groups, 1, k * l}, "mask_shape")},
+                                      "mask_row")},
+                      "masked");
+    const std::string columns =
+        value(out, n, "Reshape", {sampled, int64_constant(out, n, {batch, groups, c / groups * k, l}, "columns_shape")}, "columns");
+    const std::string weights =
+        value(out, n, "Reshape", {w, int64_constant(out, n, {groups, m / groups, c / groups * k}, "weights_shape")}, "weights");
+    std::string y = value(out, n, "Reshape",
+                          {value(out, n, "MatMul", {weights, columns}, "products"),
+                           int64_constant(out, n, {batch, m, oh, ow}, "output_shape")},
+                          "convolved");
+    note("DeformConv: its bilinear sampling as GatherElements, then a MatMul");
+    if (bias.empty()) {
+      finish(out, n, "Identity", {y}, n.output(0));
+      return true;
+    }
+    finish(out, n, "Add", {y, value(out, n, "Reshape", {bias, int64_constant(out, n, {1, m, 1, 1}, "bias_shape")}, "bias_column")},
+           n.output(0));
+    return true;
+  }
+
+  std::string cast_like(std::vector<NodeProto>& out, const NodeProto& from, const std::string& v, const std::string& like,
+                        const std::string& what) {
+    return value(out, from, "CastLike", {v, like}, what);
   }
 
   void finish_cast(std::vector<NodeProto>& out, const NodeProto& from, const std::string& x, int32_t to, const std::string& y) {

@@ -50,7 +50,8 @@ const Node* carried_newer_op(const Graph& g) {
 
 bool written_as_opset_17(const Node& n) {
   return n.domain() == kAmpDomain && (n.op_type().rfind("Bitwise", 0) == 0 || n.op_type() == "Col2Im" ||
-                                      n.op_type() == "ScatterElements" || n.op_type() == "ScatterND");
+                                      n.op_type() == "DeformConv" || n.op_type() == "ScatterElements" ||
+                                      n.op_type() == "ScatterND");
 }
 
 bool has_carried_expandable(const Graph& g) {

@@ -43,6 +43,9 @@ The torch exports are the patterns the corpus's third-party files showed, made s
   opset18_scatter_extremes  onnx.helper, opset 18: ScatterElements and ScatterND with reduction max
                   and min (repeated and negative indices, float and integer data); the rewrite
                   compares the indices with every row.
+  opset19_deform_conv  onnx.helper, opset 19: DeformConv with groups, offset groups, mask, bias,
+                  stride, dilation and pads, and a plain one; the rewrite samples with
+                  GatherElements.
   opset23, opset24  onnx.helper: ONNX's Attention (3-D with grouped key/value heads, a past cache and
                   the present state, causal; 4-D with a bool mask, softcap, softmax_precision and the
                   scores output; an integer mask; nonpad_kv_seqlen with the causal frontier per
@@ -365,6 +368,7 @@ def newer_opsets(out_dir):
     bitwise(os.path.join(out_dir, "opset18_bitwise.onnx"))
     col2im(os.path.join(out_dir, "opset18_col2im.onnx"))
     scatter_extremes(os.path.join(out_dir, "opset18_scatter_extremes.onnx"))
+    deform_conv(os.path.join(out_dir, "opset19_deform_conv.onnx"))
 
 
 def bitwise(path):
@@ -486,6 +490,37 @@ def scatter_extremes(path):
     m = helper.make_model(helper.make_graph(nodes, "opset18_scatter_extremes", inputs, outputs, inits),
                           opset_imports=[helper.make_opsetid("", 18)], producer_name="project_models.py")
     m.ir_version = 8
+    onnx.save(m, path)
+
+
+def deform_conv(path):
+    """Opset 19's DeformConv: two conv groups and two offset groups with a mask, bias, stride 2,
+    dilation and asymmetric pads; one group without mask or bias (amp-run's kernel; the rewrite,
+    written as opset 17, samples with GatherElements and multiplies with MatMul; also
+    tests/frontends/newer_ops_rewrite_check.py)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    F = onnx.TensorProto.FLOAT
+    rng = np.random.default_rng(19)
+
+    def c(name, a):
+        return numpy_helper.from_array(np.asarray(a, np.float32), name)
+
+    # X [2, 4, 7, 6]; W [6, 2, 3, 2] (group 2); out [2, 6, 4, 3] with stride 2, dilation (1, 2), pads (1, 0, 2, 1)
+    inits = [c("w", rng.standard_normal([6, 2, 3, 2]) * 0.5), c("b", rng.standard_normal(6)),
+             c("w1", rng.standard_normal([3, 4, 2, 2]) * 0.5)]
+    nodes = [helper.make_node("DeformConv", ["x", "w", "offset", "b", "mask"], ["y"], group=2, offset_group=2,
+                              strides=[2, 2], dilations=[1, 2], pads=[1, 0, 2, 1], kernel_shape=[3, 2]),
+             helper.make_node("DeformConv", ["x", "w1", "offset1"], ["y1"])]
+    inputs = [helper.make_tensor_value_info("x", F, [2, 4, 7, 6]),
+              helper.make_tensor_value_info("offset", F, [2, 2 * 2 * 6, 4, 3]),
+              helper.make_tensor_value_info("mask", F, [2, 2 * 6, 4, 3]),
+              helper.make_tensor_value_info("offset1", F, [2, 2 * 4, 6, 5])]
+    outputs = [helper.make_tensor_value_info("y", F, [2, 6, 4, 3]), helper.make_tensor_value_info("y1", F, [2, 3, 6, 5])]
+    m = helper.make_model(helper.make_graph(nodes, "opset19_deform_conv", inputs, outputs, inits),
+                          opset_imports=[helper.make_opsetid("", 19)], producer_name="project_models.py")
+    m.ir_version = 9
     onnx.save(m, path)
 
 

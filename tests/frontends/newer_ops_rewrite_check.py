@@ -1,18 +1,20 @@
 #!/usr/bin/python3
 """Opset 18's ops that amp-rewrite, which writes opset 17, writes as other ops: the bitwise ops (no
 bitwise op in opset 17), Col2Im (a ScatterElements add), ScatterElements and ScatterND with
-reduction max / min (a comparison of the indices with every row).
+reduction max / min (a comparison of the indices with every row), DeformConv (its bilinear sampling
+as GatherElements, then a MatMul).
 
     newer_ops_rewrite_check.py make DIR       DIR/bitwise.onnx (project_models.bitwise: all eight
                                               integer types on their extremes) with DIR/bitwise_in/
                                               (n: int32 extremes, -1, 0, 1, alternating bits), and
                                               DIR/col2im.onnx (project_models.col2im: 2-D) and
                                               DIR/col2im_nd.onnx (1-D, 3-D), DIR/scatter.onnx
-                                              (project_models.scatter_extremes), inputs in
+                                              (project_models.scatter_extremes), DIR/deform.onnx
+                                              (project_models.deform_conv), inputs in
                                               DIR/*_in/ (normal draws)
-    newer_ops_rewrite_check.py compare A B    every output_K.pb of folder A against B's: integers
-                                              bit for bit, floats within 1e-6 of the largest
-                                              magnitude (Col2Im's sums differ in order)
+    newer_ops_rewrite_check.py compare A B [T]  every output_K.pb of folder A against B's: integers
+                                              bit for bit, floats within T (default 1e-6) of the
+                                              largest magnitude (sums differ in order)
     newer_ops_rewrite_check.py col2im DIR OUT  DIR/col2im.onnx's outputs in OUT against numpy's
                                               computation of ONNX's definition, within 1e-6
 
@@ -46,12 +48,15 @@ def make(d):
                   [i.min + 1, i.max - 1, -2, 2, 3, 0x0F0F0F0F, -0x10000, 1 << 30],
                   [-(1 << 30), 12345, -12345, 255, -256, 65535, -65536, 42]], np.int32)
     save_inputs(os.path.join(d, "bitwise_in"), [("n", n)])
-    project_models.scatter_extremes(os.path.join(d, "scatter.onnx"))
     rng = np.random.default_rng(0)
-    m = onnx.load(os.path.join(d, "scatter.onnx"))
-    save_inputs(os.path.join(d, "scatter_in"),
-                [(v.name, rng.standard_normal([x.dim_value for x in v.type.tensor_type.shape.dim]).astype(np.float32))
-                 for v in m.graph.input])
+    for name, make_model in (("scatter", project_models.scatter_extremes), ("deform", project_models.deform_conv)):
+        make_model(os.path.join(d, name + ".onnx"))
+        m = onnx.load(os.path.join(d, name + ".onnx"))
+        # offsets of a few pixels either way: samples fall inside, across and outside the border
+        save_inputs(os.path.join(d, name + "_in"),
+                    [(v.name, (rng.standard_normal([x.dim_value for x in v.type.tensor_type.shape.dim]) *
+                               (2.0 if v.name.startswith("offset") else 1.0)).astype(np.float32))
+                     for v in m.graph.input])
     for name, cases in (("col2im", project_models.COL2IM_2D), ("col2im_nd", project_models.COL2IM_OTHER_RANKS)):
         project_models.col2im(os.path.join(d, name + ".onnx"), cases)
         m = onnx.load(os.path.join(d, name + ".onnx"))
@@ -95,7 +100,7 @@ def check_col2im(d, outputs):
     print("%d outputs as numpy computes them" % len(m.graph.node))
 
 
-def compare(a, b):
+def compare(a, b, tolerance=1e-6):
     files = sorted(glob.glob(os.path.join(a, "output_*.pb")))
     assert files, "no outputs in " + a
     for f in files:
@@ -105,7 +110,7 @@ def compare(a, b):
             os.path.basename(f), want.dtype, want.shape, got.dtype, got.shape)
         if np.issubdtype(want.dtype, np.floating):
             err = np.max(np.abs(got.astype(np.float64) - want)) / max(np.max(np.abs(want)), 1e-30)
-            assert err <= 1e-6, "%s: %.2e of the largest magnitude" % (os.path.basename(f), err)
+            assert err <= tolerance, "%s: %.2e of the largest magnitude" % (os.path.basename(f), err)
         else:
             assert np.array_equal(want, got), "%s: %s\n  want %s\n  got  %s" % (os.path.basename(f), want.dtype,
                                                                                want.ravel(), got.ravel())
@@ -118,4 +123,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "col2im":
         check_col2im(sys.argv[2], sys.argv[3])
     else:
-        compare(sys.argv[2], sys.argv[3])
+        compare(sys.argv[2], sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 1e-6)
