@@ -287,12 +287,12 @@ class Lowering {
     for (auto& n : nodes) *g.add_node() = std::move(n);
   }
 
-  // A 1-D constant of an integer type from int64 values (uint64: their bits).
+  // A constant of an integer type and these dims ({} a scalar) from int64 values (uint64: their bits).
   std::string int_constant(std::vector<NodeProto>& out, const NodeProto& from, int32_t type,
-                           const std::vector<int64_t>& v, bool scalar, const std::string& what) {
+                           const std::vector<int64_t>& v, const std::vector<int64_t>& dims, const std::string& what) {
     TensorProto t;
     t.set_data_type(type);
-    if (!scalar) t.add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t d : dims) t.add_dims(d);
     for (int64_t x : v) {
       if (type == TensorProto::UINT64) t.add_uint64_data(static_cast<uint64_t>(x));
       else t.add_int64_data(x);
@@ -333,15 +333,8 @@ class Lowering {
     std::vector<int64_t> ups, powers;
     for (int64_t k = 0; k < 63; ++k) ups.push_back(63 - k), powers.push_back(int64_t{1} << (k % 21));
     const std::string last_axis = int64_constant(out, n, {-1}, "last_axis");
-    const std::string bits_up = constant(out, n, [&] {
-      TensorProto t;
-      t.set_data_type(TensorProto::UINT64);
-      t.add_dims(3);
-      t.add_dims(21);
-      for (int64_t u : ups) t.add_uint64_data(static_cast<uint64_t>(u));
-      return t;
-    }(), "bits_up");
-    const std::string to_bottom = int_constant(out, n, TensorProto::UINT64, {63}, true, "to_bottom");
+    const std::string bits_up = int_constant(out, n, TensorProto::UINT64, ups, {3, 21}, "bits_up");
+    const std::string to_bottom = int_constant(out, n, TensorProto::UINT64, {63}, {}, "to_bottom");
     auto shift = [&](const std::string& x, const std::string& by, const char* direction, const std::string& what) {
       NodeProto& s = emit(out, n, "BitShift", {x, by}, what);
       set_attr(s, "direction", std::string(direction));
@@ -351,21 +344,21 @@ class Lowering {
     auto split = [&](const std::string& x, const std::string& tag) {
       std::string low, top;
       if (type == TensorProto::UINT64) {
-        const std::string one = int_constant(out, n, TensorProto::UINT64, {1}, true, tag + "_one");
+        const std::string one = int_constant(out, n, TensorProto::UINT64, {1}, {}, tag + "_one");
         low = shift(shift(x, one, "LEFT", tag + "_up"), one, "RIGHT", tag + "_low");
-        const std::string at63 = int_constant(out, n, TensorProto::UINT64, {63}, true, tag + "_at63");
+        const std::string at63 = int_constant(out, n, TensorProto::UINT64, {63}, {}, tag + "_at63");
         top = cast(out, n, shift(x, at63, "RIGHT", tag + "_top_bit"), TensorProto::BOOL, tag + "_top");
       } else {
         const std::string x64 = type == TensorProto::INT64 ? x : cast(out, n, x, TensorProto::INT64, tag + "_int64");
-        top = value(out, n, "Less", {x64, int_constant(out, n, TensorProto::INT64, {0}, true, tag + "_zero")}, tag + "_top");
+        top = value(out, n, "Less", {x64, int64_scalar(out, n, 0, tag + "_zero")}, tag + "_top");
         // x + 2^63 where x < 0, as (x + (2^63 - 1)) + 1 on a value that is negative or -1.
         const std::string negative =
-            value(out, n, "Where", {top, x64, int_constant(out, n, TensorProto::INT64, {-1}, true, tag + "_minus_one")},
+            value(out, n, "Where", {top, x64, int64_scalar(out, n, -1, tag + "_minus_one")},
                   tag + "_negative");
         const std::string lifted = value(
             out, n, "Add",
-            {value(out, n, "Add", {negative, int_constant(out, n, TensorProto::INT64, {kMax}, true, tag + "_max")}, tag + "_lift"),
-             int_constant(out, n, TensorProto::INT64, {1}, true, tag + "_one")},
+            {value(out, n, "Add", {negative, int64_scalar(out, n, kMax, tag + "_max")}, tag + "_lift"),
+             int64_scalar(out, n, 1, tag + "_one")},
             tag + "_lifted");
         low = cast(out, n, value(out, n, "Where", {top, lifted, x64}, tag + "_low_int64"), TensorProto::UINT64, tag + "_low");
       }
@@ -380,7 +373,7 @@ class Lowering {
     const auto [a_bits, a_top] = split(n.input(0), "a");
     std::string bits, top;
     if (unary) {
-      bits = value(out, n, "Sub", {int_constant(out, n, TensorProto::INT64, {1}, true, "one"), a_bits}, "not_bits");
+      bits = value(out, n, "Sub", {int64_scalar(out, n, 1, "one"), a_bits}, "not_bits");
       top = value(out, n, "Not", {a_top}, "not_top");
     } else {
       const auto [b_bits, b_top] = split(n.input(1), "b");
@@ -388,31 +381,24 @@ class Lowering {
       if (op == "Or") bits = value(out, n, "Max", {a_bits, b_bits}, "or_bits");
       if (op == "Xor")
         bits = value(out, n, "Mod",
-                     {value(out, n, "Add", {a_bits, b_bits}, "bit_sums"), int_constant(out, n, TensorProto::INT64, {2}, true, "two")},
+                     {value(out, n, "Add", {a_bits, b_bits}, "bit_sums"), int64_scalar(out, n, 2, "two")},
                      "xor_bits");
       top = value(out, n, op, {a_top, b_top}, "top");
     }
     // Each group summed with its powers of two (below 2^21: exact even where ONNX Runtime's
     // int64 ReduceSum accumulates in double), then the groups joined by exact int64 Mul and Add.
-    const std::string group_powers = constant(out, n, [&] {
-      TensorProto t;
-      t.set_data_type(TensorProto::INT64);
-      t.add_dims(3);
-      t.add_dims(21);
-      for (int64_t v : powers) t.add_int64_data(v);
-      return t;
-    }(), "group_powers");
+    const std::string group_powers = int_constant(out, n, TensorProto::INT64, powers, {3, 21}, "group_powers");
     NodeProto& sum = emit(out, n, "ReduceSum", {value(out, n, "Mul", {bits, group_powers}, "weighted_bits"), last_axis},
                           "group_values");
     set_attr(sum, "keepdims", int64_t{0});
     const std::string groups = sum.output(0);
     auto group = [&](int64_t g) {
       NodeProto& gather =
-          emit(out, n, "Gather", {groups, int_constant(out, n, TensorProto::INT64, {g}, true, "group_index")}, "group");
+          emit(out, n, "Gather", {groups, int64_scalar(out, n, g, "group_index")}, "group");
       set_attr(gather, "axis", int64_t{-1});
       const std::string v = gather.output(0);
       return g == 0 ? v
-                    : value(out, n, "Mul", {v, int_constant(out, n, TensorProto::INT64, {int64_t{1} << (21 * g)}, true, "group_base")},
+                    : value(out, n, "Mul", {v, int64_scalar(out, n, int64_t{1} << (21 * g), "group_base")},
                             "group_value");
     };
     const std::string low = value(out, n, "Add", {value(out, n, "Add", {group(0), group(1)}, "low_42"), group(2)}, "low_value");
@@ -421,17 +407,21 @@ class Lowering {
     if (type == TensorProto::UINT64) {
       // 2^63 where the top bit is set (ONNX Runtime has no uint64 Where).
       const std::string high = shift(cast(out, n, top, TensorProto::UINT64, "top_uint64"),
-                                     int_constant(out, n, TensorProto::UINT64, {63}, true, "top_shift"), "LEFT", "high");
+                                     int_constant(out, n, TensorProto::UINT64, {63}, {}, "top_shift"), "LEFT", "high");
       return finish(out, n, "Add", {cast(out, n, low, TensorProto::UINT64, "low_uint64"), high}, y);
     }
     const std::string full =
         value(out, n, "Where",
-              {top, value(out, n, "Add", {low, int_constant(out, n, TensorProto::INT64, {kMin}, true, "top_value")}, "with_top"), low},
+              {top, value(out, n, "Add", {low, int64_scalar(out, n, kMin, "top_value")}, "with_top"), low},
               "value64");
-    if (is_signed) return type == TensorProto::INT64 ? finish(out, n, "Identity", {full}, y) : finish_cast(out, n, full, type, y);
+    auto as_type = [&](const std::string& v) {
+      finish(out, n, "Cast", {v}, y);
+      set_attr(out.back(), "to", int64_t{type});
+    };
+    if (is_signed) return type == TensorProto::INT64 ? finish(out, n, "Identity", {full}, y) : as_type(full);
     const std::string wrapped =
-        value(out, n, "Mod", {full, int_constant(out, n, TensorProto::INT64, {int64_t{1} << width}, true, "modulus")}, "wrapped");
-    finish_cast(out, n, wrapped, type, y);
+        value(out, n, "Mod", {full, int64_scalar(out, n, int64_t{1} << width, "modulus")}, "wrapped");
+    as_type(wrapped);
   }
 
   // Col2Im (opset 18) in opset-17 ops, when image_shape and block_shape are constants: every
@@ -477,13 +467,7 @@ class Lowering {
     const std::string x = n.input(0), y = n.output(0);
     const std::string columns =
         value(out, n, "Reshape", {x, int64_constant(out, n, {0, -1, blocks * positions}, "columns_shape")}, "columns");
-    const std::string table = constant(out, n, [&] {
-      TensorProto t;
-      t.set_data_type(TensorProto::INT64);
-      for (int64_t d : {int64_t{1}, int64_t{1}, blocks * positions}) t.add_dims(d);
-      for (int64_t v : index) t.add_int64_data(v);
-      return t;
-    }(), "image_index");
+    const std::string table = int_constant(out, n, TensorProto::INT64, index, {1, 1, blocks * positions}, "image_index");
     const std::string columns_shape = value(out, n, "Shape", {columns}, "columns_dims");
     const std::string indices = value(out, n, "Expand", {table, columns_shape}, "indices");
     NodeProto& nc = emit(out, n, "Shape", {columns}, "batch_channels");
@@ -757,7 +741,7 @@ class Lowering {
         const std::string values = ge.output(0);
         const std::string weight = value(
             out, n, "Mul",
-            {value(out, n, "Mul", {a ? ly : hy, b ? lx : hx}, tag + "_bilinear"), cast_like(out, n, inside, x, tag + "_inside_like")},
+            {value(out, n, "Mul", {a ? ly : hy, b ? lx : hx}, tag + "_bilinear"), value(out, n, "CastLike", {inside, x}, tag + "_inside_like")},
             tag + "_weight");
         std::string wrow = value(
             out, n, "Reshape", {weight, int64_constant(out, n, {batch, offset_groups, 1, k * l}, tag + "_weight_shape")},
@@ -786,18 +770,6 @@ class Lowering {
     finish(out, n, "Add", {y, value(out, n, "Reshape", {bias, int64_constant(out, n, {1, m, 1, 1}, "bias_shape")}, "bias_column")},
            n.output(0));
     return true;
-  }
-
-  std::string cast_like(std::vector<NodeProto>& out, const NodeProto& from, const std::string& v, const std::string& like,
-                        const std::string& what) {
-    return value(out, from, "CastLike", {v, like}, what);
-  }
-
-  void finish_cast(std::vector<NodeProto>& out, const NodeProto& from, const std::string& x, int32_t to, const std::string& y) {
-    NodeProto last = make(from, "Cast", {x}, y);
-    set_attr(last, "to", int64_t{to});
-    last.set_name(from.name().empty() ? fresh(y + "/" + from.op_type()) : from.name());
-    out.push_back(std::move(last));
   }
 
   void lower_node(NodeProto n, const Chain& chain, std::vector<NodeProto>& out) {

@@ -48,21 +48,6 @@ const Node* carried_newer_op(const Graph& g) {
   return nullptr;
 }
 
-bool written_as_opset_17(const Node& n) {
-  return n.domain() == kAmpDomain && (n.op_type().rfind("Bitwise", 0) == 0 || n.op_type() == "Col2Im" ||
-                                      n.op_type() == "DeformConv" || n.op_type() == "ScatterElements" ||
-                                      n.op_type() == "ScatterND");
-}
-
-bool has_carried_expandable(const Graph& g) {
-  for (const Node* n : g.nodes()) {
-    if (written_as_opset_17(*n)) return true;
-    for (const Graph* sub : n->subgraphs())
-      if (has_carried_expandable(*sub)) return true;
-  }
-  return false;
-}
-
 bool uses_domain(const Graph& g, const std::string& domain) {
   for (const Node* n : g.nodes()) {
     if (n->domain() == domain) return true;
@@ -72,15 +57,14 @@ bool uses_domain(const Graph& g, const std::string& domain) {
   return false;
 }
 
-// The import carries opset 18's bitwise ops, Col2Im and the scatters' max / min into ai.onnx_amp
-// (amp-run's kernels run them there); a rewrite is written as opset 17, where expand_carried_ops
-// writes them as opset-17 ops that compute the same (the bitwise ops as arithmetic on their bits,
-// Col2Im with constant shapes as a ScatterElements add, the scatters with declared shapes as a
-// comparison of the indices with every row). Their inputs' types are declared for it.
+// The import carries the ops opset 17 has no node for (bitwise, Col2Im, DeformConv, the scatters'
+// max / min) into ai.onnx_amp, where amp-run's kernels run them; a rewrite is written as opset 17,
+// where expand_carried_ops writes those it can as opset-17 ops that compute the same. Their inputs'
+// types and shapes are declared for it (value_info).
 Model carried_as_opset_17(Model& m, const std::string& model_path) {
   std::function<void(Graph&)> declare = [&](Graph& g) {
     for (Node* n : g.nodes()) {
-      if (written_as_opset_17(*n))
+      if (is_carried_newer_op(n->domain(), n->op_type()))
         for (Value* v : n->inputs())
           if (v && v->graph() == &g && v->type().is_tensor() && !v->is_input() && !v->has_initializer() &&
               std::find(g.value_info().begin(), g.value_info().end(), v) == g.value_info().end())
@@ -91,7 +75,7 @@ Model carried_as_opset_17(Model& m, const std::string& model_path) {
   declare(*m.graph);
   onnx::ModelProto p = to_proto(m);
   const int count = expand_carried_ops(p, model_path);
-  if (count == 0) return std::move(m);  // a Col2Im of computed shapes: refused below
+  if (count == 0) return std::move(m);  // shapes computed at run time: refused below
   Model out = from_proto(p, model_path, std::filesystem::path(model_path).parent_path().string());
   if (!uses_domain(*out.graph, kAmpDomain))
     out.opset_imports.erase(std::remove_if(out.opset_imports.begin(), out.opset_imports.end(),
@@ -126,7 +110,7 @@ RewrittenModel rewrite_model(Model m, const AmpPolicy& policy, const std::string
   if (!m.training_info.empty())
     throw InputError(model_path + ": has training_info; amp-rewrite rewrites inference graphs (amp-train rewrites "
                                   "training steps)");
-  if (has_carried_expandable(*m.graph)) m = carried_as_opset_17(m, model_path);
+  if (carried_newer_op(*m.graph)) m = carried_as_opset_17(m, model_path);
   if (const Node* n = carried_newer_op(*m.graph))
     throw InputError(model_path + ": node " + n->label() + ": " +
                      (n->op_type().rfind("Scatter", 0) == 0 ? "reduction '" + n->attr_string("reduction", "") + "'"
