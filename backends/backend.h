@@ -50,6 +50,12 @@ struct CompileOptions {
   // results bit for bit; read_state and write_state still see dense row-major tensors. Off: every
   // tensor dense, for tests that compare the two.
   bool native_weight_layouts = true;
+  // The cuda backend stores the values between 16-bit convolutions, pools and BatchNorms
+  // channels-last (NHWC), the layout cuDNN's Tensor Core kernels and fusion engines take, and
+  // transposes only where such a region meets anything else (backends/cuda/channels_last.h).
+  // Off: ONNX's layout everywhere, for tests and benchmarks that compare the two
+  // (AMP_CUDA_CHANNELS_LAST=0 turns it off too).
+  bool channels_last = true;
 };
 
 // One buffer of the arena: a value of the graph, or a kernel's scratch (value "").

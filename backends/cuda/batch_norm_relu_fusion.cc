@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "backends/cuda/batch_norm_relu.cuh"
+#include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/node_patterns.h"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
@@ -11,12 +12,20 @@
 namespace amp::cuda {
 namespace {
 
-// x's dims as [N, C, the rest]: NCHW, the layout of every value of the plan.
+// x's memory as [outer, C, inner]: [N, C, the rest] stored as its dims say, [N * the rest, C, 1]
+// stored channels-last (the kernels find a channel by position either way).
 ChannelGeometry channel_geometry(const TensorDesc& x) {
   if (x.dims.size() < 2) throw InputError("BatchNormalization needs [N, C, ...] input");
-  ChannelGeometry g{x.dims[0], x.dims[1], 1};
-  for (size_t d = 2; d < x.dims.size(); ++d) g.inner *= x.dims[d];
-  return g;
+  int64_t rest = 1;
+  for (size_t d = 2; d < x.dims.size(); ++d) rest *= x.dims[d];
+  if (x.channels_last) return {x.dims[0] * rest, x.dims[1], 1};
+  return {x.dims[0], x.dims[1], rest};
+}
+
+// The units compute channels-last for 16-bit [N, C, H, W] data (the layout of the convolutions
+// around them, channels_last.h); fp32 and other ranks as their dims say.
+bool takes_channels_last(const TensorDesc& x) {
+  return (x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16) && x.dims.size() == 4;
 }
 
 void expect_float_channels(const OpShapes& s, std::initializer_list<size_t> inputs, int64_t channels) {
@@ -37,6 +46,7 @@ class BatchNormRelu final : public CudaOp {
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const TensorDesc& x = *s.in[0];
+    one_layout(s, {0, 5, 6}, {0}, "the fused BatchNorm");
     const ChannelGeometry g = channel_geometry(x);
     expect_float_channels(s, {1, 2, 3, 4}, g.channels);
     for (size_t i : {5, 6})
@@ -81,6 +91,10 @@ class BatchNormRelu final : public CudaOp {
   size_t packed_output_bytes(const OpShapes& s, size_t output) const override {
     return output == 3 ? relu_bits_bytes(s.out[0]->numel()) : 0;
   }
+  // x, z, the shortcut's x, y and the mask's bits (then in NHWC element order).
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    return takes_channels_last(*s.in[0]) ? listed_operands(s, {0, 5, 6}, {0, 3}) : ChannelsLastOperands{};
+  }
 
  private:
   float epsilon_, momentum_;
@@ -99,6 +113,7 @@ class BatchNormReluGrad final : public CudaOp {
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const TensorDesc& x = *s.in[2];
+    one_layout(s, {2, 0, 4, 5}, {0, 3, 4}, "the fused BatchNorm gradient");
     const ChannelGeometry g = channel_geometry(x);
     expect_float_channels(s, {3}, g.channels);
     if (s.in[0]->dtype != x.dtype || s.in[0]->dims != x.dims || s.out[0]->dtype != x.dtype ||
@@ -154,6 +169,12 @@ class BatchNormReluGrad final : public CudaOp {
     if (input != 1) return 0;
     return from_sums_ ? batch_norm_sums_bytes(s.in[2]->dims.size() > 1 ? s.in[2]->dims[1] : 0)
                       : relu_bits_bytes(s.in[2]->numel());
+  }
+  // dY, the bits (in the forward's element order; never the statistics of from_sums), x, the second
+  // dY, the shortcut's x; dX, Where's result and the shortcut's dX.
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    if (!takes_channels_last(*s.in[2])) return {};
+    return from_sums_ ? listed_operands(s, {0, 2}, {0}) : listed_operands(s, {0, 1, 2, 4, 5}, {0, 3, 4});
   }
 
  private:

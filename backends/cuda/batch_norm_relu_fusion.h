@@ -15,6 +15,9 @@
 // x's type). The mask is kept as bits when its one reader is a Where whose result feeds the
 // BatchNormalizationGrad of the same x and scale; otherwise the forward is fused alone and the
 // backward stays as autodiff wrote it.
+// Channels-last (CudaOp::channels_last): for 16-bit [N, C, H, W] data both units also compute with
+// every data operand stored NHWC (x, z, y, dY, dX, ... and the mask's bits, then in NHWC element
+// order), the kernels seeing [N*H*W, C, 1] instead of [N, C, H*W]; never the per-channel operands.
 #pragma once
 
 #include <functional>

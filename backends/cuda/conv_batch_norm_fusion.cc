@@ -9,6 +9,7 @@
 
 #include "backends/cuda/batch_norm_relu.cuh"
 #include "backends/cuda/batch_norm_relu_fusion.h"
+#include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_convolution_graph.h"
 #include "backends/cuda/node_patterns.h"
@@ -50,12 +51,27 @@ std::optional<ConvWindow> simple_window(const Node* conv) {
 
 bool no_bias(const Node* conv) { return conv->inputs().size() < 3 || !conv->input(2); }
 
+// t's memory as the BatchNorm kernels see it: [N, C, H*W], or [N*H*W, C, 1] stored channels-last.
 ChannelGeometry geometry(const TensorDesc& t) {
   if (t.dims.size() != 4) throw InputError("the fused convolution takes [N, C, H, W] tensors");
-  return {t.dims[0], t.dims[1], t.dims[2] * t.dims[3]};
+  const int64_t plane = t.dims[2] * t.dims[3];
+  if (t.channels_last) return {t.dims[0] * plane, t.dims[1], 1};
+  return {t.dims[0], t.dims[1], plane};
 }
 
 bool sixteen_bit(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
+// Whether the legacy convolution op the unit falls back on (when cuDNN builds no graph for it)
+// computes channels-last for `sub`, those of the unit's operands it is handed, with every one of
+// them channels-last: the unit then hands them over as they are, in either layout.
+bool legacy_takes(const CudaOp& op, const OpShapes& sub) {
+  const ChannelsLastOperands cl = op.channels_last(sub);
+  for (size_t i = 0; i < sub.in.size(); ++i)
+    if (sub.in[i] && !(i < cl.in.size() && cl.in[i])) return false;
+  for (size_t k = 0; k < sub.out.size(); ++k)
+    if (sub.out[k] && !(k < cl.out.size() && cl.out[k])) return false;
+  return true;
+}
 
 std::string list(const std::vector<int64_t>& v) {
   std::string s = "[";
@@ -68,9 +84,10 @@ std::string list(const std::vector<int64_t>& v) {
 // their shapes); null, with the reason in the device report, when cuDNN offers no engine for it.
 std::shared_ptr<ConvolutionGraph> graph_for(const ConvolutionGraphSpec& spec, const std::string& what,
                                             DeviceContext& ctx) {
-  const std::string shape = std::string(dtype_name(spec.type)) + " x" + list(spec.x) + " w" + list(spec.w) + " y" +
-                            list(spec.y) + " pads " + list(spec.pads) + " strides " + list(spec.strides) +
-                            " dilations " + list(spec.dilations);
+  // " nhwc" after the type for channels-last operands, as the legacy convolutions' keys say it.
+  const std::string shape = std::string(dtype_name(spec.type)) + (spec.channels_last ? " nhwc" : "") + " x" +
+                            list(spec.x) + " w" + list(spec.w) + " y" + list(spec.y) + " pads " + list(spec.pads) +
+                            " strides " + list(spec.strides) + " dilations " + list(spec.dilations);
   const std::string key = what + " " + shape + (spec.statistics ? " statistics" : "") + " handle " +
                           std::to_string(reinterpret_cast<uintptr_t>(ctx.cudnn()));
   static std::mutex mutex;
@@ -105,8 +122,10 @@ class ConvBatchNorm final : public CudaOp {
     const TensorDesc &x = *s.in[0], &w = *s.in[1], &y = *s.out[0];
     if (!sixteen_bit(x.dtype) || w.dtype != x.dtype || y.dtype != x.dtype)
       throw InputError("the fused convolution takes one 16-bit type for X, W and Y");
+    const bool channels_last = one_layout(s, {0, 1}, {0}, "the fused convolution");
     const ChannelGeometry gx = geometry(x), gy = geometry(y);
     ConvolutionGraphSpec spec;
+    spec.channels_last = channels_last;
     spec.kind = ConvolutionGraphSpec::Kind::kForward;
     spec.type = x.dtype;
     spec.x = x.dims;
@@ -193,6 +212,15 @@ class ConvBatchNorm final : public CudaOp {
   size_t packed_input_bytes(const OpShapes& s, size_t input) const override {
     return input == 2 && prologue_ ? batch_norm_sums_bytes(s.in[0]->dims.at(1)) : 0;
   }
+  // X, W (KRSC) and Y for 16-bit data, when the legacy Conv of the fallback takes them so too.
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    if (!sixteen_bit(s.in[0]->dtype) || s.in[0]->dims.size() != 4) return {};
+    OpShapes plain;
+    plain.in = {s.in[0], s.in[1]};
+    plain.out = {s.out[0]};
+    if (!legacy_takes(*unfused_, plain)) return {};
+    return listed_operands(s, {0, 1}, {0});
+  }
 
  private:
   ConvWindow window_;
@@ -216,6 +244,7 @@ class ConvBatchNormGrad final : public CudaOp {
     const TensorDesc &dy = *s.in[0], &x = *s.in[1], &w = *s.in[2];
     if (!sixteen_bit(x.dtype) || w.dtype != x.dtype || dy.dtype != x.dtype)
       throw InputError("the fused convolution takes one 16-bit type for X, W and dY");
+    const bool channels_last = one_layout(s, {0, 1, 2}, {0, 1}, "the fused convolution's gradient");
     const ChannelGeometry gx = geometry(x);
     geometry(dy);
     const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
@@ -234,6 +263,7 @@ class ConvBatchNormGrad final : public CudaOp {
     if (want_dw) {
       ConvolutionGraphSpec spec;
       spec.kind = ConvolutionGraphSpec::Kind::kBackwardFilter;
+      spec.channels_last = channels_last;
       spec.type = x.dtype;
       spec.x = x.dims;
       spec.w = w.dims;
@@ -301,6 +331,24 @@ class ConvBatchNormGrad final : public CudaOp {
   }
   size_t packed_input_bytes(const OpShapes& s, size_t input) const override {
     return input == 3 ? batch_norm_sums_bytes(s.in[1]->dims.at(1)) : 0;
+  }
+  // dY, x, W (KRSC), dX and dW (KRSC) for 16-bit data, when the legacy ConvGrad that computes dX
+  // (and dW on the fallback) takes them so too; never dB (per channel).
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    if (!sixteen_bit(s.in[1]->dtype) || s.in[1]->dims.size() != 4) return {};
+    if (s.has_out(0) || s.has_out(2)) {
+      OpShapes d;
+      d.in = {s.in[0], s.in[1], s.in[2]};
+      d.out = {s.out[0], nullptr, nullptr};
+      if (!legacy_takes(*unfused_, d)) return {};
+    }
+    if (s.has_out(1)) {
+      OpShapes f;
+      f.in = {s.in[0], s.in[1], s.in[2]};
+      f.out = {nullptr, s.out[1], nullptr};
+      if (!legacy_takes(*unfused_, f)) return {};
+    }
+    return listed_operands(s, {0, 1, 2}, {0, 1});
   }
 
  private:

@@ -19,6 +19,10 @@
 // cuDNN offers no engine for a graph runs the same work unfused in the unit (the prologue into
 // scratch, the legacy convolution, the sums in a pass of their own; the device report says so),
 // moving more than the plan counts.
+// Channels-last (CudaOp::channels_last): the 16-bit units also compute with X, Y, dY, dX stored
+// NHWC and W, dW KRSC — the layout cuDNN's fusion engines are built for — the graphs described so
+// and the fallback on the legacy convolutions' channels-last path; the statistics, scale and bias
+// are per channel, the same either way.
 #pragma once
 
 #include <functional>

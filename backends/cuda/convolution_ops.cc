@@ -7,6 +7,9 @@
 // 16-bit convolutions accumulate in fp32 on Tensor Cores; fp32 ones use TF32 only when
 // allowed (--tf32, CompileOptions::tf32), as the products do. cuDNN pads symmetrically: asymmetric ONNX pads (odd SAME
 // padding) are refused with the node named rather than computed wrongly.
+// Channels-last (CudaOp::channels_last): 16-bit 2-D convolutions and pools also compute with
+// their activations stored NHWC and the filter KRSC (cuDNN's CUDNN_TENSOR_NHWC filter format),
+// the layout cuDNN's Tensor Core kernels read natively; per-channel vectors stay as they are.
 #include "backends/cuda/convolution_ops.h"
 
 #include <algorithm>
@@ -112,12 +115,20 @@ std::vector<int64_t> at_least_4d(std::vector<int64_t> d) {
   return d;
 }
 
+// Whether a convolution or pool with data of type t and data dims of this rank computes
+// channels-last when the plan asks (CudaOp::channels_last): 16-bit data with 2 spatial dims, the
+// case cuDNN's NHWC Tensor Core kernels are for; fp32 and other ranks keep ONNX's layout.
+bool channels_last_case(DType t, size_t rank) { return (t == DType::kFloat16 || t == DType::kBFloat16) && rank == 4; }
+
 // Everything one convolution's three directions share.
 struct ConvSetup {
   std::shared_ptr<CudnnTensor> x, y, bias;
   std::shared_ptr<CudnnFilter> w;
   std::shared_ptr<CudnnConvolution> conv;
-  std::string shape;      // "float16 x[8,3,32,32] w[16,3,3,3] pads [1,1] strides [1,1] dilations [1,1] group 1"
+  // "float16 x[8,3,32,32] w[16,3,3,3] pads [1,1] strides [1,1] dilations [1,1] group 1", with
+  // " nhwc" after the dtype when the operands are channels-last: the key the device remembers
+  // algorithms by, and cuDNN runs different kernels (and ranks them differently) for the layouts.
+  std::string shape;
   bool fma_only = false;  // fp32 data without TF32: every algorithm runs with CUDNN_FMA_MATH
 };
 
@@ -129,14 +140,18 @@ std::string list(const std::vector<int64_t>& v) {
 }
 std::string list(const std::vector<int>& v) { return list(std::vector<int64_t>(v.begin(), v.end())); }
 
+// Each operand described in the layout its desc says (TensorDesc::channels_last: the op's
+// channels_last() lists x, w and y together, so they agree).
 ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y, bool tf32) {
   if (x.dims.size() < 3) throw InputError("Conv needs [N, C, spatial...] input");
+  if (x.channels_last != w.channels_last || x.channels_last != y.channels_last)
+    throw InputError("the convolution's operands are not all channels-last or all not");
   const std::vector<int64_t> kernel(w.dims.begin() + 2, w.dims.end());
   const Window win = resolve_window(a, x.dims, y.dims, kernel);
   ConvSetup s;
-  s.x = std::make_shared<CudnnTensor>(x.dtype, at_least_4d(x.dims));
-  s.y = std::make_shared<CudnnTensor>(y.dtype, at_least_4d(y.dims));
-  s.w = std::make_shared<CudnnFilter>(w.dtype, at_least_4d(w.dims));
+  s.x = std::make_shared<CudnnTensor>(x.dtype, at_least_4d(x.dims), x.channels_last);
+  s.y = std::make_shared<CudnnTensor>(y.dtype, at_least_4d(y.dims), y.channels_last);
+  s.w = std::make_shared<CudnnFilter>(w.dtype, at_least_4d(w.dims), w.channels_last);
   // [1, C, 1, ...] of Y's rank: cudnnAddTensor and cudnnConvolutionBackwardBias want the bias
   // descriptor to have as many dims as Y's (5 for a 3-D convolution).
   std::vector<int64_t> bias_dims(std::max<size_t>(4, y.dims.size()), 1);
@@ -144,7 +159,8 @@ ConvSetup conv_setup(const WindowAttrs& a, const TensorDesc& x, const TensorDesc
   s.bias = std::make_shared<CudnnTensor>(y.dtype, bias_dims);
   s.conv = std::make_shared<CudnnConvolution>(win.pads, win.strides, win.dilations,
                                               static_cast<int>(a.group), x.dtype, tf32);
-  s.shape = std::string(dtype_name(x.dtype)) + " x" + list(x.dims) + " w" + list(w.dims) + " pads " + list(win.pads) +
+  s.shape = std::string(dtype_name(x.dtype)) + (x.channels_last ? " nhwc" : "") + " x" + list(x.dims) + " w" +
+            list(w.dims) + " pads " + list(win.pads) +
             " strides " + list(win.strides) + " dilations " + list(win.dilations) + " group " + std::to_string(a.group) +
             (x.dtype == DType::kFloat && tf32 ? " tf32" : "");
   s.fma_only = x.dtype == DType::kFloat && !tf32;
@@ -438,10 +454,29 @@ class Conv final : public CudaOp {
   Conv(const Node& n, int64_t) : attrs_(n) {}
   Conv(const Node& n, ConvEpilogue e) : attrs_(n), epilogue_(e) {}
 
+  // x, W (KRSC), z and y channels-last; the bias, a per-channel vector, as it is. Grouped and
+  // depthwise convolutions stay NCHW: cuDNN's legacy API lists its NHWC-filter algorithms without
+  // saying they take more than one group, so nothing here relies on them doing so.
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    if (!s.has_in(0) || !s.has_in(1) || !channels_last_case(s.in[0]->dtype, s.in[0]->dims.size()) ||
+        s.in[1]->dims.size() != 4 || attrs_.group != 1)
+      return {};
+    ChannelsLastOperands l;
+    l.in.assign(s.in.size(), false);
+    l.out.assign(s.out.size(), false);
+    l.in[0] = l.in[1] = true;
+    if (epilogue_.residual && s.has_in(3)) l.in[3] = true;
+    l.out[0] = true;
+    return l;
+  }
+
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const ConvSetup setup = conv_setup(attrs_, *s.in[0], *s.in[1], *s.out[0], s.tf32);
     if (epilogue_.residual && s.in[3]->dims != s.out[0]->dims)
       throw InputError("the residual added to the convolution is not of its output's dims");
+    // z is read through Y's descriptor (the fused call wants them alike).
+    if (epilogue_.residual && s.in[3]->channels_last != s.out[0]->channels_last)
+      throw InputError("the residual added to the convolution is not stored in its output's layout");
     auto workspace_of = [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
       return cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
                                                      setup.y->get(), a, bytes);
@@ -538,7 +573,10 @@ size_t aligned(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
 // On an H200 (cuDNN 9.19, NCHW) the 16-bit backward-filter kernels of models/cnn's shapes took
 // 0.6-0.9 ms a call where fp32's took 0.025: a ConvGrad takes this path when cuDNN's measured
 // fastest fp32 algorithm plus the measured casts beats its measured fastest 16-bit one, decided
-// once per shape and device (remembered under "fp32 " and the 16-bit key).
+// once per shape and device (remembered under "fp32 " and the 16-bit key). Channels-last operands
+// stay so: the widening and narrowing are elementwise, so the fp32 copies keep X's and dY's NHWC
+// order and the fp32 convolution, described channels-last as well (conv_setup reads the descs'
+// layout), writes dW's KRSC order; the key carries the 16-bit key's " nhwc".
 struct WidenedFilter {
   ConvSetup setup;  // fp32 descriptors, TF32 allowed
   Ranked<cudnnConvolutionBwdFilterAlgo_t> ranked;
@@ -592,7 +630,15 @@ std::optional<WidenedFilter> widened_filter(const WindowAttrs& attrs, const OpSh
   }
   WidenedFilter f;
   f.setup = conv_setup(attrs, x, w, dy, /*tf32=*/true);
-  f.ranked = ranked_backward_filter(f.setup, ctx);
+  try {
+    f.ranked = ranked_backward_filter(f.setup, ctx);
+  } catch (const InputError& e) {
+    // No fp32 algorithm for these operands (cuDNN's NHWC-filter tables list fewer algorithms than
+    // NCHW's): the 16-bit convolution, which has one, computes dW.
+    ctx.remember_algorithm(key, 0);
+    ctx.report().record("convolution_widened", {{"shape", filter16.shape}, {"chosen", "16-bit"}, {"why", e.what()}});
+    return std::nullopt;
+  }
   if (!decided) {
     const std::optional<float> t32 = order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
         f.ranked, f.setup, x.nbytes(), w.nbytes(), dy.nbytes(), ctx, find_backward_filter(f.setup, ctx));
@@ -619,6 +665,20 @@ std::optional<WidenedFilter> widened_filter(const WindowAttrs& attrs, const OpSh
 class ConvGrad final : public CudaOp {
  public:
   ConvGrad(const Node& n, int64_t) : attrs_(n) {}
+
+  // dY, X, W and dX, dW channels-last (W and dW KRSC); dB, per channel, as it is. Grouped
+  // convolutions stay NCHW, as Conv's.
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    if (!s.has_in(0) || !s.has_in(1) || !s.has_in(2) || !channels_last_case(s.in[1]->dtype, s.in[1]->dims.size()) ||
+        s.in[2]->dims.size() != 4 || attrs_.group != 1)
+      return {};
+    ChannelsLastOperands l;
+    l.in.assign(s.in.size(), true);
+    l.out.assign(s.out.size(), false);
+    for (size_t k = 0; k < 2 && k < s.out.size(); ++k) l.out[k] = s.has_out(k);
+    return l;
+  }
+
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const ConvSetup setup = conv_setup(attrs_, *s.in[1], *s.in[2], *s.in[0], s.tf32);
     const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
@@ -651,11 +711,19 @@ class ConvGrad final : public CudaOp {
     // dB sums dY over every axis but the channels. cuDNN 9's cudnnConvolutionBackwardBias answered
     // CUDNN_STATUS_NOT_SUPPORTED on an H200 (cuDNN 9.19) in fp32, fp16 and bf16 alike: a ReducePlan
     // (fp32 accumulation, as ReduceSum) does it instead, after the two convolutions, in their scratch.
+    // A channels-last dY is summed as the [N, spatial..., C] it is stored as, over all but the last.
     std::shared_ptr<ReducePlan> bias_sum;
     if (want_db) {
-      std::vector<bool> reduced(s.in[0]->dims.size(), true);
-      reduced[1] = false;
-      bias_sum = std::make_shared<ReducePlan>(s.in[0]->dtype, s.in[0]->dims, reduced, ReduceKind::kSum, ctx.sm_count());
+      std::vector<int64_t> stored = s.in[0]->dims;
+      std::vector<bool> reduced(stored.size(), true);
+      if (s.in[0]->channels_last) {
+        stored.erase(stored.begin() + 1);
+        stored.push_back(s.in[0]->dims[1]);
+        reduced.back() = false;
+      } else {
+        reduced[1] = false;
+      }
+      bias_sum = std::make_shared<ReducePlan>(s.in[0]->dtype, stored, reduced, ReduceKind::kSum, ctx.sm_count());
     }
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& c) {
@@ -784,6 +852,18 @@ class Pool final : public CudaOp {
     if (max && n.outputs().size() > 1 && n.output(1)) throw InputError("MaxPool's Indices output is not supported on cuda");
   }
 
+  // Every operand channels-last: X and Y (forward), dY, X and dX (gradient).
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    const size_t x = grad_ ? 1 : 0;
+    if (!s.has_in(x) || !channels_last_case(s.in[x]->dtype, s.in[x]->dims.size())) return {};
+    ChannelsLastOperands l;
+    l.in.assign(s.in.size(), false);
+    l.out.assign(s.out.size(), false);
+    for (size_t i = 0; i < s.in.size(); ++i) l.in[i] = s.has_in(i);
+    l.out[0] = true;
+    return l;
+  }
+
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     const TensorDesc& x = *s.in[grad_ ? 1 : 0];
     const TensorDesc& y = grad_ ? *s.in[0] : *s.out[0];
@@ -795,9 +875,12 @@ class Pool final : public CudaOp {
       const int64_t floor_size = (x.dims[d] + 2 * w.pads[d - 2] - w.kernel[d - 2]) / w.strides[d - 2] + 1;
       if (floor_size != y.dims[d]) throw InputError("output sizes rounded up (ceil_mode) are not supported on cuda");
     }
+    const TensorDesc& dx_or_y = *s.out[0];
+    if (x.channels_last != y.channels_last || x.channels_last != dx_or_y.channels_last)
+      throw InputError("the pool's operands are not all channels-last or all not");
     auto pool = std::make_shared<CudnnPooling>(mode_, w.kernel, w.pads, w.strides);
-    auto xd = std::make_shared<CudnnTensor>(x.dtype, at_least_4d(x.dims));
-    auto yd = std::make_shared<CudnnTensor>(y.dtype, at_least_4d(y.dims));
+    auto xd = std::make_shared<CudnnTensor>(x.dtype, at_least_4d(x.dims), x.channels_last);
+    auto yd = std::make_shared<CudnnTensor>(y.dtype, at_least_4d(y.dims), y.channels_last);
     if (!grad_)
       return std::make_unique<PreparedFunction>([pool, xd, yd](const OpBuffers& b, DeviceContext& c) {
         const float one = 1.0f, zero = 0.0f;

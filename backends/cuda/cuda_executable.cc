@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cuda/channels_last.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_layout.h"
 #include "graph/error.h"
@@ -114,10 +115,8 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   // Prepare every unit: algorithms, descriptors, compiled kernels.
   size_t workspace = 0;
   for (const Unit* unit : sp.order) {
-    OpShapes shapes = unit_shapes(sp, *unit);
-    shapes.tf32 = tf32_;
     const DeviceReport::UnitScope scope(unit->where, unit->kind);
-    Plan::Launch launch{unit, at_node(unit->where, [&] { return unit->op->prepare(shapes, *ctx_); }), {}, {}};
+    Plan::Launch launch{unit, at_node(unit->where, [&] { return prepare_unit(sp, *unit, tf32_, *ctx_); }), {}, {}};
     workspace = std::max(workspace, launch.op->workspace_bytes());
     p.launches.push_back(std::move(launch));
   }

@@ -29,6 +29,9 @@ struct TensorDesc {
   // numel() elements of dtype (CudaOp::packed_output_bytes): a product's ReLU bitmask. 0 for all
   // others. Only the units that know the layout read such a value; it is never fetched or viewed.
   size_t packed_bytes = 0;
+  // Stored channels-last: N, spatial..., C in memory (NHWC for 4-D), dims still in ONNX's order
+  // N, C, spatial... (channels_last.h decides it per plan). False: row-major in dims' order.
+  bool channels_last = false;
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
@@ -36,6 +39,36 @@ struct TensorDesc {
   }
   // What the value takes on the device.
   size_t nbytes() const { return packed_bytes ? packed_bytes : static_cast<size_t>(numel()) * dtype_size(dtype); }
+  // Per dim in dims' order, the distance in elements between neighbours as stored.
+  std::vector<int64_t> strides() const {
+    std::vector<int64_t> s(dims.size(), 1);
+    if (channels_last && dims.size() >= 3) {
+      int64_t step = 1;
+      s[1] = 1;
+      step = dims[1];
+      for (size_t d = dims.size(); d-- > 2;) {
+        s[d] = step;
+        step *= dims[d];
+      }
+      s[0] = step;
+    } else {
+      for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
+    }
+    return s;
+  }
+};
+
+// The operands an op reads and writes channels-last (TensorDesc::channels_last) when it computes
+// so for some shapes (CudaOp::channels_last): per input and per output, in OpShapes' order.
+struct ChannelsLastOperands {
+  std::vector<bool> in, out;
+  bool any() const {
+    for (bool b : in)
+      if (b) return true;
+    for (bool b : out)
+      if (b) return true;
+    return false;
+  }
 };
 
 // Types and dims of an op's operands in this plan (null for an absent optional one), and the
@@ -44,6 +77,7 @@ struct OpShapes {
   std::vector<const TensorDesc*> in, out;
   std::vector<const Tensor*> host;  // per input
   bool tf32 = false;  // fp32 products and convolutions may use TF32 (CompileOptions::tf32)
+  std::shared_ptr<const void> keep;  // owns descriptors the pointers above may point into
   bool has_in(size_t i) const { return i < in.size() && in[i]; }
   bool has_out(size_t i) const { return i < out.size() && out[i]; }
 };
@@ -118,6 +152,16 @@ class CudaOp {
   // reads the bits as the value's type.
   virtual size_t packed_output_bytes(const OpShapes& /*shapes*/, size_t /*output*/) const { return 0; }
   virtual size_t packed_input_bytes(const OpShapes& /*shapes*/, size_t /*input*/) const { return 0; }
+  // Channels-last (channels_last.h). The operands the op can take stored channels-last for these
+  // shapes (all of them at once: prepare then sees exactly those with TensorDesc::channels_last
+  // set, and computes so); nothing for an op that computes only in ONNX's layout, whose operands
+  // prepare always sees row-major. A packed operand listed here is stored in the element order of
+  // the layout its writer computes in, and is read only by units computing in the same one.
+  virtual ChannelsLastOperands channels_last(const OpShapes& /*shapes*/) const { return {}; }
+  // True for an op that reads and writes each operand in whatever layout it is stored, one
+  // operand channels-last and the next not (the generated elementwise kernels index each operand
+  // through its strides): the plan never converts an operand for it.
+  virtual bool any_layout() const { return false; }
 };
 
 using CudaOpFactory = std::unique_ptr<CudaOp> (*)(const Node& node, int64_t opset);

@@ -5,8 +5,9 @@
 //   backward filter  X' = relu(X * scale + bias) -> dW = conv_wgrad(X', dY)
 // The per-channel scale and bias are fp32 [1, C, 1, ...]; the statistics fp32 [1, K, 1, ...];
 // the ReLU's result, virtual, is rounded to X's type before the Tensor Cores read it, as a stored
-// activation would be. X, W, Y, dY, dW are one 16-bit type, packed NCHW (no plan chooses
-// channels-last yet).
+// activation would be. X, W, Y, dY, dW are one 16-bit type, packed: NCHW with KCRS filters, or
+// channels-last, NHWC with KRSC filters (cuDNN's CUDNN_TENSOR_NHWC filter format), the layout of
+// cuDNN's own ConvBNfprop and ConvBNwgrad samples and the one its fusion engines are built for.
 #pragma once
 
 #include <cudnn.h>
@@ -28,6 +29,7 @@ struct ConvolutionGraphSpec {
   std::vector<int64_t> pads, strides, dilations;
   bool prologue = false;    // X' = relu(X * scale + bias)
   bool statistics = false;  // forward: the per-channel sums of Y
+  bool channels_last = false;  // X, Y, dY stored NHWC and W, dW KRSC (dims still in ONNX's order)
 };
 
 // The device pointers of one run, by role (null for a role the graph does not have).

@@ -22,6 +22,18 @@ std::vector<int> packed_strides(const std::vector<int>& dims) {
   return s;
 }
 
+// Strides of [N, C, spatial...] stored N, spatial..., C.
+std::vector<int> channels_last_strides(const std::vector<int>& dims) {
+  std::vector<int> s(dims.size(), 1);
+  int step = dims[1];
+  for (size_t d = dims.size(); d-- > 2;) {
+    s[d] = step;
+    step *= dims[d];
+  }
+  s[0] = step;
+  return s;
+}
+
 }  // namespace
 
 cudnnDataType_t cudnn_type(DType t) {
@@ -33,8 +45,8 @@ cudnnDataType_t cudnn_type(DType t) {
   }
 }
 
-CudnnTensor::CudnnTensor(DType t, std::vector<int64_t> dims) {
-  const std::vector<int> d = to_int(dims), s = packed_strides(d);
+CudnnTensor::CudnnTensor(DType t, std::vector<int64_t> dims, bool channels_last) {
+  const std::vector<int> d = to_int(dims), s = channels_last ? channels_last_strides(d) : packed_strides(d);
   AMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
   AMP_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(t), static_cast<int>(d.size()), d.data(), s.data()));
 }
@@ -43,10 +55,11 @@ CudnnTensor::~CudnnTensor() {
   if (d_) cudnnDestroyTensorDescriptor(d_);
 }
 
-CudnnFilter::CudnnFilter(DType t, std::vector<int64_t> dims) {
+CudnnFilter::CudnnFilter(DType t, std::vector<int64_t> dims, bool channels_last) {
   const std::vector<int> d = to_int(dims);
   AMP_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d_));
-  AMP_CUDNN_CHECK(cudnnSetFilterNdDescriptor(d_, cudnn_type(t), CUDNN_TENSOR_NCHW, static_cast<int>(d.size()), d.data()));
+  AMP_CUDNN_CHECK(cudnnSetFilterNdDescriptor(d_, cudnn_type(t), channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                             static_cast<int>(d.size()), d.data()));
 }
 
 CudnnFilter::~CudnnFilter() {

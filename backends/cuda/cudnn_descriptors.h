@@ -1,5 +1,7 @@
 // cuDNN descriptors owned by C++ objects (destroyed with them), and the layouts the ops use:
-// ONNX tensors are NCHW-contiguous, given to cuDNN as N-d descriptors with packed strides.
+// ONNX tensors are NCHW-contiguous, given to cuDNN as N-d descriptors with packed strides; a
+// channels-last one (TensorDesc::channels_last) keeps its dims in ONNX's order with NHWC's strides,
+// and a channels-last filter is CUDNN_TENSOR_NHWC's KRSC.
 #pragma once
 
 #include <cudnn.h>
@@ -16,7 +18,8 @@ cudnnDataType_t cudnn_type(DType t);  // InputError for a type cuDNN does not co
 class CudnnTensor {
  public:
   // A packed tensor; fewer than 4 dims are padded with trailing 1s (cuDNN wants at least 4).
-  CudnnTensor(DType t, std::vector<int64_t> dims);
+  // channels_last: dims [N, C, spatial...] stored N, spatial..., C (NHWC strides).
+  CudnnTensor(DType t, std::vector<int64_t> dims, bool channels_last = false);
   ~CudnnTensor();
   CudnnTensor(const CudnnTensor&) = delete;
   CudnnTensor& operator=(const CudnnTensor&) = delete;
@@ -28,7 +31,10 @@ class CudnnTensor {
 
 class CudnnFilter {
  public:
-  CudnnFilter(DType t, std::vector<int64_t> dims);
+  // dims [K, C/groups, spatial...], stored so (CUDNN_TENSOR_NCHW) or, channels_last, as K,
+  // spatial..., C/groups (CUDNN_TENSOR_NHWC: KRSC for 4-D); cuDNN takes the dims in this order
+  // either way.
+  CudnnFilter(DType t, std::vector<int64_t> dims, bool channels_last = false);
   ~CudnnFilter();
   CudnnFilter(const CudnnFilter&) = delete;
   CudnnFilter& operator=(const CudnnFilter&) = delete;

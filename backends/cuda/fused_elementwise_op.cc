@@ -56,6 +56,56 @@ FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vect
   return l;
 }
 
+FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<const TensorDesc*>& in,
+                              const std::vector<const TensorDesc*>& out) {
+  FusedLaunch l = plan_fused_launch(program, dims_of(in), dims_of(out));
+  bool any = false;
+  for (const TensorDesc* t : in) any |= t->channels_last;
+  for (const TensorDesc* t : out) {
+    any |= t->channels_last;
+    if (t->channels_last != out.at(0)->channels_last) throw Error("internal: outputs of a fused kernel stored in two layouts");
+  }
+  if (!any) return l;
+  // The iteration space in the outputs' storage order: perm[j] is the dim of dims' order walked
+  // j-th from the outermost.
+  const std::vector<int64_t>& space = out.at(0)->dims;
+  const size_t rank = space.size();
+  std::vector<size_t> perm(rank);
+  for (size_t d = 0; d < rank; ++d) perm[d] = d;
+  if (out.at(0)->channels_last) {
+    perm.clear();
+    perm.push_back(0);
+    for (size_t d = 2; d < rank; ++d) perm.push_back(d);
+    perm.push_back(1);
+  }
+  std::vector<int64_t> walked;
+  for (size_t d : perm) walked.push_back(space[d]);
+  const std::vector<int64_t> dense = contiguous_strides(walked);
+  l.dims.rank = static_cast<int>(rank);
+  for (size_t j = 0; j < rank; ++j) l.dims.size[j] = walked[j];
+  for (size_t k = 0; k < in.size(); ++k) {
+    // The input's stored strides over the space (0 where it broadcasts), in the walk's order.
+    const std::vector<int64_t> own = in[k]->strides();
+    const size_t offset = rank - in[k]->dims.size();
+    std::vector<int64_t> st(rank, 0);
+    for (size_t j = 0; j < rank; ++j) {
+      const size_t d = perm[j];
+      if (d < offset || in[k]->dims[d - offset] == 1) continue;
+      st[j] = own[d - offset];
+    }
+    bool same = true, scalar = true;
+    for (size_t j = 0; j < rank; ++j) {
+      if (walked[j] == 1) continue;
+      same &= st[j] == dense[j];
+      scalar &= st[j] == 0;
+    }
+    l.indexing[k] = scalar ? InputIndexing::kScalar : same ? InputIndexing::kSame : InputIndexing::kBroadcast;
+    for (size_t j = 0; j < rank; ++j) l.strides[k].stride[j] = st[j];
+  }
+  l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
+  return l;
+}
+
 std::vector<void*> FusedLaunch::args(const std::vector<const void*>& ins, const std::vector<void*>& outs) const {
   // cudaLaunchKernel takes void** but only reads through it.
   std::vector<void*> a = {const_cast<long long*>(&n), const_cast<FusedDims*>(&dims)};
@@ -68,7 +118,7 @@ std::vector<void*> FusedLaunch::args(const std::vector<const void*>& ins, const 
 }
 
 std::unique_ptr<PreparedOp> FusedElementwiseOp::prepare(const OpShapes& shapes, DeviceContext& ctx) const {
-  const FusedLaunch launch = plan_fused_launch(program_, dims_of(shapes.in), dims_of(shapes.out));
+  const FusedLaunch launch = plan_fused_launch(program_, shapes.in, shapes.out);
   const cudaKernel_t fn = ctx.load_kernel(launch.kernel);
   const unsigned grid = grid_for(launch.n, kBlock, ctx);
 

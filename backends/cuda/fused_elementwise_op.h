@@ -33,6 +33,12 @@ struct FusedLaunch {
 // than kFusedMaxRank dims or inputs that broadcast beyond the outputs' dims.
 FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<std::vector<int64_t>>& in_dims,
                               const std::vector<std::vector<int64_t>>& out_dims);
+// The same over operands stored in their own layouts (TensorDesc::channels_last): the iteration
+// space walks the outputs' storage order (all outputs stored alike), and an input stored
+// otherwise is read through its strides, so a kernel at a channels-last region's edge transposes
+// as it computes.
+FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<const TensorDesc*>& in,
+                              const std::vector<const TensorDesc*>& out);
 
 // How one multi-tensor launch runs groups (MultiTensorFusedOp below), apart from any device.
 struct MultiTensorLaunch {
@@ -59,6 +65,7 @@ class FusedElementwiseOp final : public CudaOp {
   // The iteration space is the outputs' dims (all outputs share them); every input must
   // broadcast into it. InputError for more than kFusedMaxRank dims.
   std::unique_ptr<PreparedOp> prepare(const OpShapes& shapes, DeviceContext& ctx) const override;
+  bool any_layout() const override { return true; }
   const ElementwiseProgram& program() const { return program_; }
 
  private:

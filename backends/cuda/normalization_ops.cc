@@ -1,6 +1,9 @@
 // LayerNormalization (and ai.onnx_amp LayerNormalizationGrad) on the hand-written kernels of
 // layernorm.cu; BatchNormalization (inference and training mode) and BatchNormalizationGrad on
-// cuDNN, which keeps the per-channel statistics in fp32 whatever the data type.
+// cuDNN, which keeps the per-channel statistics in fp32 whatever the data type. The BatchNorms
+// also compute channels-last (CudaOp::channels_last) for 16-bit [N, C, H, W] data, between the
+// convolutions that store it so: cuDNN reads the layout from the descriptor's strides.
+#include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/cudnn_descriptors.h"
@@ -94,11 +97,22 @@ struct BnDescriptors {
   std::shared_ptr<CudnnTensor> x, params;
 };
 
+// x's descriptor: [N, C, the rest as one dim, 1], or (channels-last, 4-D only) [N, C, H, W] with
+// NHWC's strides. The data operands (x, y; dY, dX) share it: the plan hands them in one layout.
 BnDescriptors bn_descriptors(const TensorDesc& x, const TensorDesc& scale) {
   if (scale.dtype != DType::kFloat)
     throw InputError("BatchNormalization's scale, bias and statistics must be float on cuda (cuDNN keeps them in fp32)");
   const std::vector<int64_t> d = nchw(x.dims);
-  return {std::make_shared<CudnnTensor>(x.dtype, d), std::make_shared<CudnnTensor>(DType::kFloat, std::vector<int64_t>{1, d[1], 1, 1})};
+  if (x.channels_last && x.dims.size() != 4) throw InputError("channels-last BatchNormalization takes [N, C, H, W] data");
+  auto params = std::make_shared<CudnnTensor>(DType::kFloat, std::vector<int64_t>{1, d[1], 1, 1});
+  if (x.channels_last) return {std::make_shared<CudnnTensor>(x.dtype, x.dims, true), params};
+  return {std::make_shared<CudnnTensor>(x.dtype, d), params};
+}
+
+// The data operands listed channels-last for 16-bit [N, C, H, W] x (per-channel ones never are).
+ChannelsLastOperands bn_channels_last(const OpShapes& s, const TensorDesc& x, std::initializer_list<size_t> inputs) {
+  if ((x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) || x.dims.size() != 4) return {};
+  return listed_operands(s, inputs, {0});
 }
 
 // BatchNormalization(X, scale, B, input_mean, input_var) -> Y, [running_mean, running_var]
@@ -108,7 +122,12 @@ class BatchNorm final : public CudaOp {
       : epsilon_(n.attr_float("epsilon", 1e-5f)),
         momentum_(n.attr_float("momentum", 0.9f)),
         training_(n.attr_int("training_mode", 0) != 0) {}
+  // X and Y.
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    return bn_channels_last(s, *s.in[0], {0});
+  }
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    one_layout(s, {0}, {0}, "BatchNormalization");
     const BnDescriptors d = bn_descriptors(*s.in[0], *s.in[1]);
     for (size_t i = 2; i < 5; ++i)
       if (s.in[i]->dtype != DType::kFloat)
@@ -157,7 +176,12 @@ class BatchNorm final : public CudaOp {
 class BatchNormGrad final : public CudaOp {
  public:
   BatchNormGrad(const Node& n, int64_t) : epsilon_(n.attr_float("epsilon", 1e-5f)) {}
+  // dY, X and dX.
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    return bn_channels_last(s, *s.in[1], {0, 1});
+  }
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+    one_layout(s, {0, 1}, {0}, "BatchNormalizationGrad");
     const BnDescriptors d = bn_descriptors(*s.in[1], *s.in[2]);
     const double eps = epsilon_;
     const size_t param_bytes = s.in[2]->nbytes();

@@ -1,5 +1,6 @@
 #include "backends/cuda/plan_report.h"
 
+#include "backends/cuda/channels_last.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/schedule.h"
@@ -17,6 +18,7 @@ std::string value_type(const ShapePlan& p, int v, std::string (*human_bytes)(int
   for (size_t i = 0; i < p.desc[v].dims.size(); ++i) s += (i ? "," : "") + std::to_string(p.desc[v].dims[i]);
   s += "]";
   if (p.desc[v].packed_bytes) s += " packed in " + human_bytes(static_cast<int64_t>(p.desc[v].packed_bytes));
+  if (p.desc[v].channels_last) s += " NHWC";
   return s;
 }
 
@@ -44,6 +46,7 @@ ordered_json plan_report(const Model& m, const CompileOptions& options, const st
 
   ordered_json units = ordered_json::array();
   size_t fused = 0, fused_nodes = 0, multi_tensor = 0, moved = 0;
+  size_t cl_units = 0, conversions_made = 0, conversion_bytes = 0;
   for (const Unit* u : p.order) {
     ordered_json out = ordered_json::array();
     // What the unit reads and writes in device memory, each operand once (a lower bound: a
@@ -57,10 +60,24 @@ ordered_json plan_report(const Model& m, const CompileOptions& options, const st
         out.push_back(s.program.values[v].name + ": " + value_type(p, v, human_bytes));
         bytes += p.desc[v].nbytes();
       }
+    // The layout the unit computes in, and the transposes around it where an operand is stored in
+    // the other (channels_last.h): each reads and writes the operand once more.
+    ordered_json converted = ordered_json::array();
+    for (const LayoutConversion& c : conversions(p, *u)) {
+      converted.push_back({{"value", s.program.values[c.value].name},
+                           {"to", c.output != c.unit_channels_last ? "NHWC" : "row-major"},
+                           {"bytes", c.bytes}});
+      bytes += 2 * c.bytes;
+      ++conversions_made;
+      conversion_bytes += 2 * c.bytes;
+    }
+    const bool cl = p.channels_last.count(u) > 0;
+    cl_units += cl;
     moved += bytes;
     const size_t at = u->where.rfind(": node ");  // "file: node NAME (Op)" -> "NAME (Op)"
     units.push_back({{"kind", u->kind}, {"node", at == std::string::npos ? u->where : u->where.substr(at + 7)},
-                     {"nodes", u->steps.size()}, {"bytes", bytes}, {"outputs", out}});
+                     {"nodes", u->steps.size()}, {"bytes", bytes}, {"layout", cl ? "NHWC" : "as stored"},
+                     {"conversions", converted}, {"outputs", out}});
     if (dynamic_cast<const MultiTensorFusedOp*>(u->op.get())) ++multi_tensor;
     if (dynamic_cast<const FusedElementwiseOp*>(u->op.get()) || dynamic_cast<const MultiTensorFusedOp*>(u->op.get())) {
       ++fused;
@@ -87,6 +104,7 @@ ordered_json plan_report(const Model& m, const CompileOptions& options, const st
   j["host_step_ops"] = host_ops;
   j["read_through"] = p.read_through.size();
   j["nodes"] = s.program.steps.size();
+  j["channels_last"] = {{"units", cl_units}, {"conversions", conversions_made}, {"conversion_bytes", conversion_bytes}};
   j["memory"] = {{"arena_bytes", layout.arena.arena_bytes},
                  {"peak_live_bytes", layout.arena.peak_bytes},
                  {"without_reuse_bytes", layout.arena.total_bytes},

@@ -1,12 +1,14 @@
 #include "backends/cuda/schedule.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "backends/cpu/grad_kernels.h"
+#include "backends/cuda/channels_last.h"
 #include "backends/cuda/copy_fusion.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/node_patterns.h"
@@ -20,6 +22,12 @@ namespace amp::cuda {
 namespace {
 
 bool is_fused_node(const Node& n) { return n.domain() == kAmpDomain && n.op_type() == kFusedElementwiseOp; }
+
+// An environment variable set to "0": the benchmarks' switch for a default-on choice.
+bool env_is_zero(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == "0";
+}
 
 std::string summary(const std::vector<const Node*>& nodes) {
   std::string s;
@@ -81,6 +89,7 @@ Schedule::Schedule(const Model& m, const CompileOptions& options) {
     for (int i : shape_inputs[s])
       if (i < static_cast<int>(program.steps[s].in.size()) && program.steps[s].in[i] >= 0)
         read_as_shape[program.steps[s].in[i]] = true;
+  channels_last = options.channels_last && !env_is_zero("AMP_CUDA_CHANNELS_LAST");
   std::vector<std::string> names = options.state;
   if (names.empty())
     for (const Tensor& t : program.initializers) {
@@ -382,6 +391,7 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   order_units(p);
   choose_views(p, fed);
   fuse_copies(*this, p, targets);
+  decide_channels_last(*this, p, targets, fed);
   return p;
 }
 
@@ -635,11 +645,18 @@ void Schedule::batch_fused_groups(ShapePlan& p) const {
   const std::vector<size_t> order = topological(all, deps);
   const Reachability reaches(deps, order);
 
-  // Fused groups alike in program and in how each input is read, without broadcasts.
+  // Fused groups alike in program and in how each input is read, without broadcasts, and none
+  // reading or writing what a unit takes channels-last (channels_last.h: such a group, alone,
+  // reads and writes each operand in the layout it is stored in).
+  const std::vector<bool> touched_cl = touched_channels_last(*this, p, all);
   std::map<std::string, std::vector<std::vector<size_t>>> batches;
   for (size_t u : order) {
     const auto* op = dynamic_cast<const FusedElementwiseOp*>(all[u]->op.get());
     if (!op) continue;
+    bool cl = false;
+    for (int v : all[u]->in) cl |= v >= 0 && touched_cl[v];
+    for (int v : all[u]->out) cl |= v >= 0 && touched_cl[v];
+    if (cl) continue;
     const std::vector<int64_t>& space = p.desc[all[u]->out[0]].dims;
     std::string key = op->program().to_text();
     bool broadcast = false;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/backend.h"
@@ -57,6 +58,9 @@ struct ShapePlan {
   std::vector<int> read_through;
   // This signature's copy units: chains of copies composed, copies batched (copy_fusion.h).
   std::vector<std::unique_ptr<Unit>> copies;
+  // The units that compute channels-last, with the operands they take so (channels_last.h); the
+  // layout each value is stored in is its desc's channels_last.
+  std::unordered_map<const Unit*, ChannelsLastOperands> channels_last;
   int root(int v) const { return alias_of[v] >= 0 ? alias_of[v] : v; }
 };
 
@@ -95,6 +99,7 @@ struct Schedule {
   std::vector<int> state_values;             // value number of each state tensor, in order
   std::vector<int> state_of;                 // per value: index into state_values, or -1
   std::vector<std::pair<int, int>> updates;  // state index <- value
+  bool channels_last = true;  // CompileOptions::channels_last
 
  private:
   void build_units(const Model& m, const std::vector<const Node*>& nodes);

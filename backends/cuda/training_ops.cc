@@ -43,6 +43,9 @@ class AllFinite final : public CudaOp {
                  c.sm_count(), c.stream());
     });
   }
+  // Whether any element is inf or NaN does not depend on their order: a channels-last gradient
+  // is checked as it is stored (channels_last.h).
+  bool any_layout() const override { return true; }
 
  private:
   bool scaled_;

@@ -115,6 +115,9 @@ std::string cuda_plan_text(const ordered_json& j) {
     const auto& outputs = u["outputs"];
     for (size_t i = 0; i < outputs.size() && i < 3; ++i) s << " " << outputs[i].get<std::string>();
     if (outputs.size() > 3) s << " (and " << outputs.size() - 3 << " more)";
+    if (u.value("layout", "") == "NHWC") s << "  [computes NHWC]";
+    for (const auto& c : u["conversions"])
+      s << "  [transposes " << c["value"].get<std::string>() << " to " << c["to"].get<std::string>() << "]";
     s << "\n";
   }
   s << "device units: " << j["device_units"] << " (" << j["fused_kernels"]["units"] << " generated kernels covering "
@@ -133,6 +136,11 @@ std::string cuda_plan_text(const ordered_json& j) {
   if (j["read_through"].get<size_t>() > 0)
     s << "read through: " << j["read_through"]
       << " (copies composed into their readers', pass-throughs, their views: every reader reads past them)\n";
+  const auto& cl = j["channels_last"];
+  if (cl["units"].get<size_t>() > 0)
+    s << "layout:       " << cl["units"] << " units compute channels-last (NHWC); " << cl["conversions"]
+      << " transposes where their region meets row-major values, moving "
+      << human_bytes(cl["conversion_bytes"].get<int64_t>()) << " (in the traffic below)\n";
   const auto& mem = j["memory"];
   s << "memory:       arena " << human_bytes(mem["arena_bytes"].get<int64_t>()) << " (live at most "
     << human_bytes(mem["peak_live_bytes"].get<int64_t>()) << ", " << human_bytes(mem["without_reuse_bytes"].get<int64_t>())

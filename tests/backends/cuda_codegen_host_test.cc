@@ -340,6 +340,61 @@ Case fused_case(const std::string& what, const ElementwiseProgram& p, const std:
   return c;
 }
 
+// A row-major tensor stored channels-last (TensorDesc::channels_last): N, spatial..., C.
+Tensor stored_channels_last(const Tensor& t) {
+  cuda::TensorDesc d{t.dtype, t.dims};
+  d.channels_last = true;
+  const std::vector<int64_t> st = d.strides();
+  Tensor out(t.dtype, t.dims);
+  const size_t elem = dtype_size(t.dtype);
+  std::vector<int64_t> idx(t.dims.size(), 0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t at = 0;
+    for (size_t k = 0; k < idx.size(); ++k) at += idx[k] * st[k];
+    std::memcpy(out.mutable_data() + at * elem, t.data() + i * elem, elem);
+    for (size_t k = idx.size(); k-- > 0;)
+      if (++idx[k] < t.dims[k]) break;
+      else idx[k] = 0;
+  }
+  return out;
+}
+
+// fused_case over operands stored in layouts of their own: the inputs marked in_cl are given to
+// the kernel channels-last, and the outputs are expected channels-last when out_cl.
+Case layout_case(const std::string& what, const ElementwiseProgram& p, const std::vector<std::vector<int64_t>>& in_dims,
+                 const std::vector<bool>& in_cl, bool out_cl, std::mt19937& rng) {
+  Case c;
+  c.what = what;
+  std::vector<Tensor> row_major;
+  for (size_t k = 0; k < in_dims.size(); ++k) row_major.push_back(random_tensor(p.input_dtypes[k], in_dims[k], rng));
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : row_major) in.push_back(&t);
+  const std::vector<Tensor> expected = evaluate_elementwise_program(p, in, what);
+  c.transcendental = transcendental_outputs(p);
+  std::vector<cuda::TensorDesc> descs;
+  for (size_t k = 0; k < in_dims.size(); ++k) {
+    descs.push_back({p.input_dtypes[k], in_dims[k]});
+    descs.back().channels_last = in_cl[k];
+    c.inputs.push_back(in_cl[k] ? stored_channels_last(row_major[k]) : row_major[k]);
+  }
+  for (const Tensor& t : expected) {
+    descs.push_back({t.dtype, t.dims});
+    descs.back().channels_last = out_cl;
+    c.expected.push_back(out_cl ? stored_channels_last(t) : t);
+  }
+  std::vector<const cuda::TensorDesc*> in_desc, out_desc;
+  for (size_t k = 0; k < descs.size(); ++k) (k < in_dims.size() ? in_desc : out_desc).push_back(&descs[k]);
+  auto launch = std::make_shared<FusedLaunch>(plan_fused_launch(p, in_desc, out_desc));
+  c.kernel = launch->kernel;
+  c.run = [launch](const HostKernels& hk, const Case& self, const std::vector<const void*>& ins,
+                   const std::vector<void*>& outs) -> size_t {
+    std::vector<void*> args = launch->args(ins, outs);
+    hk.launch(self.kernel.name, args.data(), host_grid(launch->n, self.block), self.block);
+    return 1;
+  };
+  return c;
+}
+
 // Groups running programs[variant_of_group[g]] on random inputs of dims in_dims_of_group[g].
 Case multi_tensor_case(const std::string& what, const std::vector<ElementwiseProgram>& programs,
                        const std::vector<int>& variant_of_group,
@@ -682,6 +737,20 @@ TEST(CudaCodegenHost, TargetedIndexingCasesRunAsTheirReferenceComputes) {
   cases.push_back(fused_case("min_rank 2 over a rank-1 input", min_rank, {{77}}, rng));
   cases.push_back(
       fused_case("a [1,7] row minus a [5,1,1,2,1] column", parse(kRowMinusColumn), {{1, 7}, {5, 1, 1, 2, 1}}, rng));
+  // Channels-last operands (backends/cuda/channels_last.h): a per-channel bias over an NHWC
+  // activation, written NHWC (inside a region), written row-major and read row-major into NHWC
+  // (the transposes at a region's edge); every op with inputs stored each its own way.
+  const std::vector<std::vector<int64_t>> bias_dims = {{5, 1, 1}, {2, 5, 3, 4}};
+  cases.push_back(layout_case("bias + GELU, NHWC in and out", gelu, bias_dims, {false, true}, true, rng));
+  cases.push_back(layout_case("bias + GELU, NHWC in, row-major out", gelu, bias_dims, {false, true}, false, rng));
+  cases.push_back(layout_case("bias + GELU, row-major in, NHWC out", gelu, bias_dims, {false, false}, true, rng));
+  cases.push_back(layout_case("bias + GELU, rank 5 NHWC in, NHWC out", gelu, {{1, 3, 1, 1, 2}, {2, 3, 2, 4, 2}},
+                              {true, true}, true, rng));
+  cases.push_back(layout_case("every op, mixed layouts", every, {{2, 3, 4, 5}, {3, 1, 5}, {2, 3, 4, 5}, {2, 3, 4, 5}},
+                              {true, false, false, true}, true, rng));
+  cases.push_back(layout_case("every op, mixed layouts, row-major out", every,
+                              {{2, 3, 4, 5}, {1, 3, 1, 1}, {2, 3, 4, 5}, {2, 3, 4, 5}}, {true, true, true, false},
+                              false, rng));
 
   // Multi-tensor: AdamW for fp16 and fp32 gradients in one launch, tensors of many sizes (0 and 1
   // among them), more groups than a task list holds.

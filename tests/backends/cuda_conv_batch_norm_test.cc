@@ -32,37 +32,16 @@ namespace {
 
 #if AMP_HAVE_CUDA
 
-// torch_exports.py's resnet_bottleneck: the export alone (its PyTorch gradients are checked in
-// the passes' tests).
-Model bottleneck() {
-  const std::string dir = test::temp_dir("resnet_bottleneck");
-  std::string out;
-  if (test::run_python(test::source_dir() + "/tests/passes/torch_exports.py resnet_bottleneck " + dir, &out) != 0)
-    throw std::runtime_error("torch_exports.py resnet_bottleneck failed:\n" + out);
-  return load_model(dir + "/model.onnx");
-}
-
-TrainingStep bottleneck_step(const Model& forward, DType precision) {
-  TrainingSpec spec;
-  spec.optimizer.kind = OptimizerSpec::Kind::kSgd;
-  spec.optimizer.momentum = 0.9f;
-  spec.precision = precision;
-  spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
-  spec.check_finite = precision != DType::kFloat;
-  spec.loss.kind = LossKind::kCrossEntropy;
-  return build_training_step(load_model_from_bytes(serialize_model(forward), "resnet_bottleneck", "."), spec);
-}
-
 // The two bottlenecks' first two BatchNorm + ReLU layers (4) sit between convolutions: their
 // input convolutions sum the statistics (Conv+Greater: the mask's value holds them), the next
 // convolutions apply them (Conv+BatchNormalization+Relu[+Greater] when that one sums its own
 // output's too), the weight gradients and BatchNorm gradients recompute them; the stem's and the
 // residual ones keep the BatchNorm units. fp32 steps are planned as before.
 TEST(CudaSchedule, A16BitBottleneckRunsItsInnerBatchNormsInsideTheConvolutions) {
-  const Model forward = bottleneck();
+  const Model forward = test::resnet_bottleneck();
   for (DType precision : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(precision));
-    TrainingStep step = bottleneck_step(forward, precision);
+    TrainingStep step = test::bottleneck_step(forward, precision);
     const cuda::Schedule s(step.model, test::step_options(step));
     const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
     std::map<std::string, int> kinds;
@@ -102,34 +81,20 @@ TEST(CudaSchedule, A16BitBottleneckRunsItsInnerBatchNormsInsideTheConvolutions) 
 }
 
 // The bottleneck's whole training step, SGD with momentum 0.9 (fp16 with a dynamic loss scale),
-// 4 steps: losses, weights, running statistics and momentum buffers track the CPU backend's, with
+// 3 steps, its convolution chain channels-last (the default, backends/cuda/channels_last.h;
+// cuda_channels_last_test.cc runs it row-major): losses, weights, running statistics and momentum
+// buffers track the CPU backend's, with
 // cuDNN's fused graphs and, AMP_STANDIN_CUDNN_REFUSE_GRAPH=1 on the stand-ins, with the units'
 // unfused path (a real cuDNN ignores the variable and runs the fused graphs twice).
 TEST(CudaBackendGpu, TheBottleneckStepWithConvolutionFusionsTracksTheCpu) {
   REQUIRE_GPU();
-  const Model forward = bottleneck();
+  const Model forward = test::resnet_bottleneck();
   for (const char* refuse : {"0", "1"})
     for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
       SCOPED_TRACE(std::string(dtype_name(precision)) + (refuse[0] == '1' ? " unfused" : " fused"));
       setenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH", refuse, 1);
-      TrainingStep step = bottleneck_step(forward, precision);
-      const CompileOptions options = test::step_options(step);
-      Tensor lr(DType::kFloat, {});
-      *lr.mutable_as<float>() = 1e-2f;
-      const test::Feeds feeds = {{"input", test::random_tensor(DType::kFloat, {8, 3, 16, 16}, 80, -2, 2)},
-                                 {step.labels, test::random_tensor(DType::kInt64, {8}, 81, 0, 10)},
-                                 {step.lr, lr}};
-      auto cpu = make_backend("cpu")->compile(step.model, options);
-      auto gpu = make_backend("cuda")->compile(step.model, options);
-      for (int k = 0; k < 3; ++k)  // the last replays the captured CUDA Graph
-        test::expect_close(gpu->run(feeds, {step.loss})[0], cpu->run(feeds, {step.loss})[0],
-                           "loss at step " + std::to_string(k), 10.0);
-      for (const std::string& name : cpu->state_names()) {
-        // Momentum buffers sum 16-bit gradients (parity.h's 16-bit tolerance), as in the cnn step.
-        const bool gradients = name.find("momentum_buffer") != std::string::npos;
-        const double scale = gradients ? 10.0 * (precision == DType::kFloat16 ? 2e-3 : 1.6e-2) / 1e-4 : 10.0;
-        test::expect_close(gpu->read_state(name), cpu->read_state(name), name, scale);
-      }
+      TrainingStep step = test::bottleneck_step(forward, precision);
+      test::expect_momentum_step_tracks_cpu(step, test::step_options(step), precision, 80);
     }
   unsetenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH");
 }

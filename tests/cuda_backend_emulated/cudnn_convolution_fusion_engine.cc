@@ -4,10 +4,14 @@
 //  - the engine takes the patterns of cuDNN's convolution fusions with batch norm (ConvBNfprop:
 //    [scale, bias, ReLU on X ->] convolution forward [-> GenStats of Y], and ConvBNwgrad: scale,
 //    bias, ReLU on X -> convolution backward filter), 16-bit X, W and Y with fp32 per-channel
-//    operands and statistics, and none else; AMP_STANDIN_CUDNN_REFUSE_GRAPH=1 makes it take no
+//    operands and statistics, and none else; the convolution's X, W and Y (dY, dW) fully packed
+//    in one layout: NCHW with a KCRS filter, or NHWC with a KRSC filter (strides C, 1, W*C, C —
+//    the layout of cuDNN's ConvBNfprop and ConvBNwgrad samples, CUDNN_TENSOR_NHWC's filter order),
+//    a dim of extent 1 taking any stride; AMP_STANDIN_CUDNN_REFUSE_GRAPH=1 makes it take no
 //    graph, as a real cuDNN offers no engine where none fuses the graph (an architecture, a
 //    layout or a type it does not fuse);
-//  - execution: the operations in the graph's order, every value computed in fp32 and rounded to
+//  - execution: the operations in the graph's order, each tensor in memory addressed through its
+//    strides (a virtual one held row-major), every value computed in fp32 and rounded to
 //    its tensor's data type once (a virtual tensor too: the ReLU's result a 16-bit convolution
 //    reads is rounded to the convolution's input type, as the Tensor Cores read it), convolutions
 //    summed in fp32 in a fixed order, GenStats' sums of Y as stored (rounded), in fp32.
@@ -143,6 +147,27 @@ void for_each_tap(const std::vector<int64_t>& xd, const std::vector<int64_t>& wd
   }
 }
 
+// Whether t's strides are those of its dims fully packed row-major (channels_last false) or
+// channels-last (C innermost, then the spatial dims, N outermost); a dim of extent 1 may have any.
+bool packed_as(const Tensor& t, bool channels_last) {
+  const size_t n = t.dims.size();
+  if (n < 3 || t.strides.size() != n) return !channels_last && n == t.strides.size();
+  std::vector<int64_t> want(n, 1);
+  if (channels_last) {
+    int64_t step = t.dims[1];
+    for (size_t d = n; d-- > 2;) {
+      want[d] = step;
+      step *= t.dims[d];
+    }
+    want[0] = step;
+  } else {
+    for (size_t d = n; d-- > 1;) want[d - 1] = want[d] * t.dims[d];
+  }
+  for (size_t d = 0; d < n; ++d)
+    if (t.dims[d] != 1 && t.strides[d] != want[d]) return false;
+  return true;
+}
+
 }  // namespace
 
 bool is_convolution_graph(const Descriptor& graph) {
@@ -176,12 +201,16 @@ bool convolution_fusion_takes(const Descriptor& graph) {
       continue;
     }
     ++convolutions;
-    for (int role : roles->second.in) {
-      Tensor t;
-      if (!tensor_at(*op, role, &t) || !is_16bit(t.type)) return false;
+    std::vector<Tensor> operands(3);
+    for (size_t r = 0; r < 2; ++r)
+      if (!tensor_at(*op, roles->second.in[r], &operands[r]) || !is_16bit(operands[r].type)) return false;
+    if (!tensor_at(*op, roles->second.out[0], &operands[2]) || !is_16bit(operands[2].type)) return false;
+    bool nchw = true, nhwc = true;
+    for (const Tensor& t : operands) {
+      nchw = nchw && packed_as(t, false);
+      nhwc = nhwc && packed_as(t, true);
     }
-    Tensor y;
-    if (!tensor_at(*op, roles->second.out[0], &y) || !is_16bit(y.type)) return false;
+    if (!nchw && !nhwc) return false;
     if (op->type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR && pointwise.empty()) return false;
   }
   const std::vector<cudnnPointwiseMode_t> prologue = {CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD,

@@ -2,7 +2,12 @@
 // convolution_ops.cc, normalization_ops.cc), written from cuDNN's documentation (the graph API of
 // cudnn_attention.cc: cudnn_graph_standin.cc):
 //
-//  - tensors: N-d with explicit strides; filters: packed [K, C/groups, spatial...] (NCHW);
+//  - tensors: N-d with explicit strides; filters: packed [K, C/groups, spatial...], stored so
+//    (CUDNN_TENSOR_NCHW) or as K, spatial..., C/groups (CUDNN_TENSOR_NHWC: KRSC for 4-D), the
+//    dims given in K, C/groups, spatial... order either way. As cuDNN's tables for an NHWC filter
+//    list: x and y (dx and dy) must then be fully-packed NHWC (else CUDNN_STATUS_NOT_SUPPORTED),
+//    and only forward IMPLICIT_GEMM and IMPLICIT_PRECOMP_GEMM, backward data ALGO_0 and ALGO_1 and
+//    backward filter ALGO_0 and ALGO_1 run (the others ranked NOT_SUPPORTED_SHAPE);
 //  - convolution: cross-correlation (CUDNN_CONVOLUTION, the flipped one, is not implemented),
 //    with pads, strides, dilations and groups; forward, backward data and backward filter, each
 //    result = alpha * computed + beta * prior (prior not read when beta is 0);
@@ -162,19 +167,35 @@ cudnnStatus_t run(cudnnHandle_t h, std::function<void()> work) {
                                                                           : CUDNN_STATUS_EXECUTION_FAILED;
 }
 
-// The convolution's geometry, checked: x [N, C, in...], w [K, C/G, r...], y [N, K, out...].
+// The convolution's geometry, checked: x [N, C, in...], w [K, C/G, r...], y [N, K, out...];
+// nhwc_filter: w stored K, r..., C/G (CUDNN_TENSOR_NHWC).
 struct Conv {
   std::vector<int> x, w, y, pad, stride, dil;
   int groups;
+  bool nhwc_filter = false;
 };
+
+// Whether t is a fully-packed [N, C, spatial...] stored N, spatial..., C.
+bool nhwc_packed(const cudnnTensorStruct& t) {
+  int64_t step = t.dims[1];
+  if (t.strides[1] != 1) return false;
+  for (size_t d = t.dims.size(); d-- > 2;) {
+    if (t.strides[d] != step) return false;
+    step *= t.dims[d];
+  }
+  return t.strides[0] == step;
+}
 
 cudnnStatus_t conv_geometry(const cudnnTensorStruct& x, const cudnnFilterStruct& w, const cudnnConvolutionStruct& c,
                             const cudnnTensorStruct& y, Conv* g) {
   const size_t nd = x.dims.size();
   if (c.mode != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_NOT_SUPPORTED;
-  if (w.format != CUDNN_TENSOR_NCHW || w.dims.size() != nd || y.dims.size() != nd || c.pad.size() != nd - 2)
+  if ((w.format != CUDNN_TENSOR_NCHW && w.format != CUDNN_TENSOR_NHWC) || w.dims.size() != nd || y.dims.size() != nd ||
+      c.pad.size() != nd - 2)
     return CUDNN_STATUS_BAD_PARAM;
   if (!supported(x.type) || x.type != w.type || x.type != y.type) return CUDNN_STATUS_NOT_SUPPORTED;
+  const bool nhwc_filter = w.format == CUDNN_TENSOR_NHWC;
+  if (nhwc_filter && (!nhwc_packed(x) || !nhwc_packed(y))) return CUDNN_STATUS_NOT_SUPPORTED;
   const int G = c.groups;
   if (G < 1 || x.dims[1] % G || w.dims[0] % G || w.dims[1] * G != x.dims[1] || y.dims[1] != w.dims[0] ||
       y.dims[0] != x.dims[0])
@@ -184,7 +205,7 @@ cudnnStatus_t conv_geometry(const cudnnTensorStruct& x, const cudnnFilterStruct&
     const int out = (x.dims[d] + 2 * p - dl * (w.dims[d] - 1) - 1) / s + 1;
     if (out != y.dims[d]) return CUDNN_STATUS_BAD_PARAM;
   }
-  *g = Conv{x.dims, w.dims, y.dims, c.pad, c.stride, c.dilation, G};
+  *g = Conv{x.dims, w.dims, y.dims, c.pad, c.stride, c.dilation, G, nhwc_filter};
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -252,9 +273,22 @@ std::optional<double> told(const char* env, Direction dir, int algo, cudnnDataTy
   return std::nullopt;
 }
 
-// The math type the heuristic ranks `algo` with for this data and descriptor; -1 when it ranks it
-// as not runnable (or not at all).
-int ranked_math(Direction dir, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c) {
+// Whether cuDNN's tables for an NHWC filter list the algorithm.
+bool runs_nhwc_filter(Direction dir, int algo) {
+  switch (dir) {
+    case kForward:
+      return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    case kBackwardData: return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    case kBackwardFilter:
+      return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  }
+  return false;
+}
+
+// The math type the heuristic ranks `algo` with for this data, filter format and descriptor; -1
+// when it ranks it as not runnable (or not at all).
+int ranked_math(Direction dir, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c, bool nhwc_filter) {
+  if (nhwc_filter && !runs_nhwc_filter(dir, algo)) return -1;
   const std::vector<RankedAlgo> r = ranking(dir, is_half(data));
   for (size_t i = 0; i + 1 < r.size(); ++i)
     if (r[i].algo == algo) {
@@ -271,7 +305,7 @@ int ranked_math(Direction dir, int algo, cudnnDataType_t data, const cudnnConvol
 // NOT_SUPPORTED_SHAPE.
 cudnnStatus_t algo_workspace(Direction dir, const Conv& g, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c,
                              size_t* bytes) {
-  if (ranked_math(dir, algo, data, c) < 0) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
+  if (ranked_math(dir, algo, data, c, g.nhwc_filter) < 0) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
   if (cudnnStatus_t s = injected_failure("workspace", dir, algo)) return s;
   *bytes = 0;
   if (dir == kForward &&
@@ -298,7 +332,7 @@ bool both_maths() {
 
 cudnnStatus_t algo_call_check(Direction dir, const Conv& g, int algo, cudnnDataType_t data, const cudnnConvolutionStruct& c,
                               const void* workspace, size_t workspace_bytes) {
-  const int math = ranked_math(dir, algo, data, c);
+  const int math = ranked_math(dir, algo, data, c, g.nhwc_filter);
   if (math < 0) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
   const bool also_tensor_op = both_maths() && is_half(data) && math == CUDNN_DEFAULT_MATH && c.math == CUDNN_TENSOR_OP_MATH;
   if (c.math != math && !also_tensor_op) return CUDNN_STATUS_NOT_SUPPORTED;
@@ -316,7 +350,8 @@ bool fused_configuration(cudnnDataType_t data, cudnnDataType_t compute) {
 }
 
 // Calls fn(x_offset_index, w_flat, y_index) for every (y element, filter tap) pair inside x.
-// fn(xi, wi, yi): xi the x multi-index, wi the flat filter index, yi the y multi-index.
+// fn(xi, wi, yi): xi the x multi-index, wi the element's offset in the filter as stored (KCRS or
+// KRSC), yi the y multi-index.
 template <class F>
 void for_each_tap(const Conv& g, F&& fn) {
   const size_t nd = g.x.size();
@@ -338,7 +373,8 @@ void for_each_tap(const Conv& g, F&& fn) {
           inside = xi[d] >= 0 && xi[d] < g.x[d];
         }
         if (!inside) continue;
-        const int64_t wi = (static_cast<int64_t>(k) * Cg + c) * taps + t;
+        const int64_t wi = g.nhwc_filter ? (static_cast<int64_t>(k) * taps + t) * Cg + c
+                                         : (static_cast<int64_t>(k) * Cg + c) * taps + t;
         fn(xi, wi, yi);
       }
   }
@@ -356,15 +392,15 @@ std::vector<float> forward_sums(const Conv& g, const cudnnTensorStruct& xt, cons
 }
 
 template <class Perf>
-cudnnStatus_t ranked_algorithms(Direction dir, cudnnDataType_t data, const cudnnConvolutionStruct& c, int requested,
-                                int* returned, Perf* perf) {
+cudnnStatus_t ranked_algorithms(Direction dir, const Conv& g, cudnnDataType_t data, const cudnnConvolutionStruct& c,
+                                int requested, int* returned, Perf* perf) {
   if (requested < 1 || !returned || !perf) return CUDNN_STATUS_BAD_PARAM;
   const std::vector<RankedAlgo> r = ranking(dir, is_half(data));
   const int n = std::min<int>(requested, static_cast<int>(r.size()));
   for (int i = 0; i < n; ++i) {
     perf[i] = Perf{};
     perf[i].algo = static_cast<decltype(perf[i].algo)>(r[static_cast<size_t>(i)].algo);
-    const int math = ranked_math(dir, r[static_cast<size_t>(i)].algo, data, c);
+    const int math = ranked_math(dir, r[static_cast<size_t>(i)].algo, data, c, g.nhwc_filter);
     perf[i].status = math < 0 ? CUDNN_STATUS_NOT_SUPPORTED_SHAPE : CUDNN_STATUS_SUCCESS;
     perf[i].time = 1.0f + static_cast<float>(i);
     perf[i].memory = 0;  // an estimate the workspace query may raise
@@ -390,7 +426,7 @@ cudnnStatus_t measured_algorithms(Direction dir, const Conv& g, cudnnDataType_t 
   for (size_t i = 0; i < r.size(); ++i) {
     Perf p{};
     p.algo = static_cast<decltype(p.algo)>(r[i].algo);
-    const int math = ranked_math(dir, r[i].algo, data, c);
+    const int math = ranked_math(dir, r[i].algo, data, c, g.nhwc_filter);
     cudnnConvolutionStruct with_math = c;
     with_math.math = math < 0 ? CUDNN_DEFAULT_MATH : static_cast<cudnnMathType_t>(math);
     p.mathType = with_math.math;
@@ -658,7 +694,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle,
                                        cudnnConvolutionFwdAlgoPerf_t *perfResults) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*srcDesc, *filterDesc, *convDesc, *destDesc, &g)) return s;
-  return ranked_algorithms(kForward, srcDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+  return ranked_algorithms(kForward, g, srcDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
@@ -683,7 +719,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
                                             cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*gradDesc, *filterDesc, *convDesc, *diffDesc, &g)) return s;
-  return ranked_algorithms(kBackwardData, gradDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+  return ranked_algorithms(kBackwardData, g, gradDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle,
@@ -708,7 +744,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle
                                               cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
   Conv g;
   if (cudnnStatus_t s = conv_geometry(*srcDesc, *gradDesc, *convDesc, *diffDesc, &g)) return s;
-  return ranked_algorithms(kBackwardFilter, srcDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+  return ranked_algorithms(kBackwardFilter, g, srcDesc->type, *convDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle,

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +95,29 @@ inline void expect_same_training(Executable& a, Executable& b, const TrainingSte
     EXPECT_TRUE(same_bits(a.read_state(name), b.read_state(name))) << "state " << name;
 }
 
+// torchvision's ResNet Bottleneck as torch 1.13 exports it in training mode
+// (tests/passes/torch_exports.py resnet_bottleneck: two blocks, the first downsampling), the
+// export alone (its PyTorch gradients are checked in the passes' tests).
+inline Model resnet_bottleneck() {
+  const std::string dir = temp_dir("resnet_bottleneck");
+  std::string out;
+  if (run_python(source_dir() + "/tests/passes/torch_exports.py resnet_bottleneck " + dir, &out) != 0)
+    throw std::runtime_error("torch_exports.py resnet_bottleneck failed:\n" + out);
+  return load_model(dir + "/model.onnx");
+}
+
+// Its training step: SGD with momentum 0.9, cross-entropy, fp16 with a dynamic loss scale.
+inline TrainingStep bottleneck_step(const Model& forward, DType precision) {
+  TrainingSpec spec;
+  spec.optimizer.kind = OptimizerSpec::Kind::kSgd;
+  spec.optimizer.momentum = 0.9f;
+  spec.precision = precision;
+  spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
+  spec.check_finite = precision != DType::kFloat;
+  spec.loss.kind = LossKind::kCrossEntropy;
+  return build_training_step(load_model_from_bytes(serialize_model(forward), "resnet_bottleneck", "."), spec);
+}
+
 inline CompileOptions step_options(const TrainingStep& step) {
   CompileOptions options;
   options.state = step.state;
@@ -119,6 +143,31 @@ inline void expect_device_steps_track_cpu(const TrainingStep& step, Tensor input
     expect_close(lg, lc, "loss at step " + std::to_string(s), tol_scale);
   }
   for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, tol_scale);
+}
+
+// Three runs of a 16-bit image model's step with SGD and momentum (bottleneck_step) on the CPU and
+// the CUDA backend, on one random batch of [8, 3, 16, 16] images at learning rate 1e-2 (seed picks
+// it): the losses, and every state tensor after them, agree within expect_close's bound times 10
+// (momentum buffers sum 16-bit gradients: parity.h's 16-bit tolerance). The last run replays the
+// captured CUDA Graph.
+inline void expect_momentum_step_tracks_cpu(const TrainingStep& step, const CompileOptions& options, DType precision,
+                                            uint32_t seed) {
+  Tensor lr(DType::kFloat, {});
+  *lr.mutable_as<float>() = 1e-2f;
+  const std::vector<std::pair<std::string, Tensor>> feeds = {
+      {"input", random_tensor(DType::kFloat, {8, 3, 16, 16}, seed, -2, 2)},
+      {step.labels, random_tensor(DType::kInt64, {8}, seed + 1, 0, 10)},
+      {step.lr, lr}};
+  auto cpu = make_backend("cpu")->compile(step.model, options);
+  auto gpu = make_backend("cuda")->compile(step.model, options);
+  for (int k = 0; k < 3; ++k)
+    expect_close(gpu->run(feeds, {step.loss})[0], cpu->run(feeds, {step.loss})[0], "loss at step " + std::to_string(k),
+                 10.0);
+  for (const std::string& name : cpu->state_names()) {
+    const bool gradients = name.find("momentum_buffer") != std::string::npos;
+    const double scale = gradients ? 10.0 * (precision == DType::kFloat16 ? 2e-3 : 1.6e-2) / 1e-4 : 10.0;
+    expect_close(gpu->read_state(name), cpu->read_state(name), name, scale);
+  }
 }
 
 // Zero-filled feeds for every graph input that is not an initializer: N=2, T=8, other symbols 2.

@@ -1,0 +1,286 @@
+// Channels-last per plan: which values are stored N, spatial..., C, which units compute so, and
+// the transposes at the boundaries (channels_last.h).
+#include "backends/cuda/channels_last.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "backends/cuda/strided_copy.cuh"
+#include "graph/error.h"
+
+namespace amp::cuda {
+namespace {
+
+bool listed(const std::vector<bool>& list, size_t k) { return k < list.size() && list[k]; }
+
+// What a unit does with layouts in this plan.
+enum class Role { kFixed, kAnyLayout, kCandidate };
+
+// Operands whose layout a unit's layout decides: stored as dims say or channels-last, 3 dims and
+// more, not packed (a packed operand's element order is its writer's, never converted).
+bool layout_bearing(const TensorDesc& d) { return d.dims.size() >= 3 && d.packed_bytes == 0; }
+
+size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
+
+// Whether two layouts of one tensor put every element at the same place: they differ only in dims
+// of extent 1 (a 1x1 filter [K, C, 1, 1], a pooled [N, C, 1, 1]), so nothing needs transposing.
+bool same_memory(const TensorDesc& a, const TensorDesc& b) {
+  if (a.channels_last == b.channels_last) return true;
+  const std::vector<int64_t> sa = a.strides(), sb = b.strides();
+  for (size_t d = 0; d < a.dims.size(); ++d)
+    if (a.dims[d] != 1 && sa[d] != sb[d]) return false;
+  return true;
+}
+
+}  // namespace
+
+void decide_channels_last(const Schedule& s, ShapePlan& p, const std::vector<int>& targets,
+                          const std::vector<const Tensor*>& fed) {
+  p.channels_last.clear();
+  for (TensorDesc& d : p.desc) d.channels_last = false;
+  if (!s.channels_last) return;
+
+  // Candidates: the operands each takes channels-last for these (row-major) shapes.
+  std::unordered_map<const Unit*, ChannelsLastOperands> candidate;
+  for (const Unit* u : p.order) {
+    ChannelsLastOperands cl = u->op->channels_last(unit_shapes(p, *u));
+    if (cl.any()) candidate.emplace(u, std::move(cl));
+  }
+  if (candidate.empty()) return;
+
+  const size_t num_values = p.desc.size();
+  std::vector<bool> pinned(num_values, false);
+  for (int v : targets) pinned[v] = true;
+  for (size_t v = 0; v < num_values; ++v) {
+    if (fed[v] || s.state_of[v] >= 0 || p.known[v] || p.alias_of[v] >= 0 || p.desc[v].dims.size() < 3) pinned[v] = true;
+    if (p.alias_of[v] >= 0) pinned[p.alias_of[v]] = true;
+  }
+  for (const Unit* u : p.views) {
+    for (int v : u->in)
+      if (v >= 0) pinned[v] = true;
+    for (int v : u->out)
+      if (v >= 0) pinned[v] = true;
+  }
+  auto role = [&](const Unit* u) {
+    return candidate.count(u) ? Role::kCandidate : u->op->any_layout() ? Role::kAnyLayout : Role::kFixed;
+  };
+  // Operands a unit needs row-major: all of a fixed unit's, a candidate's unlisted ones.
+  for (const Unit* u : p.order) {
+    const Role r = role(u);
+    if (r == Role::kAnyLayout) continue;
+    const ChannelsLastOperands* cl = r == Role::kCandidate ? &candidate.at(u) : nullptr;
+    for (size_t i = 0; i < u->in.size(); ++i)
+      if (u->in[i] >= 0 && !(cl && listed(cl->in, i))) pinned[u->in[i]] = true;
+    for (size_t k = 0; k < u->out.size(); ++k)
+      if (u->out[k] >= 0 && !(cl && listed(cl->out, k))) pinned[u->out[k]] = true;
+  }
+
+  // Stored channels-last: what a candidate lists, then the outputs of elementwise kernels reading
+  // such a value of their dims, until nothing changes.
+  std::vector<bool> cl_value(num_values, false);
+  for (const auto& [u, cl] : candidate) {
+    for (size_t i = 0; i < u->in.size(); ++i)
+      if (listed(cl.in, i) && u->in[i] >= 0 && !pinned[u->in[i]]) cl_value[u->in[i]] = true;
+    for (size_t k = 0; k < u->out.size(); ++k)
+      if (listed(cl.out, k) && u->out[k] >= 0 && !pinned[u->out[k]]) cl_value[u->out[k]] = true;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Unit* u : p.order) {
+      if (role(u) != Role::kAnyLayout) continue;
+      bool reads = false;
+      for (int v : u->in)
+        for (int o : u->out)
+          if (v >= 0 && o >= 0 && cl_value[v] && p.desc[v].dims == p.desc[o].dims) reads = true;
+      if (!reads) continue;
+      for (int o : u->out)
+        if (o >= 0 && !pinned[o] && !cl_value[o] && p.desc[o].dims.size() >= 3) cl_value[o] = changed = true;
+    }
+  }
+  // An elementwise kernel's outputs share one iteration space: one layout for all of them.
+  for (const Unit* u : p.order) {
+    if (role(u) != Role::kAnyLayout) continue;
+    bool all = true;
+    for (int o : u->out) all &= o < 0 || cl_value[o];
+    if (!all)
+      for (int o : u->out)
+        if (o >= 0) cl_value[o] = false;
+  }
+
+  // Which candidates compute channels-last: those with a listed data operand stored so. A packed
+  // operand follows its writer's layout; a reader that disagrees turns both to row-major.
+  std::unordered_map<const Unit*, bool> computes;
+  for (const auto& [u, cl] : candidate) {
+    bool any = false;
+    for (size_t i = 0; i < u->in.size(); ++i)
+      any |= listed(cl.in, i) && u->in[i] >= 0 && cl_value[u->in[i]] && layout_bearing(p.desc[u->in[i]]);
+    for (size_t k = 0; k < u->out.size(); ++k)
+      any |= listed(cl.out, k) && u->out[k] >= 0 && cl_value[u->out[k]] && layout_bearing(p.desc[u->out[k]]);
+    computes[u] = any;
+  }
+  // Whether u, as the plan stands, takes its operand (input or output k) channels-last.
+  auto takes_cl = [&](const Unit* u, bool output, size_t k) {
+    auto it = candidate.find(u);
+    return it != candidate.end() && computes[u] && listed(output ? it->second.out : it->second.in, k);
+  };
+  std::vector<std::pair<const Unit*, size_t>> writer(num_values, {nullptr, 0});
+  for (const Unit* u : p.order)
+    for (size_t k = 0; k < u->out.size(); ++k)
+      if (u->out[k] >= 0) writer[u->out[k]] = {u, k};
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Unit* u : p.order)
+      for (size_t i = 0; i < u->in.size(); ++i) {
+        const int v = u->in[i];
+        if (v < 0 || p.desc[v].packed_bytes == 0 || !writer[v].first) continue;
+        const Unit* w = writer[v].first;
+        if (takes_cl(w, true, writer[v].second) == takes_cl(u, false, i)) continue;
+        for (const Unit* x : {w, u})
+          if (computes.count(x) && computes[x]) computes[x] = false, changed = true;
+      }
+  }
+
+  for (size_t v = 0; v < num_values; ++v) p.desc[v].channels_last = cl_value[v] && layout_bearing(p.desc[v]);
+  for (const auto& [u, cl] : candidate) {
+    if (!computes[u]) continue;
+    p.channels_last.emplace(u, cl);
+    // A packed operand is stored as its writer computes.
+    for (size_t k = 0; k < u->out.size(); ++k)
+      if (u->out[k] >= 0 && p.desc[u->out[k]].packed_bytes && listed(cl.out, k)) p.desc[u->out[k]].channels_last = true;
+  }
+}
+
+std::vector<bool> touched_channels_last(const Schedule& s, const ShapePlan& p, const std::vector<const Unit*>& units) {
+  std::vector<bool> touched(p.desc.size(), false);
+  if (!s.channels_last) return touched;
+  auto mark = [&](int v) {
+    if (v < 0 || !layout_bearing(p.desc[v])) return;
+    TensorDesc other = p.desc[v];
+    other.channels_last = !other.channels_last;
+    if (!same_memory(p.desc[v], other)) touched[v] = true;
+  };
+  for (const Unit* u : units) {
+    const ChannelsLastOperands cl = u->op->channels_last(unit_shapes(p, *u));
+    for (size_t i = 0; i < u->in.size(); ++i)
+      if (listed(cl.in, i)) mark(u->in[i]);
+    for (size_t k = 0; k < u->out.size(); ++k)
+      if (listed(cl.out, k)) mark(u->out[k]);
+  }
+  return touched;
+}
+
+OpShapes compute_shapes(const ShapePlan& p, const Unit& u) {
+  OpShapes shapes = unit_shapes(p, u);
+  if (u.op->any_layout()) return shapes;
+  auto it = p.channels_last.find(&u);
+  const ChannelsLastOperands* cl = it == p.channels_last.end() ? nullptr : &it->second;
+  // Descriptors of this unit's own: the stored ones with the layout the unit computes in.
+  auto own = std::make_shared<std::vector<TensorDesc>>();
+  own->reserve(shapes.in.size() + shapes.out.size());
+  auto adjust = [&](std::vector<const TensorDesc*>& list, const std::vector<bool>* flags) {
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (!list[k]) continue;
+      const bool want = flags && listed(*flags, k) && (layout_bearing(*list[k]) || list[k]->channels_last);
+      if (list[k]->channels_last == want) continue;
+      own->push_back(*list[k]);
+      own->back().channels_last = want;
+      list[k] = &own->back();
+    }
+  };
+  adjust(shapes.in, cl ? &cl->in : nullptr);
+  adjust(shapes.out, cl ? &cl->out : nullptr);
+  shapes.keep = std::move(own);
+  return shapes;
+}
+
+std::vector<LayoutConversion> conversions(const ShapePlan& p, const Unit& u) {
+  std::vector<LayoutConversion> list;
+  if (u.op->any_layout()) return list;
+  const OpShapes stored = unit_shapes(p, u), wanted = compute_shapes(p, u);
+  for (size_t i = 0; i < stored.in.size(); ++i)
+    if (stored.in[i] && !same_memory(*stored.in[i], *wanted.in[i])) {
+      if (stored.in[i]->packed_bytes) throw Error(u.where + ": internal: a packed operand in the other layout");
+      list.push_back({false, i, u.in[i], wanted.in[i]->channels_last, stored.in[i]->nbytes()});
+    }
+  for (size_t k = 0; k < stored.out.size(); ++k)
+    if (stored.out[k] && !same_memory(*stored.out[k], *wanted.out[k])) {
+      if (stored.out[k]->packed_bytes) throw Error(u.where + ": internal: a packed operand in the other layout");
+      list.push_back({true, k, u.out[k], wanted.out[k]->channels_last, stored.out[k]->nbytes()});
+    }
+  return list;
+}
+
+namespace {
+
+// A unit's op with some operands transposed through scratch around it. The scratch holds the
+// op's own workspace first, then one buffer per converted operand.
+class Converting final : public PreparedOp {
+ public:
+  struct Operand {
+    bool output;
+    size_t operand;
+    size_t offset;      // in the scratch
+    StridedCopy copy;   // stored -> computed for an input, computed -> stored for an output
+  };
+  Converting(std::unique_ptr<PreparedOp> inner, std::vector<Operand> ops, size_t bytes)
+      : inner_(std::move(inner)), ops_(std::move(ops)), bytes_(bytes) {}
+  size_t workspace_bytes() const override { return bytes_; }
+  void enqueue(const OpBuffers& b, DeviceContext& ctx) const override {
+    auto* scratch = static_cast<uint8_t*>(b.workspace);
+    OpBuffers inner = b;
+    std::vector<StridedCopy> in_copies, out_copies;
+    std::vector<const void*> in_src, out_src;
+    std::vector<void*> in_dst, out_dst;
+    for (const Operand& o : ops_) {
+      void* buffer = scratch + o.offset;
+      if (o.output) {
+        inner.out[o.operand] = buffer;
+        out_copies.push_back(o.copy);
+        out_src.push_back(buffer);
+        out_dst.push_back(b.out[o.operand]);
+      } else {
+        inner.in[o.operand] = buffer;
+        in_copies.push_back(o.copy);
+        in_src.push_back(b.in[o.operand]);
+        in_dst.push_back(buffer);
+      }
+    }
+    if (!in_copies.empty()) strided_copies(in_copies, in_src, in_dst, ctx.sm_count(), ctx.stream());
+    inner_->enqueue(inner, ctx);
+    if (!out_copies.empty()) strided_copies(out_copies, out_src, out_dst, ctx.sm_count(), ctx.stream());
+  }
+
+ private:
+  std::unique_ptr<PreparedOp> inner_;
+  std::vector<Operand> ops_;
+  size_t bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedOp> prepare_unit(const ShapePlan& p, const Unit& u, bool tf32, DeviceContext& ctx) {
+  OpShapes shapes = compute_shapes(p, u);
+  shapes.tf32 = tf32;
+  std::unique_ptr<PreparedOp> inner = u.op->prepare(shapes, ctx);
+  const std::vector<LayoutConversion> list = conversions(p, u);
+  if (list.empty()) return inner;
+  if (inner->completion())
+    throw Error(u.where + ": internal: a unit whose work runs beside the step's stream cannot have operands converted");
+  size_t offset = align_up(inner->workspace_bytes());
+  std::vector<Converting::Operand> ops;
+  const OpShapes stored = unit_shapes(p, u);
+  for (const LayoutConversion& c : list) {
+    const TensorDesc& from = c.output ? *shapes.out[c.operand] : *stored.in[c.operand];
+    const TensorDesc& to = c.output ? *stored.out[c.operand] : *shapes.in[c.operand];
+    StridedCopy copy;
+    copy.dims = from.dims;
+    copy.src_strides = from.strides();
+    copy.dst_strides = to.strides();
+    copy.elem_bytes = dtype_size(from.dtype);
+    ops.push_back({c.output, c.operand, offset, simplify(std::move(copy))});
+    offset += align_up(c.bytes);
+  }
+  return std::make_unique<Converting>(std::move(inner), std::move(ops), offset);
+}
+
+}  // namespace amp::cuda

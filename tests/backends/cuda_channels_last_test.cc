@@ -1,0 +1,117 @@
+// Channels-last for 16-bit convolution chains (backends/cuda/channels_last.h), over the training
+// step of a ResNet bottleneck (torchvision's Bottleneck as torch 1.13 exports it): the plan
+// (device-free, here) runs every 16-bit convolution, pool and BatchNorm unit channels-last, stores
+// what flows between them so, and transposes only values something row-major needs; fp32 steps
+// and steps compiled with channels_last off are planned as before. The step's numerics both ways
+// are checked against the CPU backend on a GPU or on the host stand-ins (the default, channels-
+// last, by cuda_conv_batch_norm_test.cc; row-major here).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "backends/backend.h"
+#include "tests/support/test_support.h"
+
+#if AMP_HAVE_CUDA
+#include "backends/cuda/channels_last.h"
+#include "backends/cuda/schedule.h"
+#include "tests/support/cuda_plans.h"
+#include "tests/support/parity.h"
+#include "tests/support/require_gpu.h"
+#endif
+
+namespace amp {
+namespace {
+
+#if AMP_HAVE_CUDA
+
+bool layout_unit(const std::string& kind) {
+  return kind.rfind("Conv", 0) == 0 || kind.rfind("BatchNormalization", 0) == 0 || kind.find("Pool") != std::string::npos;
+}
+
+TEST(CudaSchedule, A16BitBottleneckStepRunsItsConvolutionChainChannelsLast) {
+  const Model forward = test::resnet_bottleneck();
+  for (DType precision : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (bool enabled : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(precision)) + (enabled ? "" : ", channels_last off"));
+      TrainingStep step = test::bottleneck_step(forward, precision);
+      CompileOptions options = test::step_options(step);
+      options.channels_last = enabled;
+      const cuda::Schedule s(step.model, options);
+      const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
+      const bool expected = enabled && precision != DType::kFloat;
+
+      size_t stored = 0;
+      for (const cuda::TensorDesc& d : p.desc) stored += d.channels_last;
+      size_t conversions = 0;
+      std::map<std::string, int> kinds;
+      for (const cuda::Unit* u : p.order) {
+        conversions += cuda::conversions(p, *u).size();
+        if (layout_unit(u->kind)) {
+          ++kinds[u->kind];
+          EXPECT_EQ(p.channels_last.count(u) > 0, expected) << u->kind << " at " << u->where;
+        }
+      }
+      EXPECT_GE(kinds.size(), 6u);  // convolutions fused and not, their gradients, BatchNorm units, pools
+      if (!expected) {
+        EXPECT_TRUE(p.channels_last.empty());
+        EXPECT_EQ(stored, 0u);
+        EXPECT_EQ(conversions, 0u);
+        continue;
+      }
+      // Who needs a value row-major: fed, state, fetched or updated, or a unit of neither kind.
+      std::set<int> row_major_needed(s.state_values.begin(), s.state_values.end());
+      for (int v : s.program.outputs) row_major_needed.insert(v);
+      for (const auto& [st, v] : s.updates) row_major_needed.insert(v);
+      for (int v : s.program.inputs) row_major_needed.insert(v);
+      for (const cuda::Unit* u : p.order) {
+        if (p.channels_last.count(u) || u->op->any_layout()) continue;
+        for (int v : u->in) row_major_needed.insert(v);
+        for (int v : u->out) row_major_needed.insert(v);
+      }
+      // Every transpose is at a region's edge; every value two channels-last units pass between
+      // them is stored channels-last and never transposed.
+      size_t inside = 0;
+      for (const cuda::Unit* u : p.order)
+        for (const cuda::LayoutConversion& c : cuda::conversions(p, *u))
+          EXPECT_TRUE(row_major_needed.count(c.value) || !p.desc[c.value].channels_last)
+              << u->kind << " transposes " << s.program.values[c.value].name << ", which nothing needs row-major";
+      for (const cuda::Unit* u : p.order) {
+        if (!p.channels_last.count(u)) continue;
+        for (size_t k = 0; k < u->out.size(); ++k) {
+          const int v = u->out[k];
+          if (v < 0 || p.desc[v].dims.size() != 4 || p.desc[v].packed_bytes || row_major_needed.count(v)) continue;
+          bool readers_cl = true;
+          for (const cuda::Unit* r : p.order)
+            for (int in : r->in)
+              if (in == v) readers_cl &= p.channels_last.count(r) > 0 || r->op->any_layout();
+          if (!readers_cl) continue;
+          ++inside;
+          EXPECT_TRUE(p.desc[v].channels_last) << s.program.values[v].name << " of " << u->kind;
+        }
+      }
+      EXPECT_GT(inside, 10u);
+      EXPECT_GT(stored, inside);
+    }
+}
+
+// The 16-bit step with channels-last off computes what the CPU backend computes, as the default
+// (channels-last) step does in cuda_conv_batch_norm_test.cc: the row-major path stays right.
+TEST(CudaBackendGpu, TheBottleneckStepRowMajorTracksTheCpu) {
+  REQUIRE_GPU();
+  const Model forward = test::resnet_bottleneck();
+  for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = test::bottleneck_step(forward, precision);
+    CompileOptions options = test::step_options(step);
+    options.channels_last = false;
+    test::expect_momentum_step_tracks_cpu(step, options, precision, 90);
+  }
+}
+
+#endif  // AMP_HAVE_CUDA
+
+}  // namespace
+}  // namespace amp
