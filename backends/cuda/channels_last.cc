@@ -2,7 +2,8 @@
 // the transposes at the boundaries (channels_last.h).
 #include "backends/cuda/channels_last.h"
 
-#include <algorithm>
+#include <memory>
+#include <unordered_map>
 #include <utility>
 
 #include "backends/cuda/strided_copy.cuh"
@@ -189,7 +190,7 @@ OpShapes compute_shapes(const ShapePlan& p, const Unit& u) {
   };
   adjust(shapes.in, cl ? &cl->in : nullptr);
   adjust(shapes.out, cl ? &cl->out : nullptr);
-  shapes.keep = std::move(own);
+  if (!own->empty()) shapes.keep = std::move(own);
   return shapes;
 }
 
@@ -213,7 +214,8 @@ std::vector<LayoutConversion> conversions(const ShapePlan& p, const Unit& u) {
 namespace {
 
 // A unit's op with some operands transposed through scratch around it. The scratch holds the
-// op's own workspace first, then one buffer per converted operand.
+// op's own workspace first, then one buffer per converted operand. It also keeps the descriptors
+// the op was prepared with (compute_shapes' own), which a prepared op may point to while it runs.
 class Converting final : public PreparedOp {
  public:
   struct Operand {
@@ -222,9 +224,11 @@ class Converting final : public PreparedOp {
     size_t offset;      // in the scratch
     StridedCopy copy;   // stored -> computed for an input, computed -> stored for an output
   };
-  Converting(std::unique_ptr<PreparedOp> inner, std::vector<Operand> ops, size_t bytes)
-      : inner_(std::move(inner)), ops_(std::move(ops)), bytes_(bytes) {}
+  Converting(std::unique_ptr<PreparedOp> inner, std::vector<Operand> ops, size_t bytes, std::shared_ptr<const void> keep)
+      : inner_(std::move(inner)), ops_(std::move(ops)), bytes_(bytes), keep_(std::move(keep)) {}
   size_t workspace_bytes() const override { return bytes_; }
+  // Only a unit with nothing converted may leave work running beside the stream (prepare_unit).
+  cudaEvent_t completion() const override { return inner_->completion(); }
   void enqueue(const OpBuffers& b, DeviceContext& ctx) const override {
     auto* scratch = static_cast<uint8_t*>(b.workspace);
     OpBuffers inner = b;
@@ -254,6 +258,7 @@ class Converting final : public PreparedOp {
   std::unique_ptr<PreparedOp> inner_;
   std::vector<Operand> ops_;
   size_t bytes_;
+  std::shared_ptr<const void> keep_;
 };
 
 }  // namespace
@@ -263,8 +268,8 @@ std::unique_ptr<PreparedOp> prepare_unit(const ShapePlan& p, const Unit& u, bool
   shapes.tf32 = tf32;
   std::unique_ptr<PreparedOp> inner = u.op->prepare(shapes, ctx);
   const std::vector<LayoutConversion> list = conversions(p, u);
-  if (list.empty()) return inner;
-  if (inner->completion())
+  if (list.empty() && !shapes.keep) return inner;
+  if (!list.empty() && inner->completion())
     throw Error(u.where + ": internal: a unit whose work runs beside the step's stream cannot have operands converted");
   size_t offset = align_up(inner->workspace_bytes());
   std::vector<Converting::Operand> ops;
@@ -280,7 +285,8 @@ std::unique_ptr<PreparedOp> prepare_unit(const ShapePlan& p, const Unit& u, bool
     ops.push_back({c.output, c.operand, offset, simplify(std::move(copy))});
     offset += align_up(c.bytes);
   }
-  return std::make_unique<Converting>(std::move(inner), std::move(ops), offset);
+  if (ops.empty()) offset = inner->workspace_bytes();
+  return std::make_unique<Converting>(std::move(inner), std::move(ops), offset, shapes.keep);
 }
 
 }  // namespace amp::cuda

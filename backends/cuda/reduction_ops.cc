@@ -5,6 +5,7 @@
 // operands known on the host.
 #include <algorithm>
 
+#include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/log_sum_exp.cuh"
 #include "backends/cuda/reduce.cuh"
@@ -94,15 +95,28 @@ class Reduce final : public CudaOp {
   bool axes_input_, noop_with_empty_axes_;
 };
 
-// GlobalAveragePool and GlobalMaxPool: a mean or max over every dim after N and C.
+// GlobalAveragePool and GlobalMaxPool: a mean or max over every dim after N and C. A 16-bit
+// [N, C, H, W] input may be channels-last (channels_last.h: the last block of an image model,
+// pooled into its head): it is reduced as the [N, H, W, C] it is stored as, over H and W, and
+// the [N, C, 1, 1] result is the same bytes in either layout.
 class GlobalPool final : public CudaOp {
  public:
   GlobalPool(const Node& n, int64_t) : kind_(n.op_type() == "GlobalMaxPool" ? ReduceKind::kMax : ReduceKind::kMean) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
-    std::vector<bool> reduced(s.in[0]->dims.size(), true);
+    const TensorDesc& x = *s.in[0];
+    if (x.channels_last) {
+      const TensorDesc stored{x.dtype, {x.dims[0], x.dims[2], x.dims[3], x.dims[1]}};
+      return reduction(stored, {false, true, true, false}, kind_, ctx);
+    }
+    std::vector<bool> reduced(x.dims.size(), true);
     reduced[0] = false;
     if (reduced.size() > 1) reduced[1] = false;
-    return reduction(*s.in[0], reduced, kind_, ctx);
+    return reduction(x, reduced, kind_, ctx);
+  }
+  ChannelsLastOperands channels_last(const OpShapes& s) const override {
+    const TensorDesc& x = *s.in[0];
+    if ((x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) || x.dims.size() != 4) return {};
+    return listed_operands(s, {0}, {0});
   }
 
  private:

@@ -40,6 +40,8 @@
 #include "tests/support/parity.h"
 #include "tests/support/gelu_layer_model.h"
 #include "tests/support/relu_layer_model.h"
+#include "tests/support/require_gpu.h"
+#include "tests/support/scoped_env.h"
 #endif
 
 namespace amp {
@@ -52,17 +54,6 @@ TEST(CudaBackend, NeedsTheCudaBuild) {
   GTEST_SKIP() << "built without CUDA (nvcc not found)";
 }
 #else
-
-std::string device_missing() {
-  std::string why;
-  return cuda::CudaBackend().available(&why) ? "" : why;
-}
-
-#define REQUIRE_GPU()                                                              \
-  do {                                                                             \
-    const std::string why = device_missing();                                      \
-    if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;            \
-  } while (0)
 
 TEST(CudaBackend, AvailabilityIsReportedWithTheRuntimesReason) {
   std::string why;
@@ -154,25 +145,7 @@ void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::st
 
 using test::OneNode;
 
-// An environment variable set for a scope, then restored: the stand-ins' AMP_STANDIN_* knobs,
-// AMP_CUDA_REPORT (which .ci/gpu_run.sh may have set for the whole run).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 // The device report (backends/cuda/device_report.h) of the backends made while this lives.
 class DeviceReportFile {
@@ -195,12 +168,6 @@ class DeviceReportFile {
   ScopedEnv env_;
 };
 
-// Whether the device is the host stand-ins', where AMP_STANDIN_* make cuBLASLt and cuDNN answer
-// as a device may; on a GPU those variables change nothing and the tests check parity alone.
-bool on_standins() {
-  cudaDeviceProp prop{};
-  return cudaGetDeviceProperties(&prop, 0) == cudaSuccess && std::string(prop.name).find("host stand-in") != std::string::npos;
-}
 
 Tensor ints(std::vector<int64_t> v) {
   Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
@@ -622,10 +589,10 @@ TEST(CudaBackendGpu, ReluMaskProbeFindsTheConventionAtZero) {
       const cuda::ReluMaskConvention& c = ctx.relu_mask_convention(t);
       std::printf("ReLU mask probe, %s: %s\n", std::string(dtype_name(t)).c_str(), c.detail.c_str());
       EXPECT_EQ(&c, &ctx.relu_mask_convention(t)) << "probed once per type";
-      if (!on_standins()) continue;
+      if (!test::on_standins()) continue;
       EXPECT_EQ(c.answer, std::string(at_zero) == "1" ? Answer::kGreaterOrEqualZero : Answer::kGreaterThanZero) << c.detail;
     }
-    if (on_standins()) {
+    if (test::on_standins()) {
       EXPECT_EQ(report.lines("relu_mask_probe").size(), 3u);
     }
   }
@@ -886,7 +853,7 @@ TEST(CudaBackendGpu, ProductsFallBackWithoutTheirBiasEpiloguesAndAlongTheHeurist
       expect_parity(gemm.m, gemm.feeds, gemm.outputs, tol);
       expect_parity(gemm_relu(t), {{"x", random_tensor(t, {8, 16}, 123)}, {"w", random_tensor(t, {32, 16}, 124)}, {"b", random_tensor(t, {32}, 125)}},
                     {"y"}, tol);
-      if (!on_standins()) continue;
+      if (!test::on_standins()) continue;
       const std::vector<nlohmann::json> products = report.lines("product");
       ASSERT_EQ(products.size(), 2u);
       EXPECT_EQ(products[0]["wanted"], "BIAS");
@@ -903,7 +870,7 @@ TEST(CudaBackendGpu, ProductsFallBackWithoutTheirBiasEpiloguesAndAlongTheHeurist
     OneNode batched("MatMul", {{"a", random_tensor(DType::kFloat16, {2, 3, 5, 48}, 126)}, {"b", random_tensor(DType::kFloat16, {2, 3, 48, 7}, 127)}},
                     {DType::kFloat16});
     expect_parity(batched.m, batched.feeds, batched.outputs);
-    if (!on_standins()) continue;
+    if (!test::on_standins()) continue;
     const std::vector<nlohmann::json> products = report.lines("product");
     ASSERT_EQ(products.size(), 1u);
     EXPECT_EQ(products[0]["algorithms"], std::string(first) == "unusable" ? "2" : "3");
@@ -1286,7 +1253,7 @@ TEST(CudaBackendGpu, ConvolutionsWithTheirBiasResidualAndReluMatchTheCpu) {
       spec.activation = "Relu";
       const test::ConvChain chain = test::conv_chain(spec);
       expect_parity(chain.m, chain.feeds, {chain.output}, t == DType::kFloat ? 10.0 : 4.0);
-      if (!on_standins()) continue;
+      if (!test::on_standins()) continue;
       const std::vector<nlohmann::json> fused = report.lines("fused_convolution");
       ASSERT_EQ(fused.size(), 1u);
       EXPECT_EQ(fused[0]["result"], "refused");
@@ -1362,7 +1329,7 @@ TEST(CudaBackendGpu, ConvolutionsFallBackAlongCuDnnsRankingAndRememberWhatRan) {
     const ScopedEnv fail("AMP_STANDIN_CUDNN_FAIL", c.fail);
     const DeviceReportFile report(std::string("conv_ranking_") + std::string(dtype_name(c.t)));
     two_executables_of_a_convolution_and_its_gradient(c.t, 110);
-    if (!on_standins()) continue;
+    if (!test::on_standins()) continue;
     // Per direction: what the heuristic's order gave each executable, then what ran.
     for (const auto& [direction, ran] : std::vector<std::pair<std::string, std::string>>{
              {"forward convolution", c.forward}, {"backward-data convolution", c.data}, {"backward-filter convolution", c.filter}}) {
@@ -1420,7 +1387,7 @@ TEST(CudaBackendGpu, ConvolutionsRunTheAlgorithmCuDnnMeasuredFastest) {
       EXPECT_EQ(times.rfind(chosen + " (", 0), 0u) << "the fastest measured runs first";
       EXPECT_EQ(ranked[1]["chosen"], chosen) << "the second executable starts with the measured choice";
       EXPECT_TRUE(report.lines("convolution_algorithm_refused").empty());
-      if (on_standins()) {
+      if (test::on_standins()) {
         EXPECT_EQ(chosen, want);
       }
     }
@@ -1464,7 +1431,7 @@ TEST(CudaBackendGpu, ARememberedConvolutionAlgorithmKeepsItsMathType) {
                   fastest_math.c_str(), times_text.c_str());
       EXPECT_EQ(ranked[1]["chosen"], chosen) << "the second executable starts with the measured algorithm";
       EXPECT_EQ(ranked[1]["chosen math"], fastest_math) << "and with the math type it was measured with";
-      if (on_standins() && std::string(direction) == "backward-data convolution") {
+      if (test::on_standins() && std::string(direction) == "backward-data convolution") {
         EXPECT_EQ(chosen, "ALGO_0");
         EXPECT_EQ(fastest_math, "TENSOR_OP_MATH");
         EXPECT_NE(ranked[1]["runnable"].get<std::string>().find("ALGO_0 (DEFAULT_MATH"), std::string::npos)
@@ -1518,12 +1485,12 @@ TEST(CudaBackendGpu, ConvolutionsReserveTheWorkspaceOfTheAlgorithmTheyRun) {
     expect_close(got[0], c.run_cpu()[0], "out0", 10.0);
     const size_t arena = exe->memory().arena_bytes;
     std::printf("arena %zu bytes\n", arena);
-    if (on_standins()) {
+    if (test::on_standins()) {
       if (gemm_fastest) EXPECT_GE(arena, kTold) << "GEMM runs with the workspace it needs";
       else EXPECT_LT(arena, kTold) << "GEMM never runs here: nothing is reserved for it";
     }
   }
-  if (!on_standins()) return;  // a GPU's cuDNN refuses what it refuses: the rest needs told refusals
+  if (!test::on_standins()) return;  // a GPU's cuDNN refuses what it refuses: the rest needs told refusals
   const ScopedEnv heuristic("AMP_CUDNN_FIND", "0");
   const ScopedEnv refuse("AMP_STANDIN_CUDNN_FAIL", "run:fwd:0,run:fwd:1");
   const OneNode c = conv(7);
@@ -1545,7 +1512,7 @@ TEST(CudaBackendGpu, ConvolutionsReserveTheWorkspaceOfTheAlgorithmTheyRun) {
 TEST(CudaBackendGpu, SixteenBitWeightGradientsRunInFp32WhenThatMeasuresFaster) {
   REQUIRE_GPU();
   for (const bool slow_16_bit : {true, false}) {
-    if (!on_standins() && !slow_16_bit) continue;  // a GPU's times are its own: one pass
+    if (!test::on_standins() && !slow_16_bit) continue;  // a GPU's times are its own: one pass
     const ScopedEnv times("AMP_STANDIN_CUDNN_TIMES",
                           slow_16_bit ? "bwd_filter.half:0=50,bwd_filter.half:1=50,bwd_filter.half:3=50,"
                                         "bwd_filter.bfloat16:0=50,bwd_filter.bfloat16:1=50,bwd_filter.bfloat16:3=50"
@@ -1566,7 +1533,7 @@ TEST(CudaBackendGpu, SixteenBitWeightGradientsRunInFp32WhenThatMeasuresFaster) {
         EXPECT_LT(std::stod(first["fp32 ms"].get<std::string>()) + std::stod(first["casts ms"].get<std::string>()),
                   std::stod(first["16-bit ms"].get<std::string>()));
       }
-      if (on_standins()) {
+      if (test::on_standins()) {
         EXPECT_EQ(widened, slow_16_bit);
       }
     }
@@ -1724,7 +1691,7 @@ TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
     OneNode backward("AttentionGrad", grad_in, {c.t, c.t, c.t}, kAmpDomain);
     backward.attr(Attribute::of_int("is_causal", c.causal));
     expect_parity(backward.m, backward.feeds, backward.outputs, 4.0);
-    if (!on_standins()) continue;
+    if (!test::on_standins()) continue;
     const std::vector<nlohmann::json> lines = report.lines("attention");
     ASSERT_EQ(lines.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
@@ -1752,7 +1719,7 @@ TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
                                {"v", random_tensor(DType::kBFloat16, {3, 2, 40, 16}, 8)}},
                  {DType::kBFloat16}, kAmpDomain);
   expect_parity(y_only.m, y_only.feeds, y_only.outputs, 2.0);
-  if (on_standins()) {
+  if (test::on_standins()) {
     EXPECT_EQ(report.lines("attention").at(0)["ran"], "cudnn");
   }
 }

@@ -252,33 +252,8 @@ TEST(CudaBackendGpu, TheCnnTrainingStepWithFusedBatchNormsTracksTheCpu) {
         *zero.mutable_as<float>() = 0.0f;
         n->input(1)->producer()->set_attr(Attribute::of_tensor("value", zero));
       }
-    TrainingSpec spec;
-    spec.optimizer.kind = OptimizerSpec::Kind::kSgd;
-    spec.optimizer.momentum = 0.9f;
-    spec.precision = precision;
-    spec.loss_scale.mode = precision == DType::kFloat16 ? LossScaleSpec::Mode::kDynamic : LossScaleSpec::Mode::kNone;
-    spec.check_finite = precision != DType::kFloat;
-    spec.loss.kind = LossKind::kCrossEntropy;
-    TrainingStep step = build_training_step(std::move(m), spec);
-    const CompileOptions options = test::step_options(step);
-    Tensor lr(DType::kFloat, {});
-    *lr.mutable_as<float>() = 1e-2f;
-    const test::Feeds feeds = {{"input", random_tensor(DType::kFloat, {4, 1, 28, 28}, 70, 0, 1)},
-                               {step.labels, random_tensor(DType::kInt64, {4}, 71, 0, 10)},
-                               {step.lr, lr}};
-    auto cpu = make_backend("cpu")->compile(step.model, options);
-    auto gpu = make_backend("cuda")->compile(step.model, options);
-    for (int k = 0; k < 5; ++k)  // past the CUDA Graph capture
-      test::expect_close(gpu->run(feeds, {step.loss})[0], cpu->run(feeds, {step.loss})[0],
-                         "loss at step " + std::to_string(k), 10.0);
-    for (const std::string& name : cpu->state_names()) {
-      // A momentum buffer sums the gradients, which a 16-bit step computes in 16 bits (each side
-      // rounds them once, summed in other orders): it is held to that type's tolerance (parity.h),
-      // the weights, statistics and losses to fp32's.
-      const bool gradients = name.find("momentum_buffer") != std::string::npos && precision != DType::kFloat;
-      const double scale = gradients ? 10.0 * (precision == DType::kFloat16 ? 2e-3 : 1.6e-2) / 1e-4 : 10.0;
-      test::expect_close(gpu->read_state(name), cpu->read_state(name), name, scale);
-    }
+    TrainingStep step = test::sgd_momentum_step(m, precision, "cnn.train.onnx");
+    test::expect_momentum_step_tracks_cpu(step, test::step_options(step), precision, {4, 1, 28, 28}, 70, 5, 0, 1);
   }
 }
 

@@ -2,7 +2,7 @@
 // each op run with its operands stored NHWC (the filter KRSC) computes what the same op computes
 // on the same data stored NCHW — Conv alone and with its fused bias, residual Add and ReLU,
 // ConvGrad's dX, dW (16-bit or, when that measures faster, widened to fp32) and dB, MaxPool and
-// AveragePool and their gradients, in fp16 and bf16, over strides, pads, dilations and 1x1, 3x3
+// AveragePool and their gradients, GlobalAveragePool and GlobalMaxPool, in fp16 and bf16, over strides, pads, dilations and 1x1, 3x3
 // and 7x7 filters — within a few 16-bit ulps of the output's scale (cuDNN runs different kernels
 // for the two layouts; the stand-ins happen to sum alike). Only 16-bit ops of 2 spatial dims and
 // one group offer it, and a convolution's remembered algorithm is the layout's own.
@@ -31,6 +31,7 @@
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
 #include "tests/support/require_gpu.h"
+#include "tests/support/scoped_env.h"
 #endif
 
 namespace amp {
@@ -46,30 +47,8 @@ using test::to_channels_last;
 
 constexpr DType kSixteenBit[] = {DType::kFloat16, DType::kBFloat16};
 
-// An environment variable set for a scope, then restored (the stand-ins' AMP_STANDIN_* knobs, the
-// algorithm store's folder).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
+using test::ScopedEnv;
 
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-bool on_standins() {
-  cudaDeviceProp prop{};
-  return cudaGetDeviceProperties(&prop, 0) == cudaSuccess && std::string(prop.name).find("host stand-in") != std::string::npos;
-}
 
 // A device context whose remembered convolution algorithms live in memory only (an empty
 // AMP_KERNEL_CACHE_DIR), so no earlier process's choices or decisions to widen reach the test.
@@ -203,7 +182,7 @@ TEST(CudaChannelsLastConv, ConvMatchesNchw) {
 TEST(CudaChannelsLastConv, FusedBiasResidualReluMatchesNchw) {
   REQUIRE_GPU();
   for (const bool refuse_fused : {false, true}) {
-    if (refuse_fused && !on_standins()) continue;
+    if (refuse_fused && !test::on_standins()) continue;
     std::optional<ScopedEnv> refuse;
     if (refuse_fused) refuse.emplace("AMP_STANDIN_CUDNN_REFUSE_FUSED", "1");
     auto ctx = fresh_context();  // a fused call refused is remembered per op; each pass is its own
@@ -290,7 +269,7 @@ TEST(CudaChannelsLastConv, WidenedWeightGradientMatchesNchw) {
                             " nhwc x[2,8,10,10] w[16,8,3,3] pads [1,1] strides [1,1] dilations [1,1] group 1";
     const std::optional<int> decided = ctx->remembered_algorithm(key);
     ASSERT_TRUE(decided) << "the channels-last ConvGrad decided whether to widen under its own key";
-    if (on_standins()) {
+    if (test::on_standins()) {
       EXPECT_EQ(*decided, 1) << "widened";
     }
   }
@@ -353,6 +332,27 @@ TEST(CudaChannelsLastConv, PoolsAndTheirGradientsMatchNchw) {
       EXPECT_EQ(layout_of(*backward, {&dy, &x}, {desc(t, x_dims)}).in, (std::vector<bool>{true, true}));
       const auto [dx_cl, dx_nchw] = both_layouts(*backward, *ctx, {&dy, &x}, {desc(t, x_dims)});
       expect_layouts_agree(dx_cl[0], dx_nchw[0], "dX");
+    }
+}
+
+// GlobalAveragePool and GlobalMaxPool (an image model's head) reduce a channels-last input over
+// its stored H and W; the [N, C, 1, 1] result is the same bytes either way. fp32 keeps ONNX's
+// layout.
+TEST(CudaChannelsLastConv, GlobalPoolsMatchNchw) {
+  REQUIRE_GPU();
+  auto ctx = fresh_context();
+  for (DType t : kSixteenBit)
+    for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + op);
+      const Tensor x = random_tensor(t, {3, 20, 7, 5}, 12, -2.0f, 2.0f);
+      const auto pool = cuda_op_for(OneNode(op, {{"x", x}}, {t}));
+      EXPECT_EQ(layout_of(*pool, {&x}, {desc(t, {3, 20, 1, 1})}).in, (std::vector<bool>{true}));
+      const auto [cl, nchw] = both_layouts(*pool, *ctx, {&x}, {desc(t, {3, 20, 1, 1})});
+      expect_layouts_agree(cl[0], nchw[0], "Y");
+      const Tensor x32 = random_tensor(DType::kFloat, {3, 20, 7, 5}, 13);
+      EXPECT_FALSE(layout_of(*cuda_op_for(OneNode(op, {{"x", x32}}, {DType::kFloat})), {&x32},
+                             {desc(DType::kFloat, {3, 20, 1, 1})})
+                       .any());
     }
 }
 
@@ -423,7 +423,7 @@ TEST(CudaChannelsLastConv, EachLayoutRemembersItsOwnAlgorithm) {
   const std::optional<int> nhwc_choice = ctx->remembered_algorithm(nhwc_key), nchw_choice = ctx->remembered_algorithm(nchw_key);
   ASSERT_TRUE(nhwc_choice) << nhwc_key;
   ASSERT_TRUE(nchw_choice) << nchw_key;
-  if (on_standins()) {
+  if (test::on_standins()) {
     EXPECT_EQ(*nchw_choice % 16, CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
     EXPECT_EQ(*nhwc_choice % 16, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
   }

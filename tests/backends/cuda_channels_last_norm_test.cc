@@ -159,11 +159,18 @@ size_t differing_bits(const Tensor& nchw, const Tensor& nhwc, const std::vector<
   return differ;
 }
 
-// Whether the device is the host stand-ins' (where the cuDNN graphs are known to be taken).
-bool on_standins() {
-  cudaDeviceProp prop{};
-  return cudaGetDeviceProperties(&prop, 0) == cudaSuccess &&
-         std::string(prop.name).find("host stand-in") != std::string::npos;
+
+// A training-mode BatchNormalization of x (dims) in tg, its per-channel inputs named with suffix s.
+Node* batch_norm_node(TypedGraph& tg, DType t, Value* x, const std::string& s, const std::vector<int64_t>& dims) {
+  const std::vector<int64_t> ch{dims[1]};
+  const DType f = DType::kFloat;
+  Node* bn = tg.node("BatchNormalization",
+                     {x, tg.input("scale" + s, f, ch, 0.5f, 2.0f), tg.input("bias" + s, f, ch),
+                      tg.input("mean" + s, f, ch), tg.input("var" + s, f, ch, 0.5f, 2.0f)},
+                     {"bn" + s, "running_mean" + s, "running_var" + s}, {t, f, f}, {dims, ch, ch});
+  bn->set_attr(Attribute::of_int("training_mode", 1));
+  bn->set_attr(Attribute::of_float("momentum", 0.8f));
+  return bn;
 }
 
 // y = Relu(BatchNormalization(x) [+ z]) with g = Where(Greater(y, 0), dY, 0) and
@@ -173,15 +180,7 @@ TypedGraph bn_relu_layer(DType t, const std::vector<int64_t>& dims, bool residua
   TypedGraph tg;
   const std::vector<int64_t> ch{dims[1]};
   const DType f = DType::kFloat;
-  auto batch_norm = [&](Value* x, const std::string& s) {
-    Node* bn = tg.node("BatchNormalization",
-                       {x, tg.input("scale" + s, f, ch, 0.5f, 2.0f), tg.input("bias" + s, f, ch),
-                        tg.input("mean" + s, f, ch), tg.input("var" + s, f, ch, 0.5f, 2.0f)},
-                       {"bn" + s, "running_mean" + s, "running_var" + s}, {t, f, f}, {dims, ch, ch});
-    bn->set_attr(Attribute::of_int("training_mode", 1));
-    bn->set_attr(Attribute::of_float("momentum", 0.8f));
-    return bn;
-  };
+  auto batch_norm = [&](Value* x, const std::string& s) { return batch_norm_node(tg, t, x, s, dims); };
   // x away from 0 on average: the statistics must not depend on a small mean.
   Value* x = tg.input("x", t, dims, -1.0f, 4.0f);
   Node* bn = batch_norm(x, "");
@@ -235,14 +234,7 @@ TypedGraph conv_batch_norm_chain(DType t) {
     return c;
   };
   auto bn_relu = [&](Value* a, const std::string& s, const std::vector<int64_t>& dims) {
-    const std::vector<int64_t> ch{dims[1]};
-    Node* bn = tg.node("BatchNormalization",
-                       {a, tg.input("scale" + s, f, ch, 0.5f, 2.0f), tg.input("bias" + s, f, ch),
-                        tg.input("mean" + s, f, ch), tg.input("var" + s, f, ch, 0.5f, 2.0f)},
-                       {"bn" + s, "running_mean" + s, "running_var" + s}, {t, f, f}, {dims, ch, ch});
-    bn->set_attr(Attribute::of_int("training_mode", 1));
-    bn->set_attr(Attribute::of_float("momentum", 0.8f));
-    return bn;
+    return batch_norm_node(tg, t, a, s, dims);
   };
   Value* zero = tg.zero(t);
   Value* x = tg.input("x", t, xd);
@@ -487,7 +479,7 @@ TEST(CudaBackendGpu, ChannelsLastConvolutionBatchNormUnitsMatchTheirNchwRuns) {
       ASSERT_EQ(kinds, "Conv;Conv;Conv;ConvGrad;BatchNormalizationGrad;ConvGrad;BatchNormalizationGrad;");
       compare_units(tg, units, false, t, ctx);
     }
-    if (!on_standins()) continue;
+    if (!test::on_standins()) continue;
     // Every graph, NCHW and NHWC, as the stand-in engine answered it.
     int nhwc = 0;
     std::ifstream in(report);

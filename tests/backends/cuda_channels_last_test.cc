@@ -18,6 +18,7 @@
 #include "backends/cuda/channels_last.h"
 #include "backends/cuda/schedule.h"
 #include "tests/support/cuda_plans.h"
+#include "tests/support/fp16_conv_chain_model.h"
 #include "tests/support/parity.h"
 #include "tests/support/require_gpu.h"
 #endif
@@ -36,7 +37,7 @@ TEST(CudaSchedule, A16BitBottleneckStepRunsItsConvolutionChainChannelsLast) {
   for (DType precision : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
     for (bool enabled : {true, false}) {
       SCOPED_TRACE(std::string(dtype_name(precision)) + (enabled ? "" : ", channels_last off"));
-      TrainingStep step = test::bottleneck_step(forward, precision);
+      TrainingStep step = test::sgd_momentum_step(forward, precision, "resnet_bottleneck");
       CompileOptions options = test::step_options(step);
       options.channels_last = enabled;
       const cuda::Schedule s(step.model, options);
@@ -94,7 +95,43 @@ TEST(CudaSchedule, A16BitBottleneckStepRunsItsConvolutionChainChannelsLast) {
       }
       EXPECT_GT(inside, 10u);
       EXPECT_GT(stored, inside);
+      // The input's Cast writes it channels-last, the filters' Casts and updates read and write
+      // their own layouts, the pooled head reads the last block channels-last: nothing to transpose.
+      EXPECT_EQ(conversions, 0u);
     }
+}
+
+// Transposes at a region's edge (channels_last.cc's Converting): an fp16 convolution chain whose 3x3
+// filter is an initializer (stored as ONNX lays it out: transposed before its convolution runs)
+// and whose last convolution's result is read through a Flatten (a view, in ONNX's layout:
+// transposed back after it) computes what the CPU backend computes, and what the same plan
+// row-major computes, bit for bit (the stand-ins' convolutions sum alike in both layouts; on a
+// GPU the two layouts' kernels may differ, within the fp16 bound).
+TEST(CudaBackendGpu, AConvolutionChainTransposedAtItsEdgesMatchesTheCpu) {
+  REQUIRE_GPU();
+  for (bool flatten : {false, true}) {
+    SCOPED_TRACE(flatten ? "Flatten head" : "Cast head");
+    const Model m = test::fp16_conv_chain_model(flatten);
+    CompileOptions options;
+    const cuda::Schedule s(m, options);
+    const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
+    std::vector<std::string> converted;
+    for (const cuda::Unit* u : p.order)
+      for (const cuda::LayoutConversion& c : cuda::conversions(p, *u))
+        converted.push_back((c.output ? "out " : "in ") + s.program.values[c.value].name);
+    const std::vector<std::string> expected =
+        flatten ? std::vector<std::string>{"in w3", "out conv1"} : std::vector<std::string>{"in w3"};
+    EXPECT_EQ(converted, expected);
+    const std::vector<std::pair<std::string, Tensor>> feeds = {
+        {"x", test::random_tensor(DType::kFloat, {2, 8, 12, 12}, 95, -2, 2)}};
+    const Tensor cpu = make_backend("cpu")->compile(m, options)->run(feeds, {"y"})[0];
+    const Tensor gpu = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
+    options.channels_last = false;
+    const Tensor row_major = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
+    test::expect_close(gpu, cpu, "y", 10.0);
+    if (test::on_standins()) EXPECT_TRUE(test::same_bits(gpu, row_major));
+    else test::expect_close(gpu, row_major, "y against the row-major plan", 10.0);
+  }
 }
 
 // The 16-bit step with channels-last off computes what the CPU backend computes, as the default
@@ -104,10 +141,10 @@ TEST(CudaBackendGpu, TheBottleneckStepRowMajorTracksTheCpu) {
   const Model forward = test::resnet_bottleneck();
   for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(precision));
-    TrainingStep step = test::bottleneck_step(forward, precision);
+    TrainingStep step = test::sgd_momentum_step(forward, precision, "resnet_bottleneck");
     CompileOptions options = test::step_options(step);
     options.channels_last = false;
-    test::expect_momentum_step_tracks_cpu(step, options, precision, 90);
+    test::expect_momentum_step_tracks_cpu(step, options, precision, {8, 3, 16, 16}, 90);
   }
 }
 

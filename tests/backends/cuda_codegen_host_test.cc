@@ -315,6 +315,18 @@ struct Case {
       run;
 };
 
+// How a case runs one fused launch: its kernel over the launch's arguments.
+std::function<size_t(const HostKernels&, const Case&, const std::vector<const void*>&, const std::vector<void*>&)>
+run_launch(std::shared_ptr<FusedLaunch> launch) {
+  return [launch](const HostKernels& hk, const Case& self, const std::vector<const void*>& ins,
+                  const std::vector<void*>& outs) -> size_t {
+    // The launcher skips n = 0; run it anyway: the kernel must not touch its (empty) buffers.
+    std::vector<void*> args = launch->args(ins, outs);
+    hk.launch(self.kernel.name, args.data(), host_grid(launch->n, self.block), self.block);
+    return 1;
+  };
+}
+
 Case fused_case(const std::string& what, const ElementwiseProgram& p, const std::vector<std::vector<int64_t>>& in_dims,
                 std::mt19937& rng, bool wide_index = false, unsigned block = 32) {
   Case c;
@@ -330,13 +342,7 @@ Case fused_case(const std::string& what, const ElementwiseProgram& p, const std:
   auto launch = std::make_shared<FusedLaunch>(plan_fused_launch(p, in_dims, out_dims));
   if (wide_index) launch->kernel = generate_elementwise_kernel(p, launch->indexing, true);
   c.kernel = launch->kernel;
-  c.run = [launch](const HostKernels& hk, const Case& self, const std::vector<const void*>& ins,
-                   const std::vector<void*>& outs) -> size_t {
-    // The launcher skips n = 0; run it anyway: the kernel must not touch its (empty) buffers.
-    std::vector<void*> args = launch->args(ins, outs);
-    hk.launch(self.kernel.name, args.data(), host_grid(launch->n, self.block), self.block);
-    return 1;
-  };
+  c.run = run_launch(launch);
   return c;
 }
 
@@ -386,12 +392,7 @@ Case layout_case(const std::string& what, const ElementwiseProgram& p, const std
   for (size_t k = 0; k < descs.size(); ++k) (k < in_dims.size() ? in_desc : out_desc).push_back(&descs[k]);
   auto launch = std::make_shared<FusedLaunch>(plan_fused_launch(p, in_desc, out_desc));
   c.kernel = launch->kernel;
-  c.run = [launch](const HostKernels& hk, const Case& self, const std::vector<const void*>& ins,
-                   const std::vector<void*>& outs) -> size_t {
-    std::vector<void*> args = launch->args(ins, outs);
-    hk.launch(self.kernel.name, args.data(), host_grid(launch->n, self.block), self.block);
-    return 1;
-  };
+  c.run = run_launch(launch);
   return c;
 }
 

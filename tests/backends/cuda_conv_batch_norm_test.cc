@@ -41,7 +41,7 @@ TEST(CudaSchedule, A16BitBottleneckRunsItsInnerBatchNormsInsideTheConvolutions) 
   const Model forward = test::resnet_bottleneck();
   for (DType precision : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(precision));
-    TrainingStep step = test::bottleneck_step(forward, precision);
+    TrainingStep step = test::sgd_momentum_step(forward, precision, "resnet_bottleneck");
     const cuda::Schedule s(step.model, test::step_options(step));
     const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
     std::map<std::string, int> kinds;
@@ -93,8 +93,8 @@ TEST(CudaBackendGpu, TheBottleneckStepWithConvolutionFusionsTracksTheCpu) {
     for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
       SCOPED_TRACE(std::string(dtype_name(precision)) + (refuse[0] == '1' ? " unfused" : " fused"));
       setenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH", refuse, 1);
-      TrainingStep step = test::bottleneck_step(forward, precision);
-      test::expect_momentum_step_tracks_cpu(step, test::step_options(step), precision, 80);
+      TrainingStep step = test::sgd_momentum_step(forward, precision, "resnet_bottleneck");
+      test::expect_momentum_step_tracks_cpu(step, test::step_options(step), precision, {8, 3, 16, 16}, 80);
     }
   unsetenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH");
 }

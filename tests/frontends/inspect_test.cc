@@ -6,7 +6,7 @@
 
 #include "graph/amp_ops.h"
 #include "graph/onnx_io.h"
-#include "tests/support/parity.h"
+#include "tests/support/fp16_conv_chain_model.h"
 #include "tests/support/test_support.h"
 
 namespace amp {
@@ -211,41 +211,15 @@ TEST(Inspect, CudaPlanRunsScatterNDEinsumPadGradAndResizeGradOnTheDevice) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 }
 
-// An fp16 convolution chain (Cast, Conv 3x3, Relu, MaxPool, Conv 1x1, Cast back): --cuda-plan shows
+// An fp16 convolution chain (tests/support/fp16_conv_chain_model.h: Cast, Conv 3x3, Relu, MaxPool,
+// Conv 1x1, Cast back): --cuda-plan shows
 // the convolutions and the pool computing channels-last (backends/cuda/channels_last.h), the
 // values between them stored so, the Casts transposing as they convert (no unit of their own), and
 // one transpose around each 3x3 convolution for its weights (an initializer, kept as ONNX lays it
 // out; a 1x1 filter is the same bytes both ways), counted in the traffic.
 TEST(Inspect, CudaPlanShowsAnFp16ConvolutionChainChannelsLast) {
   const std::string dir = test::temp_dir("inspect_channels_last");
-  Model m;
-  m.opset_imports = {{"", 17}};
-  Graph& g = *m.graph;
-  g.name = "conv_chain";
-  auto weight = [&](const std::string& name, std::vector<int64_t> dims) {
-    Tensor t = test::random_tensor(DType::kFloat16, dims, 7, -1, 1);
-    t.name = name;
-    return g.add_initializer(t);
-  };
-  auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& out) {
-    Node* n = g.add_node(op, in, {out});
-    n->name = out;
-    return n;
-  };
-  Value* x = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({2, 8, 12, 12})));
-  Node* cast = node("Cast", {x}, "x16");
-  cast->set_attr(Attribute::of_int("to", 10));
-  Node* conv = node("Conv", {cast->output(0), weight("w3", {16, 8, 3, 3})}, "conv3");
-  conv->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
-  Node* relu = node("Relu", {conv->output(0)}, "relu");
-  Node* pool = node("MaxPool", {relu->output(0)}, "pool");
-  pool->set_attr(Attribute::of_ints("kernel_shape", {2, 2}));
-  pool->set_attr(Attribute::of_ints("strides", {2, 2}));
-  Node* conv1 = node("Conv", {pool->output(0), weight("w1", {4, 16, 1, 1})}, "conv1");
-  Node* back = node("Cast", {conv1->output(0)}, "y");
-  back->set_attr(Attribute::of_int("to", 1));
-  back->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({2, 4, 6, 6})));
-  g.add_output(back->output(0));
+  const Model m = test::fp16_conv_chain_model(false);
   save_model(m, dir + "/conv_chain.onnx");
 
   std::string out;
