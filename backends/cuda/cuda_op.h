@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cuda/device_context.h"
+#include "backends/cuda/layout_strides.h"
 #include "backends/cuda/strided_copy.cuh"
 #include "graph/dtype.h"
 #include "graph/error.h"
@@ -40,22 +41,7 @@ struct TensorDesc {
   // What the value takes on the device.
   size_t nbytes() const { return packed_bytes ? packed_bytes : static_cast<size_t>(numel()) * dtype_size(dtype); }
   // Per dim in dims' order, the distance in elements between neighbours as stored.
-  std::vector<int64_t> strides() const {
-    std::vector<int64_t> s(dims.size(), 1);
-    if (channels_last && dims.size() >= 3) {
-      int64_t step = 1;
-      s[1] = 1;
-      step = dims[1];
-      for (size_t d = dims.size(); d-- > 2;) {
-        s[d] = step;
-        step *= dims[d];
-      }
-      s[0] = step;
-    } else {
-      for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
-    }
-    return s;
-  }
+  std::vector<int64_t> strides() const { return layout_strides(dims, channels_last); }
 };
 
 // The operands an op reads and writes channels-last (TensorDesc::channels_last) when it computes

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/layout_strides.h"
 #include "backends/cuda/cudnn_descriptors.h"
 #include "graph/error.h"
 
@@ -15,21 +16,6 @@ enum Uid : int64_t { kX = 1, kW, kY, kScale, kBias, kSum, kSquareSum, kVirtual =
 
 // Strides of packed dims [N, C, spatial...] (a filter's [K, C, r...] alike): row-major, or
 // channels-last (C innermost, then the spatial dims, N outermost: NHWC, and KRSC for a filter).
-std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims, bool channels_last) {
-  std::vector<int64_t> s(dims.size(), 1);
-  if (!channels_last) {
-    for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
-    return s;
-  }
-  int64_t step = dims[1];
-  for (size_t d = dims.size(); d-- > 2;) {
-    s[d] = step;
-    step *= dims[d];
-  }
-  s[0] = step;
-  return s;
-}
-
 // [1, C, 1, ...] of rank n.
 std::vector<int64_t> per_channel(int64_t channels, size_t n) {
   std::vector<int64_t> d(n, 1);
@@ -61,7 +47,7 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
     const cudnnDataType_t dt = cudnn_type(type);
     // Every tensor of the graph in the spec's layout, the per-channel ones and the virtual ones
     // between the prologue's operations too (as cuDNN's samples describe them).
-    const std::vector<int64_t> strides = packed_strides(dims, spec.channels_last);
+    const std::vector<int64_t> strides = layout_strides(dims, spec.channels_last);
     const int64_t alignment = 16;
     set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
     set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(dims.size()), dims.data());

@@ -1,6 +1,7 @@
 #include "backends/cuda/cudnn_descriptors.h"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/layout_strides.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -16,24 +17,6 @@ std::vector<int> to_int(const std::vector<int64_t>& v) {
   return out;
 }
 
-std::vector<int> packed_strides(const std::vector<int>& dims) {
-  std::vector<int> s(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
-  return s;
-}
-
-// Strides of [N, C, spatial...] stored N, spatial..., C.
-std::vector<int> channels_last_strides(const std::vector<int>& dims) {
-  std::vector<int> s(dims.size(), 1);
-  int step = dims[1];
-  for (size_t d = dims.size(); d-- > 2;) {
-    s[d] = step;
-    step *= dims[d];
-  }
-  s[0] = step;
-  return s;
-}
-
 }  // namespace
 
 cudnnDataType_t cudnn_type(DType t) {
@@ -46,7 +29,7 @@ cudnnDataType_t cudnn_type(DType t) {
 }
 
 CudnnTensor::CudnnTensor(DType t, std::vector<int64_t> dims, bool channels_last) {
-  const std::vector<int> d = to_int(dims), s = channels_last ? channels_last_strides(d) : packed_strides(d);
+  const std::vector<int> d = to_int(dims), s = to_int(layout_strides(std::vector<int64_t>(d.begin(), d.end()), channels_last));
   AMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
   AMP_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(t), static_cast<int>(d.size()), d.data(), s.data()));
 }
