@@ -11,7 +11,9 @@
 namespace amp::cpu {
 
 const OpEntry* find_amp_op(std::string_view op);
-// The entry for an op of either domain the CPU backend runs ("" and ai.onnx_amp); nullptr if none.
+// ai.onnx.ml's preprocessing ops (classical_ml.cc).
+const OpEntry* find_classical_ml_op(std::string_view op);
+// The entry for an op of a domain the CPU backend runs ("", ai.onnx_amp, ai.onnx.ml); nullptr if none.
 const OpEntry* find_op(std::string_view domain, std::string_view op);
 
 // The family tables find_amp_op() joins, one per grad_*.cc file and elementwise.cc's ai.onnx_amp rows.

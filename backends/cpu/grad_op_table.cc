@@ -3,6 +3,7 @@
 
 #include "backends/cpu/grad_kernels.h"
 #include "graph/amp_ops.h"
+#include "graph/ops/shape_rules.h"
 
 namespace amp::cpu {
 
@@ -23,6 +24,7 @@ const OpEntry* find_amp_op(std::string_view op) {
 
 const OpEntry* find_op(std::string_view domain, std::string_view op) {
   if (domain.empty()) return find_op(op);
+  if (domain == kOnnxMlDomain) return find_classical_ml_op(op);
   return domain == kAmpDomain ? find_amp_op(op) : nullptr;
 }
 

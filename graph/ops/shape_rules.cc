@@ -1463,6 +1463,49 @@ ShapeFn one_hot_rule(const Node& n, int64_t) {
   };
 }
 
+// ai.onnx.ml's preprocessing ops as ONNX Runtime computes them (backends/cpu/classical_ml.cc):
+// Scaler keeps X's dims in float; ArrayFeatureExtractor replaces X's last dim by the number of
+// indices ([1, k] for a 1-D X); OneHotEncoder appends the category count to X's dims (X of at most 2
+// dims); FeatureVectorizer makes [N, sum of inputdimensions], N the first input's first dim (1 for a
+// 1-D input). Every output of these is float but ArrayFeatureExtractor's, X's type.
+void scaler(ShapeQuery& q) { put(q, 0, DType::kFloat, q.input(0).shape); }
+
+void array_feature_extractor(ShapeQuery& q) {
+  const TensorFacts& x = q.input(0);
+  const std::optional<int64_t> k = numel(q.input(1));
+  if (!x.shape) return put(q, 0, x.dtype, std::nullopt);
+  if (x.shape->rank() == 0) throw InputError("ArrayFeatureExtractor's X has no dims");
+  Shape out = *x.shape;
+  if (out.rank() == 1) out.dims.insert(out.dims.begin(), known(1));
+  out.dims.back() = k ? known(*k) : unknown();
+  put(q, 0, x.dtype, out);
+}
+
+ShapeFn one_hot_encoder_rule(const Node& n, int64_t) {
+  const Attribute* strings = n.attr("cats_strings");
+  const int64_t categories = static_cast<int64_t>(n.attr_ints("cats_int64s").size() + (strings ? strings->strings.size() : 0));
+  return [categories](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    if (!x.shape) return put(q, 0, DType::kFloat, std::nullopt);
+    if (x.shape->rank() > 2) throw InputError("OneHotEncoder takes at most 2 dims, got " + x.shape->str());
+    Shape out = *x.shape;
+    out.dims.push_back(known(categories));
+    put(q, 0, DType::kFloat, out);
+  };
+}
+
+ShapeFn feature_vectorizer_rule(const Node& n, int64_t) {
+  int64_t total = 0;
+  for (int64_t d : n.attr_ints("inputdimensions")) total += d;
+  return [total](ShapeQuery& q) {
+    const TensorFacts& x = q.input(0);
+    Dim batch;
+    if (x.shape && x.shape->rank() == 1) batch = known(1);
+    else if (x.shape && x.shape->rank() > 1) batch = x.shape->dims[0];
+    put(q, 0, DType::kFloat, Shape{{batch, known(total)}});
+  };
+}
+
 // LSTM, GRU and RNN: Y [seq, directions, batch, hidden] and Y_h (and LSTM's Y_c) [directions,
 // batch, hidden]; with layout 1, batch first: [batch, seq, directions, hidden], [batch, directions,
 // hidden]. X is [seq, batch, input] (layout 0) or [batch, seq, input].
@@ -1693,6 +1736,10 @@ const std::map<std::pair<std::string, std::string>, ShapeRule>& rules() {
     t[{kAmpDomain, "DeformConvGrad"}] = {plain<deform_conv_grad>, {}};
     t[{kAmpDomain, "Col2Im"}] = {col2im_rule, {1, 2}};
     t[{kAmpDomain, "Im2Col"}] = {im2col_rule, {1}};
+    t[{kOnnxMlDomain, "Scaler"}] = {plain<scaler>, {}};
+    t[{kOnnxMlDomain, "ArrayFeatureExtractor"}] = {plain<array_feature_extractor>, {}};
+    t[{kOnnxMlDomain, "OneHotEncoder"}] = {one_hot_encoder_rule, {}};
+    t[{kOnnxMlDomain, "FeatureVectorizer"}] = {feature_vectorizer_rule, {}};
     return t;
   }();
   return table;

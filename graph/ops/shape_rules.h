@@ -53,7 +53,11 @@ struct ShapeRule {
   std::vector<int> value_inputs;  // inputs whose contents decide the output shapes
 };
 
-// The rule of an op (domain "" or ai.onnx_amp); nullptr when it has none.
+// ONNX's traditional-ML domain, whose preprocessing ops (Scaler, ArrayFeatureExtractor,
+// OneHotEncoder, FeatureVectorizer) converters put in front of networks.
+inline constexpr const char* kOnnxMlDomain = "ai.onnx.ml";
+
+// The rule of an op (domain "", ai.onnx_amp or ai.onnx.ml); nullptr when it has none.
 const ShapeRule* find_shape_rule(std::string_view domain, std::string_view op);
 
 // The output facts of node n for these input facts: its rule applied, or nullopt when it has none.

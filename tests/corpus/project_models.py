@@ -35,6 +35,9 @@ The torch exports are the patterns the corpus's third-party files showed, made s
                   per group (18) and per channel (21), Cast's saturate, AveragePool's dilations,
                   Gelu in both forms, QuantizeLinear's output_dtype) with the IR version each
                   opset came with; what the import reads through its opset-17 form.
+  classical_ml    onnx.helper: ai.onnx.ml's Scaler, ArrayFeatureExtractor, OneHotEncoder and
+                  FeatureVectorizer over float, double and int64 tensors, the edge cases of each
+                  (1-D inputs, cut and padded features, values of no category).
   opset18_bitwise onnx.helper, opset 18: BitwiseAnd, Or, Xor and Not in all eight integer types on
                   each type's extremes, -1, 0, 1 and alternating bits, broadcast; what amp-run runs
                   by its kernels and the rewrite writes as opset-17 arithmetic on the bits.
@@ -524,6 +527,57 @@ def deform_conv(path):
     onnx.save(m, path)
 
 
+def classical_ml(path):
+    """ai.onnx.ml's preprocessing ops as converters write them (CoreML's OneHotEncoder pipeline, in
+    third_party, is the model that brought them): Scaler per feature on the float input, with one
+    scale on int64 and per feature on a 1-D double; ArrayFeatureExtractor on the input, on a 1-D
+    tensor ([1, k] out) and on a 3-D int64 one with 2-D indices; OneHotEncoder of the float input
+    (truncated to int64, values off its categories give zero rows) and of int64 values, some of
+    no category; FeatureVectorizer cutting (a 3-D input's rows of 24 to 10) and padding with zeros
+    (4 to 6), and of 1-D double inputs (one row)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array([3, 0, 3], np.int64), "afe_idx"),
+             numpy_helper.from_array(np.array([[4, 1]], np.int64), "afe_idx2"),
+             numpy_helper.from_array(np.array([5, 0], np.int64), "afe_idx1d"),
+             numpy_helper.from_array(np.array([[3, -2, 7], [0, 11, 5]], np.int64), "ints"),
+             numpy_helper.from_array(np.linspace(-1.5, 2.5, 5), "doubles"),
+             numpy_helper.from_array(np.arange(6, dtype=np.float32) * 0.5 - 1, "flat"),
+             numpy_helper.from_array(np.arange(20, dtype=np.int64).reshape(2, 2, 5) - 7, "cube"),
+             numpy_helper.from_array(np.array([7, 3, 5, 9, 3], np.int64), "labels"),
+             numpy_helper.from_array(np.array([0.25, -4.0], np.float64), "pair")]
+    ml = "ai.onnx.ml"
+    nodes = [
+        helper.make_node("Scaler", ["x"], ["scaled"], domain=ml, scale=[2.0, -1.0, 0.5, 4.0], offset=[0.5, 0.0, -1.0, 2.0]),
+        helper.make_node("Scaler", ["ints"], ["scaled_ints"], domain=ml, scale=[0.25], offset=[1.0]),
+        helper.make_node("Scaler", ["doubles"], ["scaled_doubles"], domain=ml, scale=[1.0, 2.0, 3.0, 4.0, 5.0],
+                         offset=[0.1, 0.2, 0.3, 0.4, 0.5]),
+        helper.make_node("ArrayFeatureExtractor", ["x", "afe_idx"], ["picked"], domain=ml),
+        helper.make_node("ArrayFeatureExtractor", ["flat", "afe_idx1d"], ["picked_flat"], domain=ml),
+        helper.make_node("ArrayFeatureExtractor", ["cube", "afe_idx2"], ["picked_cube"], domain=ml),
+        helper.make_node("OneHotEncoder", ["x"], ["onehot_x"], domain=ml, cats_int64s=[-2, -1, 0, 1, 2, 3]),
+        helper.make_node("OneHotEncoder", ["labels"], ["onehot_labels"], domain=ml, cats_int64s=[3, 5, 6], zeros=1),
+        helper.make_node("FeatureVectorizer", ["scaled", "onehot_x", "x"], ["features"], domain=ml,
+                         inputdimensions=[4, 10, 6]),
+        helper.make_node("FeatureVectorizer", ["doubles", "pair"], ["features_1d"], domain=ml,
+                         inputdimensions=[3, 4]),
+    ]
+    f = onnx.TensorProto.FLOAT
+    outputs = [("scaled", f, [3, 4]), ("scaled_ints", f, [2, 3]), ("scaled_doubles", f, [5]),
+               ("picked", f, [3, 3]), ("picked_flat", f, [1, 2]), ("picked_cube", onnx.TensorProto.INT64, [2, 2, 2]),
+               ("onehot_x", f, [3, 4, 6]), ("onehot_labels", f, [5, 3]), ("features", f, [3, 20]),
+               ("features_1d", f, [1, 7])]
+    graph = helper.make_graph(nodes, "classical_ml", [helper.make_tensor_value_info("x", f, [3, 4])],
+                              [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ml, 1)],
+                          producer_name="project_models.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, path)
+
+
 def ms_qlinear(path):
     import numpy as np
     import onnx
@@ -775,6 +829,7 @@ def main():
     loop_ops(os.path.join(a.out, "loop_ops.onnx"))
     while_if(os.path.join(a.out, "while_if.onnx"))
     newer_opsets(a.out)
+    classical_ml(os.path.join(a.out, "classical_ml.onnx"))
     ms_qlinear(os.path.join(a.out, "ms_qlinear.onnx"))
     ms_transformer(os.path.join(a.out, "ms_transformer.onnx"))
     ms_bert(os.path.join(a.out, "ms_bert.onnx"))
