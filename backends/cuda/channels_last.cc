@@ -108,16 +108,64 @@ void decide_channels_last(const Schedule& s, ShapePlan& p, const std::vector<int
         if (o >= 0) cl_value[o] = false;
   }
 
-  // Which candidates compute channels-last: those with a listed data operand stored so. A packed
-  // operand follows its writer's layout; a reader that disagrees turns both to row-major.
+  // Which candidates compute channels-last, and how the values between them are stored: each
+  // candidate takes the layout that transposes fewer bytes of its operands as they are stored (a
+  // tie: row-major when a pinned operand would be transposed, as the others can follow the unit;
+  // else channels-last when one of them is stored so), and each value that is not pinned the layout
+  // most of the candidates reading or writing it compute in (a tie keeps it), until nothing changes.
+  // A BatchNorm between a depthwise convolution (which keeps ONNX's layout) and an activation then
+  // computes row-major rather than transposing the convolution's output in and its own back out.
+  std::vector<std::vector<std::pair<const Unit*, bool>>> touching(num_values);  // candidates listing v
+  auto operands = [&](const Unit* u, const ChannelsLastOperands& cl, auto&& f) {
+    for (size_t i = 0; i < u->in.size(); ++i)
+      if (listed(cl.in, i) && u->in[i] >= 0 && layout_bearing(p.desc[u->in[i]])) f(u->in[i]);
+    for (size_t k = 0; k < u->out.size(); ++k)
+      if (listed(cl.out, k) && u->out[k] >= 0 && layout_bearing(p.desc[u->out[k]])) f(u->out[k]);
+  };
+  auto transposes = [&](int v) {  // both layouts are not the same bytes
+    TensorDesc other = p.desc[v];
+    other.channels_last = !other.channels_last;
+    return !same_memory(p.desc[v], other);
+  };
   std::unordered_map<const Unit*, bool> computes;
   for (const auto& [u, cl] : candidate) {
     bool any = false;
-    for (size_t i = 0; i < u->in.size(); ++i)
-      any |= listed(cl.in, i) && u->in[i] >= 0 && cl_value[u->in[i]] && layout_bearing(p.desc[u->in[i]]);
-    for (size_t k = 0; k < u->out.size(); ++k)
-      any |= listed(cl.out, k) && u->out[k] >= 0 && cl_value[u->out[k]] && layout_bearing(p.desc[u->out[k]]);
+    operands(u, cl, [&](int v) { any |= cl_value[v]; });
     computes[u] = any;
+  }
+  for (int round = 0; round < 32; ++round) {
+    bool changed = false;
+    for (const auto& [u, cl] : candidate) {
+      size_t if_cl = 0, if_rm = 0;  // bytes transposed when the unit computes channels-last / row-major
+      bool any = false, pinned_transposed = false;
+      operands(u, cl, [&](int v) {
+        any |= cl_value[v];
+        if (!transposes(v)) return;
+        (cl_value[v] ? if_rm : if_cl) += p.desc[v].nbytes();
+        pinned_transposed |= pinned[v];
+      });
+      const bool want = if_cl < if_rm || (if_cl == if_rm && any && !pinned_transposed);
+      if (want != computes[u]) computes[u] = want, changed = true;
+    }
+    std::fill(touching.begin(), touching.end(), std::vector<std::pair<const Unit*, bool>>{});
+    for (const auto& [u, cl] : candidate) operands(u, cl, [&](int v) { touching[v].push_back({u, computes[u]}); });
+    for (size_t v = 0; v < num_values; ++v) {
+      if (pinned[v] || touching[v].empty()) continue;
+      int votes = 0;
+      for (const auto& [u, cl] : touching[v]) votes += cl ? 1 : -1;
+      const bool want = votes > 0 || (votes == 0 && cl_value[v]);
+      if (want != cl_value[v]) cl_value[v] = want, changed = true;
+    }
+    if (!changed) break;
+  }
+  // An elementwise kernel's outputs share one iteration space: one layout for all of them.
+  for (const Unit* u : p.order) {
+    if (role(u) != Role::kAnyLayout) continue;
+    bool all = true;
+    for (int o : u->out) all &= o < 0 || cl_value[o];
+    if (!all)
+      for (int o : u->out)
+        if (o >= 0) cl_value[o] = false;
   }
   // Whether u, as the plan stands, takes its operand (input or output k) channels-last.
   auto takes_cl = [&](const Unit* u, bool output, size_t k) {

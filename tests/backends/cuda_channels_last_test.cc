@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "tests/support/test_support.h"
@@ -132,6 +133,77 @@ TEST(CudaBackendGpu, AConvolutionChainTransposedAtItsEdgesMatchesTheCpu) {
     if (test::on_standins()) EXPECT_TRUE(test::same_bits(gpu, row_major));
     else test::expect_close(gpu, row_major, "y against the row-major plan", 10.0);
   }
+}
+
+// MobileNet's and EfficientNet's block: Conv 1x1 -> BatchNorm -> Relu -> depthwise Conv 3x3 ->
+// BatchNorm -> Relu -> Conv 1x1, in fp16 between the Casts of its fp32 input and output. The depthwise convolution keeps ONNX's layout (cuDNN's
+// legacy API is not relied on for grouped NHWC), so the BatchNorm after it computes row-major
+// rather than transposing the convolution's output in (and the values on either side follow);
+// the 1x1 convolutions and the first BatchNorm compute channels-last, the Relus transposing as they
+// compute. Nothing is transposed: the plan moves exactly the row-major plan's bytes.
+Model depthwise_block() {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  g.name = "depthwise_block";
+  int seed = 20;
+  auto init = [&](const std::string& name, DType t, std::vector<int64_t> dims, float lo, float hi) {
+    Tensor w = test::random_tensor(t, dims, static_cast<uint32_t>(seed++), lo, hi);
+    w.name = name;
+    return g.add_initializer(w);
+  };
+  auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& out) {
+    Node* n = g.add_node(op, in, {out});
+    n->name = out;
+    return n->output(0);
+  };
+  auto batch_norm = [&](Value* x, const std::string& name, int64_t c) {
+    return node("BatchNormalization",
+                {x, init(name + ".scale", DType::kFloat, {c}, 0.5f, 2), init(name + ".bias", DType::kFloat, {c}, -1, 1),
+                 init(name + ".mean", DType::kFloat, {c}, -1, 1), init(name + ".var", DType::kFloat, {c}, 0.5f, 2)},
+                name);
+  };
+  Value* x32 = g.add_input("x", ValueType::tensor(DType::kFloat, Shape::of({2, 8, 10, 10})));
+  Node* cast = g.add_node("Cast", {x32}, {"x16"});
+  cast->set_attr(Attribute::of_int("to", 10));
+  Value* x = cast->output(0);
+  Value* a = node("Relu", {batch_norm(node("Conv", {x, init("w_expand", DType::kFloat16, {24, 8, 1, 1}, -1, 1)}, "expand"),
+                                      "bn1", 24)},
+                  "relu1");
+  Node* dw = g.add_node("Conv", {a, init("w_dw", DType::kFloat16, {24, 1, 3, 3}, -1, 1)}, {"depthwise"});
+  dw->name = "depthwise";
+  dw->set_attr(Attribute::of_int("group", 24));
+  dw->set_attr(Attribute::of_ints("pads", {1, 1, 1, 1}));
+  Value* b = node("Relu", {batch_norm(dw->output(0), "bn2", 24)}, "relu2");
+  Node* back = g.add_node("Cast", {node("Conv", {b, init("w_project", DType::kFloat16, {8, 24, 1, 1}, -1, 1)}, "project")},
+                          {"y"});
+  back->set_attr(Attribute::of_int("to", 1));
+  back->output(0)->set_type(ValueType::tensor(DType::kFloat, Shape::of({2, 8, 10, 10})));
+  g.add_output(back->output(0));
+  return load_model_from_bytes(serialize_model(m), "depthwise_block.onnx", ".");
+}
+
+TEST(CudaSchedule, ABatchNormAfterADepthwiseConvolutionComputesRowMajorAndNothingIsTransposed) {
+  const Model m = depthwise_block();
+  CompileOptions options;
+  const cuda::Schedule s(m, options);
+  const cuda::ShapePlan p = test::plan_with(s, test::zero_feeds(s));
+  std::map<std::string, bool> nhwc;  // by the unit's first node
+  size_t conversions = 0;
+  for (const cuda::Unit* u : p.order) {
+    const size_t at = u->where.rfind(": node ");
+    nhwc[u->where.substr(at + 7, u->where.find(' ', at + 7) - at - 7)] = p.channels_last.count(u) > 0;
+    conversions += cuda::conversions(p, *u).size();
+  }
+  EXPECT_TRUE(nhwc.at("expand"));
+  EXPECT_TRUE(nhwc.at("bn1"));
+  EXPECT_FALSE(nhwc.at("depthwise"));
+  EXPECT_FALSE(nhwc.at("bn2"));
+  EXPECT_TRUE(nhwc.at("project"));
+  EXPECT_EQ(conversions, 0u);
+  EXPECT_TRUE(p.desc[s.program.find("bn1")].channels_last);
+  EXPECT_FALSE(p.desc[s.program.find("bn2")].channels_last);
+  EXPECT_FALSE(p.desc[s.program.find("relu1")].channels_last) << "the depthwise convolution reads it row-major";
 }
 
 // The 16-bit step with channels-last off computes what the CPU backend computes, as the default
