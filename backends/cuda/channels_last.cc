@@ -98,15 +98,6 @@ void decide_channels_last(const Schedule& s, ShapePlan& p, const std::vector<int
         if (o >= 0 && !pinned[o] && !cl_value[o] && p.desc[o].dims.size() >= 3) cl_value[o] = changed = true;
     }
   }
-  // An elementwise kernel's outputs share one iteration space: one layout for all of them.
-  for (const Unit* u : p.order) {
-    if (role(u) != Role::kAnyLayout) continue;
-    bool all = true;
-    for (int o : u->out) all &= o < 0 || cl_value[o];
-    if (!all)
-      for (int o : u->out)
-        if (o >= 0) cl_value[o] = false;
-  }
 
   // Which candidates compute channels-last, and how the values between them are stored: each
   // candidate takes the layout that transposes fewer bytes of its operands as they are stored (a
