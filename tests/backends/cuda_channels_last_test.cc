@@ -206,6 +206,25 @@ TEST(CudaSchedule, ABatchNormAfterADepthwiseConvolutionComputesRowMajorAndNothin
   EXPECT_FALSE(p.desc[s.program.find("relu1")].channels_last) << "the depthwise convolution reads it row-major";
 }
 
+// The same block run: the channels-last and row-major units side by side (a Relu transposing into
+// the depthwise convolution, a 1x1 convolution reading a row-major Relu's result through its
+// own layout) compute what the CPU backend computes, and on the stand-ins what the row-major plan
+// computes bit for bit.
+TEST(CudaBackendGpu, ADepthwiseBlockWithRegionsOfBothLayoutsMatchesTheCpu) {
+  REQUIRE_GPU();
+  const Model m = depthwise_block();
+  CompileOptions options;
+  const std::vector<std::pair<std::string, Tensor>> feeds = {
+      {"x", test::random_tensor(DType::kFloat, {2, 8, 10, 10}, 97, -2, 2)}};
+  const Tensor cpu = make_backend("cpu")->compile(m, options)->run(feeds, {"y"})[0];
+  const Tensor gpu = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
+  options.channels_last = false;
+  const Tensor row_major = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
+  test::expect_close(gpu, cpu, "y", 10.0);
+  if (test::on_standins()) EXPECT_TRUE(test::same_bits(gpu, row_major));
+  else test::expect_close(gpu, row_major, "y against the row-major plan", 10.0);
+}
+
 // The 16-bit step with channels-last off computes what the CPU backend computes, as the default
 // (channels-last) step does in cuda_conv_batch_norm_test.cc: the row-major path stays right.
 TEST(CudaBackendGpu, TheBottleneckStepRowMajorTracksTheCpu) {
