@@ -102,6 +102,21 @@ TEST(CudaSchedule, A16BitBottleneckStepRunsItsConvolutionChainChannelsLast) {
     }
 }
 
+// m's output y for input x on the CUDA backend (channels-last by default) agrees with the CPU
+// backend's, and with the same plan row-major: bit for bit on the stand-ins (their convolutions sum
+// alike in both layouts), within the fp16 bound on a GPU (the two layouts' kernels may differ).
+void expect_channels_last_matches(const Model& m, Tensor x) {
+  CompileOptions options;
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", std::move(x)}};
+  const Tensor cpu = make_backend("cpu")->compile(m, options)->run(feeds, {"y"})[0];
+  const Tensor gpu = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
+  options.channels_last = false;
+  const Tensor row_major = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
+  test::expect_close(gpu, cpu, "y", 10.0);
+  if (test::on_standins()) EXPECT_TRUE(test::same_bits(gpu, row_major));
+  else test::expect_close(gpu, row_major, "y against the row-major plan", 10.0);
+}
+
 // Transposes at a region's edge (channels_last.cc's Converting): an fp16 convolution chain whose 3x3
 // filter is an initializer (stored as ONNX lays it out: transposed before its convolution runs)
 // and whose last convolution's result is read through a Flatten (a view, in ONNX's layout:
@@ -123,15 +138,7 @@ TEST(CudaBackendGpu, AConvolutionChainTransposedAtItsEdgesMatchesTheCpu) {
     const std::vector<std::string> expected =
         flatten ? std::vector<std::string>{"in w3", "out conv1"} : std::vector<std::string>{"in w3"};
     EXPECT_EQ(converted, expected);
-    const std::vector<std::pair<std::string, Tensor>> feeds = {
-        {"x", test::random_tensor(DType::kFloat, {2, 8, 12, 12}, 95, -2, 2)}};
-    const Tensor cpu = make_backend("cpu")->compile(m, options)->run(feeds, {"y"})[0];
-    const Tensor gpu = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
-    options.channels_last = false;
-    const Tensor row_major = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
-    test::expect_close(gpu, cpu, "y", 10.0);
-    if (test::on_standins()) EXPECT_TRUE(test::same_bits(gpu, row_major));
-    else test::expect_close(gpu, row_major, "y against the row-major plan", 10.0);
+    expect_channels_last_matches(m, test::random_tensor(DType::kFloat, {2, 8, 12, 12}, 95, -2, 2));
   }
 }
 
@@ -212,17 +219,7 @@ TEST(CudaSchedule, ABatchNormAfterADepthwiseConvolutionComputesRowMajorAndNothin
 // computes bit for bit.
 TEST(CudaBackendGpu, ADepthwiseBlockWithRegionsOfBothLayoutsMatchesTheCpu) {
   REQUIRE_GPU();
-  const Model m = depthwise_block();
-  CompileOptions options;
-  const std::vector<std::pair<std::string, Tensor>> feeds = {
-      {"x", test::random_tensor(DType::kFloat, {2, 8, 10, 10}, 97, -2, 2)}};
-  const Tensor cpu = make_backend("cpu")->compile(m, options)->run(feeds, {"y"})[0];
-  const Tensor gpu = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
-  options.channels_last = false;
-  const Tensor row_major = make_backend("cuda")->compile(m, options)->run(feeds, {"y"})[0];
-  test::expect_close(gpu, cpu, "y", 10.0);
-  if (test::on_standins()) EXPECT_TRUE(test::same_bits(gpu, row_major));
-  else test::expect_close(gpu, row_major, "y against the row-major plan", 10.0);
+  expect_channels_last_matches(depthwise_block(), test::random_tensor(DType::kFloat, {2, 8, 10, 10}, 97, -2, 2));
 }
 
 // The 16-bit step with channels-last off computes what the CPU backend computes, as the default
