@@ -65,8 +65,7 @@ class ArrayFeatureExtractor final : public Kernel {
       if (at[j] < 0 || at[j] >= last)
         throw InputError("ArrayFeatureExtractor's index " + std::to_string(at[j]) + " is outside [0, " +
                          std::to_string(last) + ")");
-    const size_t elem = dtype_size(x.dtype);
-    dispatch(MlTypes{}, x.dtype, [](auto) {});  // the types ONNX Runtime takes (no strings)
+    const size_t elem = dtype_size(x.dtype);  // X's type is one of MlTypes (the op table's check)
     const auto* in = static_cast<const uint8_t*>(x.data);
     auto* out = static_cast<uint8_t*>(io.output(0).data);
     for (int64_t r = 0; r < rows; ++r)

@@ -10,10 +10,7 @@
 #include "graph/error.h"
 
 namespace amp::cuda {
-namespace {
 
-// x's memory as [outer, C, inner]: [N, C, the rest] stored as its dims say, [N * the rest, C, 1]
-// stored channels-last (the kernels find a channel by position either way).
 ChannelGeometry channel_geometry(const TensorDesc& x) {
   if (x.dims.size() < 2) throw InputError("BatchNormalization needs [N, C, ...] input");
   int64_t rest = 1;
@@ -22,11 +19,7 @@ ChannelGeometry channel_geometry(const TensorDesc& x) {
   return {x.dims[0], x.dims[1], rest};
 }
 
-// The units compute channels-last for 16-bit [N, C, H, W] data (the layout of the convolutions
-// around them, channels_last.h); fp32 and other ranks as their dims say.
-bool takes_channels_last(const TensorDesc& x) {
-  return (x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16) && x.dims.size() == 4;
-}
+namespace {
 
 void expect_float_channels(const OpShapes& s, std::initializer_list<size_t> inputs, int64_t channels) {
   for (size_t i : inputs)
@@ -93,7 +86,7 @@ class BatchNormRelu final : public CudaOp {
   }
   // x, z, the shortcut's x, y and the mask's bits (then in NHWC element order).
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
-    return takes_channels_last(*s.in[0]) ? listed_operands(s, {0, 5, 6}, {0, 3}) : ChannelsLastOperands{};
+    return channels_last_case(*s.in[0]) ? listed_operands(s, {0, 5, 6}, {0, 3}) : ChannelsLastOperands{};
   }
 
  private:
@@ -173,7 +166,7 @@ class BatchNormReluGrad final : public CudaOp {
   // dY, the bits (in the forward's element order; never the statistics of from_sums), x, the second
   // dY, the shortcut's x; dX, Where's result and the shortcut's dX.
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
-    if (!takes_channels_last(*s.in[2])) return {};
+    if (!channels_last_case(*s.in[2])) return {};
     return from_sums_ ? listed_operands(s, {0, 2}, {0}) : listed_operands(s, {0, 1, 2, 4, 5}, {0, 3, 4});
   }
 

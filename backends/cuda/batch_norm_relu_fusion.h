@@ -23,11 +23,16 @@
 #include <functional>
 #include <vector>
 
+#include "backends/cuda/batch_norm_relu.cuh"
 #include "backends/cuda/unit_patterns.h"
 
 namespace amp::cuda {
 
 std::vector<UnitMatch> match_batch_norm_relu(const Graph& g, const std::function<bool(const Node*)>& excluded);
+
+// x's memory as the kernels see it, [outer, C, inner]: [N, C, the rest] stored as its dims say,
+// [N * the rest, C, 1] stored channels-last (they find a channel by position either way).
+ChannelGeometry channel_geometry(const TensorDesc& x);
 
 // The backward unit of a BatchNorm + ReLU whose mask is recomputed from x and the forward's
 // statistics rather than read as bits (conv_batch_norm_fusion.h). Operands: 0 dY, 1 the

@@ -33,6 +33,30 @@ bool same_memory(const TensorDesc& a, const TensorDesc& b) {
   return true;
 }
 
+// Whether d's two layouts put its elements in different places (a transpose between them moves
+// something).
+bool layouts_differ(const TensorDesc& d) {
+  TensorDesc other = d;
+  other.channels_last = !d.channels_last;
+  return !same_memory(d, other);
+}
+
+// The operands of u whose stored layout (stored) is not the one the unit computes in (wanted).
+std::vector<LayoutConversion> conversions_between(const Unit& u, const OpShapes& stored, const OpShapes& wanted) {
+  std::vector<LayoutConversion> list;
+  auto check = [&](bool output, const std::vector<const TensorDesc*>& have, const std::vector<const TensorDesc*>& want,
+                   const std::vector<int>& values) {
+    for (size_t k = 0; k < have.size(); ++k) {
+      if (!have[k] || same_memory(*have[k], *want[k])) continue;
+      if (have[k]->packed_bytes) throw Error(u.where + ": internal: a packed operand in the other layout");
+      list.push_back({output, k, values[k], want[k]->channels_last, have[k]->nbytes()});
+    }
+  };
+  check(false, stored.in, wanted.in, u.in);
+  check(true, stored.out, wanted.out, u.out);
+  return list;
+}
+
 }  // namespace
 
 void decide_channels_last(const Schedule& s, ShapePlan& p, const std::vector<int>& targets,
@@ -106,22 +130,20 @@ void decide_channels_last(const Schedule& s, ShapePlan& p, const std::vector<int
   // most of the candidates reading or writing it compute in (a tie keeps it), until nothing changes.
   // A BatchNorm between a depthwise convolution (which keeps ONNX's layout) and an activation then
   // computes row-major rather than transposing the convolution's output in and its own back out.
-  std::vector<std::vector<std::pair<const Unit*, bool>>> touching(num_values);  // candidates listing v
   auto operands = [&](const Unit* u, const ChannelsLastOperands& cl, auto&& f) {
     for (size_t i = 0; i < u->in.size(); ++i)
       if (listed(cl.in, i) && u->in[i] >= 0 && layout_bearing(p.desc[u->in[i]])) f(u->in[i]);
     for (size_t k = 0; k < u->out.size(); ++k)
       if (listed(cl.out, k) && u->out[k] >= 0 && layout_bearing(p.desc[u->out[k]])) f(u->out[k]);
   };
-  auto transposes = [&](int v) {  // both layouts are not the same bytes
-    TensorDesc other = p.desc[v];
-    other.channels_last = !other.channels_last;
-    return !same_memory(p.desc[v], other);
-  };
   std::unordered_map<const Unit*, bool> computes;
+  std::vector<std::vector<const Unit*>> touching(num_values);  // the candidates listing v
   for (const auto& [u, cl] : candidate) {
     bool any = false;
-    operands(u, cl, [&](int v) { any |= cl_value[v]; });
+    operands(u, cl, [&, u = u](int v) {
+      any |= cl_value[v];
+      touching[v].push_back(u);
+    });
     computes[u] = any;
   }
   for (int round = 0; round < 32; ++round) {
@@ -131,19 +153,17 @@ void decide_channels_last(const Schedule& s, ShapePlan& p, const std::vector<int
       bool any = false, pinned_transposed = false;
       operands(u, cl, [&](int v) {
         any |= cl_value[v];
-        if (!transposes(v)) return;
+        if (!layouts_differ(p.desc[v])) return;
         (cl_value[v] ? if_rm : if_cl) += p.desc[v].nbytes();
         pinned_transposed |= pinned[v];
       });
       const bool want = if_cl < if_rm || (if_cl == if_rm && any && !pinned_transposed);
       if (want != computes[u]) computes[u] = want, changed = true;
     }
-    std::fill(touching.begin(), touching.end(), std::vector<std::pair<const Unit*, bool>>{});
-    for (const auto& [u, cl] : candidate) operands(u, cl, [&](int v) { touching[v].push_back({u, computes[u]}); });
     for (size_t v = 0; v < num_values; ++v) {
       if (pinned[v] || touching[v].empty()) continue;
       int votes = 0;
-      for (const auto& [u, cl] : touching[v]) votes += cl ? 1 : -1;
+      for (const Unit* u : touching[v]) votes += computes[u] ? 1 : -1;
       const bool want = votes > 0 || (votes == 0 && cl_value[v]);
       if (want != cl_value[v]) cl_value[v] = want, changed = true;
     }
@@ -194,10 +214,7 @@ std::vector<bool> touched_channels_last(const Schedule& s, const ShapePlan& p, c
   std::vector<bool> touched(p.desc.size(), false);
   if (!s.channels_last) return touched;
   auto mark = [&](int v) {
-    if (v < 0 || !layout_bearing(p.desc[v])) return;
-    TensorDesc other = p.desc[v];
-    other.channels_last = !other.channels_last;
-    if (!same_memory(p.desc[v], other)) touched[v] = true;
+    if (v >= 0 && layout_bearing(p.desc[v]) && layouts_differ(p.desc[v])) touched[v] = true;
   };
   for (const Unit* u : units) {
     const ChannelsLastOperands cl = u->op->channels_last(unit_shapes(p, *u));
@@ -234,20 +251,7 @@ OpShapes compute_shapes(const ShapePlan& p, const Unit& u) {
 }
 
 std::vector<LayoutConversion> conversions(const ShapePlan& p, const Unit& u) {
-  std::vector<LayoutConversion> list;
-  if (u.op->any_layout()) return list;
-  const OpShapes stored = unit_shapes(p, u), wanted = compute_shapes(p, u);
-  for (size_t i = 0; i < stored.in.size(); ++i)
-    if (stored.in[i] && !same_memory(*stored.in[i], *wanted.in[i])) {
-      if (stored.in[i]->packed_bytes) throw Error(u.where + ": internal: a packed operand in the other layout");
-      list.push_back({false, i, u.in[i], wanted.in[i]->channels_last, stored.in[i]->nbytes()});
-    }
-  for (size_t k = 0; k < stored.out.size(); ++k)
-    if (stored.out[k] && !same_memory(*stored.out[k], *wanted.out[k])) {
-      if (stored.out[k]->packed_bytes) throw Error(u.where + ": internal: a packed operand in the other layout");
-      list.push_back({true, k, u.out[k], wanted.out[k]->channels_last, stored.out[k]->nbytes()});
-    }
-  return list;
+  return conversions_between(u, unit_shapes(p, u), compute_shapes(p, u));
 }
 
 namespace {
@@ -257,45 +261,43 @@ namespace {
 // the op was prepared with (compute_shapes' own), which a prepared op may point to while it runs.
 class Converting final : public PreparedOp {
  public:
-  struct Operand {
-    bool output;
-    size_t operand;
-    size_t offset;      // in the scratch
-    StridedCopy copy;   // stored -> computed for an input, computed -> stored for an output
+  // The operands converted one way (the inputs before the unit, the outputs after it): each one's
+  // position among the unit's inputs or outputs, its buffer's offset in the scratch, and the copy
+  // (stored -> computed for an input, computed -> stored for an output).
+  struct Side {
+    std::vector<size_t> operand, offset;
+    std::vector<StridedCopy> copies;
   };
-  Converting(std::unique_ptr<PreparedOp> inner, std::vector<Operand> ops, size_t bytes, std::shared_ptr<const void> keep)
-      : inner_(std::move(inner)), ops_(std::move(ops)), bytes_(bytes), keep_(std::move(keep)) {}
+  Converting(std::unique_ptr<PreparedOp> inner, Side in, Side out, size_t bytes, std::shared_ptr<const void> keep)
+      : inner_(std::move(inner)), in_(std::move(in)), out_(std::move(out)), bytes_(bytes), keep_(std::move(keep)) {}
   size_t workspace_bytes() const override { return bytes_; }
   // Only a unit with nothing converted may leave work running beside the stream (prepare_unit).
   cudaEvent_t completion() const override { return inner_->completion(); }
   void enqueue(const OpBuffers& b, DeviceContext& ctx) const override {
     auto* scratch = static_cast<uint8_t*>(b.workspace);
     OpBuffers inner = b;
-    std::vector<StridedCopy> in_copies, out_copies;
-    std::vector<const void*> in_src, out_src;
-    std::vector<void*> in_dst, out_dst;
-    for (const Operand& o : ops_) {
-      void* buffer = scratch + o.offset;
-      if (o.output) {
-        inner.out[o.operand] = buffer;
-        out_copies.push_back(o.copy);
-        out_src.push_back(buffer);
-        out_dst.push_back(b.out[o.operand]);
-      } else {
-        inner.in[o.operand] = buffer;
-        in_copies.push_back(o.copy);
-        in_src.push_back(b.in[o.operand]);
-        in_dst.push_back(buffer);
-      }
+    std::vector<const void*> src(in_.operand.size());
+    std::vector<void*> dst(in_.operand.size());
+    for (size_t k = 0; k < in_.operand.size(); ++k) {
+      src[k] = b.in[in_.operand[k]];
+      dst[k] = scratch + in_.offset[k];
+      inner.in[in_.operand[k]] = dst[k];
     }
-    if (!in_copies.empty()) strided_copies(in_copies, in_src, in_dst, ctx.sm_count(), ctx.stream());
+    if (!in_.copies.empty()) strided_copies(in_.copies, src, dst, ctx.sm_count(), ctx.stream());
+    src.resize(out_.operand.size());
+    dst.resize(out_.operand.size());
+    for (size_t k = 0; k < out_.operand.size(); ++k) {
+      src[k] = scratch + out_.offset[k];
+      dst[k] = b.out[out_.operand[k]];
+      inner.out[out_.operand[k]] = scratch + out_.offset[k];
+    }
     inner_->enqueue(inner, ctx);
-    if (!out_copies.empty()) strided_copies(out_copies, out_src, out_dst, ctx.sm_count(), ctx.stream());
+    if (!out_.copies.empty()) strided_copies(out_.copies, src, dst, ctx.sm_count(), ctx.stream());
   }
 
  private:
   std::unique_ptr<PreparedOp> inner_;
-  std::vector<Operand> ops_;
+  Side in_, out_;
   size_t bytes_;
   std::shared_ptr<const void> keep_;
 };
@@ -306,13 +308,13 @@ std::unique_ptr<PreparedOp> prepare_unit(const ShapePlan& p, const Unit& u, bool
   OpShapes shapes = compute_shapes(p, u);
   shapes.tf32 = tf32;
   std::unique_ptr<PreparedOp> inner = u.op->prepare(shapes, ctx);
-  const std::vector<LayoutConversion> list = conversions(p, u);
+  const OpShapes stored = unit_shapes(p, u);
+  const std::vector<LayoutConversion> list = conversions_between(u, stored, shapes);
   if (list.empty() && !shapes.keep) return inner;
   if (!list.empty() && inner->completion())
     throw Error(u.where + ": internal: a unit whose work runs beside the step's stream cannot have operands converted");
-  size_t offset = align_up(inner->workspace_bytes());
-  std::vector<Converting::Operand> ops;
-  const OpShapes stored = unit_shapes(p, u);
+  size_t offset = list.empty() ? inner->workspace_bytes() : align_up(inner->workspace_bytes());
+  Converting::Side in, out;
   for (const LayoutConversion& c : list) {
     const TensorDesc& from = c.output ? *shapes.out[c.operand] : *stored.in[c.operand];
     const TensorDesc& to = c.output ? *stored.out[c.operand] : *shapes.in[c.operand];
@@ -321,11 +323,13 @@ std::unique_ptr<PreparedOp> prepare_unit(const ShapePlan& p, const Unit& u, bool
     copy.src_strides = from.strides();
     copy.dst_strides = to.strides();
     copy.elem_bytes = dtype_size(from.dtype);
-    ops.push_back({c.output, c.operand, offset, simplify(std::move(copy))});
+    Converting::Side& side = c.output ? out : in;
+    side.operand.push_back(c.operand);
+    side.offset.push_back(offset);
+    side.copies.push_back(simplify(std::move(copy)));
     offset += align_up(c.bytes);
   }
-  if (ops.empty()) offset = inner->workspace_bytes();
-  return std::make_unique<Converting>(std::move(inner), std::move(ops), offset, shapes.keep);
+  return std::make_unique<Converting>(std::move(inner), std::move(in), std::move(out), offset, shapes.keep);
 }
 
 }  // namespace amp::cuda

@@ -1,5 +1,6 @@
-// What the ops that compute channels-last (CudaOp::channels_last, channels_last.h) share: the list
-// of their data operands, and the check that the plan handed them all in one layout.
+// What the ops that compute channels-last (CudaOp::channels_last, channels_last.h) share: which
+// data they take so, the list of their data operands, the check that the plan handed them all in
+// one layout, and a channels-last tensor's dims in storage order.
 #pragma once
 
 #include <initializer_list>
@@ -9,6 +10,21 @@
 #include "graph/error.h"
 
 namespace amp::cuda {
+
+// Data the convolutions, pools and BatchNorms compute channels-last when the plan asks: 16-bit
+// [N, C, H, W], the case cuDNN's NHWC Tensor Core kernels and fusion engines are for; fp32 and
+// other ranks keep ONNX's layout.
+inline bool channels_last_case(const TensorDesc& x) {
+  return (x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16) && x.dims.size() == 4;
+}
+
+// A channels-last tensor's dims in the order it is stored: N, spatial..., C.
+inline std::vector<int64_t> stored_dims(const TensorDesc& x) {
+  std::vector<int64_t> d = x.dims;
+  d.erase(d.begin() + 1);
+  d.push_back(x.dims[1]);
+  return d;
+}
 
 // The operands among `inputs` and `outputs` that are present in s, listed channels-last; the
 // per-channel ones (scale, bias, statistics) are never in these lists: their layout is the same

@@ -51,12 +51,10 @@ std::optional<ConvWindow> simple_window(const Node* conv) {
 
 bool no_bias(const Node* conv) { return conv->inputs().size() < 3 || !conv->input(2); }
 
-// t's memory as the BatchNorm kernels see it: [N, C, H*W], or [N*H*W, C, 1] stored channels-last.
+// t's memory as the BatchNorm kernels see it (channel_geometry), for [N, C, H, W] only.
 ChannelGeometry geometry(const TensorDesc& t) {
   if (t.dims.size() != 4) throw InputError("the fused convolution takes [N, C, H, W] tensors");
-  const int64_t plane = t.dims[2] * t.dims[3];
-  if (t.channels_last) return {t.dims[0] * plane, t.dims[1], 1};
-  return {t.dims[0], t.dims[1], plane};
+  return channel_geometry(t);
 }
 
 bool sixteen_bit(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
@@ -214,7 +212,7 @@ class ConvBatchNorm final : public CudaOp {
   }
   // X, W (KRSC) and Y for 16-bit data, when the legacy Conv of the fallback takes them so too.
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
-    if (!sixteen_bit(s.in[0]->dtype) || s.in[0]->dims.size() != 4) return {};
+    if (!channels_last_case(*s.in[0])) return {};
     OpShapes plain;
     plain.in = {s.in[0], s.in[1]};
     plain.out = {s.out[0]};
@@ -335,7 +333,7 @@ class ConvBatchNormGrad final : public CudaOp {
   // dY, x, W (KRSC), dX and dW (KRSC) for 16-bit data, when the legacy ConvGrad that computes dX
   // (and dW on the fallback) takes them so too; never dB (per channel).
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
-    if (!sixteen_bit(s.in[1]->dtype) || s.in[1]->dims.size() != 4) return {};
+    if (!channels_last_case(*s.in[1])) return {};
     if (s.has_out(0) || s.has_out(2)) {
       OpShapes d;
       d.in = {s.in[0], s.in[1], s.in[2]};

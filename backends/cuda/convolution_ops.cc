@@ -20,6 +20,7 @@
 #include <optional>
 #include <sstream>
 
+#include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/node_patterns.h"
@@ -114,11 +115,6 @@ std::vector<int64_t> at_least_4d(std::vector<int64_t> d) {
   while (d.size() < 4) d.push_back(1);
   return d;
 }
-
-// Whether a convolution or pool with data of type t and data dims of this rank computes
-// channels-last when the plan asks (CudaOp::channels_last): 16-bit data with 2 spatial dims, the
-// case cuDNN's NHWC Tensor Core kernels are for; fp32 and other ranks keep ONNX's layout.
-bool channels_last_case(DType t, size_t rank) { return (t == DType::kFloat16 || t == DType::kBFloat16) && rank == 4; }
 
 // Everything one convolution's three directions share.
 struct ConvSetup {
@@ -458,7 +454,7 @@ class Conv final : public CudaOp {
   // depthwise convolutions stay NCHW: cuDNN's legacy API lists its NHWC-filter algorithms without
   // saying they take more than one group, so nothing here relies on them doing so.
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
-    if (!s.has_in(0) || !s.has_in(1) || !channels_last_case(s.in[0]->dtype, s.in[0]->dims.size()) ||
+    if (!s.has_in(0) || !s.has_in(1) || !channels_last_case(*s.in[0]) ||
         s.in[1]->dims.size() != 4 || attrs_.group != 1)
       return {};
     ChannelsLastOperands l;
@@ -669,7 +665,7 @@ class ConvGrad final : public CudaOp {
   // dY, X, W and dX, dW channels-last (W and dW KRSC); dB, per channel, as it is. Grouped
   // convolutions stay NCHW, as Conv's.
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
-    if (!s.has_in(0) || !s.has_in(1) || !s.has_in(2) || !channels_last_case(s.in[1]->dtype, s.in[1]->dims.size()) ||
+    if (!s.has_in(0) || !s.has_in(1) || !s.has_in(2) || !channels_last_case(*s.in[1]) ||
         s.in[2]->dims.size() != 4 || attrs_.group != 1)
       return {};
     ChannelsLastOperands l;
@@ -714,15 +710,9 @@ class ConvGrad final : public CudaOp {
     // A channels-last dY is summed as the [N, spatial..., C] it is stored as, over all but the last.
     std::shared_ptr<ReducePlan> bias_sum;
     if (want_db) {
-      std::vector<int64_t> stored = s.in[0]->dims;
+      const std::vector<int64_t> stored = s.in[0]->channels_last ? stored_dims(*s.in[0]) : s.in[0]->dims;
       std::vector<bool> reduced(stored.size(), true);
-      if (s.in[0]->channels_last) {
-        stored.erase(stored.begin() + 1);
-        stored.push_back(s.in[0]->dims[1]);
-        reduced.back() = false;
-      } else {
-        reduced[1] = false;
-      }
+      reduced[s.in[0]->channels_last ? stored.size() - 1 : 1] = false;
       bias_sum = std::make_shared<ReducePlan>(s.in[0]->dtype, stored, reduced, ReduceKind::kSum, ctx.sm_count());
     }
     return std::make_unique<PreparedFunction>(
@@ -855,7 +845,7 @@ class Pool final : public CudaOp {
   // Every operand channels-last: X and Y (forward), dY, X and dX (gradient).
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
     const size_t x = grad_ ? 1 : 0;
-    if (!s.has_in(x) || !channels_last_case(s.in[x]->dtype, s.in[x]->dims.size())) return {};
+    if (!s.has_in(x) || !channels_last_case(*s.in[x])) return {};
     ChannelsLastOperands l;
     l.in.assign(s.in.size(), false);
     l.out.assign(s.out.size(), false);

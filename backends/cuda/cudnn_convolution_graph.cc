@@ -4,8 +4,8 @@
 #include <array>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/layout_strides.h"
 #include "backends/cuda/cudnn_descriptors.h"
+#include "backends/cuda/layout_strides.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -14,8 +14,6 @@ namespace {
 // The tensors' unique ids in the variant pack; virtual ones from kVirtual up.
 enum Uid : int64_t { kX = 1, kW, kY, kScale, kBias, kSum, kSquareSum, kVirtual = 100 };
 
-// Strides of packed dims [N, C, spatial...] (a filter's [K, C, r...] alike): row-major, or
-// channels-last (C innermost, then the spatial dims, N outermost: NHWC, and KRSC for a filter).
 // [1, C, 1, ...] of rank n.
 std::vector<int64_t> per_channel(int64_t channels, size_t n) {
   std::vector<int64_t> d(n, 1);

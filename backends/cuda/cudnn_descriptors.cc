@@ -29,7 +29,8 @@ cudnnDataType_t cudnn_type(DType t) {
 }
 
 CudnnTensor::CudnnTensor(DType t, std::vector<int64_t> dims, bool channels_last) {
-  const std::vector<int> d = to_int(dims), s = to_int(layout_strides(std::vector<int64_t>(d.begin(), d.end()), channels_last));
+  while (dims.size() < 4) dims.push_back(1);  // as to_int pads them, before the strides
+  const std::vector<int> d = to_int(dims), s = to_int(layout_strides(dims, channels_last));
   AMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
   AMP_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(t), static_cast<int>(d.size()), d.data(), s.data()));
 }

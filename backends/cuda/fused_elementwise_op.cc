@@ -24,10 +24,10 @@ std::vector<std::vector<int64_t>> dims_of(const std::vector<const TensorDesc*>& 
   return dims;
 }
 
-}  // namespace
-
-FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<std::vector<int64_t>>& in_dims,
-                              const std::vector<std::vector<int64_t>>& out_dims) {
+// The launch of row-major operands without its kernel: the checks, the iteration space, how each
+// input is read and its broadcast strides.
+FusedLaunch row_major_launch(const ElementwiseProgram& program, const std::vector<std::vector<int64_t>>& in_dims,
+                             const std::vector<std::vector<int64_t>>& out_dims) {
   if (in_dims.size() != program.input_dtypes.size() || out_dims.size() != program.outputs.size())
     throw Error("internal: fused kernel operands do not match its program");
   const std::vector<int64_t> space = out_dims.at(0);
@@ -45,7 +45,6 @@ FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vect
   FusedLaunch l;
   l.n = numel(space);
   l.indexing = choose_indexing(in_dims, space);
-  l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
   l.dims.rank = static_cast<int>(space.size());
   for (size_t d = 0; d < space.size(); ++d) l.dims.size[d] = space[d];
   l.strides.resize(in_dims.size());
@@ -56,28 +55,35 @@ FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vect
   return l;
 }
 
+}  // namespace
+
+FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<std::vector<int64_t>>& in_dims,
+                              const std::vector<std::vector<int64_t>>& out_dims) {
+  FusedLaunch l = row_major_launch(program, in_dims, out_dims);
+  l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
+  return l;
+}
+
 FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<const TensorDesc*>& in,
                               const std::vector<const TensorDesc*>& out) {
-  FusedLaunch l = plan_fused_launch(program, dims_of(in), dims_of(out));
+  FusedLaunch l = row_major_launch(program, dims_of(in), dims_of(out));
   bool any = false;
   for (const TensorDesc* t : in) any |= t->channels_last;
   for (const TensorDesc* t : out) {
     any |= t->channels_last;
     if (t->channels_last != out.at(0)->channels_last) throw Error("internal: outputs of a fused kernel stored in two layouts");
   }
-  if (!any) return l;
+  if (!any) {
+    l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
+    return l;
+  }
   // The iteration space in the outputs' storage order: perm[j] is the dim of dims' order walked
-  // j-th from the outermost.
+  // j-th from the outermost (N, spatial..., C for channels-last outputs).
   const std::vector<int64_t>& space = out.at(0)->dims;
   const size_t rank = space.size();
   std::vector<size_t> perm(rank);
   for (size_t d = 0; d < rank; ++d) perm[d] = d;
-  if (out.at(0)->channels_last) {
-    perm.clear();
-    perm.push_back(0);
-    for (size_t d = 2; d < rank; ++d) perm.push_back(d);
-    perm.push_back(1);
-  }
+  if (out.at(0)->channels_last && rank >= 3) std::rotate(perm.begin() + 1, perm.begin() + 2, perm.end());
   std::vector<int64_t> walked;
   for (size_t d : perm) walked.push_back(space[d]);
   const std::vector<int64_t> dense = contiguous_strides(walked);

@@ -111,8 +111,7 @@ BnDescriptors bn_descriptors(const TensorDesc& x, const TensorDesc& scale) {
 
 // The data operands listed channels-last for 16-bit [N, C, H, W] x (per-channel ones never are).
 ChannelsLastOperands bn_channels_last(const OpShapes& s, const TensorDesc& x, std::initializer_list<size_t> inputs) {
-  if ((x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) || x.dims.size() != 4) return {};
-  return listed_operands(s, inputs, {0});
+  return channels_last_case(x) ? listed_operands(s, inputs, {0}) : ChannelsLastOperands{};
 }
 
 // BatchNormalization(X, scale, B, input_mean, input_var) -> Y, [running_mean, running_var]

@@ -104,19 +104,14 @@ class GlobalPool final : public CudaOp {
   GlobalPool(const Node& n, int64_t) : kind_(n.op_type() == "GlobalMaxPool" ? ReduceKind::kMax : ReduceKind::kMean) {}
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     const TensorDesc& x = *s.in[0];
-    if (x.channels_last) {
-      const TensorDesc stored{x.dtype, {x.dims[0], x.dims[2], x.dims[3], x.dims[1]}};
-      return reduction(stored, {false, true, true, false}, kind_, ctx);
-    }
+    if (x.channels_last) return reduction(TensorDesc{x.dtype, stored_dims(x)}, {false, true, true, false}, kind_, ctx);
     std::vector<bool> reduced(x.dims.size(), true);
     reduced[0] = false;
     if (reduced.size() > 1) reduced[1] = false;
     return reduction(x, reduced, kind_, ctx);
   }
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
-    const TensorDesc& x = *s.in[0];
-    if ((x.dtype != DType::kFloat16 && x.dtype != DType::kBFloat16) || x.dims.size() != 4) return {};
-    return listed_operands(s, {0}, {0});
+    return channels_last_case(*s.in[0]) ? listed_operands(s, {0}, {0}) : ChannelsLastOperands{};
   }
 
  private:
