@@ -24,7 +24,8 @@ torch.compile of it, in one table. Two phases, because the GPU machine has no to
                                           (is_causal), fused AdamW, fp32 weights, TF32 off (a torch
                                           without sdpa, 1.13 here: the module's masked softmax, said)
         torch compile bf16 (sdpa)         torch.compile of the same module
-      Columns: step ms (amp-train's mean after its first step; torch's median), tokens/s, MFU
+      Columns: step ms (the median of --steps steps after the first and two more, as in
+      bench_scale.py; amp-train's mean of every step after its first in the JSON), tokens/s, MFU
       (6 N + 12 L H d T FLOPs per token, N the parameters outside the two embedding tables; against
       the device's dense 16-bit peak, 989 TFLOP/s on an H100 SXM or H200), peak device memory
       (amp: cudaMemGetInfo polled every 20 ms while amp-train ran, beyond what the device held
@@ -245,19 +246,22 @@ class Run(bench_scale.Run):
             return self.row(batch=batch, variant=label, error="not run: the time budget is spent")
         tag = "amp_%d_%s" % (batch, dtype)
         os.makedirs(self.reports, exist_ok=True)
-        cmd = amp_train_cmd(self.a.bin, self.a.gpt2, self.data(name, batch), batch, dtype, self.a.steps, self.a.device)
+        metrics = os.path.join(self.logs, tag + ".metrics.jsonl")
+        cmd = amp_train_cmd(self.a.bin, self.a.gpt2, self.data(name, batch), batch, dtype, self.amp_steps(), self.a.device,
+                            ["--metrics", metrics])
         rc, out, held = self.command(tag, cmd, {"AMP_KERNEL_CACHE_DIR": self.cache,
                                                 "AMP_CUDA_REPORT": os.path.join(self.reports, "gpt2.%s.jsonl" % tag)})
         got = re.search(r"([\d.]+) ms/step \(the first ([\d.]+) s.*backend state \+ arena ([\d.]+) MiB", out)
-        if rc != 0 or not got:
+        timed = self.steady_ms(metrics, batch) if rc == 0 and got else None
+        if not timed:
             return self.row(batch=batch, variant=label, error=gpu_zoo.zoo_check.last_error(out))
-        ms, first, planned = float(got.group(1)), float(got.group(2)), float(got.group(3))
-        self.timed_row(batch, label, ms, first, held if self.cuda else None, planned)
+        first, planned = float(got.group(2)), float(got.group(3))
+        self.timed_row(batch, label, timed[0], first, held if self.cuda else None, planned, mean_ms=timed[1])
 
-    def timed_row(self, batch, label, ms, first, device_mib, second_mib):
+    def timed_row(self, batch, label, ms, first, device_mib, second_mib, **more):
         per_s = batch * self.a.seq / (ms / 1e3)
         self.row(batch=batch, variant=label, step_ms=ms, tokens_per_s=per_s, mfu=per_s * self.flops() / self.peaks[0],
-                 device_MiB=device_mib, second_MiB=second_mib, first_step_s=first)
+                 device_MiB=device_mib, second_MiB=second_mib, first_step_s=first, **more)
 
     def torch_row(self, name, batch, variant):
         # torch.compile's first step compiles the forward and backward: about a minute on an H100.
@@ -291,7 +295,7 @@ class Run(bench_scale.Run):
                 loss.backward()
                 opt.step()
 
-            first, ms = self.timed_steps(torch, step, warmup=1)
+            first, ms = self.timed_steps(torch, step, warmup=bench_scale.WARMUP)
             r = None
         except Exception as e:  # torch.compile without a compiler, out of memory: the other rows still count
             r = dict(batch=batch, variant=variant, error="%s: %s" % (type(e).__name__, str(e).strip()[:200]))

@@ -7,8 +7,8 @@ the same device, in one table. Two phases, because the GPU machine has no torch 
       exports each torchvision model (1000 classes, dropout and stochastic depth 0, training mode,
       the batch dim symbolic) into OUT/NAME/model.onnx, its parameters pointing into weights.bin,
       which does not travel: drawn from a seed with torch's initial mean and spread per tensor
-      (tests/zoo/gpu_zoo.py draw_weights), again on the GPU machine, and checked by SHA-256 there.
-      Also data.npz (8 images for the loss check) and meta.json: the training FLOPs of one image,
+      (tests/zoo/gpu_zoo.py draw_weights), again on the GPU machine, and checked by SHA-256 there
+      (the loss check's 8 images are drawn there too). Also meta.json: the training FLOPs of one image,
       counted once from the graph (Conv, Gemm and MatMul forward, 2 FLOPs a multiply-add, times 3
       for the backward's two products; ResNet-50 at 224: 3 x 8.2 GFLOP).
   run (GPU)       python3 tests/bench/bench_scale.py run --bin KIT_BIN --scale DIR --out OUT
@@ -20,14 +20,15 @@ the same device, in one table. Two phases, because the GPU machine has no torch 
         torch autocast fp16 / bf16 (CL)      eager torch.autocast, channels_last (fp16 with GradScaler)
         torch compile bf16 (CL)              torch.compile of the autocast bf16 channels_last model
       then resnet50 bf16 at batch 256 (amp and torch), and efficientnet_b0 and convnext_tiny at
-      batch 128 in bf16 (amp and torch). Columns: step ms (median for torch; amp-train's mean
-      after its first step), images/s, MFU (the FLOPs above over the device's dense peak for the
+      batch 128 in bf16 (amp and torch). Columns: step ms (the median of --steps steps after
+      the first and WARMUP (2) more, amp-train's from its --metrics file and PyTorch's timed between
+      device syncs; amp-train's mean of every step after its first in the JSON), images/s, MFU (the FLOPs above over the device's dense peak for the
       precision), peak device memory (amp: what the device held beyond what it held before,
       cudaMemGetInfo polled every 20 ms while amp-train ran, its CUDA context included; beside
       it amp-train's own count of state + arena; torch: max_memory_reserved, and allocated), and
       the first step's seconds. Then: the first step of amp bf16 at batch 128 with a cold kernel
       cache (a new AMP_KERNEL_CACHE_DIR) and again warm; the kernels of the slowest amp row under
-      ncu (.ci/kernel_times.py's method: 4 steps minus 2); 10 steps at batch 8 on data.npz of
+      ncu (.ci/kernel_times.py's method: 4 steps minus 2); 10 steps at batch 8 (images drawn from the model's seed) of
       amp-train --device cuda against --device cpu (same weights and batches, bf16): every loss
       finite, and the largest relative distance. Rows not reached within --budget are listed as
       such. Every command's output is kept in OUT/scale_logs/; OUT/scale.json holds the rows as
@@ -59,6 +60,9 @@ import gpu_zoo  # noqa: E402  (numpy alone)
 MODELS = ("resnet50", "efficientnet_b0", "convnext_tiny")
 CLASSES = 1000
 LOSS_BATCH, LOSS_STEPS = 8, 10
+# Untimed steps after the first, for amp-train (its third step captures the CUDA Graph that later
+# steps replay) and PyTorch (cuDNN's benchmark, the compiler's guards) alike.
+WARMUP = 2
 # Dense peaks in FLOP/s (16-bit Tensor Cores, TF32, fp32 without Tensor Cores), from NVIDIA's data sheets.
 PEAKS = {"H200": (989.4e12, 494.7e12, 66.9e12), "H100 PCIe": (756.0e12, 378.0e12, 51.2e12),
          "H100": (989.4e12, 494.7e12, 66.9e12), "A100": (312.0e12, 156.0e12, 19.5e12)}
@@ -129,9 +133,6 @@ def prepare(a):
         onnx.save_model(m, os.path.join(g, "model.onnx"))
         if not a.keep_weights:
             os.remove(os.path.join(g, "weights.bin"))
-        rng = np.random.default_rng(seed)
-        np.savez(os.path.join(g, "data.npz"), input=rng.standard_normal((LOSS_BATCH, 3, a.size, a.size), dtype=np.float32),
-                 labels=rng.integers(0, CLASSES, LOSS_BATCH).astype(np.int64))
         meta = {"name": name, "size": a.size, "classes": CLASSES, "drawn": {"seed": seed, "specs": specs, "sha256": digest},
                 "train_flops_per_image": 3 * forward_flops(os.path.join(g, "model.onnx"))}
         with open(os.path.join(g, "meta.json"), "w") as f:
@@ -183,6 +184,17 @@ class Run:
             rng = np.random.default_rng(batch)
             np.savez(path, input=rng.standard_normal((batch, 3, size, size), dtype=np.float32),
                      labels=rng.integers(0, CLASSES, batch).astype(np.int64))
+        return path
+
+    def loss_data(self, name):
+        """The loss check's LOSS_BATCH images and labels, drawn here from the model's seed: both of
+        its runs (device and CPU) read the same file, so nothing of it needs to travel."""
+        path = os.path.join(self.tmp, "%s_loss.npz" % name)
+        if not os.path.exists(path):
+            size = self.meta(name)["size"]
+            rng = np.random.default_rng(self.meta(name)["drawn"]["seed"])
+            np.savez(path, input=rng.standard_normal((LOSS_BATCH, 3, size, size), dtype=np.float32),
+                     labels=rng.integers(0, CLASSES, LOSS_BATCH).astype(np.int64))
         return path
 
     def command(self, tag, cmd, env=None, timeout=None):
@@ -238,17 +250,42 @@ class Run:
         env = {"AMP_KERNEL_CACHE_DIR": self.cache, **(extra_env or {})}
         if self.cuda:  # what cuBLASLt and cuDNN took (backends/cuda/device_report.h), kept with the log
             env["AMP_CUDA_REPORT"] = os.path.join(self.logs, tag + ".jsonl")
-        rc, out, held = self.command(tag, self.amp_train(name, batch, dtype, self.a.steps, ["--tf32"] if tf32 else []),
-                                     env)
+        metrics = os.path.join(self.logs, tag + ".metrics.jsonl")
+        rc, out, held = self.command(tag, self.amp_train(name, batch, dtype, self.amp_steps(),
+                                                         (["--tf32"] if tf32 else []) + ["--metrics", metrics]), env)
         if self.cuda and dtype in ("fp16", "bf16"):
             self.graph_note(label, name, batch, env["AMP_CUDA_REPORT"])
         m = re.search(r"([\d.]+) ms/step \(the first ([\d.]+) s.*backend state \+ arena ([\d.]+) MiB", out)
-        if rc != 0 or not m:
+        timed = self.steady_ms(metrics, batch) if rc == 0 and m else None
+        if not timed:
             return self.row(model=name, batch=batch, variant=label, error=gpu_zoo.zoo_check.last_error(out))
-        ms, first, planned = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        ms, mean_ms = timed
+        first, planned = float(m.group(2)), float(m.group(3))
         self.row(model=name, batch=batch, variant=label, step_ms=ms, images_per_s=batch / ms * 1e3,
                  mfu=self.meta(name)["train_flops_per_image"] * batch / (ms / 1e3) / self.peak("tf32" if tf32 else dtype),
-                 device_MiB=held if self.cuda else None, planned_MiB=planned, first_step_s=first)
+                 device_MiB=held if self.cuda else None, planned_MiB=planned, first_step_s=first, mean_ms=mean_ms)
+
+    def amp_steps(self):
+        """amp-train's --steps for a timed row: the first step, WARMUP more, then --steps timed ones,
+        as timed_steps runs PyTorch's."""
+        return 1 + WARMUP + self.a.steps
+
+    @staticmethod
+    def steady_ms(metrics, samples):
+        """(median, mean) ms of amp-train's steps from its --metrics file (each step's
+        samples_per_second, timed by amp-train between the step's start and its fetched results):
+        the median of the steps after the first and WARMUP more, as timed_steps takes PyTorch's,
+        and the mean of every step after the first, which amp-train's own ms/step line prints.
+        None when the file has too few steps."""
+        try:
+            with open(metrics) as f:
+                rates = [json.loads(l)["samples_per_second"] for l in f if '"samples_per_second"' in l]
+        except (OSError, ValueError, KeyError):
+            return None
+        ms = [samples / r * 1e3 for r in rates if r > 0]
+        if len(ms) != len(rates) or len(ms) < 2 + WARMUP:
+            return None
+        return statistics.median(ms[1 + WARMUP:]), statistics.fmean(ms[1:])
 
     def graph_note(self, label, name, batch, report):
         """A note of how many of the step's cuDNN convolution graphs (a BatchNorm + ReLU inside the
@@ -306,7 +343,7 @@ class Run:
                 scaler.step(opt)
                 scaler.update()
 
-            first, ms = self.timed_steps(torch, step, warmup=2)
+            first, ms = self.timed_steps(torch, step, warmup=WARMUP)
             precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
             r = dict(model=name, batch=batch, variant=variant, step_ms=ms, images_per_s=batch / ms * 1e3,
                      mfu=self.meta(name)["train_flops_per_image"] * batch / (ms / 1e3) / self.peak(precision),
@@ -402,8 +439,7 @@ class Run:
                 self.notes.append("loss check %s: not run, the time budget is spent" % device)
                 return
             metrics = os.path.join(self.tmp, "loss_%s_%s.jsonl" % (dtype, device))
-            cmd = self.amp_train(name, LOSS_BATCH, dtype, self.a.loss_steps, ["--metrics", metrics],
-                                 os.path.join(self.a.scale, name, "data.npz"))
+            cmd = self.amp_train(name, LOSS_BATCH, dtype, self.a.loss_steps, ["--metrics", metrics], self.loss_data(name))
             cmd[cmd.index("--device") + 1] = device
             rc, out, _ = self.command("loss_%s_%s" % (dtype, device), cmd)
             if rc != 0:
