@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/gemm_padding.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -73,6 +74,8 @@ bool gelu_aux(GemmEpilogue e) {
 // dereference the aux pointer read the alignment they may assume from its value). Arena buffers
 // are 256-byte aligned.
 constexpr uintptr_t kAuxAlignment = 256;
+// Where the padded copies start in the workspace, past cuBLASLt's own.
+constexpr size_t kStagingAlignment = 256;
 
 template <class T>
 void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v) {
@@ -139,7 +142,8 @@ void GemmAlgorithmCache::set_working(const std::string& key, size_t index) {
 }
 
 GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache& cache, DeviceReport* report)
-    : desc_(desc), key_(desc.key()), cache_(&cache), report_(report) {
+    : desc_(desc), padding_(std::make_unique<GemmPadding>(desc)), key_(padding_->run().key()), cache_(&cache),
+      report_(report) {
   // cuBLASLt's BGRADA takes only a non-transposed A and BGRADB only a transposed B; anything
   // else finds no algorithm. After the swap that is op(B) = B and op(A) = A^T here.
   if ((desc.epilogue == GemmEpilogue::kBiasGradFromB && desc.trans_b) ||
@@ -165,7 +169,8 @@ GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache
     set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, reinterpret_cast<void*>(kAuxAlignment));
   }
 
-  const int64_t m = desc.m, n = desc.n, k = desc.k;
+  // The layouts of the product cuBLASLt runs: padded where a leading dimension needs it.
+  const int64_t m = padding_->run().m, n = padding_->run().n, k = padding_->run().k;
   a_ = desc.trans_b ? make_layout(desc.ab_type, k, n, k, desc.batch, desc.stride_b)
                     : make_layout(desc.ab_type, n, k, n, desc.batch, desc.stride_b);
   b_ = desc.trans_a ? make_layout(desc.ab_type, m, k, m, desc.batch, desc.stride_a)
@@ -174,6 +179,10 @@ GemmPlan::GemmPlan(const GemmDesc& desc, cublasLtHandle_t lt, GemmAlgorithmCache
   if (desc.beta != 0.0f && desc.stride_c != m * n)
     throw Error("internal: C must be laid out like D (stride " + std::to_string(m * n) + ")");
 
+  if (padding_->active() && report)
+    report->record("gemm_padded", {{"product", desc.str()},
+                                   {"runs", padding_->padded_str()},
+                                   {"staged_bytes", std::to_string(padding_->staging_bytes())}});
   if (std::optional<GemmAlgorithmCache::Entry> hit = cache.find(key_)) {
     algorithms_ = std::move(hit->results);
     current_ = hit->working;
@@ -216,14 +225,26 @@ void GemmPlan::release() {
   op_ = nullptr;
 }
 
-size_t GemmPlan::workspace_bytes() const {
+size_t GemmPlan::workspace_bytes() const { return staging_at() + padding_->staging_bytes(); }
+
+size_t GemmPlan::staging_at() const {
   size_t bytes = 0;
   for (const cublasLtMatmulHeuristicResult_t& r : algorithms_) bytes = std::max(bytes, r.workspaceSize);
-  return bytes;
+  return padding_->active() ? (bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment : bytes;
 }
 
 void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,
                        void* bias, void* aux, void* workspace) const {
+  void* const d_out = d;
+  void* const bias_out = bias;
+  uint8_t* const staging = static_cast<uint8_t*>(workspace) + staging_at();
+  padding_->before(a, b, d, bias, staging, stream);
+  run(lt, stream, a, b, c, d, bias, aux, workspace);
+  padding_->after(d_out, bias_out, staging, stream);
+}
+
+void GemmPlan::run(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,
+                   void* bias, void* aux, void* workspace) const {
   if (uses_bias(desc_.epilogue)) set_desc(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   if (gemm_aux_ld(desc_.epilogue, desc_.n)) {
     if (reinterpret_cast<uintptr_t>(aux) % kAuxAlignment != 0)

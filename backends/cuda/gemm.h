@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -105,7 +106,11 @@ class NoGemmAlgorithm : public Error {
   using Error::Error;
 };
 
-// Descriptors and algorithms of one GemmDesc, made once per plan and enqueued every run.
+class GemmPadding;
+
+// Descriptors and algorithms of one GemmDesc, made once per plan and enqueued every run. A product
+// whose leading dimensions cuBLASLt's fast kernels cannot take runs on padded copies
+// (gemm_padding.h), staged in its workspace.
 class GemmPlan {
  public:
   // Throws NoGemmAlgorithm when cuBLASLt has no algorithm for the description (the message says
@@ -116,7 +121,7 @@ class GemmPlan {
   GemmPlan(const GemmPlan&) = delete;
   GemmPlan& operator=(const GemmPlan&) = delete;
 
-  // Enough for any of the algorithms enqueue may fall back to.
+  // Enough for any of the algorithms enqueue may fall back to, and the padded copies.
   size_t workspace_bytes() const;
   size_t algorithm_count() const { return algorithms_.size(); }
   // bias: read for the epilogues that add it, written for the gradient epilogues; aux: written
@@ -135,8 +140,14 @@ class GemmPlan {
 
  private:
   void release();
+  // Byte offset of the padded copies in the workspace.
+  size_t staging_at() const;
+  // The product on what it reads and writes after padding.
+  void run(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d, void* bias,
+           void* aux, void* workspace) const;
 
   GemmDesc desc_;
+  std::unique_ptr<GemmPadding> padding_;
   std::string key_;
   GemmAlgorithmCache* cache_;
   DeviceReport* report_;

@@ -35,6 +35,7 @@
 #include "tests/support/conv_chain.h"
 #include "tests/support/copy_chain_model.h"
 #include "tests/support/cuda_plans.h"
+#include "tests/support/device_report_file.h"
 #include "tests/support/one_node.h"
 #include "tests/support/pass_through_model.h"
 #include "tests/support/parity.h"
@@ -143,31 +144,9 @@ void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::st
   for (size_t k = 0; k < cpu.size(); ++k) expect_close(gpu[k], cpu[k], fetches[k], tol_scale);
 }
 
+using test::DeviceReportFile;
 using test::OneNode;
-
 using test::ScopedEnv;
-
-// The device report (backends/cuda/device_report.h) of the backends made while this lives.
-class DeviceReportFile {
- public:
-  explicit DeviceReportFile(const std::string& tag)
-      : path_(test::temp_dir(tag) + "/report.jsonl"), env_("AMP_CUDA_REPORT", path_) {}
-  // Its lines of one event, in order.
-  std::vector<nlohmann::json> lines(const std::string& event) const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(path_);
-    for (std::string line; std::getline(in, line);) {
-      nlohmann::json j = nlohmann::json::parse(line);
-      if (j["event"] == event) out.push_back(std::move(j));
-    }
-    return out;
-  }
-
- private:
-  std::string path_;
-  ScopedEnv env_;
-};
-
 
 Tensor ints(std::vector<int64_t> v) {
   Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});

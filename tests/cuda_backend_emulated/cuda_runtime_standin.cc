@@ -258,6 +258,29 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   }));
 }
 
+// Pitched copies and fills (device memory only here: the backend stages padded matrices with
+// them, gemm_padding.h). CUDA's rules: width at most either pitch; the last row ends width bytes
+// after its start, so the range checked is (height - 1) * pitch + width.
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t stream) {
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (width > dpitch || width > spitch || kind != cudaMemcpyDeviceToDevice) return record(cudaErrorInvalidValue);
+  if (!is_device_range(dst, (height - 1) * dpitch + width) || !is_device_range(src, (height - 1) * spitch + width))
+    return record(cudaErrorInvalidValue);
+  return record(enqueue(stream, [=] {
+    for (size_t r = 0; r < height; ++r)
+      std::memmove(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+  }));
+}
+
+cudaError_t cudaMemset2DAsync(void* p, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (width > pitch || !is_device_range(p, (height - 1) * pitch + width)) return record(cudaErrorInvalidValue);
+  return record(enqueue(stream, [=] {
+    for (size_t r = 0; r < height; ++r) std::memset(static_cast<char*>(p) + r * pitch, value, width);
+  }));
+}
+
 cudaError_t cudaMemset(void* p, int value, size_t count) {
   if (refuse_during_capture()) return record(cudaErrorStreamCaptureUnsupported);
   if (count && !is_device_range(p, count)) return record(cudaErrorInvalidValue);
