@@ -179,10 +179,15 @@ TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
     bool residual, summed, shortcut;
   };
   // NCHW (each channel in runs of 25, of 49 over 9 images, and of 400: planes smaller and larger
-  // than a block of the statistics kernel), and [N, C] with C past one tile of 32 channels.
+  // than a block of the statistics kernel), and [N, C]: C past one tile of 32 channels (the vector
+  // kernels: 5 groups of 8 channels, 51 rows a block at once), C = 2056 (257 groups: two tiles of
+  // a block's 256 threads, the second of one group) and C = 12 (not a multiple of 8: the
+  // one-element kernels), each with the residual's summed gradient.
   const Case cases[] = {{{4, 6, 5, 5}, true, true, false},
                         {{4, 6, 5, 5}, false, false, false},
                         {{24, 40}, false, true, false},
+                        {{3, 2056}, true, true, false},
+                        {{10, 12}, true, true, false},
                         {{4, 6, 5, 5}, true, true, true},
                         {{9, 5, 7, 7}, false, true, false},
                         {{3, 4, 20, 20}, true, true, false}};
