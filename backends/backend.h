@@ -97,6 +97,11 @@ class Executable {
   // Drops the plans (and their arenas) kept for later runs; the next run plans again. For a
   // caller about to hold a lot of memory elsewhere (copies of the state for a checkpoint).
   virtual void trim() {}
+  // Starts moving these feeds to where a later run() given the same tensors reads them, from any
+  // thread, while another run() is in progress: a training loop's next batch, gathered by its
+  // loader. Nothing changes in what runs compute. The CPU backend reads feeds where they are: a
+  // no-op there; the CUDA backend uploads them on a stream of its own (backends/cuda/feed_prefetch.h).
+  virtual void prefetch(const std::vector<std::pair<std::string, Tensor>>& /*feeds*/) {}
 };
 
 class Backend {

@@ -59,7 +59,8 @@ struct CudaExecutable::Plan {
 };
 
 CudaExecutable::CudaExecutable(const Model& m, const CompileOptions& options, std::shared_ptr<DeviceContext> ctx)
-    : ctx_(std::move(ctx)), s_(m, options), seed_(options.seed), runs_(options.first_run), tf32_(options.tf32 || tf32_from_env()) {
+    : ctx_(std::move(ctx)), s_(m, options), seed_(options.seed), runs_(options.first_run), tf32_(options.tf32 || tf32_from_env()),
+      prefetch_(ctx_->device()) {
   // State on the device, copied once.
   for (int v : s_.state_values) {
     const Tensor& init = s_.program.initializers[s_.program.values[v].initializer];
@@ -220,8 +221,11 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<std::pair<std::string,
   last_plan_ = &p;
   const cudaStream_t stream = ctx_->stream();
 
-  for (const auto& [v, dst] : p.feed_copies)
-    AMP_CUDA_CHECK(cudaMemcpyAsync(dst, fed[v]->data(), p.shapes.desc[v].nbytes(), cudaMemcpyHostToDevice, stream));
+  for (const auto& [v, dst] : p.feed_copies) {
+    const size_t bytes = p.shapes.desc[v].nbytes();
+    if (!prefetch_.take(fed[v]->data(), bytes, dst, stream))
+      AMP_CUDA_CHECK(cudaMemcpyAsync(dst, fed[v]->data(), bytes, cudaMemcpyHostToDevice, stream));
+  }
   const unsigned long long run_seed = splitmix64(seed_ ^ splitmix64(runs_));
   AMP_CUDA_CHECK(cudaMemcpyAsync(p.seed.data(), &run_seed, sizeof run_seed, cudaMemcpyHostToDevice, stream));
 
@@ -316,6 +320,8 @@ void CudaExecutable::write_state(const std::string& name, const Tensor& value) {
   if (value.nbytes() > 0) upload(st.buffer.data(), value.data(), value.nbytes());
 }
 
+void CudaExecutable::prefetch(const std::vector<std::pair<std::string, Tensor>>& feeds) { prefetch_.prefetch(feeds); }
+
 MemoryStats CudaExecutable::memory() const {
   MemoryStats m;
   for (const State& s : state_) m.state_bytes += s.buffer.size();
@@ -324,6 +330,7 @@ MemoryStats CudaExecutable::memory() const {
     m.peak_bytes = last_plan_->layout.peak_bytes;
     m.intermediate_bytes = last_plan_->layout.total_bytes + last_plan_->workspace.size();
   }
+  m.arena_bytes += prefetch_.slot_bytes();  // the prefetched feeds' device copies
   return m;
 }
 

@@ -5,8 +5,8 @@
 // input-shape signature: the schedule's plan, one device arena laid out by liveness over the
 // units' run order, reshapes sharing their input's buffer (device_layout.h), host values the
 // device reads uploaded, each unit prepared (cuBLASLt/cuDNN algorithms chosen, kernels compiled
-// by NVRTC). Run: feeds copied in
-// and a fresh random seed written to device memory, units enqueued on one stream — from the third
+// by NVRTC). Run: feeds copied in (from where prefetch() uploaded them while the run before
+// worked, when it did) and a fresh random seed written to device memory, units enqueued on one stream — from the third
 // run of a plan on, as one captured CUDA Graph replay — state updated on the device, fetches
 // copied out, one synchronisation at the end. The loss scale and the skip decision of a
 // mixed-precision step are graph values, so they never leave the device. A unit that leaves work
@@ -26,6 +26,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/device_context.h"
+#include "backends/cuda/feed_prefetch.h"
 #include "backends/cuda/schedule.h"
 
 namespace amp::cuda {
@@ -41,7 +42,10 @@ class CudaExecutable final : public Executable {
   Tensor read_state(const std::string& name) const override;
   void write_state(const std::string& name, const Tensor& value) override;
   MemoryStats memory() const override;
+  void prefetch(const std::vector<std::pair<std::string, Tensor>>& feeds) override;
 
+  // Bytes of feeds the runs found prefetched (for tests and benchmarks).
+  size_t prefetched_bytes() const { return prefetch_.bytes_taken(); }
   // Runs of the latest plan that replayed a captured CUDA Graph (for tests and benchmarks).
   size_t graph_replays() const;
 
@@ -67,6 +71,7 @@ class CudaExecutable final : public Executable {
   Plan* last_plan_ = nullptr;
   uint64_t seed_ = 0, runs_ = 0;
   bool tf32_ = false;
+  FeedPrefetch prefetch_;
 };
 
 }  // namespace amp::cuda

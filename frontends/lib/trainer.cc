@@ -209,7 +209,13 @@ Feeds Trainer::take_batch(int64_t micro) {
   }
   if (!ready) feeds = batch(micro);
   next_micro_ = micro + 1;
-  next_ = std::async(std::launch::async, [this, m = next_micro_] { return batch(m); });
+  // Gathered on another thread while this micro-batch's step runs, and handed to the backend to
+  // upload meanwhile (the CUDA backend copies it on a stream of its own).
+  next_ = std::async(std::launch::async, [this, m = next_micro_] {
+    Feeds f = batch(m);
+    session_.prefetch(f);
+    return f;
+  });
   return feeds;
 }
 

@@ -82,6 +82,9 @@ class TrainingSession {
   // One optimizer step of spec.accumulate micro-batches; micro_batch(m) gives the m-th one's data
   // inputs (conform()ed to the step graph). `lr` is fed as the step's learning rate.
   StepOutcome run_step(const std::function<Feeds(int64_t)>& micro_batch, float lr);
+  // A later micro-batch's data, handed to the backend to move ahead of its step (Executable::
+  // prefetch); safe from a loader's thread while run_step runs.
+  void prefetch(const Feeds& micro_batch) { train_->prefetch(micro_batch); }
   uint64_t runs() const { return runs_; }  // backend runs so far, first_run included
 
   // Evaluation: begin_evaluation() copies the trained state into the evaluation model, evaluate()
