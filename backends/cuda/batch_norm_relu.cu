@@ -225,9 +225,9 @@ __device__ __forceinline__ void relu_gradients(const T* __restrict__ dy, const T
 // channels (tile * tiling.tile + lane) * kVec onwards, kVec at a time, over the part's rows; the
 // block's rows_at_once row phases are added in order in shared memory.
 template <class T, bool kBackward>
-__global__ void row_vector_partials(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ dy2,
-                                    const Mask mask, int64_t rows, int64_t channels, int64_t parts,
-                                    float* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    row_vector_partials(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ dy2, const Mask mask,
+                        int64_t rows, int64_t channels, int64_t parts, float* __restrict__ out) {
   __shared__ float sums[kThreads][kVec * kSums + 1];  // + 1: a thread's sums start in another bank
   const RowTiling t = row_tiling(channels);
   const int64_t tile = blockIdx.x % t.tiles, part = blockIdx.x / t.tiles;
