@@ -303,11 +303,60 @@ Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const 
   return r;
 }
 
-// Whether convolutions rank their algorithms by measured time (order_by_measured_time);
-// AMP_CUDNN_FIND=0 keeps the heuristic's order, which is the same on every run.
-bool measure_algorithms() {
+// How convolutions rank their algorithms (order_by_measured_time), AMP_CUDNN_FIND: by cuDNN's
+// Find, which times every algorithm it has (the default); `top`: by timing the heuristic's first
+// kTimedAlgorithms runnable ones here (time_ranked), a fraction of Find's cost (on the H100 Find
+// took 3.7 s of ResNet-50's 6.8 s first bf16 step with cold caches, 50 shapes); 0: the heuristic's
+// order, the same on every run.
+enum class Measure { kNone, kTop, kAll };
+Measure measure_mode() {
   const char* v = std::getenv("AMP_CUDNN_FIND");
-  return !(v && std::string(v) == "0");
+  if (v && std::string(v) == "0") return Measure::kNone;
+  if (v && std::string(v) == "top") return Measure::kTop;
+  return Measure::kAll;
+}
+bool measure_algorithms() { return measure_mode() != Measure::kNone; }
+
+constexpr size_t kTimedAlgorithms = 4;
+
+// What cuDNN's Find answers, for the first kTimedAlgorithms of r's algorithms alone: each run by
+// run(a) (with its math type set) once to load its kernels and once between two events, fastest
+// first; a refused one keeps its status and follows. Fills perfs (room for n) and found.
+template <class Algo, class Perf, class Run>
+cudnnStatus_t time_ranked(const Ranked<Algo>& r, const ConvSetup& setup, DeviceContext& ctx, Perf* perfs, int n,
+                          int* found, Run&& run) {
+  cudaEvent_t start = nullptr, end = nullptr;
+  AMP_CUDA_CHECK(cudaEventCreate(&start));
+  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_start(start, cudaEventDestroy);
+  AMP_CUDA_CHECK(cudaEventCreate(&end));
+  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_end(end, cudaEventDestroy);
+  std::vector<Perf> timed;
+  for (size_t i = 0; i < r.algos.size() && timed.size() < kTimedAlgorithms && static_cast<int>(timed.size()) < n; ++i) {
+    const RankedAlgorithm<Algo>& a = r.algos[i];
+    Perf p{};
+    p.algo = a.algo;
+    p.mathType = a.math;
+    p.memory = a.memory;
+    p.time = -1.0f;
+    AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(setup.conv->get(), a.math));
+    p.status = run(a);
+    if (p.status == CUDNN_STATUS_SUCCESS) {
+      AMP_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
+      p.status = run(a);
+      AMP_CUDA_CHECK(cudaEventRecord(end, ctx.stream()));
+      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      AMP_CUDA_CHECK(cudaEventElapsedTime(&p.time, start, end));
+    }
+    if (p.status != CUDNN_STATUS_SUCCESS) cudaGetLastError();
+    timed.push_back(p);
+  }
+  std::stable_sort(timed.begin(), timed.end(), [](const Perf& a, const Perf& b) {
+    const bool ok_a = a.status == CUDNN_STATUS_SUCCESS, ok_b = b.status == CUDNN_STATUS_SUCCESS;
+    return ok_a != ok_b ? ok_a : ok_a && a.time < b.time;
+  });
+  std::copy(timed.begin(), timed.end(), perfs);
+  *found = static_cast<int>(timed.size());
+  return CUDNN_STATUS_SUCCESS;
 }
 
 // Puts r's algorithms in the order of the times cuDNN measures running each of them once on
@@ -375,24 +424,43 @@ std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& se
   return fastest;
 }
 
-// The three directions' Find, for order_by_measured_time.
-auto find_forward(const ConvSetup& setup, DeviceContext& ctx) {
-  return [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionFwdAlgoPerf_t* perfs, int n,
-                        int* found) {
+// The three directions' Find, for order_by_measured_time: cuDNN's, or with AMP_CUDNN_FIND=top
+// time_ranked over r running the direction's convolution.
+auto find_forward(const ConvSetup& setup, DeviceContext& ctx, const Ranked<cudnnConvolutionFwdAlgo_t>& r) {
+  return [&setup, &ctx, &r](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionFwdAlgoPerf_t* perfs,
+                            int n, int* found) {
+    if (measure_mode() == Measure::kTop)
+      return time_ranked(r, setup, ctx, perfs, n, found, [&](const RankedAlgorithm<cudnnConvolutionFwdAlgo_t>& a) {
+        const float one = 1.0f, zero = 0.0f;
+        return cudnnConvolutionForward(ctx.cudnn(), &one, setup.x->get(), x, setup.w->get(), w, setup.conv->get(), a.algo,
+                                       ws, ws_bytes, &zero, setup.y->get(), y);
+      });
     return cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn(), setup.x->get(), x, setup.w->get(), w, setup.conv->get(),
                                                   setup.y->get(), y, n, found, perfs, ws, ws_bytes);
   };
 }
-auto find_backward_data(const ConvSetup& setup, DeviceContext& ctx) {
-  return [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdDataAlgoPerf_t* perfs,
-                        int n, int* found) {
+auto find_backward_data(const ConvSetup& setup, DeviceContext& ctx, const Ranked<cudnnConvolutionBwdDataAlgo_t>& r) {
+  return [&setup, &ctx, &r](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdDataAlgoPerf_t* perfs,
+                            int n, int* found) {
+    if (measure_mode() == Measure::kTop)
+      return time_ranked(r, setup, ctx, perfs, n, found, [&](const RankedAlgorithm<cudnnConvolutionBwdDataAlgo_t>& a) {
+        const float one = 1.0f, zero = 0.0f;
+        return cudnnConvolutionBackwardData(ctx.cudnn(), &one, setup.w->get(), w, setup.y->get(), y, setup.conv->get(),
+                                            a.algo, ws, ws_bytes, &zero, setup.x->get(), x);
+      });
     return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.cudnn(), setup.w->get(), w, setup.y->get(), y,
                                                        setup.conv->get(), setup.x->get(), x, n, found, perfs, ws, ws_bytes);
   };
 }
-auto find_backward_filter(const ConvSetup& setup, DeviceContext& ctx) {
-  return [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdFilterAlgoPerf_t* perfs,
-                        int n, int* found) {
+auto find_backward_filter(const ConvSetup& setup, DeviceContext& ctx, const Ranked<cudnnConvolutionBwdFilterAlgo_t>& r) {
+  return [&setup, &ctx, &r](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdFilterAlgoPerf_t* perfs,
+                            int n, int* found) {
+    if (measure_mode() == Measure::kTop)
+      return time_ranked(r, setup, ctx, perfs, n, found, [&](const RankedAlgorithm<cudnnConvolutionBwdFilterAlgo_t>& a) {
+        const float one = 1.0f, zero = 0.0f;
+        return cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, setup.x->get(), x, setup.y->get(), y, setup.conv->get(),
+                                              a.algo, ws, ws_bytes, &zero, setup.w->get(), w);
+      });
     return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx.cudnn(), setup.x->get(), x, setup.y->get(), y,
                                                          setup.conv->get(), setup.w->get(), w, n, found, perfs, ws, ws_bytes);
   };
@@ -484,7 +552,7 @@ class Conv final : public CudaOp {
                                                            perfs.data()));
     auto algos = ranked_algorithms<cudnnConvolutionFwdAlgo_t>(perfs, found, "forward convolution", setup, ctx, workspace_of);
     order_by_measured_time<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
-        algos, setup, s.in[0]->nbytes(), s.in[1]->nbytes(), s.out[0]->nbytes(), ctx, find_forward(setup, ctx));
+        algos, setup, s.in[0]->nbytes(), s.in[1]->nbytes(), s.out[0]->nbytes(), ctx, find_forward(setup, ctx, algos));
     const bool has_bias = s.has_in(2), residual = epilogue_.residual, relu = epilogue_.relu;
     auto act = std::make_shared<CudnnActivation>(relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY);
     // A Conv with a bias runs cudnnConvolutionBiasActivationForward, which takes a ReLU with any
@@ -637,7 +705,7 @@ std::optional<WidenedFilter> widened_filter(const WindowAttrs& attrs, const OpSh
   }
   if (!decided) {
     const std::optional<float> t32 = order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
-        f.ranked, f.setup, x.nbytes(), w.nbytes(), dy.nbytes(), ctx, find_backward_filter(f.setup, ctx));
+        f.ranked, f.setup, x.nbytes(), w.nbytes(), dy.nbytes(), ctx, find_backward_filter(f.setup, ctx, f.ranked));
     const float casts = t32 ? cast_time(*s.in[1], *s.in[0], *s.in[2], ctx) : 0.0f;
     const bool widen = t32 && *t32 + casts < *t16;
     ctx.remember_algorithm(key, widen ? 1 : 0);
@@ -692,14 +760,14 @@ class ConvGrad final : public CudaOp {
                                                                 setup.conv->get(), setup.x->get(), a, bytes);
           });
       order_by_measured_time<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
-          data, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_data(setup, ctx));
+          data, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_data(setup, ctx, data));
     }
     std::optional<WidenedFilter> widened;
     if (want_dw) {
       filter = ranked_backward_filter(setup, ctx);
       const std::optional<float> t16 =
           order_by_measured_time<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
-              filter, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_filter(setup, ctx));
+              filter, setup, s.in[1]->nbytes(), s.in[2]->nbytes(), s.in[0]->nbytes(), ctx, find_backward_filter(setup, ctx, filter));
       widened = widened_filter(attrs_, s, filter, t16, ctx);
     }
     const DType dtype = s.in[0]->dtype;
@@ -811,7 +879,7 @@ class ConvTranspose final : public CudaOp {
         });
     // The convolution's x is the transposed one's output Y, its y the input X.
     order_by_measured_time<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
-        data, setup, y.nbytes(), w.nbytes(), x.nbytes(), ctx, find_backward_data(setup, ctx));
+        data, setup, y.nbytes(), w.nbytes(), x.nbytes(), ctx, find_backward_data(setup, ctx, data));
     const bool has_bias = s.has_in(2);
     return std::make_unique<PreparedFunction>(
         [setup, data, has_bias](const OpBuffers& b, DeviceContext& c) {

@@ -1373,6 +1373,58 @@ TEST(CudaBackendGpu, ConvolutionsRunTheAlgorithmCuDnnMeasuredFastest) {
   }
 }
 
+// AMP_CUDNN_FIND=top: each direction times the heuristic's first four runnable algorithms itself
+// (time_ranked) instead of cuDNN's Find timing every algorithm it has, and runs the fastest of
+// them: the measured list holds at most four, all from the ranking's first four, fastest first,
+// and the second executable starts with the choice. Results as the CPU's (the helper checks).
+TEST(CudaBackendGpu, ConvolutionsTimeTheHeuristicsFirstFourWithFindTop) {
+  REQUIRE_GPU();
+  const ScopedEnv top("AMP_CUDNN_FIND", "top");
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    const DeviceReportFile report(std::string("conv_top_") + std::string(dtype_name(t)));
+    two_executables_of_a_convolution_and_its_gradient(t, 140, 13);  // 13 x 13: shapes no other test ran
+    const std::string type = std::string(dtype_name(t)) + " ";
+    size_t directions = 0;
+    for (const nlohmann::json& m : report.lines("convolution_algorithms_measured")) {
+      if (m["shape"].get<std::string>().rfind(type, 0) != 0) continue;
+      ++directions;
+      SCOPED_TRACE(m.dump());
+      // The ranking this measurement reordered: the first "convolution_algorithms" line of the shape.
+      std::string runnable;
+      for (const nlohmann::json& l : report.lines("convolution_algorithms"))
+        if (l["direction"] == m["direction"] && l["shape"] == m["shape"]) {
+          runnable = l["runnable"];
+          break;
+        }
+      // Entries "ALGO (MATH, N B)" of the ranking and "ALGO (MATH) T ms" of the measurement, each
+      // keyed "ALGO (MATH".
+      auto keys = [](const std::string& list, const std::string& separator, char key_end) {
+        std::vector<std::string> out;
+        for (size_t at = 0; at < list.size();) {
+          const size_t next = list.find(separator, at);
+          const std::string entry = list.substr(at, next == std::string::npos ? std::string::npos : next - at);
+          out.push_back(entry.substr(0, entry.find(key_end)));
+          at = next == std::string::npos ? list.size() : next + separator.size();
+        }
+        return out;
+      };
+      std::vector<std::string> first_four = keys(runnable, " B), ", ',');
+      if (first_four.size() > 4) first_four.resize(4);
+      const std::vector<std::string> timed = keys(m["measured"], " ms, ", ')');
+      for (const std::string& entry : timed)
+        EXPECT_NE(std::find(first_four.begin(), first_four.end(), entry), first_four.end())
+            << entry << " is not among the ranking's first four: " << runnable;
+      const size_t entries = timed.size();
+      const std::string measured = m["measured"];
+      EXPECT_GE(entries, 1u);
+      EXPECT_LE(entries, 4u);
+      EXPECT_EQ(measured.rfind(m["chosen"].get<std::string>() + " (", 0), 0u) << "the fastest timed runs first";
+    }
+    EXPECT_EQ(directions, 3u) << "forward, backward data and backward filter each measured once";
+  }
+}
+
 // Start-up on a GPU (a 16-bit mobilenet_v2 step took 15-20 s to plan on an H200) shows in the
 // device report: each generated kernel's image, whether NVRTC compiled it or the disk cache
 // ($AMP_KERNEL_CACHE_DIR) had it, and how long that took. A HardSigmoid with an alpha of its own

@@ -381,18 +381,21 @@ class Run:
                 break
         return first, statistics.median(times) * 1e3
 
-    def first_steps(self, name, batch, dtype):
-        """The first step with a cold kernel cache, then warm (the same cache folder)."""
-        cache = os.path.join(self.tmp, "cold-cache")
+    def first_steps(self, name, batch, dtype, extra_env=None):
+        """The first step with a cold kernel cache, then warm (the same cache folder); extra_env:
+        {VARIABLE: value} for both (a new cache of their own), named in the note."""
+        tag = "".join("_%s_%s" % kv for kv in (extra_env or {}).items())
+        label = "".join(" (%s=%s)" % kv for kv in (extra_env or {}).items())
+        cache = os.path.join(self.tmp, "cold-cache" + tag)
         for state in ("cold", "warm"):
             if self.left() < 30:
-                self.notes.append("first step %s: not run, the time budget is spent" % state)
+                self.notes.append("first step%s %s: not run, the time budget is spent" % (label, state))
                 continue
-            rc, out, _ = self.command("first_step_%s" % state, self.amp_train(name, batch, dtype, 2),
-                                      {"AMP_KERNEL_CACHE_DIR": cache})
+            rc, out, _ = self.command("first_step_%s%s" % (state, tag), self.amp_train(name, batch, dtype, 2),
+                                      {"AMP_KERNEL_CACHE_DIR": cache, **(extra_env or {})})
             m = re.search(r"the first ([\d.]+) s", out)
-            self.notes.append("first step of amp %s, %s at batch %d, %s caches: %s" % (
-                dtype, name, batch, state, "%s s" % m.group(1) if rc == 0 and m else "FAILED: " +
+            self.notes.append("first step of amp %s%s, %s at batch %d, %s caches: %s" % (
+                dtype, label, name, batch, state, "%s s" % m.group(1) if rc == 0 and m else "FAILED: " +
                 gpu_zoo.zoo_check.last_error(out)))
             self.save()
 
@@ -521,12 +524,16 @@ def run(a):
         r.amp_row("resnet50", b, dtype, tf32)
     for variant in ("torch fp32", "torch autocast fp16 (CL)", "torch autocast bf16 (CL)", "torch compile bf16 (CL)"):
         r.torch_row("resnet50", b, variant)
+    settings = []
     for setting in a.amp_env:  # the same bf16 step under one setting each (AMP_CUDNN_WORKSPACE_MIB=1024, ...)
         key, eq, value = setting.partition("=")
         if not key or not eq:
             sys.exit("bench_scale: --amp-env takes VARIABLE=VALUE, got %r" % setting)
+        settings.append({key: value})
         r.amp_row("resnet50", b, "bf16", extra_env={key: value})
     r.first_steps("resnet50", b, "bf16")
+    for setting in settings:  # and its first steps, cold and warm
+        r.first_steps("resnet50", b, "bf16", setting)
     r.losses("resnet50", "bf16")
     r.amp_row("resnet50", 2 * b, "bf16")
     r.torch_row("resnet50", 2 * b, "torch autocast bf16 (CL)")
@@ -558,7 +565,8 @@ def main():
     q.add_argument("--loss-steps", type=int, default=LOSS_STEPS, help="steps of the loss check at batch 8")
     q.add_argument("--budget", type=float, default=420, help="seconds; rows not started by then are not run")
     q.add_argument("--amp-env", action="append", default=[], metavar="VARIABLE=VALUE",
-                   help="one more amp bf16 resnet50 row at --batch with this environment setting (repeatable)")
+                   help="one more amp bf16 resnet50 row at --batch with this environment setting, and its first "
+                   "steps with cold and warm caches (repeatable)")
     q.add_argument("--kernels-of", metavar="DTYPE", help="only the kernel profile of amp-train resnet50 at --batch in "
                    "DTYPE (fp32, fp16, bf16), no table rows")
     a = p.parse_args()
