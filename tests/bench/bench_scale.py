@@ -508,7 +508,9 @@ def run(a):
     if "resnet50" not in names:
         sys.exit("bench_scale: %s has no resnet50/model.onnx (bench_scale.py prepare makes it)" % a.scale)
     if a.kernels_of:
-        names = ["resnet50"]
+        if a.kernels_model not in names:
+            sys.exit("bench_scale: %s has no %s/model.onnx" % (a.scale, a.kernels_model))
+        names = [a.kernels_model]
     for name in names:
         g = os.path.join(a.scale, name)
         if not os.path.exists(os.path.join(g, "weights.bin")):
@@ -516,7 +518,7 @@ def run(a):
     print("# %s: rows as they come" % r.device_name, flush=True)
     b = a.batch
     if a.kernels_of:  # the profile alone, of one amp row (when one lease has already measured the table)
-        r.kernels({"model": "resnet50", "batch": b, "variant": "amp " + a.kernels_of})
+        r.kernels({"model": a.kernels_model, "batch": b, "variant": "amp " + a.kernels_of})
         r.table()
         shutil.rmtree(r.tmp, ignore_errors=True)
         sys.exit(0)
@@ -567,8 +569,9 @@ def main():
     q.add_argument("--amp-env", action="append", default=[], metavar="VARIABLE=VALUE",
                    help="one more amp bf16 resnet50 row at --batch with this environment setting, and its first "
                    "steps with cold and warm caches (repeatable)")
-    q.add_argument("--kernels-of", metavar="DTYPE", help="only the kernel profile of amp-train resnet50 at --batch in "
-                   "DTYPE (fp32, fp16, bf16), no table rows")
+    q.add_argument("--kernels-of", metavar="DTYPE", help="only the kernel profile of amp-train --kernels-model at --batch "
+                   "in DTYPE (fp32, fp16, bf16), no table rows")
+    q.add_argument("--kernels-model", default="resnet50", choices=MODELS, help="the model --kernels-of profiles")
     a = p.parse_args()
     for k in ("out", "scale", "bin"):
         if getattr(a, k, None):
