@@ -912,15 +912,21 @@ TEST(CudaBackendGpu, SoftmaxNormalisationLossAndReductionsMatchTheCpu) {
       expect_parity(rs.m, rs.feeds, rs.outputs, 10.0);
     }
   }
-  OneNode ln("LayerNormalization", {{"x", random_tensor(DType::kFloat, {4, 9, 32}, 19, 3, 5)},
-                                    {"s", random_tensor(DType::kFloat, {32}, 20)}, {"b", random_tensor(DType::kFloat, {32}, 21)}},
-             {DType::kFloat, DType::kFloat, DType::kFloat});
-  expect_parity(ln.m, ln.feeds, ln.outputs, 10.0);
-  OneNode lng("LayerNormalizationGrad", {{"dy", random_tensor(DType::kFloat, {4, 9, 32}, 22)},
-                                         {"x", random_tensor(DType::kFloat, {4, 9, 32}, 23)},
-                                         {"s", random_tensor(DType::kFloat, {32}, 24)}},
-              {DType::kFloat, DType::kFloat, DType::kFloat}, kAmpDomain);
-  expect_parity(lng.m, lng.feeds, lng.outputs, 10.0);
+  // Rows of 32 and of 1000 (read once into registers, up to 4 elements a thread), and of 1100
+  // (longer than 4 x 256: read from memory at each pass).
+  for (int64_t cols : {32, 1000, 1100}) {
+    SCOPED_TRACE("LayerNormalization rows of " + std::to_string(cols));
+    OneNode ln("LayerNormalization", {{"x", random_tensor(DType::kFloat, {4, 9, cols}, 19, 3, 5)},
+                                      {"s", random_tensor(DType::kFloat, {cols}, 20)},
+                                      {"b", random_tensor(DType::kFloat, {cols}, 21)}},
+               {DType::kFloat, DType::kFloat, DType::kFloat});
+    expect_parity(ln.m, ln.feeds, ln.outputs, 10.0);
+    OneNode lng("LayerNormalizationGrad", {{"dy", random_tensor(DType::kFloat, {4, 9, cols}, 22)},
+                                           {"x", random_tensor(DType::kFloat, {4, 9, cols}, 23)},
+                                           {"s", random_tensor(DType::kFloat, {cols}, 24)}},
+                {DType::kFloat, DType::kFloat, DType::kFloat}, kAmpDomain);
+    expect_parity(lng.m, lng.feeds, lng.outputs, 10.0);
+  }
   Tensor labels = random_tensor(DType::kInt64, {12}, 25, 0, 10);
   labels.mutable_as<int64_t>()[3] = -1;  // ignored
   for (const char* reduction : {"mean", "sum", "none"}) {
