@@ -11,7 +11,9 @@ namespace amp::cuda {
 
 // dst[base_dst + sum c_d * dst_stride_d] = src[base_src + sum c_d * src_stride_d] for every
 // coordinate c of `dims` (element strides; a src stride of 0 repeats, as Expand does). Elements
-// are elem_bytes wide (1, 2, 4 or 8): the copy never looks at the type.
+// are elem_bytes wide (1, 2, 4 or 8): the copy never looks at the type. Where the innermost dim
+// is contiguous on both sides and the offsets and pointers allow, the kernel moves up to 16 bytes
+// (several elements) at a time.
 struct StridedCopy {
   std::vector<int64_t> dims, src_strides, dst_strides;
   int64_t src_base = 0, dst_base = 0;

@@ -934,9 +934,14 @@ struct SliceArgs {
 
 TEST(CudaKernelsEmulated, TransposeSliceExpandConcatSplitMatchTheCpu) {
   // Transpose: a [B,T,H,D] -> [B,H,T,D] swap (rows of D merged), a full reversal, the default
-  // perm; 2-, 4- and 8-byte elements.
+  // perm; 2-, 4- and 8-byte elements; rows of D = 16 (fp16), 24 (bf16) and 8 (fp32) elements,
+  // copied 16 bytes at a time, and of D = 12 in fp16 (8 bytes at a time).
   const std::vector<std::tuple<DType, std::vector<int64_t>, std::vector<int64_t>>> transposes = {
       {DType::kFloat16, {2, 3, 4, 5}, {0, 2, 1, 3}},
+      {DType::kFloat16, {2, 3, 4, 16}, {0, 2, 1, 3}},
+      {DType::kBFloat16, {2, 5, 3, 24}, {0, 2, 1, 3}},
+      {DType::kFloat, {4, 6, 8}, {1, 0, 2}},
+      {DType::kFloat16, {3, 2, 12}, {1, 0, 2}},
       {DType::kFloat, {3, 4, 5, 6}, {3, 1, 2, 0}},
       {DType::kInt64, {7, 9}, {}},
       {DType::kBFloat16, {70, 80}, {1, 0}},  // 5600 elements: more than the 16 blocks of 256 threads on 2 SMs
@@ -958,6 +963,8 @@ TEST(CudaKernelsEmulated, TransposeSliceExpandConcatSplitMatchTheCpu) {
       {{5, 7, 9}, {{-1}, {-100}, {2}, {-1}}},  // the last axis reversed
       {{5, 7, 9}, {{1, 6, 0}, {4, 0, 9}, {0, 1, 2}, {1, -3, 4}}},
       {{4, 600}, {{10}, {590}, {1}, {7}}},
+      {{4, 64}, {{0, 8}, {4, 40}, {0, 1}, {1, 1}}},  // rows of 32 from the 8th: 16 bytes at a time
+      {{4, 64}, {{0, 3}, {4, 35}, {0, 1}, {1, 1}}},  // from the 3rd: the offsets keep 2-byte copies
       {{3, 4}, {{2}, {2}, {0}, {1}}},  // empty
   };
   for (const auto& [dims, s] : slices) {
