@@ -512,6 +512,18 @@ struct ConvEpilogue {
   bool relu = false;
 };
 
+// Whether grouped and depthwise convolutions may compute channels-last too
+// (AMP_CUDA_CHANNELS_LAST_GROUPED=1). cuDNN's legacy API lists its NHWC-filter algorithms without
+// saying they take more than one group; PyTorch runs channels-last depthwise convolutions through
+// it. Off until a device shows they run and are faster: on the H100 (2026-11-27) efficientnet_b0's
+// bf16 step, whose depthwise convolutions and the BatchNorms after them stay row-major (every
+// other unit channels-last, the SiLUs between them converting as they compute), took 429 ms
+// against PyTorch's 52 ms.
+bool grouped_channels_last() {
+  const char* v = std::getenv("AMP_CUDA_CHANNELS_LAST_GROUPED");
+  return v && std::string(v) == "1";
+}
+
 // Operands: 0 X, 1 W, 2 B (optional), 3 z (with ConvEpilogue::residual).
 class Conv final : public CudaOp {
  public:
@@ -519,11 +531,10 @@ class Conv final : public CudaOp {
   Conv(const Node& n, ConvEpilogue e) : attrs_(n), epilogue_(e) {}
 
   // x, W (KRSC), z and y channels-last; the bias, a per-channel vector, as it is. Grouped and
-  // depthwise convolutions stay NCHW: cuDNN's legacy API lists its NHWC-filter algorithms without
-  // saying they take more than one group, so nothing here relies on them doing so.
+  // depthwise convolutions stay NCHW unless grouped_channels_last().
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
     if (!s.has_in(0) || !s.has_in(1) || !channels_last_case(*s.in[0]) ||
-        s.in[1]->dims.size() != 4 || attrs_.group != 1)
+        s.in[1]->dims.size() != 4 || (attrs_.group != 1 && !grouped_channels_last()))
       return {};
     ChannelsLastOperands l;
     l.in.assign(s.in.size(), false);
@@ -731,10 +742,10 @@ class ConvGrad final : public CudaOp {
   ConvGrad(const Node& n, int64_t) : attrs_(n) {}
 
   // dY, X, W and dX, dW channels-last (W and dW KRSC); dB, per channel, as it is. Grouped
-  // convolutions stay NCHW, as Conv's.
+  // convolutions stay NCHW, as Conv's, unless grouped_channels_last().
   ChannelsLastOperands channels_last(const OpShapes& s) const override {
     if (!s.has_in(0) || !s.has_in(1) || !s.has_in(2) || !channels_last_case(*s.in[1]) ||
-        s.in[2]->dims.size() != 4 || attrs_.group != 1)
+        s.in[2]->dims.size() != 4 || (attrs_.group != 1 && !grouped_channels_last()))
       return {};
     ChannelsLastOperands l;
     l.in.assign(s.in.size(), true);

@@ -242,6 +242,38 @@ TEST(CudaChannelsLastConv, ConvGradMatchesNchw) {
     }
 }
 
+// With AMP_CUDA_CHANNELS_LAST_GROUPED=1, grouped and depthwise convolutions (efficientnet_b0's
+// and convnext_tiny's) compute channels-last too: Conv and ConvGrad (dX, dW KRSC of C/groups
+// channels, dB) against their NCHW runs, a depthwise 3x3 of 8 channels and a 2-group 3x3 at
+// stride 2. On a GPU this is the check that cuDNN runs them; its speed is for a benchmark.
+TEST(CudaChannelsLastConv, GroupedAndDepthwiseConvolutionsMatchNchwWhenAllowed) {
+  REQUIRE_GPU();
+  const ScopedEnv grouped("AMP_CUDA_CHANNELS_LAST_GROUPED", "1");
+  auto ctx = fresh_context();
+  const std::vector<std::pair<ConvCase, int64_t>> cases = {
+      {{"depthwise 3x3", {2, 8, 9, 9}, {8, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}}, 8},
+      {{"2 groups 3x3 stride 2", {2, 8, 9, 9}, {12, 4, 3, 3}, {2, 2}, {1, 1}, {1, 1}}, 2}};
+  for (DType t : kSixteenBit)
+    for (const auto& [c, group] : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.name);
+      const Tensor x = random_tensor(t, c.x, 11, -1.0f, 1.0f), w = random_tensor(t, c.w, 12, -0.25f, 0.25f),
+                   dy = random_tensor(t, c.y(), 13, -1.0f, 1.0f);
+      OneNode fwd = conv_node("Conv", {{"x", x}, {"w", w}}, {t}, c);
+      fwd.attr(Attribute::of_int("group", group));
+      const auto conv = cuda_op_for(fwd);
+      const auto [cl, nchw] = both_layouts(*conv, *ctx, {&x, &w}, {desc(t, c.y())});
+      expect_layouts_agree(cl[0], nchw[0], "Y");
+      OneNode bwd = conv_node("ConvGrad", {{"dy", dy}, {"x", x}, {"w", w}}, {t, t, t}, c, kAmpDomain);
+      bwd.attr(Attribute::of_int("group", group));
+      const auto grad = cuda_op_for(bwd, kAmpDomain);
+      const std::vector<cuda::TensorDesc> outs = {desc(t, c.x), desc(t, c.w), desc(t, {c.w[0]})};
+      const auto [gcl, gnchw] = both_layouts(*grad, *ctx, {&dy, &x, &w}, outs);
+      expect_layouts_agree(gcl[0], gnchw[0], "dX");
+      expect_layouts_agree(gcl[1], gnchw[1], "dW");
+      expect_layouts_agree(gcl[2], gnchw[2], "dB");
+    }
+}
+
 // A 16-bit dW computed in fp32 (convolution_ops.cc's WidenedFilter) keeps the channels-last
 // layout: X and dY widened elementwise in their NHWC order, the fp32 backward filter described
 // channels-last, dW narrowed back in KRSC. On the stand-ins the 16-bit backward-filter algorithms
@@ -358,7 +390,8 @@ TEST(CudaChannelsLastConv, GlobalPoolsMatchNchw) {
 
 // channels_last() is empty unless the data is 16-bit with 2 spatial dims and the convolution has
 // one group: fp32 keeps its NCHW paths, as do 1-D and 3-D convolutions and pools and grouped
-// (depthwise) convolutions. Nothing runs: no device needed.
+// (depthwise) convolutions, unless AMP_CUDA_CHANNELS_LAST_GROUPED=1 lets those compute
+// channels-last. Nothing runs: no device needed.
 TEST(CudaChannelsLastConv, OnlySixteenBitTwoDimensionalUngroupedOpsComputeChannelsLast) {
   auto conv = [](DType t, std::vector<int64_t> x, std::vector<int64_t> w, int64_t group) {
     const Tensor xt(t, x), wt(t, w);
@@ -376,6 +409,12 @@ TEST(CudaChannelsLastConv, OnlySixteenBitTwoDimensionalUngroupedOpsComputeChanne
   EXPECT_FALSE(conv(DType::kFloat16, {1, 8, 5, 5, 5}, {4, 8, 1, 1, 1}, 1).any()) << "3-D";
   EXPECT_FALSE(conv(DType::kFloat16, {1, 8, 5, 5}, {8, 1, 1, 1}, 8).any()) << "depthwise";
   EXPECT_FALSE(conv(DType::kFloat16, {1, 8, 5, 5}, {4, 4, 1, 1}, 2).any()) << "grouped";
+  {
+    const ScopedEnv grouped("AMP_CUDA_CHANNELS_LAST_GROUPED", "1");
+    EXPECT_TRUE(conv(DType::kFloat16, {1, 8, 5, 5}, {8, 1, 1, 1}, 8).any()) << "depthwise, allowed";
+    EXPECT_TRUE(conv(DType::kBFloat16, {1, 8, 5, 5}, {4, 4, 1, 1}, 2).any()) << "grouped, allowed";
+    EXPECT_FALSE(conv(DType::kFloat, {1, 8, 5, 5}, {8, 1, 1, 1}, 8).any()) << "fp32 depthwise, allowed";
+  }
 
   auto conv_grad = [](DType t, std::vector<int64_t> x) {
     std::vector<int64_t> w = {4, x[1]}, y = x;

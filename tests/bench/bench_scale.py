@@ -539,10 +539,18 @@ def run(a):
     r.losses("resnet50", "bf16")
     r.amp_row("resnet50", 2 * b, "bf16")
     r.torch_row("resnet50", 2 * b, "torch autocast bf16 (CL)")
+    others = []
+    for setting in a.others_env:  # efficientnet_b0's and convnext_tiny's bf16 step under a setting each
+        key, eq, value = setting.partition("=")
+        if not key or not eq:
+            sys.exit("bench_scale: --others-env takes VARIABLE=VALUE, got %r" % setting)
+        others.append({key: value})
     for name in names:
         if name != "resnet50":
             r.amp_row(name, b, "bf16")
             r.torch_row(name, b, "torch autocast bf16 (CL)")
+            for setting in others:
+                r.amp_row(name, b, "bf16", extra_env=setting)
     r.kernels()
     r.table()
     shutil.rmtree(r.tmp, ignore_errors=True)
@@ -569,6 +577,9 @@ def main():
     q.add_argument("--amp-env", action="append", default=[], metavar="VARIABLE=VALUE",
                    help="one more amp bf16 resnet50 row at --batch with this environment setting, and its first "
                    "steps with cold and warm caches (repeatable)")
+    q.add_argument("--others-env", action="append", default=[], metavar="VARIABLE=VALUE",
+                   help="one more amp bf16 row of each model but resnet50 at --batch with this environment setting "
+                   "(repeatable; AMP_CUDA_CHANNELS_LAST_GROUPED=1: their depthwise convolutions channels-last)")
     q.add_argument("--kernels-of", metavar="DTYPE", help="only the kernel profile of amp-train --kernels-model at --batch "
                    "in DTYPE (fp32, fp16, bf16), no table rows")
     q.add_argument("--kernels-model", default="resnet50", choices=MODELS, help="the model --kernels-of profiles")
