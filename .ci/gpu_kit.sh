@@ -154,4 +154,15 @@ echo "   $KIT/kit.tar.xz: $(( bytes / 1024 )) KiB ($(du -sh "$STAGE/kit" | cut -
 if [ "$bytes" -gt $(( 50 * 1024 * 1024 )) ]; then
   echo "gpu_kit: the kit is over 50 MiB; it travels with the working tree (64 MiB in all)" >&2; exit 1
 fi
+# What one device call carries: the working tree (tracked and untracked-not-ignored files) with the
+# kit and one benchmark's folder. On 2026-11-27 a fresh machine's kit (its OpenBLAS and oneDNN
+# larger than before) with .gpu-scale and the tree came to 31 KB over the device tool's 64 MiB.
+tree=$(git -C "$ROOT" ls-files -z --cached --others --exclude-standard 2>/dev/null |
+         (cd "$ROOT" && xargs -0 stat -c %s 2>/dev/null) | awk '{s += $1} END {print s + 0}')
+for extra in .gpu-scale .gpu-gpt2; do
+  [ -d "$ROOT/$extra" ] || continue
+  with=$(( tree + bytes + $(du -sb "$ROOT/$extra" | cut -f1) ))
+  echo "   a call carrying the kit and $extra: $(( with / 1024 / 1024 )) MiB of the device tool's 64 MiB"
+  [ "$with" -le $(( 64 * 1024 * 1024 )) ] || echo "gpu_kit: WARNING: the tree, the kit and $extra are over 64 MiB: the call will be refused" >&2
+done
 echo "gpu_kit: done. On the GPU machine: bash .ci/gpu_run.sh ${KIT#"$ROOT"/}  (carry ${KIT#"$ROOT"/})"
