@@ -26,12 +26,21 @@ __device__ __forceinline__ RowStats merge(RowStats a, RowStats b) {
   return {m, a.sum * __expf(a.max - m) + b.sum * __expf(b.max - m)};
 }
 
+// acc merged with one element v, as merge(acc, {v, 1}) computes it, with one exponential where the
+// element is below a finite maximum (most of a row: merge's other factor is exp(0) = 1 then). A
+// thread takes 1,570 of GPT-2's 50,257 scores; merge's two exponentials for each made the loss and
+// its gradient over [8192, 50257] bf16 scores 0.8 and 1.75 ms on an H100.
+__device__ __forceinline__ RowStats add_element(RowStats acc, float v) {
+  if (acc.max > v && acc.max - acc.max == 0.0f) return {acc.max, acc.sum + __expf(v - acc.max)};
+  return merge(acc, RowStats{v, 1.0f});
+}
+
 // max and sum of exp(x - max) of one row, element c at row[c * inner], for the whole block.
 template <class T>
 __device__ RowStats row_stats(const T* row, int64_t classes, int64_t inner) {
   __shared__ RowStats scratch[32];
   RowStats acc{-INFINITY, 0.0f};
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) acc = merge(acc, RowStats{to_float(row[c * inner]), 1.0f});
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) acc = add_element(acc, to_float(row[c * inner]));
   for (int offset = 16; offset > 0; offset >>= 1)
     acc = merge(acc, RowStats{__shfl_xor_sync(0xffffffffu, acc.max, offset), __shfl_xor_sync(0xffffffffu, acc.sum, offset)});
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
