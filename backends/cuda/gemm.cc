@@ -74,8 +74,6 @@ bool gelu_aux(GemmEpilogue e) {
 // dereference the aux pointer read the alignment they may assume from its value). Arena buffers
 // are 256-byte aligned.
 constexpr uintptr_t kAuxAlignment = 256;
-// Where the padded copies start in the workspace, past cuBLASLt's own.
-constexpr size_t kStagingAlignment = 256;
 
 template <class T>
 void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v) {
@@ -230,7 +228,8 @@ size_t GemmPlan::workspace_bytes() const { return staging_at() + padding_->stagi
 size_t GemmPlan::staging_at() const {
   size_t bytes = 0;
   for (const cublasLtMatmulHeuristicResult_t& r : algorithms_) bytes = std::max(bytes, r.workspaceSize);
-  return padding_->active() ? (bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment : bytes;
+  constexpr size_t a = GemmPadding::kAlignment;
+  return padding_->active() ? (bytes + a - 1) / a * a : bytes;
 }
 
 void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,

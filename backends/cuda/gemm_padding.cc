@@ -7,11 +7,13 @@
 namespace amp::cuda {
 namespace {
 
-constexpr size_t kStagingAlignment = 256;  // as arena buffers: every staged matrix starts aligned
 constexpr int64_t kLeadingBytes = 16;      // what cuBLASLt's vectorised kernels load at a time
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-size_t aligned(size_t bytes) { return (bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment; }
+size_t aligned(size_t bytes) {
+  constexpr size_t a = GemmPadding::kAlignment;
+  return (bytes + a - 1) / a * a;
+}
 
 GemmPadding::Staged staged(int64_t rows, int64_t cols, int64_t padded_rows, int64_t padded_cols, DType t) {
   return {rows, cols, padded_rows, padded_cols, dtype_size(t), 0};

@@ -34,11 +34,14 @@ class GemmPadding {
  public:
   explicit GemmPadding(const GemmDesc& desc);
 
+  // The alignment of the staging area and of every staged matrix in it (as arena buffers).
+  static constexpr size_t kAlignment = 256;
+
   bool active() const { return active_; }
   // The product cuBLASLt runs: the description with m, n and k padded (the description itself
   // when inactive).
   const GemmDesc& run() const { return run_; }
-  // Bytes of staging the padded product needs, 256-byte aligned pieces (0 when inactive).
+  // Bytes of staging the padded product needs, kAlignment-aligned pieces (0 when inactive).
   size_t staging_bytes() const { return bytes_; }
   // "[8192x768]x[768x50264]", the padded problem, for the device report.
   std::string padded_str() const;

@@ -107,11 +107,12 @@ void launch(const CopyArgs& a, const void* src, void* dst, int sm_count, cudaStr
 // by element, took 3.8 ms of a 57 ms step). Only where every offset and both pointers keep the
 // wider element's alignment; anything else is copied as it is.
 StridedCopy widened(const StridedCopy& c, const void* src, const void* dst) {
-  if (c.dims.empty() || c.src_strides.back() != 1 || c.dst_strides.back() != 1) return c;
+  const bool power_of_two = c.elem_bytes == 1 || c.elem_bytes == 2 || c.elem_bytes == 4 || c.elem_bytes == 8;
+  if (!power_of_two || c.dims.empty() || c.src_strides.back() != 1 || c.dst_strides.back() != 1) return c;
   for (size_t f = 16 / c.elem_bytes; f > 1; f /= 2) {
     const auto fi = static_cast<int64_t>(f);
     const size_t bytes = c.elem_bytes * f;
-    bool ok = c.elem_bytes * f <= 16 && c.dims.back() % fi == 0 && c.src_base % fi == 0 && c.dst_base % fi == 0 &&
+    bool ok = c.dims.back() % fi == 0 && c.src_base % fi == 0 && c.dst_base % fi == 0 &&
               reinterpret_cast<uintptr_t>(src) % bytes == 0 && reinterpret_cast<uintptr_t>(dst) % bytes == 0;
     for (size_t d = 0; ok && d + 1 < c.dims.size(); ++d) ok = c.src_strides[d] % fi == 0 && c.dst_strides[d] % fi == 0;
     if (!ok) continue;
@@ -190,8 +191,7 @@ StridedCopy simplify(StridedCopy c) {
 
 void strided_copy(const StridedCopy& copy, const void* src, void* dst, int sm_count, cudaStream_t stream) {
   bool wide = false;
-  copy_args(copy, &wide);  // refuses what it cannot copy, before any widening
-  const StridedCopy c = widened(copy, src, dst);
+  const StridedCopy c = widened(copy, src, dst);  // an element size copy_args refuses stays as it is
   const CopyArgs a = copy_args(c, &wide);
   if (a.n == 0) return;
   switch (c.elem_bytes) {
@@ -213,7 +213,6 @@ void strided_copies(const std::vector<StridedCopy>& copies, const std::vector<co
     int64_t largest = 0;
     for (size_t k = first; k < std::min(copies.size(), first + kCopiesPerLaunch); ++k) {
       bool task_wide = false;
-      copy_args(copies[k], &task_wide);  // refuses what it cannot copy, before any widening
       const StridedCopy c = widened(copies[k], src[k], dst[k]);
       const CopyArgs a = copy_args(c, &task_wide);
       if (a.n == 0) continue;

@@ -34,6 +34,7 @@
 #include "passes/training/training_step.h"
 #include "tests/support/conv_chain.h"
 #include "tests/support/copy_chain_model.h"
+#include "tests/support/backend_parity.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/device_report_file.h"
 #include "tests/support/one_node.h"
@@ -126,23 +127,10 @@ TEST(CudaBackend, UnsupportedReasonsNameWhatTheDeviceLacks) {
 // ---- parity with the CPU backend
 
 using test::expect_close;
+using test::expect_parity;
 using test::Feeds;
 using test::random_tensor;
-
-std::vector<Tensor> run_on(const std::string& device, const Model& m, const Feeds& feeds,
-                           const std::vector<std::string>& fetches, const CompileOptions& options = {}, int runs = 1) {
-  auto exe = make_backend(device)->compile(m, options);
-  std::vector<Tensor> out;
-  for (int r = 0; r < runs; ++r) out = exe->run(feeds, fetches);
-  return out;
-}
-
-void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::string>& fetches, double tol_scale = 1.0) {
-  const auto cpu = run_on("cpu", m, feeds, fetches);
-  const auto gpu = run_on("cuda", m, feeds, fetches);
-  ASSERT_EQ(cpu.size(), gpu.size());
-  for (size_t k = 0; k < cpu.size(); ++k) expect_close(gpu[k], cpu[k], fetches[k], tol_scale);
-}
+using test::run_on;
 
 using test::DeviceReportFile;
 using test::OneNode;

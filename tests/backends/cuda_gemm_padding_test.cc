@@ -18,6 +18,7 @@
 #include "tests/support/weight_gradient_model.h"
 
 #if AMP_HAVE_CUDA
+#include "tests/support/backend_parity.h"
 #include "tests/support/device_report_file.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
@@ -30,16 +31,10 @@ namespace {
 #if AMP_HAVE_CUDA
 
 using test::DeviceReportFile;
+using test::expect_parity;
 using test::Feeds;
 using test::OneNode;
 using test::random_tensor;
-
-void expect_parity(const Model& m, const Feeds& feeds, const std::vector<std::string>& fetches, double tol_scale) {
-  const auto cpu = make_backend("cpu")->compile(m, {})->run(feeds, fetches);
-  const auto gpu = make_backend("cuda")->compile(m, {})->run(feeds, fetches);
-  ASSERT_EQ(cpu.size(), gpu.size());
-  for (size_t k = 0; k < cpu.size(); ++k) test::expect_close(gpu[k], cpu[k], fetches[k], tol_scale);
-}
 
 struct Case {
   std::string what;
