@@ -32,6 +32,7 @@ constexpr int kSums = 4;
 // one-element-a-thread kernels below moved ResNet-50's bf16 activations at about a quarter of the
 // device's bandwidth: 25 of the step's 48 ms of kernels.
 constexpr int kVec = 8;
+static_assert(kVec == 8, "the vector kernels move 8 elements at a time (load8, store8)");
 
 bool rows_of_vectors(const ChannelGeometry& g) { return g.inner == 1 && g.channels % kVec == 0 && g.channels > 0; }
 
@@ -176,41 +177,15 @@ __global__ void row_partials(const T* __restrict__ x, const T* __restrict__ dy, 
     }
 }
 
-// kVec elements from p (16-byte aligned) into v, and back.
-template <class T>
-__device__ __forceinline__ void load_vec(const T* __restrict__ p, float (&v)[kVec]) {
-  if constexpr (sizeof(T) == 2) {
-    const uint4 u = *reinterpret_cast<const uint4*>(p);
-    const T* e = reinterpret_cast<const T*>(&u);
-    for (int j = 0; j < kVec; ++j) v[j] = to_float(e[j]);
-  } else {
-    const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-  }
-}
-
-template <class T>
-__device__ __forceinline__ void store_vec(T* __restrict__ p, const float (&v)[kVec]) {
-  if constexpr (sizeof(T) == 2) {
-    uint4 u;
-    T* e = reinterpret_cast<T*>(&u);
-    for (int j = 0; j < kVec; ++j) e[j] = from_float<T>(v[j]);
-    *reinterpret_cast<uint4*>(p) = u;
-  } else {
-    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
-  }
-}
-
 // relu_gradient for the kVec elements from i (a multiple of kVec, channel c0 onwards, x their
 // values): their mask bits are one byte of the mask.
 template <class T>
 __device__ __forceinline__ void relu_gradients(const T* __restrict__ dy, const T* __restrict__ dy2, const float (&x)[kVec],
                                                const Mask& mask, int64_t i, int64_t c0, float (&g)[kVec]) {
-  load_vec(dy + i, g);
+  load8(dy + i, g);
   if (dy2) {
     float g2[kVec];
-    load_vec(dy2 + i, g2);
+    load8(dy2 + i, g2);
     for (int j = 0; j < kVec; ++j) g[j] = round_to<T>(g[j] + g2[j]);
   }
   const unsigned bits = mask.bits ? reinterpret_cast<const uint8_t*>(mask.bits)[i / 8] : 0xffu;
@@ -238,11 +213,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int k = 0; k < kSums; ++k) acc[j][k] = 0.0f;
   if (phase < t.rows_at_once && group < t.groups) {
     float s[kVec];
-    load_vec(x + c0, s);
+    load8(x + c0, s);
     for (int64_t r = part * t.rows_at_once + phase; r < rows; r += parts * t.rows_at_once) {
       const int64_t i = r * channels + c0;
       float v[kVec], g[kVec] = {};
-      load_vec(x + i, v);
+      load8(x + i, v);
       if constexpr (kBackward) relu_gradients(dy, dy2, v, mask, i, c0, g);
       for (int j = 0; j < kVec; ++j) {
         const float d = v[j] - s[j];
@@ -408,9 +383,9 @@ __global__ void forward_apply_vectors(const T* __restrict__ x, const T* __restri
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
     const int64_t i = v * kVec, c0 = i % channels;
     float a[kVec], zv[kVec], a2[kVec], out[kVec];
-    load_vec(x + i, a);
-    if (z) load_vec(z + i, zv);
-    if (x2) load_vec(x2 + i, a2);
+    load8(x + i, a);
+    if (z) load8(z + i, zv);
+    if (x2) load8(x2 + i, a2);
     unsigned byte = 0;
     for (int j = 0; j < kVec; ++j) {
       const int64_t c = c0 + j;
@@ -422,7 +397,7 @@ __global__ void forward_apply_vectors(const T* __restrict__ x, const T* __restri
       out[j] = val;  // already of T's precision: stored exactly
       if (val > 0.0f) byte |= 1u << j;
     }
-    store_vec(y + i, out);
+    store8(y + i, out);
     if (bits) reinterpret_cast<uint8_t*>(bits)[v] = static_cast<uint8_t>(byte);
   }
   // The mask's last 32-bit word past n: zero, as the ballot of forward_apply leaves it.
@@ -441,23 +416,23 @@ __global__ void backward_apply_vectors(const T* __restrict__ dy, const T* __rest
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
     const int64_t i = v * kVec, c0 = i % channels;
     float a[kVec], g[kVec], out[kVec];
-    load_vec(x + i, a);
+    load8(x + i, a);
     relu_gradients(dy, dy2, a, mask, i, c0, g);
     for (int j = 0; j < kVec; ++j) {
       const int64_t c = c0 + j;
       const float inv_std = stats[c * 4 + 1], xhat = (a[j] - stats[c * 4]) * inv_std;
       out[j] = scale[c] * inv_std * (g[j] - stats[c * 4 + 2] - xhat * stats[c * 4 + 3]);
     }
-    store_vec(dx + i, out);
-    if (dg) store_vec(dg + i, g);
+    store8(dx + i, out);
+    if (dg) store8(dg + i, g);
     if (dx2) {
-      load_vec(x2 + i, a);
+      load8(x2 + i, a);
       for (int j = 0; j < kVec; ++j) {
         const int64_t c = c0 + j;
         const float inv_std = stats2[c * 4 + 1], xhat = (a[j] - stats2[c * 4]) * inv_std;
         out[j] = scale2[c] * inv_std * (g[j] - stats2[c * 4 + 2] - xhat * stats2[c * 4 + 3]);
       }
-      store_vec(dx2 + i, out);
+      store8(dx2 + i, out);
     }
   }
 }
@@ -469,9 +444,9 @@ __global__ void apply_vectors(const T* __restrict__ x, const float* __restrict__
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
     const int64_t i = v * kVec, c0 = i % channels;
     float a[kVec];
-    load_vec(x + i, a);
+    load8(x + i, a);
     for (int j = 0; j < kVec; ++j) a[j] = applied<T>(a[j], affine, channels, c0 + j);
-    store_vec(y + i, a);
+    store8(y + i, a);
   }
 }
 

@@ -3,12 +3,17 @@
 // of sizes 0 to past the grid, with NaN, infinities, -0 and subnormals, each bit for bit what the
 // CPU backend's Cast to float computes (NaN as NaN: the device's canonical NaN is 0x7fffffff); and
 // fp32 narrowed back to fp16 and bf16, bit for bit the CPU backend's Cast from float (round to
-// nearest even, overflow to infinity, subnormals kept).
+// nearest even, overflow to infinity, subnormals kept). Every other tensor starts 16-byte aligned
+// in a buffer rounded up to 16 bytes (the 8-at-a-time path, then its tail of n % 8; the bytes past
+// n must stay as they were), the others end where the guard page begins (mostly unaligned: one at
+// a time, and a read or write past the end faults).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "graph/half.h"
 #include "tests/support/cuda_emulator.h"
@@ -22,6 +27,22 @@
 
 namespace amp {
 namespace {
+
+// Bytes for n elements of `size` bytes: exactly, or rounded up to 16 so the buffer starts aligned.
+size_t buffer_bytes(int64_t n, size_t size, bool aligned) {
+  const size_t bytes = static_cast<size_t>(n) * size;
+  return aligned ? (bytes + 15) / 16 * 16 : bytes;
+}
+
+// The bytes of b past its first `used` are still `fill`.
+void expect_untouched_after(const test::GuardedBuffer& b, size_t used, unsigned char fill, const std::string& what) {
+  const unsigned char* p = static_cast<const unsigned char*>(b.data());
+  for (size_t i = used; i < b.size(); ++i)
+    if (p[i] != fill) {
+      ADD_FAILURE() << what << ": byte " << i << " past the " << used << " written was changed";
+      return;
+    }
+}
 
 TEST(CudaKernelsEmulated, WideningToFloatIsTheCpusCastForEveryTask) {
   for (DType t : {DType::kFloat16, DType::kBFloat16}) {
@@ -39,13 +60,22 @@ TEST(CudaKernelsEmulated, WideningToFloatIsTheCpusCastForEveryTask) {
       test::OneNode cast("Cast", {{"x", x}}, {DType::kFloat});
       cast.attr(Attribute::of_int("to", 1));
       wants.push_back(cast.run_cpu()[0]);
-      in.push_back(std::make_unique<test::GuardedBuffer>(x));
-      out.push_back(std::make_unique<test::GuardedBuffer>(static_cast<size_t>(n) * 4, 0xa5));
+      const bool aligned = k % 2 == 1;
+      in.push_back(std::make_unique<test::GuardedBuffer>(buffer_bytes(n, 2, aligned), 0));
+      if (n) std::memcpy(in.back()->data(), x.data(), x.nbytes());
+      out.push_back(std::make_unique<test::GuardedBuffer>(buffer_bytes(n, 4, aligned), 0xa5));
       tasks.push_back({t, in.back()->data(), static_cast<float*>(out.back()->data()), n});
     }
     cuda_emulated::widen_to_float(tasks, 2, nullptr);
+    int vector_with_tail = 0;
     for (size_t k = 0; k < tasks.size(); ++k) {
-      const Tensor got = out[k]->as(DType::kFloat, wants[k].dims);
+      const size_t used = static_cast<size_t>(tasks[k].n) * 4;
+      expect_untouched_after(*out[k], used, 0xa5, std::string(dtype_name(t)) + " task " + std::to_string(k));
+      vector_with_tail += reinterpret_cast<uintptr_t>(out[k]->data()) % 16 == 0 &&
+                          reinterpret_cast<uintptr_t>(in[k]->data()) % 16 == 0 && tasks[k].n % 8 != 0;
+      test::GuardedBuffer exact(used, 0);
+      if (used) std::memcpy(exact.data(), out[k]->data(), used);
+      const Tensor got = exact.as(DType::kFloat, wants[k].dims);
       for (int64_t i = 0; i < got.numel(); ++i) {
         uint32_t a, b;
         std::memcpy(&a, got.data() + 4 * i, 4);
@@ -56,13 +86,14 @@ TEST(CudaKernelsEmulated, WideningToFloatIsTheCpusCastForEveryTask) {
         }
       }
     }
+    EXPECT_GE(vector_with_tail, 10) << "tasks that take the 8-at-a-time path and have a tail";
   }
   EXPECT_THROW(cuda_emulated::widen_to_float({{DType::kFloat, nullptr, nullptr, 1}}, 2, nullptr), InputError);
 }
 
 TEST(CudaKernelsEmulated, NarrowingFromFloatIsTheCpusCast) {
   for (DType t : {DType::kFloat16, DType::kBFloat16})
-    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5000}}) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5000}, int64_t{4999}, int64_t{5003}}) {
       Tensor x = test::random_tensor(DType::kFloat, {n}, 600 + static_cast<uint32_t>(n), -70000, 70000);
       // Ties between neighbours (1 + 2^-11 and 1 + 2^-8 round to even), beyond fp16's range,
       // subnormals of either type, and the specials.
@@ -71,9 +102,15 @@ TEST(CudaKernelsEmulated, NarrowingFromFloatIsTheCpusCast) {
       test::OneNode cast("Cast", {{"x", x}}, {t});
       cast.attr(Attribute::of_int("to", t == DType::kFloat16 ? 10 : 16));
       const Tensor want = cast.run_cpu()[0];
-      test::GuardedBuffer in(x), out(static_cast<size_t>(n) * 2, 0xa5);
+      // 5003: both buffers start aligned (8 at a time, then 3); 4999 ends at the guard page.
+      const bool aligned = n == 5003;
+      test::GuardedBuffer in(buffer_bytes(n, 4, aligned), 0), out(buffer_bytes(n, 2, aligned), 0xa5);
+      if (n) std::memcpy(in.data(), x.data(), x.nbytes());
       cuda_emulated::narrow_from_float(t, static_cast<const float*>(in.data()), out.data(), n, 2, nullptr);
-      const Tensor got = out.as(t, {n});
+      expect_untouched_after(out, static_cast<size_t>(n) * 2, 0xa5, "narrowed " + std::to_string(n));
+      test::GuardedBuffer exact(static_cast<size_t>(n) * 2, 0);
+      if (n) std::memcpy(exact.data(), out.data(), exact.size());
+      const Tensor got = exact.as(t, {n});
       for (int64_t i = 0; i < n; ++i) {
         const uint16_t a = got.as<uint16_t>()[i], b = want.as<uint16_t>()[i];
         if (a != b && !(std::isnan(got.element(i)) && std::isnan(want.element(i)))) {
