@@ -10,7 +10,7 @@ convolution shape and direction the algorithm that ran (cuDNN's measured fastest
 heuristic's first where nothing was measured), a 16-bit weight gradient's fp32-or-16-bit decision,
 the ones cuDNN refused when run and the ones skipped before; fused convolutions accepted or
 refused; the cuDNN graphs of convolutions with a BatchNorm's work built fused or not, and why; the attention units
-(cuDNN's fused flash attention with its engine, or the fallback kernels and why); the time cuDNN's measurements and the generated kernels' compilations took; and once for the run, the ReLU-mask probe's answer per
+(cuDNN's fused flash attention with its engine, or the fallback kernels and why); the time cuDNN's measurements, its graph builds and the generated kernels' compilations took, and the plan's preparation with its slowest units; and once for the run, the ReLU-mask probe's answer per
 type. Identical lines are counted, not repeated.
 
 Usage: device_report.py DIR
@@ -107,6 +107,14 @@ def step_report(lines):
         if ms:
             out.append(f"generated kernels from {source}: {len(ms)}, {sum(ms) / 1e3:.2f} s in all, "
                        f"the slowest {max(ms):.0f} ms")
+    builds = [float(l["build ms"]) for l in lines if l.get("event") == "convolution_graph" and "build ms" in l]
+    if builds:
+        out.append(f"cuDNN convolution graph builds: {len(builds)}, {sum(builds) / 1e3:.2f} s in all, "
+                   f"the slowest {max(builds):.0f} ms")
+    for l in lines:
+        if l.get("event") == "plan":
+            out.append(f"plan: {l.get('units')} units prepared in {float(l.get('prepare ms', 0)) / 1e3:.2f} s; "
+                       f"the slowest: {l.get('slowest')}")
     finds = [float(l["find ms"]) for l in lines if "find ms" in l]
     if finds:
         out.append(f"cuDNN algorithm measurement: {len(finds)} convolutions, {sum(finds) / 1e3:.2f} s in all, "

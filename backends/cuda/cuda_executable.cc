@@ -1,8 +1,13 @@
 #include "backends/cuda/cuda_executable.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/cuda/channels_last.h"
 #include "backends/cuda/cuda_check.h"
@@ -12,6 +17,25 @@
 namespace amp::cuda {
 
 namespace {
+
+// The "plan" line of the device report: how many units were prepared, in how many ms in all, and
+// the slowest five with their ms (the places a cold first step waits).
+void record_prepare_times(std::vector<std::pair<double, const Unit*>> ms,
+                          std::chrono::steady_clock::time_point start, DeviceReport& report) {
+  const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const size_t shown = std::min<size_t>(5, ms.size());
+  std::partial_sort(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(shown), ms.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string slowest;
+  for (size_t i = 0; i < shown; ++i) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%.1f", ms[i].first);
+    slowest += (i ? "; " : "") + ms[i].second->where + " [" + ms[i].second->kind + "] " + t + " ms";
+  }
+  char total_text[32];
+  std::snprintf(total_text, sizeof total_text, "%.1f", total);
+  report.record("plan", {{"units", std::to_string(ms.size())}, {"prepare ms", total_text}, {"slowest", slowest}});
+}
 
 // cuBLASLt's default preferences assume 256-byte aligned operands; so does every buffer here.
 constexpr size_t kAlignment = 256;
@@ -113,14 +137,21 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   for (size_t v = 0; v < num_values; ++v)
     if (s_.state_of[v] >= 0 && !fed[v]) p.device[v] = state_[s_.state_of[v]].buffer.data();
 
-  // Prepare every unit: algorithms, descriptors, compiled kernels.
+  // Prepare every unit: algorithms, descriptors, compiled kernels. Timed for the device report: a
+  // cold first step is mostly this (cuDNN's measurements and graph builds, NVRTC).
   size_t workspace = 0;
+  std::vector<std::pair<double, const Unit*>> prepare_ms;
+  const auto plan_start = std::chrono::steady_clock::now();
   for (const Unit* unit : sp.order) {
     const DeviceReport::UnitScope scope(unit->where, unit->kind);
+    const auto start = std::chrono::steady_clock::now();
     Plan::Launch launch{unit, at_node(unit->where, [&] { return prepare_unit(sp, *unit, tf32_, *ctx_); }), {}, {}};
+    prepare_ms.emplace_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+                            unit);
     workspace = std::max(workspace, launch.op->workspace_bytes());
     p.launches.push_back(std::move(launch));
   }
+  if (ctx_->report().enabled()) record_prepare_times(prepare_ms, plan_start, ctx_->report());
 
   std::vector<bool> beside;
   for (const Plan::Launch& l : p.launches) beside.push_back(l.op->completion() != nullptr);

@@ -565,6 +565,23 @@ TEST(CudaBackendGpu, ReluMaskProbeFindsTheConventionAtZero) {
   }
 }
 
+// The device report's "plan" line: every unit prepared, the time it took, and the slowest units
+// by name — what a cold first step is made of.
+TEST(CudaBackendGpu, DeviceReportSaysHowLongThePlanTookToPrepare) {
+  REQUIRE_GPU();
+  const DeviceReportFile report("plan_times");
+  OneNode gemm("Gemm", {{"a", random_tensor(DType::kFloat16, {8, 48}, 130)}, {"b", random_tensor(DType::kFloat16, {48, 16}, 131)}},
+               {DType::kFloat16});
+  expect_parity(gemm.m, gemm.feeds, gemm.outputs, 1.0);
+  const std::vector<nlohmann::json> plans = report.lines("plan");
+  ASSERT_FALSE(plans.empty());
+  for (const nlohmann::json& p : plans) {
+    EXPECT_GE(std::stoi(p["units"].get<std::string>()), 1) << p.dump();
+    EXPECT_GE(std::stod(p["prepare ms"].get<std::string>()), 0.0) << p.dump();
+    EXPECT_NE(p["slowest"].get<std::string>().find("[Gemm] "), std::string::npos) << p.dump();
+  }
+}
+
 double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 
 double gelu_tanh_grad(double x) {

@@ -487,6 +487,7 @@ TEST(CudaBackendGpu, ChannelsLastConvolutionBatchNormUnitsMatchTheirNchwRuns) {
       const nlohmann::json j = nlohmann::json::parse(line);
       if (j["event"] != "convolution_graph") continue;
       EXPECT_EQ(j["result"], refuse[0] == '1' ? "unfused" : "fused") << line;
+      EXPECT_GE(std::stod(j["build ms"].get<std::string>()), 0.0) << line;  // the build's time, for cold starts
       nhwc += j["shape"].get<std::string>().find(" nhwc ") != std::string::npos;
     }
     // Per type: the statistics, prologue + statistics and prologue convolutions and the two
