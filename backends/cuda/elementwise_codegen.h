@@ -1,5 +1,7 @@
 // CUDA C++ source for one fused elementwise group, compiled at load time by NVRTC
-// (nvrtc_compiler.h). One thread per element of the broadcast iteration space, grid-stride loop;
+// (nvrtc_compiler.h). One thread per element of the broadcast iteration space, grid-stride loop
+// (eight neighbouring elements a thread, loaded and stored as vectors, where no input broadcasts
+// and the pointers are 16-byte aligned: the arena's always are);
 // inputs widened to fp32, every instruction computed in fp32 and rounded to its graph type exactly
 // where evaluate_elementwise_program rounds, outputs narrowed once. The source needs no headers
 // (fp16/bf16 conversions are cvt instructions), so it compiles wherever NVRTC runs.
@@ -38,6 +40,10 @@ enum class InputIndexing : uint8_t { kSame, kScalar, kBroadcast };
 struct GeneratedKernel {
   std::string name;    // the extern "C" kernel symbol, "amp_fused_<hash of the body>"
   std::string source;  // complete translation unit
+  // No broadcast input and a program of at most 40 instructions and 4 outputs: where its
+  // pointers are 16-byte aligned, a thread takes 8 elements at a time (a launch needs an eighth
+  // of the threads).
+  bool vectorized = false;
 };
 
 // Kernel arguments, in order: long long n, FusedDims dims, then per input a const pointer (and a

@@ -126,7 +126,7 @@ std::vector<void*> FusedLaunch::args(const std::vector<const void*>& ins, const 
 std::unique_ptr<PreparedOp> FusedElementwiseOp::prepare(const OpShapes& shapes, DeviceContext& ctx) const {
   const FusedLaunch launch = plan_fused_launch(program_, shapes.in, shapes.out);
   const cudaKernel_t fn = ctx.load_kernel(launch.kernel);
-  const unsigned grid = grid_for(launch.n, kBlock, ctx);
+  const unsigned grid = grid_for(launch.kernel.vectorized ? (launch.n + 7) / 8 : launch.n, kBlock, ctx);
 
   return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
     if (launch.n == 0) return;
@@ -209,7 +209,7 @@ std::unique_ptr<PreparedOp> MultiTensorFusedOp::prepare(const OpShapes& shapes, 
   const MultiTensorLaunch launch =
       plan_multi_tensor_launch(programs_, variant_of_group_, dims_of(shapes.in), dims_of(shapes.out));
   const cudaKernel_t fn = ctx.load_kernel(launch.mt.kernel);
-  const unsigned grid = grid_for(launch.largest, kBlock, ctx);
+  const unsigned grid = grid_for(launch.mt.kernel.vectorized ? (launch.largest + 7) / 8 : launch.largest, kBlock, ctx);
 
   return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
     for (size_t first = 0; first < launch.groups(); first += static_cast<size_t>(launch.mt.capacity)) {

@@ -444,45 +444,66 @@ Case multi_tensor_case(const std::string& what, const std::vector<ElementwisePro
   return c;
 }
 
-// Compiles every case's kernel, runs each case and compares all it wrote with the reference.
-void run_cases(const std::string& tag, const std::vector<Case>& cases) {
+// Compiles every case's kernel, runs each case and compares all it wrote with the reference, twice:
+// over buffers that end where a guard page begins (a read or write past the end faults; most start
+// unaligned, so the kernels compute one element at a time), and over buffers that start 16-byte
+// aligned, rounded up to 16 bytes (the kernels without broadcast inputs take 8 elements a thread,
+// then the n % 8 left; the bytes past each output must stay unwritten). Returns how many aligned
+// runs had a vector kernel, n % 8 != 0 and n >= 16: the vector loop and its tail both ran.
+size_t run_cases(const std::string& tag, const std::vector<Case>& cases) {
   HostKernels hk;
   for (const Case& c : cases) hk.add(c.kernel);
   const auto start = std::chrono::steady_clock::now();
   hk.build(tag);
   Tally tally;
   tally.kernels = hk.size();
-  for (const Case& c : cases) {
-    std::vector<std::unique_ptr<GuardedBuffer>> in_buf, out_buf;
-    std::vector<const void*> ins;
-    std::vector<void*> outs;
-    for (const Tensor& t : c.inputs) {
-      in_buf.push_back(std::make_unique<GuardedBuffer>(t.nbytes(), 0));
-      if (t.nbytes()) std::memcpy(in_buf.back()->data(), t.data(), t.nbytes());
-      ins.push_back(in_buf.back()->data());
+  size_t vector_with_tail = 0;
+  auto padded = [](size_t bytes, bool aligned) { return aligned ? (bytes + 15) / 16 * 16 : bytes; };
+  for (const bool aligned : {false, true})
+    for (const Case& c : cases) {
+      const std::string what = c.what + (aligned ? " (aligned buffers)" : "");
+      std::vector<std::unique_ptr<GuardedBuffer>> in_buf, out_buf;
+      std::vector<const void*> ins;
+      std::vector<void*> outs;
+      for (const Tensor& t : c.inputs) {
+        in_buf.push_back(std::make_unique<GuardedBuffer>(padded(t.nbytes(), aligned), 0));
+        if (t.nbytes()) std::memcpy(in_buf.back()->data(), t.data(), t.nbytes());
+        ins.push_back(in_buf.back()->data());
+      }
+      for (const Tensor& t : c.expected) {
+        out_buf.push_back(std::make_unique<GuardedBuffer>(padded(t.nbytes(), aligned), kUnwritten));
+        outs.push_back(out_buf.back()->data());
+      }
+      try {
+        tally.launches += c.run(hk, c, ins, outs);
+      } catch (const Error& e) {
+        ADD_FAILURE() << what << ": " << e.what();
+        continue;
+      }
+      for (size_t k = 0; k < c.inputs.size(); ++k)
+        EXPECT_TRUE(!c.inputs[k].nbytes() || !std::memcmp(in_buf[k]->data(), c.inputs[k].data(), c.inputs[k].nbytes()))
+            << what << ": kernel " << c.kernel.name << " wrote into input " << k;
+      for (size_t k = 0; k < c.expected.size(); ++k) {
+        expect_output_matches(what, c.kernel.name, k, c.expected[k], static_cast<const unsigned char*>(out_buf[k]->data()),
+                              c.transcendental[k], tally);
+        const auto* bytes = static_cast<const unsigned char*>(out_buf[k]->data());
+        for (size_t b = c.expected[k].nbytes(); b < out_buf[k]->size(); ++b)
+          if (bytes[b] != kUnwritten) {
+            ADD_FAILURE() << what << ": kernel " << c.kernel.name << " wrote past output " << k << " (byte " << b << ")";
+            break;
+          }
+      }
+      const int64_t n = c.expected.empty() ? 0 : c.expected[0].numel();
+      vector_with_tail += aligned && c.kernel.vectorized && n % 8 != 0 && n >= 16;
     }
-    for (const Tensor& t : c.expected) {
-      out_buf.push_back(std::make_unique<GuardedBuffer>(t.nbytes(), kUnwritten));
-      outs.push_back(out_buf.back()->data());
-    }
-    try {
-      tally.launches += c.run(hk, c, ins, outs);
-    } catch (const Error& e) {
-      ADD_FAILURE() << c.what << ": " << e.what();
-      continue;
-    }
-    for (size_t k = 0; k < c.inputs.size(); ++k)
-      EXPECT_TRUE(!c.inputs[k].nbytes() || !std::memcmp(in_buf[k]->data(), c.inputs[k].data(), c.inputs[k].nbytes()))
-          << c.what << ": kernel " << c.kernel.name << " wrote into input " << k;
-    for (size_t k = 0; k < c.expected.size(); ++k)
-      expect_output_matches(c.what, c.kernel.name, k, c.expected[k], static_cast<const unsigned char*>(out_buf[k]->data()), c.transcendental[k], tally);
-  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
-      "[ host     ] %s: %zu cases, %zu kernels (compiled in %.1f s), %zu launches, %zu elements compared, %zu "
-      "within %lld ulp of a transcendental (worst %lld), %.1f s in all\n",
+      "[ host     ] %s: %zu cases (each over guarded and aligned buffers), %zu kernels (compiled in %.1f s), %zu launches, "
+      "%zu elements compared, %zu within %lld ulp of a transcendental (worst %lld), %zu aligned runs with a vector loop "
+      "and a tail, %.1f s in all\n",
       tag.c_str(), cases.size(), tally.kernels, hk.compile_seconds(), tally.launches, tally.elements, tally.tolerated,
-      static_cast<long long>(kTranscendentalUlps), static_cast<long long>(tally.worst_ulps), seconds);
+      static_cast<long long>(kTranscendentalUlps), static_cast<long long>(tally.worst_ulps), vector_with_tail, seconds);
+  return vector_with_tail;
 }
 
 // ---- Real programs: every fused unit of training steps' plans ---------------------------------
@@ -569,7 +590,7 @@ TEST(CudaCodegenHost, EveryFusedUnitOfTrainingStepsRunsAsItsReferenceComputes) {
                         "input: float16", "input: bfloat16", "input: float", "input: bool", "output: float16",
                         "output: bfloat16", "output: float", "several outputs"})
     EXPECT_GT(seen[k], 0) << k << "\n" << summary;
-  run_cases("codegen-host-plans", cases);
+  EXPECT_GE(run_cases("codegen-host-plans", cases), 1u);
 }
 
 // ---- Targeted cases ----------------------------------------------------------------------------
@@ -638,6 +659,24 @@ min_rank 0
 %9 = Constant 0x1p-1 : float16
 %10 = Mul %8 %9 : float16
 return %2 %10
+)";
+
+// Every storage type read and written: fp16, bf16, float and bool in, each computed from all four.
+const char* kAllStorageTypes = R"(inputs float16 bfloat16 float bool
+min_rank 0
+%0 = Input 0 : float16
+%1 = Input 1 : bfloat16
+%2 = Input 2 : float
+%3 = Input 3 : bool
+%4 = Cast %0 : float
+%5 = Cast %1 : float
+%6 = Add %4 %5 : float
+%7 = Mul %6 %2 : float
+%8 = Where %3 %7 %2 : float
+%9 = Cast %8 : float16
+%10 = Cast %8 : bfloat16
+%11 = Greater %8 %2 : bool
+return %8 %9 %10 %11
 )";
 
 // MobileNetV3's squeeze-and-excite gate and activation in fp16: a channel bias, HardSigmoid with
@@ -729,6 +768,22 @@ TEST(CudaCodegenHost, TargetedIndexingCasesRunAsTheirReferenceComputes) {
   }
   EXPECT_NE(cases[0].kernel.source.find("typedef unsigned int idx_t;"), std::string::npos);
   EXPECT_NE(cases[4].kernel.source.find("typedef long long idx_t;"), std::string::npos);
+  // The vector loop (8 elements a thread where the pointers are aligned): every storage type in
+  // and out, sizes under, at and past 8 with and without a tail, a scalar input beside them; the
+  // every-op program is too large for it (registers).
+  const ElementwiseProgram all_types = parse(kAllStorageTypes);
+  for (int64_t n : {int64_t{7}, int64_t{8}, int64_t{9}, int64_t{17}, int64_t{1003}}) {
+    cases.push_back(fused_case("every storage type, n = " + std::to_string(n) + " (vector loop)", all_types,
+                               {{n}, {n}, {n}, {n}}, rng, false, n > 100 ? 64 : 32));
+    EXPECT_TRUE(cases.back().kernel.vectorized);
+  }
+  cases.push_back(fused_case("every storage type, the float input a scalar (vector loop)", all_types,
+                             {{1003}, {1003}, {}, {1003}}, rng, true));
+  cases.push_back(fused_case("bias + GELU, a scalar bias over 1003 elements (vector loop)", gelu, {{1}, {1003}}, rng));
+  EXPECT_TRUE(cases.back().kernel.vectorized);
+  EXPECT_NE(cases.back().kernel.source.find("amp_load8(in1 + 8 * g, vin1);"), std::string::npos);
+  EXPECT_FALSE(cases[0].kernel.vectorized) << "broadcast strides: one element at a time";
+  EXPECT_FALSE(cases[3].kernel.vectorized) << "every op: too large for eight elements in registers";
   cases.push_back(fused_case("bias + GELU over [8,125], fp16", gelu, {{125}, {8, 125}}, rng));
   cases.push_back(fused_case("bias + GELU, one element", gelu, {{1}, {1}}, rng));
   cases.push_back(fused_case("bias + GELU, rank 0", gelu, {{}, {}}, rng));
@@ -780,7 +835,7 @@ TEST(CudaCodegenHost, TargetedIndexingCasesRunAsTheirReferenceComputes) {
   const MultiTensorKernel mt = generate_multi_tensor_kernel({{&two[0], ix}, {&two[1], ix}});
   EXPECT_TRUE(mt.has_variant);
   EXPECT_LT(mt.capacity, 60) << "the AdamW case must need more than one task list";
-  run_cases("codegen-host-targeted", cases);
+  EXPECT_GE(run_cases("codegen-host-targeted", cases), 5u);
 }
 
 // A random program over random broadcasts: 1-5 inputs of random types read at full size, with
@@ -849,7 +904,7 @@ TEST(CudaCodegenHost, RandomProgramsOverRandomBroadcastsRunAsTheirReferenceCompu
         fused_case("random program " + std::to_string(k) + (wide ? " (64-bit indices)" : "") + ":\n" + p.to_text(), p,
                    in_dims, rng, wide, k % 2 ? 64 : 32));
   }
-  run_cases("codegen-host-random", cases);
+  EXPECT_GE(run_cases("codegen-host-random", cases), 1u);
 }
 
 // The shim's conversions, written another way than graph/half.h, agree with it on every fp16 and

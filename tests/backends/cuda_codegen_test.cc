@@ -78,6 +78,16 @@ TEST(CudaCodegen, FusedGroupsCompileWithNvrtcForSm80AndSm90) {
                                             InputIndexing::kBroadcast};
   expect_compiles(generate_elementwise_kernel(every_op_program(), mixed), "every op");
   expect_compiles(generate_elementwise_kernel(every_op_program(), mixed, /*wide_index=*/true), "every op, 64-bit index");
+  // The same-shape kernels above have the vector loop (8 elements a thread); every op's program
+  // is too large for it.
+  for (const auto& [what, text] : programs) {
+    const ElementwiseProgram p = ElementwiseProgram::parse(text);
+    EXPECT_TRUE(generate_elementwise_kernel(p, std::vector<InputIndexing>(p.input_dtypes.size(), InputIndexing::kSame)).vectorized)
+        << what;
+  }
+  EXPECT_FALSE(generate_elementwise_kernel(every_op_program(), {InputIndexing::kSame, InputIndexing::kScalar,
+                                                                InputIndexing::kSame, InputIndexing::kSame})
+                   .vectorized);
 }
 
 TEST(CudaCodegen, SourceReadsEachInputAsItsBroadcastNeedsAndRoundsPerInstruction) {
@@ -101,6 +111,20 @@ TEST(CudaCodegen, SourceReadsEachInputAsItsBroadcastNeedsAndRoundsPerInstruction
   EXPECT_NE(scalar.source.find("in1[0]"), std::string::npos);
   EXPECT_EQ(scalar.source.find("rest % dims.size"), std::string::npos) << "no index arithmetic without broadcast";
   EXPECT_NE(scalar.name, k.name) << "a different indexing is a different kernel";
+  // Without a broadcast input, the vector loop: the same-shape input loaded 8 at a time, the
+  // scalar read at 0, both outputs stored 8 at a time; then the tail one element at a time.
+  EXPECT_TRUE(scalar.vectorized);
+  EXPECT_FALSE(k.vectorized);
+  EXPECT_EQ(k.source.find("vin0"), std::string::npos) << "a broadcast kernel has no vector loop";
+  EXPECT_NE(scalar.source.find("if (true && amp_aligned16(in0) && amp_aligned16(out0) && amp_aligned16(out1))"),
+            std::string::npos) << scalar.source;
+  EXPECT_NE(scalar.source.find("amp_load8(in0 + 8 * g, vin0);"), std::string::npos) << scalar.source;
+  EXPECT_EQ(scalar.source.find("vin1"), std::string::npos) << "the scalar is not loaded as a vector";
+  EXPECT_NE(scalar.source.find("amp_f16_to_f32(vin0[j])"), std::string::npos);
+  EXPECT_NE(scalar.source.find("vout1[j] = amp_f32_to_f16(r10);"), std::string::npos);
+  EXPECT_NE(scalar.source.find("amp_store8(out1 + 8 * g, vout1);"), std::string::npos);
+  EXPECT_NE(scalar.source.find("for (idx_t i = first + "), std::string::npos) << "the tail";
+  EXPECT_NE(scalar.source.find("out1[i] = amp_f32_to_f16(r10);"), std::string::npos);
   EXPECT_EQ(generate_elementwise_kernel(p, {InputIndexing::kSame, InputIndexing::kBroadcast}).name, k.name)
       << "names are deterministic, so caches hit across runs";
   EXPECT_NE(k.source.find("typedef unsigned int idx_t;"), std::string::npos) << "32-bit index arithmetic by default";
