@@ -43,13 +43,13 @@ __global__ void __launch_bounds__(kRowThreads)
   const T* row = x + blockIdx.x * r;
   float best = 0.0f;
   int64_t at = -1;
-  for (int64_t k = threadIdx.x; k < r; k += blockDim.x) {
-    const float v = to_float(row[k]);
+  // Any visiting order gives the same winner: wins() breaks ties by index.
+  for_row(row, r, [&](int64_t k, float v) {
     if (wins(v, k, best, at, max, last)) {
       best = v;
       at = k;
     }
-  }
+  });
   warp_best(best, at, max, last);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) {

@@ -1,5 +1,6 @@
 // Softmax cross-entropy without materialising the probabilities (the llm.c classifier fusion): a
-// block per row finds max and sum of exp in one online pass, the loss is logsumexp - x[label],
+// block per row finds max and sum of exp in one online pass (contiguous rows 8 elements a thread
+// with vector loads, float_types.cuh's for_row), the loss is logsumexp - x[label],
 // and the backward pass recomputes softmax from the scores and writes (p - onehot) * scale
 // directly — for a GPT-2 vocabulary that is one [rows, 50257] tensor never written or read back.
 // Everything is fp32 inside; the reduction over rows is a second, single-block kernel so the
@@ -40,7 +41,9 @@ template <class T>
 __device__ RowStats row_stats(const T* row, int64_t classes, int64_t inner) {
   __shared__ RowStats scratch[32];
   RowStats acc{-INFINITY, 0.0f};
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) acc = add_element(acc, to_float(row[c * inner]));
+  if (inner == 1) for_row(row, classes, [&](int64_t, float v) { acc = add_element(acc, v); });
+  else
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) acc = add_element(acc, to_float(row[c * inner]));
   for (int offset = 16; offset > 0; offset >>= 1)
     acc = merge(acc, RowStats{__shfl_xor_sync(0xffffffffu, acc.max, offset), __shfl_xor_sync(0xffffffffu, acc.sum, offset)});
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -153,10 +156,16 @@ __global__ void backward_rows(const T* __restrict__ dloss, const TS* __restrict_
   // so its gradient is 0 — NaN where its scores are, as PyTorch's and the CPU backend's.
   if (w == 0.0f) scale = 0.0f;
   const float inv_sum = 1.0f / s.sum;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-    const float p = expf(to_float(row[c * inner]) - s.max) * inv_sum;
-    dscores[base + c * inner] = from_float<TG>((p - (c == label ? 1.0f : 0.0f)) * scale);
+  auto gradient = [&](int64_t c, float x) {
+    const float p = expf(x - s.max) * inv_sum;
+    return (p - (c == label ? 1.0f : 0.0f)) * scale;
+  };
+  if (inner == 1) {
+    map_row(row, dscores + base, classes, gradient);
+    return;
   }
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+    dscores[base + c * inner] = from_float<TG>(gradient(c, to_float(row[c * inner])));
 }
 
 // f(TS{}) with TS the scores' storage type: T's when `scores` is undefined or T's type; a 16-bit

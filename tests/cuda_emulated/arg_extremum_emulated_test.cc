@@ -50,6 +50,7 @@ struct Case {
 TEST(CudaKernelsEmulated, ArgMaxAndArgMinMatchTheCpuIndexForIndex) {
   const Case cases[] = {
       {{6, 3000}, -1, 0},     // long lanes: 512 threads each
+      {{9, 3001}, -1, 211},   // rows at every 16-byte phase: a head, vector loads, a tail
       {{5, 7, 40}, 2, 0},     // short lanes: 128 threads
       {{4, 9, 50}, 2, 97},    // NaNs in some lanes
       {{3, 11, 5}, 1, 0},     // an inner axis: a thread per lane

@@ -577,6 +577,15 @@ void trap(const char* file, int line) {
   fail(describe_launch() + ": " + thread_name(*g_current) + " executed __trap() at " + where(file, line));
 }
 
+void check_aligned(const void* p, size_t alignment, const char* file, int line) {
+  if (reinterpret_cast<uintptr_t>(p) % alignment == 0) return;
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", p);
+  fail(describe_launch() + ": " + (g_current ? thread_name(*g_current) : std::string("a thread")) + " makes a " +
+       std::to_string(alignment) + "-byte vector access at " + address + ", not " + std::to_string(alignment) +
+       "-byte aligned (" + where(file, line) + "; a GPU stops the kernel: cudaErrorMisalignedAddress)");
+}
+
 void shared_declared(void* variable, size_t bytes) {
   for (auto& [p, serial] : g_shared_poisoned)
     if (p == variable) {

@@ -88,6 +88,9 @@ int syncthreads_reduce(int op, int predicate, const char* file, int line);  // o
 uint64_t warp_op(WarpOp op, const char* name, const char* file, int line, unsigned mask, uint64_t value, int arg,
                  int width);
 [[noreturn]] void trap(const char* file, int line);
+// A vector load or store of `alignment` bytes at p (float_types.cuh's load8 / store8): fails the
+// launch where p is not so aligned, as a GPU does.
+void check_aligned(const void* p, size_t alignment, const char* file, int line);
 void* dynamic_shared_memory();
 // A __shared__ variable's declaration was reached: the first thread of a block to pass it fills
 // it with 0xff bytes (the launch rewriter inserts the call after each declaration).

@@ -267,6 +267,7 @@ inline double max(double a, double b) { return std::fmax(a, b); }
 #define __threadfence() ((void)0)
 #define __threadfence_block() ((void)0)
 #define __trap() ::amp_emu::detail::trap(__FILE__, __LINE__)
+#define AMP_CHECK_VECTOR_ALIGNMENT(p, n) ::amp_emu::detail::check_aligned((p), (n), __FILE__, __LINE__)
 
 #define __expf(x) ::amp_emu::fast_exp(x)
 #define __exp10f(x) ::amp_emu::fast_exp10(x)
