@@ -96,6 +96,7 @@ def step_report(lines):
                       f"{l.get('shape')} [{l.get('unit')}]" for l in lines if l.get("event") == "fused_convolution"]):
         out.append(f"fused convolution {t}")
     for t in counted([f"{l.get('result')} {l.get('graph')} {l.get('shape')}"
+                      + (f" by {l.get('engine')}" if l.get("engine") else "")
                       + (f": {l.get('why')}" if l.get("why") else "")
                       for l in lines if l.get("event") == "convolution_graph"]):
         out.append(f"cuDNN convolution graph {t}")

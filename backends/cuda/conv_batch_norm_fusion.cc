@@ -105,6 +105,7 @@ std::shared_ptr<ConvolutionGraph> graph_for(const ConvolutionGraphSpec& spec, co
                                             {"shape", shape},
                                             {"result", g ? "fused" : "unfused"},
                                             {"why", why},
+                                            {"engine", g ? g->engine() : ""},
                                             {"build ms", ms}});
   return g;
 }

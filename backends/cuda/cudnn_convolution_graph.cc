@@ -178,6 +178,13 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
         cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &bytes));
     g->plan_ = plan;
     g->workspace_ = static_cast<size_t>(bytes);
+    cudnnBackendDescriptor_t engine = make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    int64_t got = 0, index = -1;
+    if (cudnnBackendGetAttribute(configs[static_cast<size_t>(i)], CUDNN_ATTR_ENGINECFG_ENGINE,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &engine) == CUDNN_STATUS_SUCCESS)
+      cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, &index);
+    g->engine_ = "engine " + std::to_string(index) + " (heuristic result " + std::to_string(i) + " of " +
+                 std::to_string(offered) + (refusals.empty() ? "" : "; before it: " + refusals) + ")";
     return g;
   }
   *why = offered ? "no offered engine's plan finalized (" + refusals + ")" : "cuDNN's heuristic offered no engine";

@@ -52,6 +52,9 @@ class ConvolutionGraph {
   ConvolutionGraph& operator=(const ConvolutionGraph&) = delete;
 
   size_t workspace_bytes() const { return workspace_; }
+  // "engine 21 (heuristic result 0 of 8)": cuDNN's global index of the engine that runs the graph,
+  // and where the heuristic ranked it (for the device report).
+  const std::string& engine() const { return engine_; }
   // Enqueues the plan on the handle's stream.
   cudnnStatus_t execute(cudnnHandle_t handle, const ConvolutionGraphOperands& operands, void* workspace) const;
 
@@ -61,6 +64,7 @@ class ConvolutionGraph {
   std::vector<cudnnBackendDescriptor_t> owned_;  // every descriptor, destroyed in reverse
   cudnnBackendDescriptor_t plan_ = nullptr;
   size_t workspace_ = 0;
+  std::string engine_;
 };
 
 }  // namespace amp::cuda
