@@ -13,6 +13,7 @@
 #include "backends/cuda/batch_norm_relu_fusion.h"
 #include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/convolution_graph_tuning.h"
 #include "backends/cuda/cudnn_convolution_graph.h"
 #include "backends/cuda/node_patterns.h"
 #include "graph/amp_ops.h"
@@ -94,9 +95,19 @@ std::shared_ptr<ConvolutionGraph> graph_for(const ConvolutionGraphSpec& spec, co
   static std::map<std::string, std::weak_ptr<ConvolutionGraph>> built;
   std::lock_guard<std::mutex> lock(mutex);
   if (std::shared_ptr<ConvolutionGraph> g = built[key].lock()) return g;
-  std::string why;
+  std::string why, measured;
   const auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<ConvolutionGraph> g = ConvolutionGraph::build(spec, ctx.cudnn(), &why);
+  // Tuned (convolution_graph_tuning.h): the engine remembered for the shape, else every offered
+  // engine timed and the fastest remembered.
+  const bool tune = tune_convolution_graphs();
+  const std::string remembered_key = "graph " + what + " " + shape + (spec.statistics ? " statistics" : "");
+  const std::optional<int> remembered = tune ? ctx.remembered_algorithm(remembered_key) : std::nullopt;
+  std::shared_ptr<ConvolutionGraph> g = ConvolutionGraph::build(
+      spec, ctx.cudnn(), &why, remembered ? std::optional<int64_t>(*remembered) : std::nullopt, tune && !remembered);
+  if (g && tune && !remembered) {
+    if (g->candidates() > 1) measured = select_fastest_candidate(*g, ctx);
+    ctx.remember_algorithm(remembered_key, static_cast<int>(g->rank()));
+  }
   char ms[32];  // runtime-fusion engines compile their kernels here
   std::snprintf(ms, sizeof ms, "%.1f",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
@@ -106,6 +117,8 @@ std::shared_ptr<ConvolutionGraph> graph_for(const ConvolutionGraphSpec& spec, co
                                             {"result", g ? "fused" : "unfused"},
                                             {"why", why},
                                             {"engine", g ? g->engine() : ""},
+                                            {"engines measured", measured},
+                                            {"remembered", remembered ? "yes" : "no"},
                                             {"build ms", ms}});
   return g;
 }

@@ -28,7 +28,7 @@ ConvolutionGraph::~ConvolutionGraph() {
 }
 
 std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraphSpec& spec, cudnnHandle_t handle,
-                                                          std::string* why) {
+                                                          std::string* why, std::optional<int64_t> prefer, bool every) {
   std::unique_ptr<ConvolutionGraph> g(new ConvolutionGraph);
   g->spec_ = spec;
   auto make = [&](cudnnBackendDescriptorType_t kind) {
@@ -153,7 +153,7 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
   set(heuristic, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
   set(heuristic, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
   if (refused(cudnnBackendFinalize(heuristic), "cudnnBackendFinalize(engine heuristic)")) return nullptr;
-  // Up to 8 engine configurations, best first; the first whose plan finalizes runs.
+  // Up to 8 engine configurations, best first.
   constexpr int64_t kOffered = 8;
   std::array<cudnnBackendDescriptor_t, kOffered> configs{};
   for (cudnnBackendDescriptor_t& c : configs) c = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
@@ -162,33 +162,51 @@ std::unique_ptr<ConvolutionGraph> ConvolutionGraph::build(const ConvolutionGraph
                                        kOffered, &offered, configs.data()),
               "the engine heuristic's results"))
     return nullptr;
+  // The order to try the offered configurations in: a preferred one first, then the heuristic's.
+  const int64_t n = std::min(offered, kOffered);
+  std::vector<int64_t> order;
+  if (prefer && *prefer >= 0 && *prefer < n) order.push_back(*prefer);
+  for (int64_t i = 0; i < n; ++i)
+    if (order.empty() || order.front() != i) order.push_back(i);
   std::string refusals;
-  for (int64_t i = 0; i < std::min(offered, kOffered); ++i) {
+  for (const int64_t i : order) {
     cudnnBackendDescriptor_t plan = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
     set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
         &configs[static_cast<size_t>(i)]);
     const cudnnStatus_t s = cudnnBackendFinalize(plan);
     if (s != CUDNN_STATUS_SUCCESS) {
-      refusals += std::string(refusals.empty() ? "" : ", ") + cudnnGetErrorString(s);
+      refusals += std::string(refusals.empty() ? "" : ", ") + "result " + std::to_string(i) + " " + cudnnGetErrorString(s);
       continue;
     }
-    int64_t bytes = 0, n = 0;
+    int64_t bytes = 0, got = 0;
     AMP_CUDNN_CHECK(
-        cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &bytes));
-    g->plan_ = plan;
-    g->workspace_ = static_cast<size_t>(bytes);
+        cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got, &bytes));
     cudnnBackendDescriptor_t engine = make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    int64_t got = 0, index = -1;
+    int64_t index = -1;
     if (cudnnBackendGetAttribute(configs[static_cast<size_t>(i)], CUDNN_ATTR_ENGINECFG_ENGINE,
                                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &engine) == CUDNN_STATUS_SUCCESS)
       cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, &index);
-    g->engine_ = "engine " + std::to_string(index) + " (heuristic result " + std::to_string(i) + " of " +
-                 std::to_string(offered) + (refusals.empty() ? "" : "; before it: " + refusals) + ")";
-    return g;
+    g->candidates_.push_back(Candidate{plan, static_cast<size_t>(bytes), i,
+                                       "engine " + std::to_string(index) + " (heuristic result " + std::to_string(i) +
+                                           " of " + std::to_string(offered) + ")"});
+    if (!every) break;
   }
-  *why = offered ? "no offered engine's plan finalized (" + refusals + ")" : "cuDNN's heuristic offered no engine";
-  return nullptr;
+  if (g->candidates_.empty()) {
+    *why = offered ? "no offered engine's plan finalized (" + refusals + ")" : "cuDNN's heuristic offered no engine";
+    return nullptr;
+  }
+  g->refusals_ = refusals;
+  return g;
+}
+
+std::string ConvolutionGraph::engine() const {
+  return candidates_[selected_].engine + (refusals_.empty() ? "" : "; refused: " + refusals_);
+}
+
+void ConvolutionGraph::select(size_t k) {
+  if (k >= candidates_.size()) throw Error("internal: no such convolution graph candidate");
+  selected_ = k;
 }
 
 cudnnStatus_t ConvolutionGraph::execute(cudnnHandle_t handle, const ConvolutionGraphOperands& o,
@@ -215,7 +233,7 @@ cudnnStatus_t ConvolutionGraph::execute(cudnnHandle_t handle, const ConvolutionG
   AMP_CUDNN_CHECK(
       cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
   AMP_CUDNN_CHECK(cudnnBackendFinalize(pack));
-  return cudnnBackendExecute(handle, plan_, pack);
+  return cudnnBackendExecute(handle, candidates_[selected_].plan, pack);
 }
 
 }  // namespace amp::cuda

@@ -13,7 +13,9 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,28 +45,51 @@ struct ConvolutionGraphOperands {
 class ConvolutionGraph {
  public:
   // The graph for spec with the plan of the first engine cuDNN's heuristic offers for it that
-  // finalizes; null when none does (`why` then says what refused it), for the caller to run the
-  // same work unfused. Errors of this code (BAD_PARAM) throw.
+  // finalizes (`prefer`: the heuristic's result to try first, a choice remembered from an earlier
+  // run); with `every`, the plans of all the offered engines that finalize, as candidates for the
+  // caller to time (select), the first of them selected. Null when none finalizes (`why` then says
+  // what refused it), for the caller to run the same work unfused. Errors of this code (BAD_PARAM)
+  // throw.
   static std::unique_ptr<ConvolutionGraph> build(const ConvolutionGraphSpec& spec, cudnnHandle_t handle,
-                                                 std::string* why);
+                                                 std::string* why, std::optional<int64_t> prefer = std::nullopt,
+                                                 bool every = false);
   ~ConvolutionGraph();
   ConvolutionGraph(const ConvolutionGraph&) = delete;
   ConvolutionGraph& operator=(const ConvolutionGraph&) = delete;
 
-  size_t workspace_bytes() const { return workspace_; }
-  // "engine 21 (heuristic result 0 of 8)": cuDNN's global index of the engine that runs the graph,
-  // and where the heuristic ranked it (for the device report).
-  const std::string& engine() const { return engine_; }
-  // Enqueues the plan on the handle's stream.
+  const ConvolutionGraphSpec& spec() const { return spec_; }
+  size_t candidates() const { return candidates_.size(); }
+  void select(size_t k);  // the candidate execute runs
+  size_t selected() const { return selected_; }
+  // The heuristic's rank of the selected candidate (what build's `prefer` takes).
+  int64_t rank() const { return candidates_[selected_].rank; }
+  size_t workspace_bytes() const { return candidates_[selected_].workspace; }
+  size_t largest_workspace_bytes() const {
+    size_t most = 0;
+    for (const Candidate& c : candidates_) most = std::max(most, c.workspace);
+    return most;
+  }
+  // "engine 21 (heuristic result 0 of 8)": cuDNN's global index of the engine of the selected
+  // candidate, and where the heuristic ranked it; then the offers refused before it (for the
+  // device report).
+  std::string engine() const;
+  const std::string& candidate_engine(size_t k) const { return candidates_.at(k).engine; }
+  // Enqueues the selected plan on the handle's stream.
   cudnnStatus_t execute(cudnnHandle_t handle, const ConvolutionGraphOperands& operands, void* workspace) const;
 
  private:
+  struct Candidate {
+    cudnnBackendDescriptor_t plan = nullptr;
+    size_t workspace = 0;
+    int64_t rank = 0;
+    std::string engine;
+  };
   ConvolutionGraph() = default;
   ConvolutionGraphSpec spec_;
   std::vector<cudnnBackendDescriptor_t> owned_;  // every descriptor, destroyed in reverse
-  cudnnBackendDescriptor_t plan_ = nullptr;
-  size_t workspace_ = 0;
-  std::string engine_;
+  std::vector<Candidate> candidates_;
+  size_t selected_ = 0;
+  std::string refusals_;
 };
 
 }  // namespace amp::cuda

@@ -38,6 +38,7 @@
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
 #include "tests/support/require_gpu.h"
+#include "tests/support/scoped_env.h"
 #endif
 
 namespace amp {
@@ -499,6 +500,65 @@ TEST(CudaBackendGpu, ChannelsLastConvolutionBatchNormUnitsMatchTheirNchwRuns) {
   }
   unsetenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH");
   unsetenv("AMP_CUDA_REPORT");
+}
+
+// AMP_CUDNN_GRAPH_TUNE=1 (convolution_graph_tuning.h): every engine the heuristic offers for a
+// convolution graph whose plan finalizes is timed, the fastest runs and is remembered for the
+// shape; a later device context (the next run, same kernel cache folder) finalizes only that one.
+// On the stand-ins four engines are offered (AMP_STANDIN_CUDNN_GRAPH_ENGINES): 12 ms, 3 ms, one
+// refusing its plan, 20 ms a run. The units compute what their NCHW runs do either way.
+TEST(CudaBackendGpu, TunedConvolutionGraphsRunTheFastestOfferedEngineAndRememberIt) {
+  REQUIRE_GPU();
+  const test::ScopedEnv tune("AMP_CUDNN_GRAPH_TUNE", "1");
+  const test::ScopedEnv engines("AMP_STANDIN_CUDNN_GRAPH_ENGINES", "12,3,refuse,20");
+  const test::ScopedEnv cache("AMP_KERNEL_CACHE_DIR", test::temp_dir("graph_tuning_cache"));
+  const std::string report = test::temp_dir("graph_tuning") + "/report.jsonl";
+  const test::ScopedEnv report_env("AMP_CUDA_REPORT", report);
+  std::remove(report.c_str());
+  auto graph_lines = [&] {
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(report);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (j["event"] == "convolution_graph" && j["result"] == "fused") lines.push_back(std::move(j));
+    }
+    return lines;
+  };
+  std::map<std::string, std::string> chosen;  // shape and graph -> the engine that ran
+  {
+    cuda::DeviceContext first;
+    TypedGraph tg = conv_batch_norm_chain(DType::kBFloat16);
+    compare_units(tg, units_of(tg.g(), cuda::match_conv_batch_norm), false, DType::kBFloat16, first);
+  }
+  const std::vector<nlohmann::json> measured = graph_lines();
+  ASSERT_FALSE(measured.empty());
+  for (const nlohmann::json& j : measured) {
+    SCOPED_TRACE(j.dump());
+    EXPECT_EQ(j["remembered"], "no");
+    const std::string engine = j["engine"], times = j["engines measured"];
+    chosen[j["graph"].get<std::string>() + " " + j["shape"].get<std::string>()] = engine.substr(0, engine.find(')') + 1);
+    if (!test::on_standins()) continue;
+    EXPECT_EQ(engine.rfind("engine 101 (heuristic result 1 of 4); refused: result 2 ", 0), 0u);
+    for (const char* e : {"engine 100 (heuristic result 0 of 4) ", "engine 101 (heuristic result 1 of 4) ",
+                          "engine 103 (heuristic result 3 of 4) "})
+      EXPECT_NE(times.find(e), std::string::npos) << e;
+    EXPECT_EQ(times.find("engine 102"), std::string::npos) << "its plan did not finalize: not timed";
+  }
+  std::remove(report.c_str());
+  {
+    cuda::DeviceContext second;  // reads the choices back from the cache folder
+    TypedGraph tg = conv_batch_norm_chain(DType::kBFloat16);
+    compare_units(tg, units_of(tg.g(), cuda::match_conv_batch_norm), false, DType::kBFloat16, second);
+  }
+  const std::vector<nlohmann::json> again = graph_lines();
+  ASSERT_EQ(again.size(), measured.size());
+  for (const nlohmann::json& j : again) {
+    SCOPED_TRACE(j.dump());
+    EXPECT_EQ(j["remembered"], "yes");
+    EXPECT_EQ(j["engines measured"], "") << "a remembered choice is not timed again";
+    const std::string engine = j["engine"];
+    EXPECT_EQ(engine.substr(0, engine.find(')') + 1), chosen[j["graph"].get<std::string>() + " " + j["shape"].get<std::string>()]);
+  }
 }
 
 #endif  // AMP_HAVE_CUDA

@@ -526,25 +526,17 @@ def run(a):
         r.amp_row("resnet50", b, dtype, tf32)
     for variant in ("torch fp32", "torch autocast fp16 (CL)", "torch autocast bf16 (CL)", "torch compile bf16 (CL)"):
         r.torch_row("resnet50", b, variant)
-    settings = []
-    for setting in a.amp_env:  # the same bf16 step under one setting each (AMP_CUDNN_WORKSPACE_MIB=1024, ...)
-        key, eq, value = setting.partition("=")
-        if not key or not eq:
-            sys.exit("bench_scale: --amp-env takes VARIABLE=VALUE, got %r" % setting)
-        settings.append({key: value})
-        r.amp_row("resnet50", b, "bf16", extra_env={key: value})
+    settings = [env_setting(s, "--amp-env") for s in a.amp_env]
+    for setting in settings:  # the same bf16 step under one setting each (AMP_CUDNN_WORKSPACE_MIB=1024, ...)
+        r.amp_row("resnet50", b, "bf16", extra_env=setting)
     r.first_steps("resnet50", b, "bf16")
     for setting in settings:  # and its first steps, cold and warm
         r.first_steps("resnet50", b, "bf16", setting)
     r.losses("resnet50", "bf16")
     r.amp_row("resnet50", 2 * b, "bf16")
     r.torch_row("resnet50", 2 * b, "torch autocast bf16 (CL)")
-    others = []
-    for setting in a.others_env:  # efficientnet_b0's and convnext_tiny's bf16 step under a setting each
-        key, eq, value = setting.partition("=")
-        if not key or not eq:
-            sys.exit("bench_scale: --others-env takes VARIABLE=VALUE, got %r" % setting)
-        others.append({key: value})
+    # efficientnet_b0's and convnext_tiny's bf16 step under a setting each
+    others = [env_setting(s, "--others-env") for s in a.others_env]
     for name in names:
         if name != "resnet50":
             r.amp_row(name, b, "bf16")
@@ -555,6 +547,18 @@ def run(a):
     r.table()
     shutil.rmtree(r.tmp, ignore_errors=True)
     sys.exit(0 if all("error" not in x for x in r.rows) else 1)
+
+
+def env_setting(text, option):
+    """{VARIABLE: value, ...} of one --amp-env / --others-env: VARIABLE=VALUE, or several joined by
+    commas (AMP_CUDNN_FIND=top,AMP_CUDNN_GRAPH_TUNE=1), one row with all of them."""
+    setting = {}
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        if not key or not eq:
+            sys.exit("bench_scale: %s takes VARIABLE=VALUE[,VARIABLE=VALUE...], got %r" % (option, text))
+        setting[key] = value
+    return setting
 
 
 def main():
@@ -574,10 +578,10 @@ def main():
     q.add_argument("--steps", type=int, default=12, help="timed steps per row")
     q.add_argument("--loss-steps", type=int, default=LOSS_STEPS, help="steps of the loss check at batch 8")
     q.add_argument("--budget", type=float, default=420, help="seconds; rows not started by then are not run")
-    q.add_argument("--amp-env", action="append", default=[], metavar="VARIABLE=VALUE",
-                   help="one more amp bf16 resnet50 row at --batch with this environment setting, and its first "
-                   "steps with cold and warm caches (repeatable)")
-    q.add_argument("--others-env", action="append", default=[], metavar="VARIABLE=VALUE",
+    q.add_argument("--amp-env", action="append", default=[], metavar="VARIABLE=VALUE[,...]",
+                   help="one more amp bf16 resnet50 row at --batch with this environment setting (several joined "
+                   "by commas: one row with all), and its first steps with cold and warm caches (repeatable)")
+    q.add_argument("--others-env", action="append", default=[], metavar="VARIABLE=VALUE[,...]",
                    help="one more amp bf16 row of each model but resnet50 at --batch with this environment setting "
                    "(repeatable; AMP_CUDA_CHANNELS_LAST_GROUPED=1: their depthwise convolutions channels-last)")
     q.add_argument("--kernels-of", metavar="DTYPE", help="only the kernel profile of amp-train --kernels-model at --batch "

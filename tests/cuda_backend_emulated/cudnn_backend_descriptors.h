@@ -26,6 +26,7 @@ struct Descriptor {
   bool finalized = false;
   std::map<int, Attribute> attrs;
   int64_t workspace = 0;  // an execution plan's
+  int64_t engine = 0;     // an engine configuration's (and its plan's) engine, as the heuristics numbered it
 };
 
 inline Descriptor* as(cudnnBackendDescriptor_t d) { return static_cast<Descriptor*>(d); }

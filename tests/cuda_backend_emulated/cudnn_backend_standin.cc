@@ -18,7 +18,11 @@
 //    filled;
 //  - two engines answer the heuristics. A graph with a convolution goes to the convolution fusion
 //    engine (cudnn_convolution_fusion_engine.cc), which offers one configuration for the patterns
-//    cuDNN fuses with batch norm and none for anything else; any other graph goes to the fused
+//    cuDNN fuses with batch norm and none for anything else — or, with
+//    AMP_STANDIN_CUDNN_GRAPH_ENGINES=MS,MS,..., one per entry, engine global index 100, 101, ...,
+//    each computing the same and taking at least MS milliseconds of host time a run (so that a
+//    caller timing them sees which is fastest; an entry "refuse" is a configuration whose plan
+//    does not finalize); any other graph goes to the fused
 //    attention engine (cudnn_attention_engine.cc), which always offers one configuration (engine
 //    global index 0) and refuses at the plan's finalisation what its support surface excludes;
 //  - cudnnBackendExecute runs the plan's graph through its engine on the handle's stream.
@@ -26,10 +30,13 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/cuda_backend_emulated/cudnn_backend_descriptors.h"
@@ -38,6 +45,22 @@
 namespace amp_standin::cudnn_backend {
 
 namespace {
+
+// AMP_STANDIN_CUDNN_GRAPH_ENGINES: the milliseconds a run of each offered convolution engine
+// takes, a negative entry for one that refuses its plan; one engine taking no time without it.
+std::vector<double> convolution_engines() {
+  std::vector<double> ms;
+  const char* v = std::getenv("AMP_STANDIN_CUDNN_GRAPH_ENGINES");
+  std::string list = v ? v : "";
+  for (size_t at = 0; at < list.size();) {
+    const size_t next = list.find(',', at);
+    const std::string entry = list.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    ms.push_back(entry == "refuse" ? -1.0 : std::stod(entry));
+    at = next == std::string::npos ? list.size() : next + 1;
+  }
+  if (ms.empty()) ms.push_back(0.0);
+  return ms;
+}
 
 std::string last_error;
 
@@ -193,8 +216,15 @@ cudnnStatus_t check_finalize(Descriptor& d) {
       if (!is_convolution_graph(graph)) {
         if (cudnnStatus_t s = attention_plan_check(graph)) return s;
         d.workspace = attention_workspace(graph);
-      }  // the convolution fusion engine took the graph at the heuristics and computes without a workspace
+      } else {  // the convolution fusion engine took the graph at the heuristics and computes without a workspace
+        const std::vector<double> engines = convolution_engines();
+        const size_t k = static_cast<size_t>(config->engine > 0 ? config->engine - 100 : 0);
+        if (k < engines.size() && engines[k] < 0)
+          return fail(CUDNN_STATUS_NOT_SUPPORTED, "AMP_STANDIN_CUDNN_GRAPH_ENGINES: engine " +
+                                                     std::to_string(config->engine) + " refuses its plan");
+      }
       d.attrs[CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH] = config->attrs.at(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      d.engine = config->engine;
       return CUDNN_STATUS_SUCCESS;
     }
     default: return CUDNN_STATUS_SUCCESS;
@@ -286,12 +316,17 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
     const Descriptor* graph = desc(*d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
     if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR || !graph || !count)
       return fail(CUDNN_STATUS_BAD_PARAM, "the heuristic's results asked for without a count or as another type");
-    *count = is_convolution_graph(*graph) && !convolution_fusion_takes(*graph) ? 0 : 1;
-    if (*count && requested >= 1) {
-      Descriptor* config = elements ? as(static_cast<cudnnBackendDescriptor_t*>(elements)[0]) : nullptr;
+    const bool convolution = is_convolution_graph(*graph);
+    const int64_t engines = convolution && std::getenv("AMP_STANDIN_CUDNN_GRAPH_ENGINES")
+                                ? static_cast<int64_t>(convolution_engines().size())
+                                : 1;
+    *count = convolution && !convolution_fusion_takes(*graph) ? 0 : engines;
+    for (int64_t k = 0; k < std::min(*count, requested); ++k) {
+      Descriptor* config = elements ? as(static_cast<cudnnBackendDescriptor_t*>(elements)[k]) : nullptr;
       if (!config || config->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR || config->finalized)
         return fail(CUDNN_STATUS_BAD_PARAM, "heuristic results into a descriptor that is no engine configuration");
       config->attrs[CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH] = d->attrs.at(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      config->engine = engines > 1 ? 100 + k : 0;
       config->finalized = true;
     }
     return CUDNN_STATUS_SUCCESS;
@@ -300,7 +335,7 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
     Descriptor* engine = requested >= 1 && elements ? as(*static_cast<cudnnBackendDescriptor_t*>(elements)) : nullptr;
     if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR || !engine || engine->type != CUDNN_BACKEND_ENGINE_DESCRIPTOR)
       return fail(CUDNN_STATUS_BAD_PARAM, "an engine configuration's engine asked for into no engine descriptor");
-    const int64_t index = 0;
+    const int64_t index = d->engine;
     Attribute a{CUDNN_TYPE_INT64, 1, std::vector<unsigned char>(sizeof index)};
     std::memcpy(a.bytes.data(), &index, sizeof index);
     engine->attrs[CUDNN_ATTR_ENGINE_GLOBAL_INDEX] = std::move(a);
@@ -338,8 +373,12 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
   for (size_t i = 0; i < uids.size(); ++i) where[uids[i]] = pointers[i];
   // The graph's descriptors stay alive while the plan does (the caller keeps them).
   const Descriptor* g = &graph;
-  const cudaError_t e = amp_standin::enqueue(amp_standin::cudnn_stream(handle), [g, where] {
+  const std::vector<double> engines = convolution_engines();
+  const size_t k = static_cast<size_t>(plan->engine > 0 ? plan->engine - 100 : 0);
+  const double ms = k < engines.size() ? engines[k] : 0.0;
+  const cudaError_t e = amp_standin::enqueue(amp_standin::cudnn_stream(handle), [g, where, ms] {
     if (!convolution_fusion_run(*g, where)) amp_standin::set_last_error(cudaErrorLaunchFailure);
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
   });
   return e == cudaSuccess ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_EXECUTION_FAILED;
 }
