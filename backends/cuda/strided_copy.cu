@@ -10,10 +10,13 @@
 // composition (copy_fusion.h) all read the qkv product's output. The copies travel as a task
 // list in the kernel's arguments, as the multi-tensor launches' do: 16 tasks of 248 bytes fit
 // the 4 KB of kernel parameters every architecture takes, and a captured CUDA Graph keeps them as
-// values. Each thread walks every task in turn over the whole grid.
+// values. Each thread walks every task in turn over the whole grid. A single copy that moves one
+// dim contiguous in the source to the innermost of the destination (NCHW <-> NHWC) goes through
+// shared-memory tiles instead (transpose_tiles).
 #include "backends/cuda/strided_copy.cuh"
 
 #include <algorithm>
+#include <optional>
 
 #include "backends/cuda/cuda_check.h"
 #include "graph/error.h"
@@ -89,6 +92,65 @@ __global__ void strided_copies_kernel(const __grid_constant__ CopyTaskList list)
 }
 
 int64_t copy_blocks(int64_t n, int sm_count) { return std::min<int64_t>((n + 255) / 256, 8LL * sm_count); }
+
+// A transpose through shared memory (transposed_dims): the walk's innermost dim `last` is
+// contiguous in the destination only and dim `p` in the source only, so the element-at-a-time
+// walk reads (or writes) one element per 32-byte sector: NCHW <-> NHWC of a 16-bit activation
+// moved a sixteenth of its sectors' bytes. A block takes 32 x 32 tiles of (p, last) — reading
+// along p, writing along last, both coalesced — over every coordinate of the other dims.
+constexpr int kTile = 32, kTileRows = 8;
+
+struct TransposeArgs {
+  CopyArgs copy;
+  int p = 0;              // the dim contiguous in the source; the destination's is rank - 1
+  long long tiles_i = 0, tiles_j = 0, tiles = 0;
+};
+
+template <class E, class I>
+__global__ void __launch_bounds__(kTile * kTileRows) transpose_tiles(TransposeArgs t, const E* __restrict__ src,
+                                                                     E* __restrict__ dst) {
+  __shared__ E tile[kTile][kTile + 1];  // + 1: a column of the tile spans every bank
+  const CopyArgs& a = t.copy;
+  const int last = a.rank - 1, p = t.p;
+  const I ni = static_cast<I>(a.dims[p]), nj = static_cast<I>(a.dims[last]);
+  for (I k = blockIdx.x; k < static_cast<I>(t.tiles); k += gridDim.x) {
+    I rest = k;
+    const I tj = rest % static_cast<I>(t.tiles_j);
+    rest /= static_cast<I>(t.tiles_j);
+    const I ti = rest % static_cast<I>(t.tiles_i);
+    rest /= static_cast<I>(t.tiles_i);
+    I s = static_cast<I>(a.src_base), d = static_cast<I>(a.dst_base);
+    for (int q = last - 1; q >= 0; --q) {  // the other dims' coordinate: rest
+      if (q == p) continue;
+      const I size = static_cast<I>(a.dims[q]);
+      const I c = rest % size;
+      rest /= size;
+      s += c * static_cast<I>(a.src[q]);
+      d += c * static_cast<I>(a.dst[q]);
+    }
+    const I i0 = ti * kTile, j0 = tj * kTile;
+    for (int r = threadIdx.y; r < kTile; r += kTileRows) {  // element (i0 + x, j0 + r): along p
+      const I i = i0 + threadIdx.x, j = j0 + r;
+      if (i < ni && j < nj) tile[r][threadIdx.x] = src[s + i + j * static_cast<I>(a.src[last])];
+    }
+    __syncthreads();
+    for (int r = threadIdx.y; r < kTile; r += kTileRows) {  // element (i0 + r, j0 + x): along last
+      const I i = i0 + r, j = j0 + threadIdx.x;
+      if (i < ni && j < nj) dst[d + i * static_cast<I>(a.dst[p]) + j] = tile[threadIdx.x][r];
+    }
+    __syncthreads();
+  }
+}
+
+template <class E>
+void launch_transpose(const TransposeArgs& t, const void* src, void* dst, int sm_count, cudaStream_t stream, bool wide) {
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(t.tiles, 8LL * sm_count));
+  const dim3 block(kTile, kTileRows);
+  if (wide)
+    transpose_tiles<E, long long><<<blocks, block, 0, stream>>>(t, static_cast<const E*>(src), static_cast<E*>(dst));
+  else
+    transpose_tiles<E, unsigned><<<blocks, block, 0, stream>>>(t, static_cast<const E*>(src), static_cast<E*>(dst));
+}
 
 template <class E>
 void launch(const CopyArgs& a, const void* src, void* dst, int sm_count, cudaStream_t stream, bool wide) {
@@ -189,8 +251,36 @@ StridedCopy simplify(StridedCopy c) {
   return out;
 }
 
+std::optional<size_t> transposed_dim(const StridedCopy& c) {
+  const size_t rank = c.dims.size();
+  if (rank < 2 || c.dst_strides.back() != 1 || c.src_strides.back() == 1 || c.dims.back() < 8) return std::nullopt;
+  if (c.elem_bytes != 1 && c.elem_bytes != 2 && c.elem_bytes != 4 && c.elem_bytes != 8) return std::nullopt;
+  for (size_t d = 0; d < rank; ++d)
+    if (c.src_strides[d] <= 0 || c.dst_strides[d] <= 0) return std::nullopt;  // Expand's repeats, Slice's reversals
+  for (size_t p = 0; p + 1 < rank; ++p)
+    if (c.src_strides[p] == 1 && c.dims[p] >= 8) return p;
+  return std::nullopt;
+}
+
 void strided_copy(const StridedCopy& copy, const void* src, void* dst, int sm_count, cudaStream_t stream) {
   bool wide = false;
+  if (const std::optional<size_t> p = transposed_dim(copy)) {
+    TransposeArgs t;
+    t.copy = copy_args(copy, &wide);
+    if (t.copy.n == 0) return;
+    t.p = static_cast<int>(*p);
+    t.tiles_i = (copy.dims[*p] + kTile - 1) / kTile;
+    t.tiles_j = (copy.dims.back() + kTile - 1) / kTile;
+    t.tiles = t.tiles_i * t.tiles_j * (t.copy.n / (copy.dims[*p] * copy.dims.back()));
+    switch (copy.elem_bytes) {
+      case 1: launch_transpose<uint8_t>(t, src, dst, sm_count, stream, wide); break;
+      case 2: launch_transpose<uint16_t>(t, src, dst, sm_count, stream, wide); break;
+      case 4: launch_transpose<uint32_t>(t, src, dst, sm_count, stream, wide); break;
+      default: launch_transpose<uint64_t>(t, src, dst, sm_count, stream, wide); break;
+    }
+    AMP_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   const StridedCopy c = widened(copy, src, dst);  // an element size copy_args refuses stays as it is
   const CopyArgs a = copy_args(c, &wide);
   if (a.n == 0) return;
@@ -207,11 +297,19 @@ void strided_copy(const StridedCopy& copy, const void* src, void* dst, int sm_co
 void strided_copies(const std::vector<StridedCopy>& copies, const std::vector<const void*>& src,
                     const std::vector<void*>& dst, int sm_count, cudaStream_t stream) {
   if (copies.size() == 1) return strided_copy(copies[0], src[0], dst[0], sm_count, stream);
-  for (size_t first = 0; first < copies.size(); first += kCopiesPerLaunch) {
+  // Transposes through tiles, each a launch of its own; the rest batched (the copies are
+  // independent, so the order does not matter).
+  std::vector<size_t> batched;
+  for (size_t k = 0; k < copies.size(); ++k) {
+    if (transposed_dim(copies[k])) strided_copy(copies[k], src[k], dst[k], sm_count, stream);
+    else batched.push_back(k);
+  }
+  for (size_t first = 0; first < batched.size(); first += kCopiesPerLaunch) {
     CopyTaskList list{};
     bool wide = false;
     int64_t largest = 0;
-    for (size_t k = first; k < std::min(copies.size(), first + kCopiesPerLaunch); ++k) {
+    for (size_t at = first; at < std::min(batched.size(), first + kCopiesPerLaunch); ++at) {
+      const size_t k = batched[at];
       bool task_wide = false;
       const StridedCopy c = widened(copies[k], src[k], dst[k]);
       const CopyArgs a = copy_args(c, &task_wide);

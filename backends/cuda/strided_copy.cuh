@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace amp::cuda {
@@ -33,6 +34,13 @@ void strided_copy(const StridedCopy& c, const void* src, void* dst, int sm_count
 // sizes may differ.
 void strided_copies(const std::vector<StridedCopy>& copies, const std::vector<const void*>& src,
                     const std::vector<void*>& dst, int sm_count, cudaStream_t stream);
+
+// Whether strided_copy moves c (simplified) through shared-memory tiles, and the dim it reads
+// contiguously if so: the destination's innermost dim (at least 8 long) is strided in the source
+// and another dim (at least 8 long) of source stride 1 is strided in the destination — a
+// transpose such as NCHW <-> NHWC, which the element-at-a-time walk reads or writes one element
+// per 32-byte sector; no stride zero or negative; elements of 1, 2, 4 or 8 bytes.
+std::optional<size_t> transposed_dim(const StridedCopy& c);
 
 // Row-major element strides of dims.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims);

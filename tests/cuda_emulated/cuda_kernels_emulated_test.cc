@@ -947,17 +947,29 @@ TEST(CudaKernelsEmulated, TransposeSliceExpandConcatSplitMatchTheCpu) {
       {DType::kInt64, {7, 9}, {}},
       {DType::kBFloat16, {70, 80}, {1, 0}},  // 5600 elements: more than the 16 blocks of 256 threads on 2 SMs
       {DType::kFloat, {2, 1, 3, 1, 5}, {4, 2, 0, 1, 3}},
+      // Through shared-memory tiles (transposed_dim): NCHW -> NHWC and back with partial tiles,
+      // a batch of them, the source-contiguous dim not next to the innermost, 1-, 2-, 4- and
+      // 8-byte elements.
+      {DType::kFloat16, {2, 40, 5, 7}, {0, 2, 3, 1}},
+      {DType::kBFloat16, {3, 5, 7, 40}, {0, 3, 1, 2}},
+      {DType::kFloat, {33, 65}, {1, 0}},
+      {DType::kBool, {2, 9, 70}, {0, 2, 1}},
+      {DType::kInt64, {9, 3, 10}, {2, 1, 0}},
   };
   uint32_t seed = 1000;
+  size_t tiled = 0;
   for (const auto& [t, dims, perm] : transposes) {
     const Tensor x = random_tensor(t, dims, seed++);
     OneNode node("Transpose", {{"x", x}}, {t});
     if (!perm.empty()) node.attr(Attribute::of_ints("perm", perm));
     const Tensor want = node.run_cpu()[0];
     DeviceBuffer in(x), out(want.nbytes(), kOutputFill);
-    run_copy(transpose_copy(dims, perm, want.dims, dtype_size(t)), in.data(), out.data());
+    const emu::StridedCopy c = transpose_copy(dims, perm, want.dims, dtype_size(t));
+    tiled += emu::transposed_dim(emu::simplify(c)).has_value();
+    run_copy(c, in.data(), out.data());
     expect_close(out.as(t, want.dims), want, "Transpose " + dims_text(dims) + " perm " + dims_text(perm), 0.0);
   }
+  EXPECT_EQ(tiled, 6u) << "the five cases after the comment and [70, 80] -> [80, 70] go through tiles";
   // Slice (negative steps walk down from the base) and its gradient SliceGrad.
   const std::vector<std::pair<std::vector<int64_t>, SliceArgs>> slices = {
       {{6, 8}, {{5, 1}, {0, 7}, {0, 1}, {-2, 3}}},
@@ -1240,9 +1252,18 @@ TEST(CudaKernelsEmulated, MultiCopyLaunchesWriteWhatEachCopyWritesAlone) {
     from.push_back(src[k]->data());
     to.push_back(together[cases[k].dst]->data());
   }
+  // The transposes through tiles (transposed_dim) launch one by one; the rest share launches of 16.
+  size_t tiled = 0, batched = 0;
+  for (const Case& c : cases) {
+    const bool tiles = emu::transposed_dim(c.copy).has_value();
+    tiled += tiles;
+    batched += !tiles && product(c.copy.dims, 0, c.copy.dims.size()) > 0;
+  }
+  EXPECT_GE(tiled, 3u) << "[70, 80] -> [80, 70] and the last transposes, [k + 3, 10] -> [10, k + 3] from k = 5";
   const size_t mark = amp_emu::launches().size();
   emu::strided_copies(copies, from, to, kSmCount, nullptr);
-  EXPECT_EQ(launched(mark, "strided_copies_kernel").size(), 2u) << "20 copies: 16, then 4";
+  EXPECT_EQ(launched(mark, "strided_copies_kernel").size(), (batched + 15) / 16) << batched << " copies batched";
+  EXPECT_EQ(launched(mark, "transpose_tiles").size(), tiled);
   EXPECT_EQ(launched(mark, "strided_copy_kernel").size(), 0u);
   for (size_t d = 0; d < dst_bytes.size(); ++d)
     EXPECT_EQ(std::memcmp(together[d]->data(), alone[d]->data(), dst_bytes[d]), 0) << "destination " << d;
