@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,14 @@ std::string list(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
+// AMP_CUDNN_CONV_GRAPHS=0 runs every such unit unfused, as when cuDNN offers no engine: to weigh
+// cuDNN's fused graphs (on an H100, runtime-fusion kernels at about 100 TFLOP/s for ResNet-50's
+// forward convolutions) against its plain convolutions with our BatchNorm kernels beside them.
+bool convolution_graphs_enabled() {
+  const char* v = std::getenv("AMP_CUDNN_CONV_GRAPHS");
+  return !(v && std::string(v) == "0");
+}
+
 // The graph for spec, built once per cuDNN handle and spec while a unit holds it (cuDNN compiles
 // the kernels of runtime-fusion engines when a plan finalizes, and a ResNet stage's blocks repeat
 // their shapes); null, with the reason in the device report, when cuDNN offers no engine for it.
@@ -97,6 +106,13 @@ std::shared_ptr<ConvolutionGraph> graph_for(const ConvolutionGraphSpec& spec, co
   if (std::shared_ptr<ConvolutionGraph> g = built[key].lock()) return g;
   std::string why, measured;
   const auto start = std::chrono::steady_clock::now();
+  if (!convolution_graphs_enabled()) {
+    ctx.report().record("convolution_graph", {{"graph", what + (spec.statistics ? " with statistics" : "")},
+                                              {"shape", shape},
+                                              {"result", "unfused"},
+                                              {"why", "AMP_CUDNN_CONV_GRAPHS=0"}});
+    return nullptr;
+  }
   // Tuned (convolution_graph_tuning.h): the engine remembered for the shape, else every offered
   // engine timed and the fastest remembered.
   const bool tune = tune_convolution_graphs();

@@ -502,6 +502,32 @@ TEST(CudaBackendGpu, ChannelsLastConvolutionBatchNormUnitsMatchTheirNchwRuns) {
   unsetenv("AMP_CUDA_REPORT");
 }
 
+// AMP_CUDNN_CONV_GRAPHS=0: no convolution graph is built, every unit runs its unfused path (the
+// prologue into scratch, the legacy convolution, the statistics in a pass of their own), says so
+// in the device report, and computes what the NCHW runs do.
+TEST(CudaBackendGpu, ConvolutionGraphsTurnedOffRunEveryUnitUnfused) {
+  REQUIRE_GPU();
+  const test::ScopedEnv off("AMP_CUDNN_CONV_GRAPHS", "0");
+  const std::string report = test::temp_dir("conv_graphs_off") + "/report.jsonl";
+  const test::ScopedEnv report_env("AMP_CUDA_REPORT", report);
+  std::remove(report.c_str());
+  {
+    cuda::DeviceContext ctx;
+    TypedGraph tg = conv_batch_norm_chain(DType::kFloat16);
+    compare_units(tg, units_of(tg.g(), cuda::match_conv_batch_norm), false, DType::kFloat16, ctx);
+  }
+  size_t lines = 0;
+  std::ifstream in(report);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j["event"] != "convolution_graph") continue;
+    ++lines;
+    EXPECT_EQ(j["result"], "unfused") << line;
+    EXPECT_EQ(j["why"], "AMP_CUDNN_CONV_GRAPHS=0") << line;
+  }
+  EXPECT_EQ(lines, 2u * 5) << "each of the five graphs asked for in both layouts";
+}
+
 // AMP_CUDNN_GRAPH_TUNE=1 (convolution_graph_tuning.h): every engine the heuristic offers for a
 // convolution graph whose plan finalizes is timed, the fastest runs and is remembered for the
 // shape; a later device context (the next run, same kernel cache folder) finalizes only that one.
