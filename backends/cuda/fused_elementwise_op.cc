@@ -55,11 +55,44 @@ FusedLaunch row_major_launch(const ElementwiseProgram& program, const std::vecto
   return l;
 }
 
+// Merges neighbouring dims of the iteration space that every broadcast input walks as one (its
+// stride over the outer dim is the inner's times the inner's size: both contiguous, or both
+// repeated with stride 0), and drops dims of size 1: the kernel's per-element index arithmetic
+// is one division and one remainder per dim. A squeeze-and-excitation scale [N, C, 1, 1] over
+// [N, C, H, W] becomes [N * C] over [N * C, H * W]: 2 dims instead of 4.
+void collapse_dims(FusedLaunch& l) {
+  std::vector<size_t> broadcast;
+  for (size_t k = 0; k < l.indexing.size(); ++k)
+    if (l.indexing[k] == InputIndexing::kBroadcast) broadcast.push_back(k);
+  int rank = 0;
+  for (int d = 0; d < l.dims.rank; ++d) {
+    const long long size = l.dims.size[d];
+    if (size == 1) continue;
+    bool merges = rank > 0;
+    for (size_t k : broadcast)
+      merges = merges && l.strides[k].stride[rank - 1] == l.strides[k].stride[d] * size;
+    if (merges) {
+      l.dims.size[rank - 1] *= size;
+      for (size_t k : broadcast) l.strides[k].stride[rank - 1] = l.strides[k].stride[d];
+      continue;
+    }
+    l.dims.size[rank] = size;
+    for (size_t k : broadcast) l.strides[k].stride[rank] = l.strides[k].stride[d];
+    ++rank;
+  }
+  for (int d = rank; d < l.dims.rank; ++d) {
+    l.dims.size[d] = 0;
+    for (size_t k : broadcast) l.strides[k].stride[d] = 0;
+  }
+  l.dims.rank = rank;
+}
+
 }  // namespace
 
 FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<std::vector<int64_t>>& in_dims,
                               const std::vector<std::vector<int64_t>>& out_dims) {
   FusedLaunch l = row_major_launch(program, in_dims, out_dims);
+  collapse_dims(l);
   l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
   return l;
 }
@@ -74,6 +107,7 @@ FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vect
     if (t->channels_last != out.at(0)->channels_last) throw Error("internal: outputs of a fused kernel stored in two layouts");
   }
   if (!any) {
+    collapse_dims(l);
     l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
     return l;
   }
@@ -108,6 +142,7 @@ FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vect
     l.indexing[k] = scalar ? InputIndexing::kScalar : same ? InputIndexing::kSame : InputIndexing::kBroadcast;
     for (size_t j = 0; j < rank; ++j) l.strides[k].stride[j] = st[j];
   }
+  collapse_dims(l);
   l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
   return l;
 }

@@ -838,6 +838,41 @@ TEST(CudaCodegenHost, TargetedIndexingCasesRunAsTheirReferenceComputes) {
   EXPECT_GE(run_cases("codegen-host-targeted", cases), 5u);
 }
 
+// The launch merges neighbouring dims that every broadcast input walks as one and drops dims of
+// size 1 (fused_elementwise_op.cc, collapse_dims): one division and remainder per element and dim.
+TEST(CudaCodegenHost, BroadcastLaunchesMergeTheDimsEveryInputWalksAsOne) {
+  const ElementwiseProgram mul = parse("inputs float16 float16\nmin_rank 0\n%0 = Input 0 : float16\n"
+                                       "%1 = Input 1 : float16\n%2 = Mul %0 %1 : float16\nreturn %2\n");
+  struct Expect {
+    std::vector<std::vector<int64_t>> in;
+    std::vector<long long> sizes, strides;  // the merged space, and input 1's strides over it
+  };
+  const Expect cases[] = {
+      {{{2, 3, 4, 5}, {2, 3, 1, 1}}, {6, 20}, {1, 0}},     // a squeeze-and-excitation scale
+      {{{4, 5, 6}, {6}}, {20, 6}, {0, 1}},                 // a bias over rows
+      {{{2, 3, 4}, {2, 1, 4}}, {2, 3, 4}, {4, 0, 1}},      // a middle broadcast: nothing merges
+      {{{2, 1, 3, 1, 4}, {1, 1, 3, 1, 1}}, {2, 3, 4}, {0, 1, 0}},  // size-1 dims dropped
+  };
+  auto dims_text = [](const std::vector<int64_t>& d) {
+    std::string t = "[";
+    for (size_t k = 0; k < d.size(); ++k) t += (k ? "," : "") + std::to_string(d[k]);
+    return t + "]";
+  };
+  std::mt19937 rng(41);
+  std::vector<Case> run;
+  for (const Expect& e : cases) {
+    const FusedLaunch l = plan_fused_launch(mul, e.in, {e.in[0]});
+    ASSERT_EQ(l.indexing[1], InputIndexing::kBroadcast);
+    ASSERT_EQ(l.dims.rank, static_cast<int>(e.sizes.size())) << dims_text(e.in[1]);
+    for (size_t d = 0; d < e.sizes.size(); ++d) {
+      EXPECT_EQ(l.dims.size[d], e.sizes[d]) << dims_text(e.in[1]) << " dim " << d;
+      EXPECT_EQ(l.strides[1].stride[d], e.strides[d]) << dims_text(e.in[1]) << " dim " << d;
+    }
+    run.push_back(fused_case("x * " + dims_text(e.in[1]) + " over " + dims_text(e.in[0]), mul, e.in, rng));
+  }
+  run_cases("codegen-host-merged-dims", run);
+}
+
 // A random program over random broadcasts: 1-5 inputs of random types read at full size, with
 // leading dims dropped, with size-1 dims, or as scalars, in a space of rank 0-6 (min_rank too);
 // 4-16 ops of every kind and constants, each rounded to a random type; 1-3 outputs.
