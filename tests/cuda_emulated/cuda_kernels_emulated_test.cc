@@ -500,13 +500,19 @@ void check_layernorm_grad(DType t, const std::vector<int64_t>& dims, int64_t axi
 }
 
 TEST(CudaKernelsEmulated, LayerNormForwardMatchesTheCpu) {
+  const size_t mark = amp_emu::launches().size();
   uint32_t seed = 300;
   for (DType t : kFloatTypes) {
-    // cols 7 (a block of 256 threads mostly idle), 32, 300 (more than the block), 1000.
+    // cols 7 (a block of 256 threads mostly idle), 32, 300 (more than the block), 1000; 32, 1000,
+    // 768 and 1024 are multiples of 8 up to 1024: a warp a row (forward_warp_rows), 9 rows over
+    // two blocks of 8 warps; 1032: past them, a block a row again.
     for (int64_t cols : {7, 32, 300, 1000}) check_layernorm(t, {5, cols}, -1, true, true, seed += 3);
+    for (int64_t cols : {768, 1024, 1032}) check_layernorm(t, {9, cols}, -1, true, true, seed += 3);
     check_layernorm(t, {2, 3, 50}, 1, false, true, seed += 3);  // normalised over two dims, no bias
     check_layernorm(t, {4, 9, 32}, -1, true, false, seed += 3);
   }
+  EXPECT_FALSE(launched(mark, "forward_warp_rows").empty());
+  EXPECT_FALSE(launched(mark, "forward_kernel").empty());
 }
 
 TEST(CudaKernelsEmulated, LayerNormBackwardMatchesTheCpu) {
@@ -517,12 +523,17 @@ TEST(CudaKernelsEmulated, LayerNormBackwardMatchesTheCpu) {
     // and add into their partial sums, which the column kernel then adds up.
     for (int64_t rows : {1, 3, 10})
       for (int64_t cols : {7, 300, 1000}) check_layernorm_grad(t, {rows, cols}, -1, true, seed += 3);
+    // A warp a row (backward_warp_rows): 37 rows on kSmCount = 2 blocks of 8 warps, so warps take
+    // two or three and each block adds its warps' sums in turn; 768 columns, 3 groups of 8 a lane.
+    check_layernorm_grad(t, {37, 64}, -1, true, seed += 3);
+    check_layernorm_grad(t, {10, 768}, -1, true, seed += 3);
     check_layernorm_grad(t, {3, 4, 25}, 1, true, seed += 3);
     check_layernorm_grad(t, {10, 40}, -1, false, seed += 3);  // no dScale / dBias: no column kernel
   }
   bool multi_row_blocks = false;
   for (const auto& l : launched(mark, "backward_kernel")) multi_row_blocks |= l.grid.x == 2 * kSmCount;
   EXPECT_TRUE(multi_row_blocks);
+  EXPECT_FALSE(launched(mark, "backward_warp_rows").empty());
   EXPECT_FALSE(launched(mark, "column_sums_kernel").empty());
 }
 
