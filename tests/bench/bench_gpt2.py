@@ -381,6 +381,10 @@ class Run(bench_scale.Run):
             batch, self.a.seq, total / 1e6)]
         lines += ["  %9.1f us %5.1f%% %6.0fx  %s" % (ns / 1e3, 100 * ns / max(total, 1), c, k[:100]) for ns, c, k in rows[:20]]
         self.notes.append("\n".join(lines))
+        # Every kernel, full names, in gpt2_logs/ (more.tar.xz): the note keeps the first 20.
+        with open(os.path.join(self.logs, "kernels_amp_bf16_%d.tsv" % batch), "w") as f:
+            f.write("us a step\tcalls a step\tkernel\n")
+            f.writelines("%.1f\t%.0f\t%s\n" % (ns / 1e3, c, k) for ns, c, k in rows)
         self.save()
 
     def attention_units(self):

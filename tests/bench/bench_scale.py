@@ -432,6 +432,10 @@ class Run:
             slow["model"], slow["variant"], slow["batch"], total / 1e6)]
         lines += ["  %9.1f us %5.1f%% %6.1fx  %s" % (ns / 1e3, 100 * ns / max(total, 1), c, k[:100]) for ns, c, k in rows[:25]]
         self.notes.append("\n".join(lines))
+        # Every kernel, full names, in scale_logs/ (more.tar.xz): the note keeps the first 25.
+        with open(os.path.join(self.logs, "kernels_%s_%s.tsv" % (slow["model"], slow["variant"].replace(" ", "_"))), "w") as f:
+            f.write("us a step\tcalls a step\tkernel\n")
+            f.writelines("%.1f\t%.1f\t%s\n" % (ns / 1e3, c, k) for ns, c, k in rows)
         self.save()
 
     def losses(self, name, dtype):
