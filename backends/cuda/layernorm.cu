@@ -182,6 +182,25 @@ bool warp_rows(int64_t cols, std::initializer_list<const void*> pointers) {
   return true;
 }
 
+// The row's mean and 1 / sqrt(var + epsilon), the variance of (x - mean), from each lane's groups
+// (v[g] where its columns exist), for every lane of the warp.
+__device__ __forceinline__ void warp_row_statistics(const float (&v)[kWarpGroups][8], int lane, int64_t cols,
+                                                    float epsilon, float* mean, float* inv_std) {
+  float sum = 0.0f;
+  for (int g = 0; g < kWarpGroups; ++g) {
+    if ((g * 32 + lane) * 8 >= cols) continue;
+    for (int j = 0; j < 8; ++j) sum += v[g][j];
+  }
+  const float m = warp_sum(sum) / static_cast<float>(cols);
+  float sq = 0.0f;
+  for (int g = 0; g < kWarpGroups; ++g) {
+    if ((g * 32 + lane) * 8 >= cols) continue;
+    for (int j = 0; j < 8; ++j) sq += (v[g][j] - m) * (v[g][j] - m);
+  }
+  *mean = m;
+  *inv_std = rsqrtf(warp_sum(sq) / static_cast<float>(cols) + epsilon);
+}
+
 template <class TX, class T, class TY>
 __global__ void __launch_bounds__(kThreads)
     forward_warp_rows(const TX* __restrict__ x, const T* __restrict__ scale, const T* __restrict__ bias,
@@ -191,20 +210,12 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
     float v[kWarpGroups][8];
-    float sum = 0.0f;
     for (int g = 0; g < kWarpGroups; ++g) {
       const int64_t c0 = (g * 32 + lane) * 8;
-      if (c0 >= cols) continue;
-      load8(x + r * cols + c0, v[g]);
-      for (int j = 0; j < 8; ++j) sum += v[g][j];
+      if (c0 < cols) load8(x + r * cols + c0, v[g]);
     }
-    const float mean = warp_sum(sum) / static_cast<float>(cols);
-    float sq = 0.0f;
-    for (int g = 0; g < kWarpGroups; ++g) {
-      if ((g * 32 + lane) * 8 >= cols) continue;
-      for (int j = 0; j < 8; ++j) sq += (v[g][j] - mean) * (v[g][j] - mean);
-    }
-    const float inv_std = rsqrtf(warp_sum(sq) / static_cast<float>(cols) + epsilon);
+    float mean, inv_std;
+    warp_row_statistics(v, lane, cols, epsilon, &mean, &inv_std);
     for (int g = 0; g < kWarpGroups; ++g) {
       const int64_t c0 = (g * 32 + lane) * 8;
       if (c0 >= cols) continue;
@@ -237,21 +248,14 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t warps = static_cast<int64_t>(gridDim.x) * block_warps;
   for (int64_t r = blockIdx.x * static_cast<int64_t>(block_warps) + warp; r < rows; r += warps) {
     float xv[kWarpGroups][8], d[kWarpGroups][8];
-    float sum = 0.0f;
     for (int g = 0; g < kWarpGroups; ++g) {
       const int64_t c0 = (g * 32 + lane) * 8;
       if (c0 >= cols) continue;
       load8(x + r * cols + c0, xv[g]);
       load8(dy + r * cols + c0, d[g]);
-      for (int j = 0; j < 8; ++j) sum += xv[g][j];
     }
-    const float mean = warp_sum(sum) / static_cast<float>(cols);
-    float sq = 0.0f;
-    for (int g = 0; g < kWarpGroups; ++g) {
-      if ((g * 32 + lane) * 8 >= cols) continue;
-      for (int j = 0; j < 8; ++j) sq += (xv[g][j] - mean) * (xv[g][j] - mean);
-    }
-    const float inv_std = rsqrtf(warp_sum(sq) / static_cast<float>(cols) + epsilon);
+    float mean, inv_std;
+    warp_row_statistics(xv, lane, cols, epsilon, &mean, &inv_std);
     float sum_g = 0.0f, sum_gx = 0.0f;
     for (int g = 0; g < kWarpGroups; ++g) {
       if ((g * 32 + lane) * 8 >= cols) continue;
