@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
-#include <memory>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/stream_timer.h"
 #include "graph/dtype.h"
 
 namespace amp::cuda {
@@ -57,29 +57,22 @@ std::string select_fastest_candidate(ConvolutionGraph& g, DeviceContext& ctx) {
   o.sum = static_cast<float*>(sum.data());
   o.square_sum = static_cast<float*>(square.data());
 
-  cudaEvent_t start = nullptr, end = nullptr;
-  AMP_CUDA_CHECK(cudaEventCreate(&start));
-  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_start(start, cudaEventDestroy);
-  AMP_CUDA_CHECK(cudaEventCreate(&end));
-  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_end(end, cudaEventDestroy);
-  const size_t was = g.selected();
-  size_t best = was;
+  StreamTimer timer(stream);
+  size_t best = g.selected();
   float best_ms = std::numeric_limits<float>::infinity();
   std::string measured;
   for (size_t k = 0; k < g.candidates(); ++k) {
     g.select(k);
     std::string result;
     cudnnStatus_t status = g.execute(ctx.cudnn(), o, workspace.data());
+    float ms = 0.0f;
+    if (status == CUDNN_STATUS_SUCCESS)
+      ms = timer.time([&] {
+             for (int run = 0; run < 2 && status == CUDNN_STATUS_SUCCESS; ++run)
+               status = g.execute(ctx.cudnn(), o, workspace.data());
+           }) /
+           2.0f;
     if (status == CUDNN_STATUS_SUCCESS) {
-      AMP_CUDA_CHECK(cudaEventRecord(start, stream));
-      for (int run = 0; run < 2 && status == CUDNN_STATUS_SUCCESS; ++run) status = g.execute(ctx.cudnn(), o, workspace.data());
-      AMP_CUDA_CHECK(cudaEventRecord(end, stream));
-      AMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    }
-    if (status == CUDNN_STATUS_SUCCESS) {
-      float ms = 0.0f;
-      AMP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, end));
-      ms /= 2.0f;
       char text[32];
       std::snprintf(text, sizeof text, " %.6f ms", static_cast<double>(ms));
       result = text;

@@ -22,6 +22,7 @@
 
 #include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/stream_timer.h"
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
@@ -325,11 +326,7 @@ constexpr size_t kTimedAlgorithms = 4;
 template <class Algo, class Perf, class Run>
 cudnnStatus_t time_ranked(const Ranked<Algo>& r, const ConvSetup& setup, DeviceContext& ctx, Perf* perfs, int n,
                           int* found, Run&& run) {
-  cudaEvent_t start = nullptr, end = nullptr;
-  AMP_CUDA_CHECK(cudaEventCreate(&start));
-  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_start(start, cudaEventDestroy);
-  AMP_CUDA_CHECK(cudaEventCreate(&end));
-  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_end(end, cudaEventDestroy);
+  StreamTimer timer(ctx.stream());
   std::vector<Perf> timed;
   for (size_t i = 0; i < r.algos.size() && timed.size() < kTimedAlgorithms && static_cast<int>(timed.size()) < n; ++i) {
     const RankedAlgorithm<Algo>& a = r.algos[i];
@@ -340,13 +337,7 @@ cudnnStatus_t time_ranked(const Ranked<Algo>& r, const ConvSetup& setup, DeviceC
     p.time = -1.0f;
     AMP_CUDNN_CHECK(cudnnSetConvolutionMathType(setup.conv->get(), a.math));
     p.status = run(a);
-    if (p.status == CUDNN_STATUS_SUCCESS) {
-      AMP_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
-      p.status = run(a);
-      AMP_CUDA_CHECK(cudaEventRecord(end, ctx.stream()));
-      AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
-      AMP_CUDA_CHECK(cudaEventElapsedTime(&p.time, start, end));
-    }
+    if (p.status == CUDNN_STATUS_SUCCESS) p.time = timer.time([&] { p.status = run(a); });
     if (p.status != CUDNN_STATUS_SUCCESS) cudaGetLastError();
     timed.push_back(p);
   }
@@ -424,46 +415,65 @@ std::optional<float> order_by_measured_time(Ranked<Algo>& r, const ConvSetup& se
   return fastest;
 }
 
-// The three directions' Find, for order_by_measured_time: cuDNN's, or with AMP_CUDNN_FIND=top
-// time_ranked over r running the direction's convolution.
-auto find_forward(const ConvSetup& setup, DeviceContext& ctx, const Ranked<cudnnConvolutionFwdAlgo_t>& r) {
-  return [&setup, &ctx, &r](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionFwdAlgoPerf_t* perfs,
-                            int n, int* found) {
+// One direction's Find for order_by_measured_time, find(x, w, y, workspace, workspace bytes,
+// perfs, count, &found): with AMP_CUDNN_FIND=top, time_ranked over r running
+// run(algorithm, x, w, y, workspace, workspace bytes), the direction's convolution; else cuDNN's
+// own Find, cudnn_find with the same arguments.
+template <class Algo, class Perf, class Run, class CudnnFind>
+auto measured_find(const ConvSetup& setup, DeviceContext& ctx, const Ranked<Algo>& r, Run run, CudnnFind cudnn_find) {
+  return [&setup, &ctx, &r, run, cudnn_find](void* x, void* w, void* y, void* ws, size_t ws_bytes, Perf* perfs, int n,
+                                             int* found) {
     if (measure_mode() == Measure::kTop)
-      return time_ranked(r, setup, ctx, perfs, n, found, [&](const RankedAlgorithm<cudnnConvolutionFwdAlgo_t>& a) {
-        const float one = 1.0f, zero = 0.0f;
-        return cudnnConvolutionForward(ctx.cudnn(), &one, setup.x->get(), x, setup.w->get(), w, setup.conv->get(), a.algo,
-                                       ws, ws_bytes, &zero, setup.y->get(), y);
-      });
-    return cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn(), setup.x->get(), x, setup.w->get(), w, setup.conv->get(),
-                                                  setup.y->get(), y, n, found, perfs, ws, ws_bytes);
+      return time_ranked(r, setup, ctx, perfs, n, found,
+                         [&](const RankedAlgorithm<Algo>& a) { return run(a.algo, x, w, y, ws, ws_bytes); });
+    return cudnn_find(x, w, y, ws, ws_bytes, perfs, n, found);
   };
+}
+
+// The three directions' Find, the operands in the convolution's own roles.
+auto find_forward(const ConvSetup& setup, DeviceContext& ctx, const Ranked<cudnnConvolutionFwdAlgo_t>& r) {
+  return measured_find<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
+      setup, ctx, r,
+      [&setup, &ctx](cudnnConvolutionFwdAlgo_t a, void* x, void* w, void* y, void* ws, size_t ws_bytes) {
+        const float one = 1.0f, zero = 0.0f;
+        return cudnnConvolutionForward(ctx.cudnn(), &one, setup.x->get(), x, setup.w->get(), w, setup.conv->get(), a, ws,
+                                       ws_bytes, &zero, setup.y->get(), y);
+      },
+      [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionFwdAlgoPerf_t* perfs, int n,
+                     int* found) {
+        return cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn(), setup.x->get(), x, setup.w->get(), w,
+                                                      setup.conv->get(), setup.y->get(), y, n, found, perfs, ws, ws_bytes);
+      });
 }
 auto find_backward_data(const ConvSetup& setup, DeviceContext& ctx, const Ranked<cudnnConvolutionBwdDataAlgo_t>& r) {
-  return [&setup, &ctx, &r](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdDataAlgoPerf_t* perfs,
-                            int n, int* found) {
-    if (measure_mode() == Measure::kTop)
-      return time_ranked(r, setup, ctx, perfs, n, found, [&](const RankedAlgorithm<cudnnConvolutionBwdDataAlgo_t>& a) {
+  return measured_find<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
+      setup, ctx, r,
+      [&setup, &ctx](cudnnConvolutionBwdDataAlgo_t a, void* x, void* w, void* y, void* ws, size_t ws_bytes) {
         const float one = 1.0f, zero = 0.0f;
-        return cudnnConvolutionBackwardData(ctx.cudnn(), &one, setup.w->get(), w, setup.y->get(), y, setup.conv->get(),
-                                            a.algo, ws, ws_bytes, &zero, setup.x->get(), x);
+        return cudnnConvolutionBackwardData(ctx.cudnn(), &one, setup.w->get(), w, setup.y->get(), y, setup.conv->get(), a,
+                                            ws, ws_bytes, &zero, setup.x->get(), x);
+      },
+      [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdDataAlgoPerf_t* perfs, int n,
+                     int* found) {
+        return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.cudnn(), setup.w->get(), w, setup.y->get(), y,
+                                                           setup.conv->get(), setup.x->get(), x, n, found, perfs, ws,
+                                                           ws_bytes);
       });
-    return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.cudnn(), setup.w->get(), w, setup.y->get(), y,
-                                                       setup.conv->get(), setup.x->get(), x, n, found, perfs, ws, ws_bytes);
-  };
 }
 auto find_backward_filter(const ConvSetup& setup, DeviceContext& ctx, const Ranked<cudnnConvolutionBwdFilterAlgo_t>& r) {
-  return [&setup, &ctx, &r](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdFilterAlgoPerf_t* perfs,
-                            int n, int* found) {
-    if (measure_mode() == Measure::kTop)
-      return time_ranked(r, setup, ctx, perfs, n, found, [&](const RankedAlgorithm<cudnnConvolutionBwdFilterAlgo_t>& a) {
+  return measured_find<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
+      setup, ctx, r,
+      [&setup, &ctx](cudnnConvolutionBwdFilterAlgo_t a, void* x, void* w, void* y, void* ws, size_t ws_bytes) {
         const float one = 1.0f, zero = 0.0f;
-        return cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, setup.x->get(), x, setup.y->get(), y, setup.conv->get(),
-                                              a.algo, ws, ws_bytes, &zero, setup.w->get(), w);
+        return cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, setup.x->get(), x, setup.y->get(), y, setup.conv->get(), a,
+                                              ws, ws_bytes, &zero, setup.w->get(), w);
+      },
+      [&setup, &ctx](void* x, void* w, void* y, void* ws, size_t ws_bytes, cudnnConvolutionBwdFilterAlgoPerf_t* perfs,
+                     int n, int* found) {
+        return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx.cudnn(), setup.x->get(), x, setup.y->get(), y,
+                                                             setup.conv->get(), setup.w->get(), w, n, found, perfs, ws,
+                                                             ws_bytes);
       });
-    return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx.cudnn(), setup.x->get(), x, setup.y->get(), y,
-                                                         setup.conv->get(), setup.w->get(), w, n, found, perfs, ws, ws_bytes);
-  };
 }
 
 // Runs call(algorithm) with the current algorithm, its math type set on the descriptor first. A
@@ -665,22 +675,16 @@ float cast_time(const TensorDesc& x, const TensorDesc& dy, const TensorDesc& w, 
   const DeviceBuffer x32(static_cast<size_t>(x.numel()) * 4), dy32(static_cast<size_t>(dy.numel()) * 4),
       w32(static_cast<size_t>(w.numel()) * 4);
   for (const DeviceBuffer* b : {&x16, &dy16, &w32}) AMP_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size(), ctx.stream()));
-  cudaEvent_t start = nullptr, end = nullptr;
-  AMP_CUDA_CHECK(cudaEventCreate(&start));
-  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_start(start, cudaEventDestroy);
-  AMP_CUDA_CHECK(cudaEventCreate(&end));
-  std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> own_end(end, cudaEventDestroy);
-  for (int run = 0; run < 2; ++run) {
-    AMP_CUDA_CHECK(cudaEventRecord(start, ctx.stream()));
-    widen_to_float({{x.dtype, x16.data(), static_cast<float*>(x32.data()), x.numel()},
-                    {dy.dtype, dy16.data(), static_cast<float*>(dy32.data()), dy.numel()}},
-                   ctx.sm_count(), ctx.stream());
-    narrow_from_float(w.dtype, static_cast<const float*>(w32.data()), w16.data(), w.numel(), ctx.sm_count(), ctx.stream());
-    AMP_CUDA_CHECK(cudaEventRecord(end, ctx.stream()));
-  }
-  AMP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  StreamTimer timer(ctx.stream());
   float ms = 0.0f;
-  AMP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, end));
+  for (int run = 0; run < 2; ++run)
+    ms = timer.time([&] {
+      widen_to_float({{x.dtype, x16.data(), static_cast<float*>(x32.data()), x.numel()},
+                      {dy.dtype, dy16.data(), static_cast<float*>(dy32.data()), dy.numel()}},
+                     ctx.sm_count(), ctx.stream());
+      narrow_from_float(w.dtype, static_cast<const float*>(w32.data()), w16.data(), w.numel(), ctx.sm_count(),
+                        ctx.stream());
+    });
   return ms;
 }
 
