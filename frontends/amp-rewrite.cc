@@ -144,6 +144,11 @@ int main(int argc, char** argv) {
   app.add_option("--config", o.settings.config, "JSON file with the same settings (see frontends/lib/amp_config.h)");
   app.add_option("--weights", o.settings.weights, "keep: fp32 weights cast at use (default); lowp: stored in low precision")
       ->check(CLI::IsMember({"keep", "lowp"}));
+  app.add_option("--cast-placement", o.settings.cast_placement,
+                 "compute (default): data movement (Transpose, Reshape...) next to an fp32 op runs in fp32, so each "
+                 "Cast sits beside an op that computes and ONNX Runtime's CPU provider removes it; consumer: Casts at "
+                 "the consuming op, as autocast (data movement in 16 bits)")
+      ->check(CLI::IsMember({"compute", "consumer"}));
   app.add_option("--report", o.report, "write every node's precision and reason, casts, clamps as JSON");
   app.add_option("--explain", o.explain,
                  "print the chain of reasons behind a node's precision (repeatable; a blank line between nodes)")

@@ -19,6 +19,12 @@ WeightStorage parse_weight_storage(const std::string& s) {
   throw InputError("unknown weight storage '" + s + "' (keep or lowp)");
 }
 
+CastPlacement parse_cast_placement(const std::string& s) {
+  if (s == "compute") return CastPlacement::kCompute;
+  if (s == "consumer") return CastPlacement::kConsumer;
+  throw InputError("unknown cast placement '" + s + "' (compute or consumer)");
+}
+
 AmpConfig read_amp_config(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the config file");
@@ -55,6 +61,8 @@ AmpConfig read_amp_config(const std::string& path) {
         c.keep_io_types = value.get<bool>();
       } else if (key == "weights") {
         c.weights = parse_weight_storage(text(key, value));
+      } else if (key == "cast_placement") {
+        c.cast_placement = parse_cast_placement(text(key, value));
       } else if (key == "block_nodes") {
         c.block_nodes = strings(key, value);
       } else {

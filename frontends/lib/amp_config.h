@@ -4,6 +4,7 @@
 //     "dtype": "fp16" | "bf16",
 //     "keep_io_types": true,
 //     "weights": "keep" | "lowp",
+//     "cast_placement": "compute" | "consumer",
 //     "allow": ["Op", "-Op"], "deny": [...], "infer": [...], "clear": [...],
 //     "block_nodes": ["regex", ...]
 //   }
@@ -25,6 +26,7 @@ struct AmpConfig {
   std::optional<DType> dtype;
   std::optional<bool> keep_io_types;
   std::optional<WeightStorage> weights;
+  std::optional<CastPlacement> cast_placement;
   OpListEdits lists;
   std::vector<std::string> block_nodes;
 };
@@ -36,5 +38,7 @@ AmpConfig read_amp_config(const std::string& path);
 DType parse_amp_dtype(const std::string& s);
 // "keep" / "lowp"; InputError otherwise.
 WeightStorage parse_weight_storage(const std::string& s);
+// "compute" / "consumer"; InputError otherwise.
+CastPlacement parse_cast_placement(const std::string& s);
 
 }  // namespace amp

@@ -94,6 +94,10 @@ AmpPolicy make_rewrite_policy(const RewriteSettings& s) {
   AmpPolicy policy(s.dtype.empty() ? config.dtype.value_or(DType::kFloat16) : parse_amp_dtype(s.dtype));
   policy.keep_io_types = s.keep_io_types.value_or(config.keep_io_types.value_or(true));
   policy.weights = s.weights.empty() ? config.weights.value_or(WeightStorage::kKeep) : parse_weight_storage(s.weights);
+  // Casts beside the ops that compute: the rewrite's models go to runtimes (ONNX Runtime's CPU
+  // provider) that compute fp16 ops in fp32 and remove the Cast pairs between them (amp_policy.h).
+  policy.cast_placement = s.cast_placement.empty() ? config.cast_placement.value_or(CastPlacement::kCompute)
+                                                   : parse_cast_placement(s.cast_placement);
   OpListEdits flags{{{OpCategory::kAllow, s.allow}, {OpCategory::kDeny, s.deny}, {OpCategory::kInfer, s.infer},
                      {OpCategory::kClear, s.clear}},
                     s.edits_source};

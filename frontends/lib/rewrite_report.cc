@@ -78,6 +78,7 @@ ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, 
   j["dtype"] = precision_name(Precision::kLow, target);
   j["keep_io_types"] = policy.keep_io_types;
   j["weights"] = policy.weights == WeightStorage::kKeep ? "keep" : "lowp";
+  j["cast_placement"] = cast_placement_name(policy.cast_placement);
 
   std::map<std::string, int64_t> per_precision;
   ordered_json nodes = ordered_json::array();
@@ -170,7 +171,7 @@ std::string rewrite_summary_text(const ordered_json& j) {
   const std::string data = j.contains("external_data") ? " and " + j["external_data"].get<std::string>() : "";
   line("amp-rewrite: wrote " + j["output"].get<std::string>() + data + " from " + j["model"].get<std::string>() + " (" +
        j["dtype"].get<std::string>() + (j["keep_io_types"].get<bool>() ? ", keep_io_types" : "") + ", weights " +
-       j["weights"].get<std::string>() + ")");
+       j["weights"].get<std::string>() + ", casts at " + j["cast_placement"].get<std::string>() + " ops)");
   std::string counts;
   for (const auto& [p, n] : j["nodes_per_precision"].items())
     counts += (counts.empty() ? "" : ", ") + std::to_string(n.get<int64_t>()) + " " + (p == "-" ? "without float data" : p);

@@ -48,7 +48,8 @@ bool AmpRecordDecisionsPass::run(Model& m) {
   bool changed = record_graph(*m.graph, result_, policy_.target());
   const std::string settings = "dtype=" + precision_name(Precision::kLow, policy_.target()) +
                                " keep_io_types=" + (policy_.keep_io_types ? "true" : "false") +
-                               " weights=" + (policy_.weights == WeightStorage::kKeep ? "keep" : "lowp");
+                               " weights=" + (policy_.weights == WeightStorage::kKeep ? "keep" : "lowp") +
+                               " cast_placement=" + cast_placement_name(policy_.cast_placement);
   const std::string* old = m.metadata(kRewriteSettingsKey);
   changed |= !old || *old != settings;
   m.set_metadata(kRewriteSettingsKey, settings);

@@ -32,6 +32,10 @@ const char* op_category_name(OpCategory c) {
   return "?";
 }
 
+const char* cast_placement_name(CastPlacement p) {
+  return p == CastPlacement::kCompute ? "compute" : "consumer";
+}
+
 AmpPolicy::AmpPolicy(DType target) {
   set_target(target);
   for (const auto& e : kDefaultLists)

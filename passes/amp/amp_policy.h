@@ -28,6 +28,21 @@ enum class WeightStorage {
   kLowPrecision,  // stored in the target type when every use is low precision
 };
 
+// Where a Cast goes between a low-precision region and an fp32 one when data-movement ops (the
+// clear list: Transpose, Reshape, Flatten, ...) lie between them; the values are the same either way
+// (those ops are exact in any type), the bytes they move and what a runtime can remove differ.
+enum class CastPlacement {
+  // At the consuming op, as PyTorch's autocast casts: the data movement runs in the precision of
+  // the op next to it that computes in low precision (half the bytes).
+  kConsumer,
+  // Beside the op that computes: the data movement next to an fp32 op runs in fp32. A runtime that
+  // computes low-precision ops in fp32 and removes the Cast pairs around them (ONNX Runtime's CPU
+  // provider) then rounds nowhere at that edge; with the Cast at the consumer its fp16 Transpose
+  // keeps the rounding. amp-rewrite's default: its models go to such runtimes.
+  kCompute,
+};
+const char* cast_placement_name(CastPlacement p);  // "consumer" / "compute"
+
 // Measured figures behind a decision, in order: (what, value as text). Decision records carry them.
 using Measurements = std::vector<std::pair<std::string, std::string>>;
 
@@ -61,6 +76,9 @@ class AmpPolicy {
   // 17 leaves bfloat16 out of Conv, ConvTranspose, MaxPool, AveragePool... (both backends run
   // every such op in both 16-bit types). Off for amp-rewrite, whose output must stay valid ONNX.
   bool beyond_opset_schemas = false;
+  // Consumer placement by default (the training step's, on this project's backends); amp-rewrite
+  // asks for kCompute (frontends/lib/model_rewrite.cc).
+  CastPlacement cast_placement = CastPlacement::kConsumer;
 
   // The list entry of an op: keyed by op type in the default domain, "domain:Op" in others (the
   // defaults list default-domain ops only). nullptr when not listed.

@@ -23,6 +23,7 @@ const char* rule_name(Rule r) {
     case Rule::kDenyPath: return "deny-path";
     case Rule::kBetweenLow: return "between-low";
     case Rule::kNextToLow: return "next-to-low";
+    case Rule::kNextToFp32: return "next-to-fp32";
     case Rule::kInputsLow: return "inputs-low";
     case Rule::kInputFp32: return "input-fp32";
     case Rule::kNotListed: return "not-listed";
@@ -134,6 +135,7 @@ class Colouring {
     between_low();
     spread_through_clear();
     follow_inputs();
+    if (policy_.cast_placement == CastPlacement::kCompute) fp32_clear_edges();
   }
 
  private:
@@ -331,36 +333,80 @@ class Colouring {
     return by_type();
   }
 
+  // Step 5's rule for node i: fp32 when an input is fp32 (named, with its producer), else low when
+  // one is low, else fp32 (only constants).
+  void decide_by_inputs(int i) {
+    int first_low = kNone, first_fp32 = kNone;
+    bool low_input = false, fp32_input = false;
+    std::string fp32_name;
+    for (size_t in : d_.nodes[i].typing.data_inputs) {
+      const Value* v = node(i)->input(in);
+      int p;
+      const Source s = source_of(v, &p);  // v becomes the value behind any float Casts
+      if (s == Source::kLow && !low_input) {
+        low_input = true;
+        first_low = p;
+      }
+      if (s == Source::kFp32 && !fp32_input) {
+        fp32_input = true;
+        first_fp32 = p;
+        fp32_name = v->name();
+      }
+    }
+    if (fp32_input)
+      decide(i, Precision::kFp32, Rule::kInputFp32,
+             "input '" + fp32_name + "' is fp32" + (first_fp32 == kNone ? "" : " (from " + ref(first_fp32) + ")"),
+             first_fp32);
+    else if (low_input)
+      decide(i, Precision::kLow, Rule::kInputsLow, "all its inputs are low precision", first_low);
+    else
+      decide(i, Precision::kFp32, Rule::kInputFp32, "no low-precision input (only constants)");
+  }
+
   // Step 5: in topological order, an open op runs low when its inputs are low.
   void follow_inputs() {
-    for (int i = 0; i < n_; ++i) {
-      if (!open(i)) continue;
-      int first_low = kNone, first_fp32 = kNone;
-      bool low_input = false, fp32_input = false;
-      std::string fp32_name;
-      for (size_t in : d_.nodes[i].typing.data_inputs) {
-        const Value* v = node(i)->input(in);
-        int p;
-        const Source s = source_of(v, &p);  // v becomes the value behind any float Casts
-        if (s == Source::kLow && !low_input) {
-          low_input = true;
-          first_low = p;
-        }
-        if (s == Source::kFp32 && !fp32_input) {
-          fp32_input = true;
-          first_fp32 = p;
-          fp32_name = v->name();
-        }
-      }
-      if (fp32_input)
-        decide(i, Precision::kFp32, Rule::kInputFp32,
-               "input '" + fp32_name + "' is fp32" + (first_fp32 == kNone ? "" : " (from " + ref(first_fp32) + ")"),
-               first_fp32);
-      else if (low_input)
-        decide(i, Precision::kLow, Rule::kInputsLow, "all its inputs are low precision", first_low);
-      else
-        decide(i, Precision::kFp32, Rule::kInputFp32, "no low-precision input (only constants)");
-    }
+    for (int i = 0; i < n_; ++i)
+      if (open(i)) decide_by_inputs(i);
+  }
+
+  // Step 6 (CastPlacement::kCompute): the clear ops that steps 4-5 made low at the edge of an fp32
+  // region run fp32, so the Cast there sits beside the low op that computes. Forward, in graph
+  // order: one whose data all comes from fp32 ops is decided as step 5 decides it (fp32: its inputs
+  // are). Backward: one whose data all goes to fp32 ops runs fp32 beside them. An op whose
+  // precision another low op's decision read (a step-5 consumer, or a clear op step 4 reached from
+  // it) stays low, so no other decision changes, the values do not change (these ops move or
+  // select data, which commutes with rounding), and colouring the rewritten model (Casts included)
+  // decides every op the same way again.
+  void fp32_clear_edges() {
+    const int clear = static_cast<int>(OpCategory::kClear);
+    // A low neighbour whose decision read this op's precision: a step-5 consumer (it read every
+    // input), or a clear op that step 4 made low from this one. Such an op is left low.
+    const auto read_by_others = [&](int i) {
+      for (int c : fanout_[i])
+        if (low(c) && decided_by(c, Rule::kInputsLow)) return true;
+      for (const auto* list : {&fanin_[i], &fanout_[i]})
+        for (int nb : *list)
+          if (low(nb) && decided_by(nb, Rule::kNextToLow) && d_.nodes[nb].decision.from == ref(i)) return true;
+      return false;
+    };
+    const auto movable = [&](int i) {
+      return category_[i] == clear && low(i) &&
+             (decided_by(i, Rule::kNextToLow) || decided_by(i, Rule::kInputsLow)) && !read_by_others(i);
+    };
+    const auto all_fp32 = [&](const std::vector<int>& nbs) {
+      if (nbs.empty()) return false;
+      for (int nb : nbs)
+        if (!decided_[nb] || d_.nodes[nb].decision.precision != Precision::kFp32) return false;
+      return true;
+    };
+    for (int i = 0; i < n_; ++i)
+      if (movable(i) && all_fp32(fanin_[i])) decide_by_inputs(i);  // fp32: its inputs are
+    for (int i = n_ - 1; i >= 0; --i)
+      if (movable(i) && all_fp32(fanout_[i]))
+        decide(i, Precision::kFp32, Rule::kNextToFp32,
+               "data movement next to fp32 " + ref(fanout_[i].front()) +
+                   ": the Cast goes beside the op that computes (cast placement 'compute')",
+               fanout_[i].front());
   }
 
   const Model& m_;

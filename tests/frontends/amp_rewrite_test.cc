@@ -38,7 +38,7 @@ TEST(AmpRewrite, ReportAgreesWithTheWrittenModel) {
   const json ref = reference(dir + "/gpt16.onnx");
   EXPECT_EQ(ref["check"], "");
   EXPECT_EQ(report["casts"]["after"], ref["casts"]);
-  EXPECT_EQ(ref["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=keep");
+  EXPECT_EQ(ref["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=keep cast_placement=compute");
   for (const auto& [name, type] : ref["outputs"].items()) EXPECT_EQ(type, 1) << name;  // float, as before
   int low = 0;
   for (const json& n : report["nodes"]) {
@@ -67,12 +67,21 @@ TEST(AmpRewrite, ExplainPrintsTheChainOfReasons) {
   std::string out;
   // The summary goes to stderr, the explanation to stdout: keep stdout alone.
   const std::string cmd = tool() + " " + model("gpt.onnx") + " -o " + dir + "/g.onnx --explain /blocks.0/attn/Where";
-  ASSERT_EQ(test::run_command("{ " + cmd + " 2>/dev/null; }", &out), 0) << out;
+  // The attention mask's Where, between the scaled scores and the softmax: with the Casts at the
+  // consumers (autocast's placement) it runs in its inputs' precision, back to the product...
+  ASSERT_EQ(test::run_command("{ " + cmd + " --cast-placement consumer 2>/dev/null; }", &out), 0) << out;
   EXPECT_EQ(out,
             "/blocks.0/attn/Where (Where): fp16, inputs-low: all its inputs are low precision\n"
             "/blocks.0/attn/Mul (Mul): fp16, inputs-low: all its inputs are low precision\n"
             "/blocks.0/attn/MatMul (MatMul): fp16, allow-list: MatMul is on the allow list: matrix product: tensor "
             "cores, fp32 accumulation (autocast: matmul, bmm)\n");
+  // ...and by default, with each Cast beside an op that computes, in fp32 beside the softmax.
+  ASSERT_EQ(test::run_command("{ " + cmd + " 2>/dev/null; }", &out), 0) << out;
+  EXPECT_EQ(out,
+            "/blocks.0/attn/Where (Where): fp32, next-to-fp32: data movement next to fp32 /blocks.0/attn/Softmax "
+            "(Softmax): the Cast goes beside the op that computes (cast placement 'compute')\n"
+            "/blocks.0/attn/Softmax (Softmax): fp32, deny-list: Softmax is on the deny list: sums of exponentials "
+            "overflow fp16 (autocast: softmax in fp32)\n");
 }
 
 TEST(AmpRewrite, RewritingTheOutputAgainGivesTheSameBytes) {
@@ -179,7 +188,7 @@ TEST(AmpRewrite, WithoutOutputWritesBesideTheInputAndReplacesNothingUnasked) {
   ASSERT_EQ(in_dir("model.onnx", &out), 0) << out;
   EXPECT_EQ(out.rfind("amp-rewrite: wrote model.amp.onnx from model.onnx (fp16, ", 0), 0u) << out;
   EXPECT_EQ(reference(dir + "/model.amp.onnx")["check"], "");
-  EXPECT_EQ(reference(dir + "/model.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=keep");
+  EXPECT_EQ(reference(dir + "/model.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=keep cast_placement=compute");
   const std::string first = test::read_file(dir + "/model.amp.onnx");
 
   // Again: refused in one line, nothing touched.
@@ -190,10 +199,10 @@ TEST(AmpRewrite, WithoutOutputWritesBesideTheInputAndReplacesNothingUnasked) {
   ASSERT_EQ(in_dir("model.onnx --dtype bf16", &out), 0) << out;
   EXPECT_EQ(out.rfind("amp-rewrite: wrote model.amp-bf16.onnx from model.onnx (bf16, ", 0), 0u) << out;
   EXPECT_EQ(reference(dir + "/model.amp-bf16.onnx")["metadata"]["onnx-amp.rewrite"],
-            "dtype=bf16 keep_io_types=true weights=keep");
+            "dtype=bf16 keep_io_types=true weights=keep cast_placement=compute");
   // --force replaces it with what was asked for.
   ASSERT_EQ(in_dir("model.onnx --weights lowp --force", &out), 0) << out;
-  EXPECT_EQ(reference(dir + "/model.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=lowp");
+  EXPECT_EQ(reference(dir + "/model.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=lowp cast_placement=compute");
   // The input is never replaced, --force or not; a model not named .onnx gets the suffix added.
   EXPECT_EQ(in_dir("model.onnx -o ./model.onnx --force", &out), 2) << out;
   EXPECT_EQ(out, "amp-rewrite: error: ./model.onnx: is the input model; write the rewrite elsewhere (-o)\n");
@@ -237,7 +246,7 @@ TEST(AmpRewrite, ForcedRewriteThatFailsToWriteKeepsTheOldModelAndItsData) {
   // Without the limit the same command replaces both.
   ASSERT_EQ(rewrite(dir + "/big.onnx --force --weights lowp", &out), 0) << out;
   EXPECT_EQ(std::filesystem::file_size(dir + "/big.amp.onnx.data"), 500000u);
-  EXPECT_EQ(reference(dir + "/big.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=lowp");
+  EXPECT_EQ(reference(dir + "/big.amp.onnx")["metadata"]["onnx-amp.rewrite"], "dtype=fp16 keep_io_types=true weights=lowp cast_placement=compute");
 }
 
 TEST(AmpRewrite, VerifyEachRunsEveryPassChecked) {

@@ -101,6 +101,46 @@ TEST(AmpColour, LowSpreadsUpstreamThroughClearOps) {
   EXPECT_EQ(decided(d, b, "f"), "fp16 next-to-low");
 }
 
+// ConvNeXt's block as torch exports it: a convolution, a Transpose to channels-last, LayerNorm (fp32),
+// a Transpose back, a convolution. With the Casts at the consumers (autocast) both Transposes move
+// 16-bit data; with CastPlacement::kCompute (amp-rewrite's default) they move fp32, so the Casts sit
+// beside the convolutions (colouring step 6). A Transpose between two low ops stays low either way.
+TEST(AmpColour, CastPlacementComputeKeepsDataMovementNextToFp32InFp32) {
+  ModelBuilder b;
+  const auto perm = [](std::vector<int64_t> p) { return test::attrs(Attribute::of_ints("perm", p)); };
+  Value* x = b.input("x", DType::kFloat, {1, 8, 4, 4});
+  Value* c1 = b.op("Conv", {x, b.weight("k1", {8, 8, 1, 1})}, "c1");
+  Value* t1 = b.op("Transpose", {c1}, "t1", DType::kFloat, perm({0, 2, 3, 1}), nullptr, Shape::of({1, 4, 4, 8}));
+  Value* r1 = b.op("Reshape", {t1, b.int64s("shape", {1, 4, 4, 8})}, "r1", DType::kFloat, {}, nullptr,
+                   Shape::of({1, 4, 4, 8}));
+  Value* ln = b.op("LayerNormalization", {r1, b.weight("g", {8}), b.weight("beta", {8})}, "ln", DType::kFloat,
+                   test::attrs(Attribute::of_int("axis", -1)), nullptr, Shape::of({1, 4, 4, 8}));
+  Value* t2 = b.op("Transpose", {ln}, "t2", DType::kFloat, perm({0, 3, 1, 2}), nullptr, Shape::of({1, 8, 4, 4}));
+  Value* c2 = b.op("Conv", {t2, b.weight("k2", {8, 8, 1, 1})}, "c2");
+  Value* t3 = b.op("Transpose", {c2}, "t3", DType::kFloat, perm({0, 1, 3, 2}), nullptr, Shape::of({1, 8, 4, 4}));
+  Value* c3 = b.op("Conv", {t3, b.weight("k3", {8, 8, 1, 1})}, "c3");
+  b.output(c3);
+
+  AmpPolicy policy;
+  EXPECT_EQ(policy.cast_placement, CastPlacement::kConsumer);
+  AmpDecisions d = colour(b.m, policy);
+  EXPECT_EQ(decided(d, b, "t1"), "fp16 next-to-low");
+  EXPECT_EQ(decided(d, b, "r1"), "fp16 next-to-low");
+  EXPECT_EQ(decided(d, b, "t2"), "fp16 next-to-low");
+  EXPECT_EQ(decided(d, b, "t3"), "fp16 between-low");
+
+  policy.cast_placement = CastPlacement::kCompute;
+  d = colour(b.m, policy);
+  EXPECT_EQ(decided(d, b, "c1"), "fp16 allow-list");
+  EXPECT_EQ(decided(d, b, "r1"), "fp32 next-to-fp32");
+  EXPECT_EQ(decided(d, b, "t1"), "fp32 next-to-fp32");  // reached through the Reshape
+  EXPECT_EQ(d.find(b.producer("t1"))->decision.from, d.find(b.producer("r1"))->ref);
+  EXPECT_EQ(decided(d, b, "ln"), "fp32 deny-list");
+  EXPECT_EQ(decided(d, b, "t2"), "fp32 input-fp32");  // its data comes from the LayerNorm
+  EXPECT_EQ(decided(d, b, "c2"), "fp16 allow-list");
+  EXPECT_EQ(decided(d, b, "t3"), "fp16 between-low");
+}
+
 TEST(AmpColour, InferOpWithAnFp32InputStaysFp32) {
   // A residual add of a low product and an fp32 graph input runs in fp32 (autocast's promotion).
   ModelBuilder b;

@@ -59,6 +59,63 @@ TEST(AmpPipeline, RewritingTheRewriteChangesNothing) {
     }
 }
 
+// CastPlacement::kCompute (amp-rewrite's default) on each edge it moves (colouring step 6): a
+// LayerNorm between Transposes, a Transpose that step 5 made low before an add that step 5 made
+// fp32 (backward), a Transpose that step 4 made low after such an add (forward),
+// and one that a Relu's step-5 decision read, which stays low. The Casts then sit beside the
+// ops that compute, and rewriting the rewrite changes nothing.
+TEST(AmpPipeline, CastsBesideComputeOpsAndRewritingAgainChangesNothing) {
+  for (DType target : {DType::kFloat16, DType::kBFloat16}) {
+    test::ModelBuilder b;
+    const auto perm = [] { return test::attrs(Attribute::of_ints("perm", {1, 0})); };
+    Value* x = b.input("x", DType::kFloat, {8, 8});
+    Value* x2 = b.input("x2", DType::kFloat, {8, 8});
+    Value* t0 = b.op("Transpose", {b.op("MatMul", {x, b.weight("w0")}, "h0")}, "t0", DType::kFloat, perm());
+    Value* ln = b.op("LayerNormalization", {t0, b.weight("g", {8}), b.weight("beta", {8})}, "ln");
+    Value* t1 = b.op("Transpose", {ln}, "t1", DType::kFloat, perm());
+    Value* a = b.op("Add", {b.op("MatMul", {t1, b.weight("w1")}, "h1"), b.weight("bias", {8})}, "a");
+    Value* t2 = b.op("Transpose", {a}, "t2", DType::kFloat, perm());
+    b.output(b.op("Add", {t2, x}, "r"));  // fp32: x is
+    Value* t3 = b.op("Transpose", {b.op("Add", {x, x2}, "s")}, "t3", DType::kFloat, perm());
+    b.output(b.op("MatMul", {t3, b.weight("w2")}, "h2"));
+    Value* t4 = b.op("Transpose", {b.op("Sub", {x, x2}, "d")}, "t4", DType::kFloat, perm());
+    Value* h3 = b.op("MatMul", {t4, b.weight("w3")}, "h3");
+    Value* h4 = b.op("MatMul", {b.op("Relu", {t4}, "relu"), b.weight("w4")}, "h4");
+    b.output(b.op("Add", {h3, h4}, "y"));
+
+    AmpPolicy policy(target);
+    policy.cast_placement = CastPlacement::kCompute;
+    AmpResult first;
+    PassManager once = amp_rewrite_pipeline(policy, first, /*verify_each=*/true);
+    EXPECT_TRUE(once.run(b.m));
+    test::expect_sound(b.m);
+    const auto rule = [&](const char* node) {
+      const NodeDecision* nd = first.decisions.find(std::string(node) + "_node");
+      return nd ? precision_name(nd->decision.precision, target) + " " + rule_name(nd->decision.rule) : "(none)";
+    };
+    const std::string low = target == DType::kFloat16 ? "fp16 " : "bf16 ";
+    EXPECT_EQ(rule("t0"), "fp32 next-to-fp32");
+    EXPECT_EQ(rule("t1"), "fp32 input-fp32");
+    EXPECT_EQ(rule("a"), low + "inputs-low");
+    EXPECT_EQ(rule("t2"), "fp32 next-to-fp32");
+    EXPECT_EQ(rule("r"), "fp32 input-fp32");
+    EXPECT_EQ(rule("s"), "fp32 input-fp32");
+    EXPECT_EQ(rule("t3"), "fp32 input-fp32");
+    EXPECT_EQ(rule("t4"), low + "next-to-low");
+    EXPECT_EQ(rule("relu"), low + "inputs-low");
+    // The Transposes that moved carry fp32 in the file: their Casts sit on the products' side.
+    for (const Node* n : b.m.graph->nodes())
+      if (n->op_type() == "Transpose")
+        EXPECT_EQ(n->output(0)->dtype(), n->name == "t4_node" ? target : DType::kFloat) << n->name;
+    const std::string bytes = serialize_model(b.m);
+    AmpResult second;
+    PassManager again = amp_rewrite_pipeline(policy, second, /*verify_each=*/true);
+    EXPECT_FALSE(again.run(b.m));
+    for (const PassRun& r : again.runs()) EXPECT_FALSE(r.changed) << r.name;
+    EXPECT_EQ(serialize_model(b.m), bytes);
+  }
+}
+
 TEST(AmpPipeline, EveryNodeCarriesItsDecisionRecord) {
   test::ModelBuilder b = mixed_model();
   AmpResult result;
@@ -70,7 +127,7 @@ TEST(AmpPipeline, EveryNodeCarriesItsDecisionRecord) {
   }
   EXPECT_EQ(read_decision_record(*b.producer("h_fp16"))->precision, "fp16");
   EXPECT_EQ(read_decision_record(*b.producer("s"))->rule, "deny-list");
-  EXPECT_EQ(*b.m.metadata(kRewriteSettingsKey), "dtype=fp16 keep_io_types=true weights=keep");
+  EXPECT_EQ(*b.m.metadata(kRewriteSettingsKey), "dtype=fp16 keep_io_types=true weights=keep cast_placement=consumer");
   // The no-op Cast was removed before colouring; the Mul reads the low product through one Cast.
   EXPECT_EQ(b.m.graph->lookup("same"), nullptr);
 }

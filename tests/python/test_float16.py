@@ -137,3 +137,68 @@ def test_auto_mixed_precision_keeps_the_failing_nodes_in_fp32(work):
     kept = [n for n in m.graph.node if n.doc_string.startswith("amp: fp32 blocked")]
     assert kept, [n.doc_string for n in m.graph.node]
     assert seen and seen[0] == (np.float32, np.float32)
+
+
+def convnext_stage_export(path):
+    """torchvision's ConvNeXt pieces (its stem, CNBlock, LayerNorm2d + strided Conv downsampling),
+    random weights with layer scale 1 so that every block counts, exported in eval mode as
+    zoo_reference.py exports the zoo; returns an input image batch."""
+    import torch
+    from torchvision.models.convnext import CNBlock, LayerNorm2d
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 32, 4, stride=4), LayerNorm2d(32),
+        CNBlock(32, 1.0, 0.0), CNBlock(32, 1.0, 0.0),
+        LayerNorm2d(32), torch.nn.Conv2d(32, 64, 2, stride=2),
+        CNBlock(64, 1.0, 0.0), torch.nn.AdaptiveAvgPool2d(1), LayerNorm2d(64), torch.nn.Flatten(1),
+        torch.nn.Linear(64, 10)).eval()
+    x = torch.randn(2, 3, 64, 64)
+    torch.onnx.export(net, x, path, input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.EVAL, opset_version=14)
+    return x.numpy()
+
+
+def test_casts_beside_compute_ops_round_nowhere_in_onnx_runtime(work):
+    """ONNX Runtime's CPU provider computes a float16 model's arithmetic in float32: it casts around
+    each node it has no float16 kernel for and removes the Cast pairs that meet, so what is left of
+    a float16 model's error there is its weights and the values that pass through a node it does
+    run in float16 (Transpose, Reshape) between Casts. With the Casts beside the ops that compute
+    (cast_placement="compute", the default) the drop-in's ConvNeXt blocks (LayerNorm in fp32
+    between Transposes) are, with ONNX Runtime's graph optimizations off (its Cast handling alone),
+    as accurate as the float32 model with only its weights rounded to float16; with them at the
+    consumers ("consumer", as autocast casts) the Transposes round. At ONNX Runtime's default level
+    its MatMul + Add fusion puts float16 Reshapes of its own next to some Casts, and compute is
+    still the more accurate. amp-run, which computes float16 nodes in float16, gives the same values
+    for both placements (data movement and selection commute with rounding)."""
+    from onnx import numpy_helper
+    from zoo_check import ort_run
+    src = os.path.join(work, "convnext_stage.onnx")
+    x = convnext_stage_export(src)
+    m = onnx.load(src)
+    for t in m.graph.initializer:
+        if t.data_type == onnx.TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16).astype(np.float32), t.name))
+    weights_only = os.path.join(work, "weights_only.onnx")
+    onnx.save(m, weights_only)
+
+    compute = os.path.join(work, "compute.onnx")
+    users_script(float16, src, compute, keep_io_types=True)
+    onnx.checker.check_model(compute, full_check=True)
+    consumer = os.path.join(work, "consumer.onnx")
+    onnx.save(onnx_amp.rewrite(src, dtype="fp16", weights="lowp", cast_placement="consumer")[0], consumer)
+    moved = [n.op_type for n in onnx.load(compute).graph.node if n.doc_string.startswith("amp: fp32 next-to-fp32")]
+    assert "Transpose" in moved, moved
+
+    def error(path, level):
+        got, why = ort_run(path, x, work, level)
+        assert got is not None, why
+        return relative(got, ort_run(src, x, work, level)[0])
+
+    floor = error(weights_only, "disabled")
+    err = {p: error(p, "disabled") for p in (compute, consumer)}
+    assert err[compute] <= floor * 1.02 + 1e-7, "compute %.3e, weights-only %.3e" % (err[compute], floor)
+    assert err[consumer] > err[compute] * 1.1, "consumer %.3e, compute %.3e" % (err[consumer], err[compute])
+    assert error(compute, None) < error(consumer, None)
+
+    runs = [onnx_amp.run(p, {"input": x})["logits"] for p in (compute, consumer)]
+    assert np.array_equal(runs[0], runs[1])
