@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
                  "Cast sits beside an op that computes and ONNX Runtime's CPU provider removes it; consumer: Casts at "
                  "the consuming op, as autocast (data movement in 16 bits)")
       ->check(CLI::IsMember({"compute", "consumer"}));
+  app.add_option("--min-magnitude", o.settings.min_magnitude,
+                 "non-zero constants stored in low precision with a smaller magnitude become +-X (onnxconverter-common's "
+                 "min_positive_val: an epsilon does not flush to zero); default 0: round as IEEE does");
   app.add_option("--report", o.report, "write every node's precision and reason, casts, clamps as JSON");
   app.add_option("--explain", o.explain,
                  "print the chain of reasons behind a node's precision (repeatable; a blank line between nodes)")

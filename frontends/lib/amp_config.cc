@@ -61,6 +61,9 @@ AmpConfig read_amp_config(const std::string& path) {
         c.keep_io_types = value.get<bool>();
       } else if (key == "weights") {
         c.weights = parse_weight_storage(text(key, value));
+      } else if (key == "min_magnitude") {
+        if (!value.is_number()) throw InputError("'min_magnitude' must be a number");
+        c.min_magnitude = value.get<double>();
       } else if (key == "cast_placement") {
         c.cast_placement = parse_cast_placement(text(key, value));
       } else if (key == "block_nodes") {

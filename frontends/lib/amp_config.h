@@ -5,6 +5,7 @@
 //     "keep_io_types": true,
 //     "weights": "keep" | "lowp",
 //     "cast_placement": "compute" | "consumer",
+//     "min_magnitude": 1e-7,
 //     "allow": ["Op", "-Op"], "deny": [...], "infer": [...], "clear": [...],
 //     "block_nodes": ["regex", ...]
 //   }
@@ -27,6 +28,7 @@ struct AmpConfig {
   std::optional<bool> keep_io_types;
   std::optional<WeightStorage> weights;
   std::optional<CastPlacement> cast_placement;
+  std::optional<double> min_magnitude;
   OpListEdits lists;
   std::vector<std::string> block_nodes;
 };

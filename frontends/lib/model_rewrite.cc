@@ -98,6 +98,10 @@ AmpPolicy make_rewrite_policy(const RewriteSettings& s) {
   // provider) that compute fp16 ops in fp32 and remove the Cast pairs between them (amp_policy.h).
   policy.cast_placement = s.cast_placement.empty() ? config.cast_placement.value_or(CastPlacement::kCompute)
                                                    : parse_cast_placement(s.cast_placement);
+  const double min_magnitude = s.min_magnitude.value_or(config.min_magnitude.value_or(0.0));
+  if (!(min_magnitude >= 0 && min_magnitude <= 1))  // NaN fails too
+    throw InputError("min_magnitude " + std::to_string(min_magnitude) + ": must be from 0 to 1");
+  policy.min_magnitude = static_cast<float>(min_magnitude);
   OpListEdits flags{{{OpCategory::kAllow, s.allow}, {OpCategory::kDeny, s.deny}, {OpCategory::kInfer, s.infer},
                      {OpCategory::kClear, s.clear}},
                     s.edits_source};

@@ -18,6 +18,7 @@ namespace amp {
 struct RewriteSettings {
   std::string dtype, weights, config;  // "": the config file's, else fp16 and keep
   std::string cast_placement;          // "compute" / "consumer"; "": the config file's, else compute
+  std::optional<double> min_magnitude; // AmpPolicy::min_magnitude; unset: the config file's, else 0 (off)
   std::optional<bool> keep_io_types;   // unset: the config file's, else true
   std::vector<std::string> allow, deny, infer, clear;  // list edits: "Op" puts on, "-Op" takes off
   std::vector<std::string> block;                      // node name patterns (regex, whole name)

@@ -79,6 +79,7 @@ ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, 
   j["keep_io_types"] = policy.keep_io_types;
   j["weights"] = policy.weights == WeightStorage::kKeep ? "keep" : "lowp";
   j["cast_placement"] = cast_placement_name(policy.cast_placement);
+  j["min_magnitude"] = policy.min_magnitude;
 
   std::map<std::string, int64_t> per_precision;
   ordered_json nodes = ordered_json::array();
@@ -127,7 +128,8 @@ ordered_json rewrite_report(const RewriteFacts& facts, const AmpPolicy& policy, 
     clamps.push_back({{"tensor", r.tensor},
                       {"clamped", r.clamped},
                       {"max_error", r.max_error},
-                      {"flushed_to_zero", r.flushed_to_zero}});
+                      {"flushed_to_zero", r.flushed_to_zero},
+                      {"raised_to_min_magnitude", r.raised}});
   j["clamps"] = clamps;
   j["warnings"] = c.warnings;
   // Allow-listed ops whose schema at the model's opset does not take the target type (Conv and
@@ -183,17 +185,19 @@ std::string rewrite_summary_text(const ordered_json& j) {
        std::to_string(c["after"].get<int64_t>()) + ")");
   std::string clamps = "none clamped";
   if (!j["clamps"].empty()) {
-    int64_t clamped = 0, flushed = 0;
+    int64_t clamped = 0, flushed = 0, raised = 0;
     double worst = 0;
     for (const auto& r : j["clamps"]) {
       clamped += r["clamped"].get<int64_t>();
       flushed += r["flushed_to_zero"].get<int64_t>();
+      raised += r.value("raised_to_min_magnitude", int64_t{0});
       worst = std::max(worst, r["max_error"].get<double>());
     }
     char buf[160];
     std::snprintf(buf, sizeof buf, "%lld values clamped (largest error %g), %lld flushed to zero, in %zu tensors",
                   static_cast<long long>(clamped), worst, static_cast<long long>(flushed), j["clamps"].size());
     clamps = buf;
+    if (raised) clamps += ", " + std::to_string(raised) + " raised to the minimum magnitude";
   }
   line("  constants: " + std::to_string(j["constants_converted"].get<int64_t>()) + " converted, " + clamps);
   for (const auto& w : j["warnings"]) line("  warning: " + w.get<std::string>());

@@ -28,6 +28,7 @@ py::tuple search(const py::object& model, const std::string& name, const std::st
   settings.dtype = dtype;
   settings.keep_io_types = keep_io_types;
   settings.weights = "lowp";
+  settings.min_magnitude = 1e-7;  // as convert_float_to_float16's default min_positive_val, which onnxconverter-common's search uses
   const OutputCheck check = [&](const std::vector<Tensor>& reference, const std::vector<Tensor>& candidate) {
     py::gil_scoped_acquire gil;
     check_signals();

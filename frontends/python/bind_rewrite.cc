@@ -80,12 +80,13 @@ void bind_rewrite(py::module_& m) {
          const std::vector<std::string>& block_node_names, const std::vector<std::string>& keep_fp32_ops,
          const std::string& config, const std::string& output, const py::object& calibrate_feeds,
          std::optional<double> max_error, const std::string& metric, bool write_unmet,
-         const std::string& cast_placement) {
+         const std::string& cast_placement, std::optional<double> min_magnitude) {
         RewriteSettings s;
         s.dtype = dtype;
         s.keep_io_types = keep_io_types;
         s.weights = weights;
         s.cast_placement = cast_placement;
+        s.min_magnitude = min_magnitude;
         s.allow = allow;
         s.deny = deny;
         s.infer = infer;
@@ -109,7 +110,7 @@ void bind_rewrite(py::module_& m) {
       py::arg("weights"), py::arg("allow"), py::arg("deny"), py::arg("infer"), py::arg("clear"),
       py::arg("block_nodes"), py::arg("block_node_names"), py::arg("keep_fp32_ops"), py::arg("config"),
       py::arg("output"), py::arg("calibrate"), py::arg("max_error"), py::arg("metric"), py::arg("write_unmet"),
-      py::arg("cast_placement"),
+      py::arg("cast_placement"), py::arg("min_magnitude"),
       "amp-rewrite of a path (str) or serialized model (bytes): (bytes or None when written to output, report "
       "JSON, warnings)");
 }

@@ -1,5 +1,8 @@
 #include "passes/amp/amp_passes.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "passes/amp/decision_record.h"
 
 namespace amp {
@@ -26,6 +29,16 @@ bool AmpInsertCastsPass::run(Model& m) {
 
 namespace {
 
+// The shortest text that reads back as the same float ("1e-07").
+std::string format_min_magnitude(float v) {
+  char buf[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+    if (std::strtof(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
 bool record_graph(Graph& g, const AmpResult& result, DType target) {
   bool changed = false;
   for (Node* n : g.nodes()) {
@@ -49,7 +62,8 @@ bool AmpRecordDecisionsPass::run(Model& m) {
   const std::string settings = "dtype=" + precision_name(Precision::kLow, policy_.target()) +
                                " keep_io_types=" + (policy_.keep_io_types ? "true" : "false") +
                                " weights=" + (policy_.weights == WeightStorage::kKeep ? "keep" : "lowp") +
-                               " cast_placement=" + cast_placement_name(policy_.cast_placement);
+                               " cast_placement=" + cast_placement_name(policy_.cast_placement) +
+                               (policy_.min_magnitude > 0 ? " min_magnitude=" + format_min_magnitude(policy_.min_magnitude) : "");
   const std::string* old = m.metadata(kRewriteSettingsKey);
   changed |= !old || *old != settings;
   m.set_metadata(kRewriteSettingsKey, settings);

@@ -79,6 +79,10 @@ class AmpPolicy {
   // Consumer placement by default (the training step's, on this project's backends); amp-rewrite
   // asks for kCompute (frontends/lib/model_rewrite.cc).
   CastPlacement cast_placement = CastPlacement::kConsumer;
+  // Non-zero values that a conversion stores in the low type with a magnitude below this become
+  // +-min_magnitude first (onnxconverter-common's min_positive_val: an epsilon constant does not
+  // flush to zero in fp16). 0: off, values round as IEEE does (the default).
+  float min_magnitude = 0;
 
   // The list entry of an op: keyed by op type in the default domain, "domain:Op" in others (the
   // defaults list default-domain ops only). nullptr when not listed.

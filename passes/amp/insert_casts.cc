@@ -136,7 +136,7 @@ class CastInserter {
       if (!p && v->has_initializer() && !v->is_input()) {
         if (all_low && policy_.weights == WeightStorage::kLowPrecision) {
           ClampRecord rec{v->name()};
-          v->graph()->set_initializer(v, convert_tensor(v->initializer(), target, &rec));
+          v->graph()->set_initializer(v, convert_tensor(v->initializer(), target, &rec, policy_.min_magnitude));
           note_conversion(rec);
         } else if (any_low) {
           warn_if_out_of_range(v);
@@ -156,7 +156,7 @@ class CastInserter {
 
   void note_conversion(const ClampRecord& rec) {
     ++report_.constants_converted;
-    if (rec.clamped || rec.flushed_to_zero) report_.clamps.push_back(rec);
+    if (rec.clamped || rec.flushed_to_zero || rec.raised) report_.clamps.push_back(rec);
   }
 
   void warn_if_out_of_range(const Value* v) {
@@ -193,7 +193,7 @@ class CastInserter {
       return;  // sparse_value: left in fp32, its consumers get a Cast
     }
     ClampRecord rec{out->name()};
-    Tensor converted = convert_tensor(value, policy_.target(), &rec);
+    Tensor converted = convert_tensor(value, policy_.target(), &rec, policy_.min_magnitude);
     c->remove_attr("value_float");
     c->remove_attr("value_floats");
     c->set_attr(Attribute::of_tensor("value", std::move(converted)));
@@ -280,7 +280,7 @@ class CastInserter {
 
 }  // namespace
 
-Tensor convert_tensor(const Tensor& t, DType target, ClampRecord* record) {
+Tensor convert_tensor(const Tensor& t, DType target, ClampRecord* record, float min_magnitude) {
   if (t.dtype != DType::kFloat) throw Error("internal: convert_tensor of a " + std::string(dtype_name(t.dtype)) + " tensor");
   Tensor out(target, t.dims);
   out.name = t.name;
@@ -294,6 +294,10 @@ Tensor convert_tensor(const Tensor& t, DType target, ClampRecord* record) {
       ++record->clamped;
       record->max_error = std::max(record->max_error, static_cast<double>(std::fabs(x)) - limit);
       x = std::copysign(limit, x);
+    }
+    if (x != 0.0f && std::fabs(x) < min_magnitude) {
+      ++record->raised;
+      x = std::copysign(min_magnitude, x);
     }
     bits[k] = target == DType::kFloat16 ? fp32_to_fp16(x) : fp32_to_bf16(x);
     const bool zero = (bits[k] & 0x7fffu) == 0;

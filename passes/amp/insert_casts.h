@@ -23,6 +23,7 @@ struct ClampRecord {
   int64_t clamped = 0;         // finite values beyond ±max, set to ±max
   double max_error = 0;        // the largest |value - clamped value|
   int64_t flushed_to_zero = 0; // non-zero values too small for the target, now zero
+  int64_t raised = 0;          // non-zero values below AmpPolicy::min_magnitude, set to +-min_magnitude
 };
 
 struct CastReport {
@@ -40,7 +41,8 @@ struct CastReport {
 // typed; existing value_info entries keep their order and new values are appended.
 CastReport insert_casts(Model& m, const AmpPolicy& policy, const AmpDecisions& decisions);
 
-// fp32 tensor -> target type, clamping to the target's largest finite value (NaN and inf kept).
-Tensor convert_tensor(const Tensor& t, DType target, ClampRecord* record);
+// fp32 tensor -> target type, clamping to the target's largest finite value (NaN and inf kept) and
+// raising non-zero magnitudes below min_magnitude to it.
+Tensor convert_tensor(const Tensor& t, DType target, ClampRecord* record, float min_magnitude = 0);
 
 }  // namespace amp

@@ -90,13 +90,39 @@ def test_arguments_of_onnxconverter_common(work):
     assert onnx.TensorProto.FLOAT16 in weights.values()
     # Converting the converted model again changes nothing (onnxconverter-common refuses, since
     # for it a second conversion breaks the model).
-    again = float16.convert_float_to_float16(m, keep_io_types=True, op_block_list=["Conv"],
+    again = float16.convert_float_to_float16(m, min_positive_val=1e-6, keep_io_types=True, op_block_list=["Conv"],
                                              node_block_list=[first_matmul])
     assert again.SerializeToString() == m.SerializeToString()
     path = os.path.join(work, "m.onnx")
     onnx.save(model, path)
     assert float16.convert_float_to_float16_model_path(path, keep_io_types=True).SerializeToString() == \
         float16.convert_float_to_float16(model, keep_io_types=True).SerializeToString()
+
+
+def test_min_positive_val_keeps_tiny_weights_from_flushing_to_zero():
+    """min_positive_val as onnxconverter-common documents it: a non-zero value whose magnitude is
+    below it becomes +-min_positive_val, then float16 (so an epsilon does not flush to zero); zero
+    stays zero; 0 turns it off (IEEE rounding: 1e-9 becomes 0)."""
+    from onnx import helper, numpy_helper
+    w = np.array([[1e-9, -3e-8, 0.0, 0.5], [-1e-12, 2e-7, -0.25, 7e-8]], np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 2])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 4])], [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+    def stored(m):
+        return numpy_helper.to_array(next(t for t in m.graph.initializer if t.name == "w"))
+
+    for min_positive in (1e-7, 1e-6):
+        expected = np.where((w > 0) & (w < min_positive), min_positive, w)
+        expected = np.where((w < 0) & (w > -min_positive), -min_positive, expected).astype(np.float16)
+        got = stored(float16.convert_float_to_float16(model, min_positive_val=min_positive, keep_io_types=True))
+        assert got.dtype == np.float16 and np.array_equal(got, expected), (got, expected)
+    got = stored(float16.convert_float_to_float16(model, min_positive_val=0, keep_io_types=True))
+    assert np.array_equal(got, w.astype(np.float16)) and got[0, 0] == 0
+    _, report = onnx_amp.rewrite(model, weights="lowp", min_magnitude=1e-7)
+    assert sum(c["raised_to_min_magnitude"] for c in report["clamps"]) == 4, report["clamps"]
 
 
 def test_auto_mixed_precision(work):

@@ -20,6 +20,8 @@ CASES = [
     ("mlp.onnx", ["--no-keep-io-types", "--weights", "lowp"], {"keep_io_types": False, "weights": "lowp"}),
     ("gpt.onnx", ["--block-node", ".*attn.*", "--allow=-Gemm"], {"block_nodes": [".*attn.*"], "allow": ["-Gemm"]}),
     ("cnn.onnx", ["--deny", "Relu", "--dtype", "bf16"], {"deny": "Relu", "dtype": "bf16"}),
+    ("gpt.onnx", ["--cast-placement", "consumer", "--weights", "lowp", "--min-magnitude", "1e-7"],
+     {"cast_placement": "consumer", "weights": "lowp", "min_magnitude": 1e-7}),
 ]
 
 

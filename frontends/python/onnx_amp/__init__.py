@@ -53,7 +53,8 @@ def _names(value, what):
 
 def rewrite(model, dtype=None, keep_io_types=None, allow=None, deny=None, infer=None, clear=None, block_nodes=None,
             weights=None, config=None, output=None, block_node_names=None, keep_fp32_ops=None, calibrate=None,
-            max_error=None, metric="max-relative", write_unmet=False, cast_placement=None):
+            max_error=None, metric="max-relative", write_unmet=False, cast_placement=None,
+            min_magnitude=None):
     """Rewrites a model to mixed precision as `amp-rewrite` does; returns (onnx.ModelProto, report).
 
     dtype          "fp16" (default) or "bf16"
@@ -66,6 +67,8 @@ def rewrite(model, dtype=None, keep_io_types=None, allow=None, deny=None, infer=
                    runs in fp32, so each Cast sits beside an op that computes and ONNX Runtime's CPU
                    provider, which computes fp16 ops in fp32, removes it; "consumer": Casts at the
                    consuming op, as torch.autocast casts (data movement in 16 bits)
+    min_magnitude  non-zero constants stored in dtype with a smaller magnitude become +-min_magnitude
+                   (onnxconverter-common's min_positive_val); default 0: round as IEEE does
     config         a JSON file of the same settings (--config); keyword arguments win over it
     output         write the rewrite there, as amp-rewrite -o does (external data beside it when
                    the weights came that way or pass 2 GB); the ModelProto returned then refers to
@@ -90,7 +93,7 @@ def rewrite(model, dtype=None, keep_io_types=None, allow=None, deny=None, infer=
         _names(infer, "infer"), _names(clear, "clear"), _names(block_nodes, "block_nodes"),
         _names(block_node_names, "block_node_names"), _names(keep_fp32_ops, "keep_fp32_ops"),
         os.fspath(config) if config else "", os.fspath(output) if output else "", calibrate, max_error, metric,
-        bool(write_unmet), cast_placement or "")
+        bool(write_unmet), cast_placement or "", min_magnitude)
     for note in notes:
         warnings.warn(note, stacklevel=2)
     proto = onnx.load(os.fspath(output), load_external_data=False) if output else onnx.ModelProto.FromString(blob)

@@ -26,7 +26,9 @@ __all__ = ["auto_convert_mixed_precision"]
 def auto_convert_mixed_precision(model, feed_dict, validate_fn=None, rtol=None, atol=None, keep_io_types=False):
     """Converts a float32 model to float16, keeping in float32 the fewest nodes for which
     validate_fn(fp32 outputs, float16 outputs) returns True and/or every output passes
-    numpy.allclose(fp32, float16, rtol, atol); returns the onnx.ModelProto (weights in float16).
+    numpy.allclose(fp32, float16, rtol, atol); returns the onnx.ModelProto (weights in float16,
+    stored as float16.convert_float_to_float16 stores them with its default min_positive_val 1e-7,
+    as onnxconverter-common's search does).
 
     feed_dict      {input name: numpy array}, float32 arrays for float inputs; without
                    keep_io_types they are rounded to float16 for the inputs that become float16

@@ -16,7 +16,8 @@ behaviour is a defect, this one differs:
   float16 (onnxruntime#8327, #14827, #17447);
 - constants are rounded to nearest even, and only values beyond float16's range are clamped, to
   +-65504 (not to 1e4, onnxconverter-common#295); each clamp is reported (onnx_amp.rewrite's
-  report), not silent;
+  report), not silent; non-zero values below min_positive_val become +-min_positive_val first, as
+  there (an epsilon does not flush to zero);
 - no fp32 -> fp16 -> fp32 round trips are left in (onnxconverter-common#271), and converting a
   converted model again changes nothing (no orphan Casts, onnxconverter-common#276);
 - with keep_io_types=False a float32 graph input or output becomes float16 where the graph
@@ -51,9 +52,10 @@ def convert_float_to_float16(model, min_positive_val=1e-7, max_finite_val=1e4, k
     """Converts a float32 model (an onnx.ModelProto, or here also a path) to float16; returns a new
     onnx.ModelProto (the argument is not modified).
 
-    min_positive_val, max_finite_val  ignored: constants are rounded to nearest even and only
-        values beyond +-65504 are clamped, to +-65504 (onnxconverter-common's default 1e4 clamps
-        valid float16 values); tiny values round as IEEE float16 does
+    min_positive_val   non-zero constants stored in float16 with a smaller magnitude become
+        +-min_positive_val (as onnxconverter-common does: an epsilon does not flush to zero)
+    max_finite_val     ignored: only values beyond +-65504 are clamped, to +-65504
+        (onnxconverter-common's default 1e4 clamps valid float16 values)
     keep_io_types      graph inputs and outputs stay float32 (Casts at the boundary)
     disable_shape_infer  ignored: ONNX's shape inference always runs first; the rewrite needs types
     op_block_list      op types to keep in float32 wherever they are; None: this project's op lists
@@ -61,9 +63,10 @@ def convert_float_to_float16(model, min_positive_val=1e-7, max_finite_val=1e4, k
     check_fp16_ready   ignored: converting a converted model again is harmless here (it changes
         nothing), so there is nothing to refuse
     """
-    del min_positive_val, max_finite_val, disable_shape_infer, check_fp16_ready  # see the docstring
+    del max_finite_val, disable_shape_infer, check_fp16_ready  # see the docstring
     converted, _ = _rewrite(model, dtype="fp16", keep_io_types=bool(keep_io_types), weights="lowp",
-                            keep_fp32_ops=list(op_block_list or []), block_node_names=list(node_block_list or []))
+                            keep_fp32_ops=list(op_block_list or []), block_node_names=list(node_block_list or []),
+                            min_magnitude=float(min_positive_val or 0))
     return converted
 
 
