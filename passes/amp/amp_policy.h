@@ -35,10 +35,11 @@ enum class CastPlacement {
   // At the consuming op, as PyTorch's autocast casts: the data movement runs in the precision of
   // the op next to it that computes in low precision (half the bytes).
   kConsumer,
-  // Beside the op that computes: the data movement next to an fp32 op runs in fp32. A runtime that
-  // computes low-precision ops in fp32 and removes the Cast pairs around them (ONNX Runtime's CPU
-  // provider) then rounds nowhere at that edge; with the Cast at the consumer its fp16 Transpose
-  // keeps the rounding. amp-rewrite's default: its models go to such runtimes.
+  // Beside the op that computes: data movement whose data all comes from, or all goes to, fp32 ops
+  // runs in fp32 (colour.h, step 6; not where a low op's decision read it). A runtime that computes
+  // low-precision ops in fp32 and removes the Cast pairs around them (ONNX Runtime's CPU provider)
+  // then rounds nowhere at that edge; with the Cast at the consumer its fp16 Transpose keeps the
+  // rounding. amp-rewrite's default: its models go to such runtimes.
   kCompute,
 };
 const char* cast_placement_name(CastPlacement p);  // "consumer" / "compute"
