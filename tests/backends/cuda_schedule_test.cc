@@ -297,7 +297,9 @@ TEST(CudaSchedule, MixedPrecisionTrainingStepsRunEntirelyOnTheDeviceWithFusedUpd
         const std::vector<int64_t>& d = p.desc[s->program.find(name)].dims;
         filters += d.size() == 4 && d[1] > 1 && d[2] * d[3] > 1;
       }
-      if (std::string(model) == "cnn.train.onnx") EXPECT_GT(filters, 0u);
+      if (std::string(model) == "cnn.train.onnx") {
+        EXPECT_GT(filters, 0u);
+      }
       EXPECT_EQ(own_updates, filters) << listing(p);
       EXPECT_EQ(update_launches, 1u + own_updates) << "one launch for every other parameter, whatever its gradient's type:\n"
                                                    << listing(p);

@@ -73,7 +73,9 @@ TEST(AmpRun, InputsThatDoNotFitExitWithCode2AndOneLine) {
   const int rc = run_command(amp_run() + " " + model + " --inputs " + source_dir() + "/models/mlp.sample.npz --outputs " +
                                  dir + "/o.npz --device cuda",
                              &out);
-  if (out.find("cuda backend not available") != std::string::npos) EXPECT_EQ(rc, 2) << out;
+  if (out.find("cuda backend not available") != std::string::npos) {
+    EXPECT_EQ(rc, 2) << out;
+  }
   EXPECT_EQ(run_command(amp_run() + " " + model + " --inputs " + source_dir() + "/models/mlp.sample.npz --outputs " +
                             dir + "/o.npz --device auto",
                         &out),

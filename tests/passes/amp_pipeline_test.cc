@@ -104,9 +104,10 @@ TEST(AmpPipeline, CastsBesideComputeOpsAndRewritingAgainChangesNothing) {
     EXPECT_EQ(rule("t4"), low + "next-to-low");
     EXPECT_EQ(rule("relu"), low + "inputs-low");
     // The Transposes that moved carry fp32 in the file: their Casts sit on the products' side.
-    for (const Node* n : b.m.graph->nodes())
-      if (n->op_type() == "Transpose")
-        EXPECT_EQ(n->output(0)->dtype(), n->name == "t4_node" ? target : DType::kFloat) << n->name;
+    for (const Node* n : b.m.graph->nodes()) {
+      if (n->op_type() != "Transpose") continue;
+      EXPECT_EQ(n->output(0)->dtype(), n->name == "t4_node" ? target : DType::kFloat) << n->name;
+    }
     const std::string bytes = serialize_model(b.m);
     AmpResult second;
     PassManager again = amp_rewrite_pipeline(policy, second, /*verify_each=*/true);
@@ -123,7 +124,9 @@ TEST(AmpPipeline, EveryNodeCarriesItsDecisionRecord) {
   for (const Node* n : b.m.graph->nodes()) {
     const auto record = read_decision_record(*n);
     ASSERT_TRUE(record) << n->label();
-    if (n->op_type() == "Cast") EXPECT_EQ(record->rule, "cast");
+    if (n->op_type() == "Cast") {
+      EXPECT_EQ(record->rule, "cast");
+    }
   }
   EXPECT_EQ(read_decision_record(*b.producer("h_fp16"))->precision, "fp16");
   EXPECT_EQ(read_decision_record(*b.producer("s"))->rule, "deny-list");
