@@ -1551,7 +1551,9 @@ TEST(CudaKernelEmulator, UnwrittenSharedMemoryAndMissingBarriersShow) {
   const auto* o = static_cast<const float*>(out.data());
   for (int b = 0; b < 2; ++b)
     for (int t = 0; t < 64; ++t) {
-      if (t < 32) EXPECT_EQ(o[b * 64 + t], static_cast<float>(t));
+      if (t < 32) {
+        EXPECT_EQ(o[b * 64 + t], static_cast<float>(t));
+      }
       else EXPECT_TRUE(std::isnan(o[b * 64 + t])) << "block " << b << " thread " << t;  // even after block 0 ran
     }
   // Without the barrier, warp 0 reads what warp 7 has not written yet in one order, and warp 7

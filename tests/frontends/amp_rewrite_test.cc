@@ -97,7 +97,8 @@ TEST(AmpRewrite, RewritingTheOutputAgainGivesTheSameBytes) {
 
 TEST(AmpRewrite, ConfigFileAndFlagsEditTheListsTogether) {
   const std::string dir = test::temp_dir("amp_rewrite_config");
-  test::write_file(dir + "/policy.json", R"({"dtype": "bf16", "allow": ["-Conv"], "block_nodes": ["/fc/.*"]})");
+  test::write_file(dir + "/policy.json", R"({"dtype": "bf16", "allow": ["-Conv"], "block_nodes": ["/fc/.*"],
+                                              "cast_placement": "consumer", "min_magnitude": 1e-7})");
   std::string out;
   ASSERT_EQ(rewrite(model("cnn.onnx") + " -o " + dir + "/c.onnx --config " + dir + "/policy.json --dtype fp16 --report " +
                         dir + "/r.json 2>&1",
@@ -106,9 +107,15 @@ TEST(AmpRewrite, ConfigFileAndFlagsEditTheListsTogether) {
       << out;
   const json report = json::parse(test::read_file(dir + "/r.json"));
   EXPECT_EQ(report["dtype"], "fp16");  // the flag wins over the file
+  EXPECT_EQ(report["cast_placement"], "consumer");
+  EXPECT_FLOAT_EQ(report["min_magnitude"].get<float>(), 1e-7f);
   for (const json& n : report["nodes"]) {
-    if (n["op"] == "Conv") EXPECT_EQ(n["rule"], "not-listed") << n["node"];
-    if (n["node"].get<std::string>().rfind("/fc/", 0) == 0) EXPECT_EQ(n["rule"], "blocked") << n["node"];
+    if (n["op"] == "Conv") {
+      EXPECT_EQ(n["rule"], "not-listed") << n["node"];
+    }
+    if (n["node"].get<std::string>().rfind("/fc/", 0) == 0) {
+      EXPECT_EQ(n["rule"], "blocked") << n["node"];
+    }
   }
 }
 
@@ -154,6 +161,7 @@ TEST(AmpRewrite, BadInputIsOneErrorLineAndExitCode2) {
   const std::string dir = test::temp_dir("amp_rewrite_bad");
   test::write_file(dir + "/junk.onnx", "not a model");
   test::write_file(dir + "/bad.json", R"({"allow": ["MatMul"], "colour": "blue"})");
+  test::write_file(dir + "/placement.json", R"({"cast_placement": "nowhere"})");
   const std::string m = model("mlp.onnx") + " -o " + dir + "/out.onnx";
   const std::pair<std::string, std::string> cases[] = {
       {dir + "/junk.onnx -o " + dir + "/out.onnx", "junk.onnx"},
@@ -165,6 +173,9 @@ TEST(AmpRewrite, BadInputIsOneErrorLineAndExitCode2) {
       {m + " --explain nowhere", "no node named 'nowhere'"},
       {m + " --dtype fp8", "--dtype"},
       {m + " --keep-io-types --no-keep-io-types", "excludes"},
+      {m + " --cast-placement sideways", "--cast-placement"},
+      {m + " --min-magnitude 2", "min_magnitude 2.000000: must be from 0 to 1"},
+      {m + " --config " + dir + "/placement.json", "unknown cast placement 'nowhere' (compute or consumer)"},
       {model("mlp.onnx") + " -o " + model("mlp.onnx") + " --force", "is the input model"},
       {model("mlp.onnx") + " -o " + dir + "/missing/out.onnx", "no such directory"},
   };

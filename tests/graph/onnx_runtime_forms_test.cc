@@ -113,8 +113,12 @@ TEST(OnnxRuntimeForms, SoftmaxOfUnknownRankBelowOpset13Converts) {
   const Model m = load(p);
   EXPECT_EQ(ops(*m.graph), (std::vector<std::string>{"Reshape", "Shape", "Flatten", "Softmax", "Reshape"}));
   for (const Node* n : m.graph->nodes()) {
-    if (n->op_type() == "Flatten") EXPECT_EQ(n->attr_int("axis", 0), 2);
-    if (n->op_type() == "Softmax") EXPECT_EQ(n->attr_int("axis", 0), -1);  // the 2-D tensor's last axis
+    if (n->op_type() == "Flatten") {
+      EXPECT_EQ(n->attr_int("axis", 0), 2);
+    }
+    if (n->op_type() == "Softmax") {
+      EXPECT_EQ(n->attr_int("axis", 0), -1);  // the 2-D tensor's last axis
+    }
   }
   EXPECT_EQ(m.graph->outputs()[0]->name(), "y");
   EXPECT_TRUE(verify(m).empty());

@@ -52,8 +52,9 @@ TEST(OpTable, EveryRowIsAnOnnxOpWithTheRowsAttributesAndDefaults) {
       ASSERT_NE(a, schema->attributes().end()) << info.name << ": ONNX's " << info.node.op << " has no " << p->attr;
       EXPECT_EQ(a->second.default_value.f(), p->fallback) << info.name << "." << p->attr << ": ONNX's default differs";
     }
-    if (info.node.variant)
+    if (info.node.variant) {
       EXPECT_TRUE(schema->attributes().count(info.node.variant)) << info.name << ": no attribute " << info.node.variant;
+    }
   });
 }
 
@@ -67,7 +68,9 @@ TEST(OpTable, EveryRowHasAGradientRuleOrAReasonWhyNot) {
         << info.name << ": " << op
         << " has no gradient rule (passes/autodiff), is not in non_differentiable_ops(), and kNoGradientRule gives no reason";
     EXPECT_FALSE(excused && (rule || stops)) << op << " is excused from a gradient rule but has one: drop the excuse";
-    if (info.yields_bool()) EXPECT_TRUE(stops) << op << " yields bool: gradients stop there";
+    if (info.yields_bool()) {
+      EXPECT_TRUE(stops) << op << " yields bool: gradients stop there";
+    }
   });
 }
 

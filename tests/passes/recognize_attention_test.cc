@@ -153,7 +153,9 @@ TEST_F(RecognizeAttention, SixteenBitRunsAgreeWithTheUnfusedSixteenBitRun) {
       int causal = 0, masked = 0;
       ASSERT_GE(attention_nodes(fused, &causal, &masked), 1);
       for (const Node* n : fused.graph->nodes())
-        if (n->op_type() == "Attention") EXPECT_EQ(n->input(0)->dtype(), t);
+        if (n->op_type() == "Attention") {
+          EXPECT_EQ(n->input(0)->dtype(), t);
+        }
       const Tensor a = run(fused, name), b = run(unfused, name);
       const double d = distance(a, b);
       std::printf("%s %s: fused vs unfused %.3g (max |diff| / max |unfused|)\n", name, std::string(dtype_name(t)).c_str(), d);
