@@ -10,7 +10,7 @@ namespace {
 TEST(DecisionRecord, WritesOneLineAndReadsItBack) {
   Graph g;
   Node* n = g.add_node("MatMul", {}, 1);
-  write_decision_record(*n, {"fp16", "allow-list", "MatMul is on the allow list: tensor cores: fp32 accumulation"});
+  write_decision_record(*n, {"fp16", "allow-list", "MatMul is on the allow list: tensor cores: fp32 accumulation", {}});
   EXPECT_EQ(n->doc_string, "amp: fp16 allow-list: MatMul is on the allow list: tensor cores: fp32 accumulation");
   const auto r = read_decision_record(*n);
   ASSERT_TRUE(r);
@@ -23,8 +23,8 @@ TEST(DecisionRecord, KeepsOtherDocLinesAndReplacesAnOldRecord) {
   Graph g;
   Node* n = g.add_node("Relu", {}, 1);
   n->doc_string = "exported from torch\nsecond line";
-  write_decision_record(*n, {"fp32", "input-fp32", "input 'x' is fp32"});
-  write_decision_record(*n, {"fp16", "inputs-low", "all its inputs are\nlow precision"});
+  write_decision_record(*n, {"fp32", "input-fp32", "input 'x' is fp32", {}});
+  write_decision_record(*n, {"fp16", "inputs-low", "all its inputs are\nlow precision", {}});
   EXPECT_EQ(n->doc_string, "exported from torch\nsecond line\namp: fp16 inputs-low: all its inputs are low precision");
   EXPECT_EQ(read_decision_record(*n)->rule, "inputs-low");
 }
