@@ -6,8 +6,11 @@ to `from onnx_amp import float16` and convert_float_to_float16 takes the same ar
 a float16 onnx.ModelProto. The conversion is onnx_amp.rewrite's (amp-rewrite's), not a second
 implementation: ops are put in float16 by op lists modelled on PyTorch's autocast (products and
 convolutions in float16; exp, softmax, reductions, norms and losses kept in float32, so their
-results do not overflow to inf or NaN), one Cast per value and type, weights stored in float16
-(weights="lowp"), every decision recorded in the node's doc_string. Where onnxconverter-common's
+results do not overflow to inf or NaN), one Cast per value and type, each beside the op that
+computes (a Transpose next to a float32 LayerNorm moves float32, so ONNX Runtime's CPU provider,
+which computes float16 nodes in float32 and removes the Cast pairs that meet, rounds nowhere
+there), weights stored in float16 (weights="lowp"), every decision recorded in the node's
+doc_string. Where onnxconverter-common's
 behaviour is a defect, this one differs:
 
 - the output passes onnx.checker's full check and is topologically sorted, with the keep_io_types
