@@ -190,7 +190,7 @@ std::string rewrite_summary_text(const ordered_json& j) {
     for (const auto& r : j["clamps"]) {
       clamped += r["clamped"].get<int64_t>();
       flushed += r["flushed_to_zero"].get<int64_t>();
-      raised += r.value("raised_to_min_magnitude", int64_t{0});
+      raised += r["raised_to_min_magnitude"].get<int64_t>();
       worst = std::max(worst, r["max_error"].get<double>());
     }
     char buf[160];

@@ -1,7 +1,6 @@
 #include "passes/amp/amp_passes.h"
 
-#include <cstdio>
-#include <cstdlib>
+#include <charconv>
 
 #include "passes/amp/decision_record.h"
 
@@ -32,11 +31,7 @@ namespace {
 // The shortest text that reads back as the same float ("1e-07").
 std::string format_min_magnitude(float v) {
   char buf[32];
-  for (int digits = 1; digits <= 9; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
-    if (std::strtof(buf, nullptr) == v) break;
-  }
-  return buf;
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
 bool record_graph(Graph& g, const AmpResult& result, DType target) {
