@@ -12,6 +12,7 @@
 #include "backends/cuda/channels_last.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_layout.h"
+#include "backends/cuda/unit_times.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -218,12 +219,15 @@ std::unique_ptr<CudaExecutable::Plan> CudaExecutable::build_plan(const std::vect
   return plan;
 }
 
-void CudaExecutable::enqueue_step(Plan& p) {
+void CudaExecutable::enqueue_step(Plan& p, UnitTimes* times) {
   const cudaStream_t stream = ctx_->stream();
-  for (const Plan::Launch& l : p.launches) {
+  if (times) times->mark(0, stream);
+  for (size_t i = 0; i < p.launches.size(); ++i) {
+    const Plan::Launch& l = p.launches[i];
     for (cudaEvent_t done : l.joins) AMP_CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     const DeviceReport::UnitScope scope(l.unit->where, l.unit->kind);
     at_node(l.unit->where, [&] { l.op->enqueue(l.buffers, *ctx_); });
+    if (times) times->mark(i + 1, stream);
   }
   // Joined before the fetches and updates read the results, and before a capture ends (a capture
   // with a forked stream not joined back is invalid).
@@ -236,6 +240,23 @@ void CudaExecutable::enqueue_step(Plan& p) {
     if (p.device[v] != st.buffer.data() && st.buffer.size() > 0)
       AMP_CUDA_CHECK(cudaMemcpyAsync(st.buffer.data(), p.device[v], st.buffer.size(), cudaMemcpyDeviceToDevice, stream));
   }
+  if (times) times->mark(p.launches.size() + 1, stream);
+}
+
+// The unit_times.h report of a run enqueued with `times`, once its events have passed.
+void CudaExecutable::record_unit_times_of(const Plan& p, const UnitTimes& times, uint64_t run) {
+  std::vector<TimedUnit> units;
+  for (const Plan::Launch& l : p.launches) {
+    TimedUnit u{l.unit->where, l.unit->kind, 0, l.op->completion() != nullptr};
+    for (size_t i = 0; i < l.unit->in.size(); ++i) {
+      const int v = l.unit->in[i];
+      if (v >= 0 && !(i < l.unit->host_only.size() && l.unit->host_only[i])) u.bytes += p.shapes.desc[v].nbytes();
+    }
+    for (int v : l.unit->out)
+      if (v >= 0) u.bytes += p.shapes.desc[v].nbytes();
+    units.push_back(std::move(u));
+  }
+  record_unit_times(units, times.intervals(), run, ctx_->report());
 }
 
 std::vector<Tensor> CudaExecutable::run(const std::vector<std::pair<std::string, Tensor>>& feeds,
@@ -260,7 +281,14 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<std::pair<std::string,
   const unsigned long long run_seed = splitmix64(seed_ ^ splitmix64(runs_));
   AMP_CUDA_CHECK(cudaMemcpyAsync(p.seed.data(), &run_seed, sizeof run_seed, cudaMemcpyHostToDevice, stream));
 
-  if (p.graph) {
+  // AMP_CUDA_UNIT_TIMES=K: this plan's K-th run, enqueued unit by unit between events.
+  std::unique_ptr<UnitTimes> times;
+  if (unit_times_run() == p.runs + 1 && ctx_->report().enabled())
+    times = std::make_unique<UnitTimes>(p.launches.size() + 2);
+  if (times) {
+    enqueue_step(p, times.get());
+    record_unit_times_of(p, *times, p.runs + 1);
+  } else if (p.graph) {
     AMP_CUDA_CHECK(cudaGraphLaunch(p.graph, stream));
     ++p.replays;
   } else if (p.runs >= kRunsBeforeCapture && graphs_enabled()) {

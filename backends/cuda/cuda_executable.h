@@ -13,7 +13,8 @@
 // running on a stream of its own (a data-parallel AllReduce on NCCL's) is joined by an event where
 // its outputs are first read, or at the end of the step, inside the capture as outside it.
 //
-// Environment: AMP_CUDA_GRAPHS=0 runs without graph capture; AMP_CUDA_TF32=1 lets fp32 products
+// Environment: AMP_CUDA_GRAPHS=0 runs without graph capture; AMP_CUDA_UNIT_TIMES=K times the K-th
+// run of each plan unit by unit into the device report (unit_times.h); AMP_CUDA_TF32=1 lets fp32 products
 // and convolutions use TF32 (as CompileOptions::tf32, amp-train --tf32, does); NVRTC's output is
 // kept between processes in ${XDG_CACHE_HOME:-~/.cache}/onnx-amp/kernels/DEVICE, or in
 // AMP_KERNEL_CACHE_DIR when set (set empty: nowhere).
@@ -28,6 +29,7 @@
 #include "backends/cuda/device_context.h"
 #include "backends/cuda/feed_prefetch.h"
 #include "backends/cuda/schedule.h"
+#include "backends/cuda/unit_times.h"
 
 namespace amp::cuda {
 
@@ -52,7 +54,9 @@ class CudaExecutable final : public Executable {
  private:
   struct Plan;
   std::unique_ptr<Plan> build_plan(const std::vector<const Tensor*>& fed, const std::vector<int>& fetches);
-  void enqueue_step(Plan& plan);
+  // times: unit_times.h's events, one before the units, one after each and one at the end.
+  void enqueue_step(Plan& plan, UnitTimes* times = nullptr);
+  void record_unit_times_of(const Plan& plan, const UnitTimes& times, uint64_t run);
   const DeviceBuffer& device_constant(int value);
   void upload(void* dst, const void* src, size_t bytes);
 

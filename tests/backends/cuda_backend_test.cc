@@ -1388,13 +1388,17 @@ TEST(CudaBackendGpu, ConvolutionsRunTheAlgorithmCuDnnMeasuredFastest) {
 // (time_ranked) instead of cuDNN's Find timing every algorithm it has, and runs the fastest of
 // them: the measured list holds at most four, all from the ranking's first four, fastest first,
 // and the second executable starts with the choice. Results as the CPU's (the helper checks).
+// Its shapes are its own: a device remembers each shape's choice beside its kernel cache
+// (algorithm_store.h), for later backends and processes, and a remembered choice is not measured
+// again (on the H200 of 2026-11-28 this test, then at 13 x 13, chose for the shapes that
+// ARememberedConvolutionAlgorithmKeepsItsMathType, run after it, then found no measurement of).
 TEST(CudaBackendGpu, ConvolutionsTimeTheHeuristicsFirstFourWithFindTop) {
   REQUIRE_GPU();
   const ScopedEnv top("AMP_CUDNN_FIND", "top");
   for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(t));
     const DeviceReportFile report(std::string("conv_top_") + std::string(dtype_name(t)));
-    two_executables_of_a_convolution_and_its_gradient(t, 140, 13);  // 13 x 13: shapes no other test ran
+    two_executables_of_a_convolution_and_its_gradient(t, 140, 15);  // 15 x 15: shapes no other test ran
     const std::string type = std::string(dtype_name(t)) + " ";
     size_t directions = 0;
     for (const nlohmann::json& m : report.lines("convolution_algorithms_measured")) {
@@ -1623,6 +1627,61 @@ TEST(CudaBackendGpu, CapturedGraphReplaysGiveTheSameResults) {
     EXPECT_TRUE(again.same_contents(first[k % 2])) << "run " << k;
   }
   EXPECT_GE(dynamic_cast<cuda::CudaExecutable&>(*exe).graph_replays(), 4u);
+}
+
+// AMP_CUDA_UNIT_TIMES=2 (unit_times.h): the second run of a plan is timed unit by unit into the
+// device report — one line per unit the plan prepared, each with the bytes its operands hold, and
+// one line with the run's totals — and computes what the runs before and after it compute; the
+// third run is captured and replayed as without the setting.
+TEST(CudaBackendGpu, UnitTimesNameEachUnitOfTheSecondRun) {
+  REQUIRE_GPU();
+  const test::ScopedEnv times("AMP_CUDA_UNIT_TIMES", "2");
+  {
+    const DeviceReportFile report("unit_times_gpt");
+    const Model m = load_model(test::source_dir() + "/models/gpt.onnx");
+    auto exe = make_backend("cuda")->compile(m, {});
+    const Feeds feeds = model_feeds("gpt");
+    std::vector<Tensor> runs;
+    for (int k = 0; k < 4; ++k) runs.push_back(exe->run(feeds, {"logits"})[0]);
+    for (int k = 1; k < 4; ++k) EXPECT_TRUE(runs[static_cast<size_t>(k)].same_contents(runs[0])) << "run " << k + 1;
+    EXPECT_EQ(dynamic_cast<cuda::CudaExecutable&>(*exe).graph_replays(), 2u) << "runs 3 and 4 replay a capture";
+    const auto plan = report.lines("plan"), units = report.lines("unit_time"), totals = report.lines("unit_times");
+    ASSERT_EQ(plan.size(), 1u);
+    ASSERT_EQ(totals.size(), 1u) << "one run timed";
+    const size_t planned = std::stoul(plan[0]["units"].get<std::string>());
+    EXPECT_GT(planned, 3u);
+    EXPECT_EQ(units.size(), planned);
+    EXPECT_EQ(totals[0]["units"], std::to_string(planned));
+    EXPECT_EQ(totals[0]["run"], "2");
+    double sum = 0.0;
+    for (size_t i = 0; i < units.size(); ++i) {
+      const nlohmann::json& u = units[i];
+      SCOPED_TRACE(u.dump());
+      EXPECT_EQ(u["run"], "2");
+      EXPECT_EQ(u["position"], std::to_string(i));
+      EXPECT_FALSE(u["unit"].get<std::string>().empty());
+      EXPECT_FALSE(u["kind"].get<std::string>().empty());
+      EXPECT_GT(std::stoull(u["bytes"].get<std::string>()), 0u);
+      const double ms = std::stod(u["ms"].get<std::string>());
+      EXPECT_GE(ms, 0.0);
+      sum += ms;
+    }
+    EXPECT_NEAR(std::stod(totals[0]["units ms"].get<std::string>()), sum, 1e-3 * static_cast<double>(units.size()) + 1e-3);
+    EXPECT_GE(std::stod(totals[0]["step ms"].get<std::string>()) + 1e-3, sum);
+  }
+  {
+    // One fused Add of two [4, 8] fp32 tensors: 3 x 32 x 4 bytes.
+    const DeviceReportFile report("unit_times_add");
+    OneNode add("Add", {{"a", random_tensor(DType::kFloat, {4, 8}, 150)}, {"b", random_tensor(DType::kFloat, {4, 8}, 151)}},
+                {DType::kFloat});
+    auto exe = make_backend("cuda")->compile(add.m, {});
+    const Tensor once = exe->run(add.feeds, add.outputs)[0];
+    EXPECT_TRUE(exe->run(add.feeds, add.outputs)[0].same_contents(once));
+    const auto units = report.lines("unit_time");
+    ASSERT_EQ(units.size(), 1u);
+    EXPECT_EQ(units[0]["bytes"], "384");
+    EXPECT_EQ(units[0].value("beside", ""), "");
+  }
 }
 
 TEST(CudaBackendGpu, DropoutDrawsANewMaskEveryReplay) {

@@ -388,6 +388,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return cudaSuccess;
 }
 
+// Work runs when enqueued, so an event recorded outside a capture has passed; one recorded inside
+// a capture cannot be waited for (CUDA answers as below).
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (!event) return record(cudaErrorInvalidResourceHandle);
+  if (event->capture) return record(cudaErrorStreamCaptureUnsupported);
+  if (refuse_during_capture()) return record(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (!ms || !start || !end) return record(cudaErrorInvalidValue);
   if (start->capture || end->capture) return record(cudaErrorInvalidResourceHandle);
