@@ -11,7 +11,8 @@ heuristic's first where nothing was measured), a 16-bit weight gradient's fp32-o
 the ones cuDNN refused when run and the ones skipped before; fused convolutions accepted or
 refused; the cuDNN graphs of convolutions with a BatchNorm's work built fused or not, and why; the attention units
 (cuDNN's fused flash attention with its engine, or the fallback kernels and why); the time cuDNN's measurements, its graph builds and the generated kernels' compilations took, and the plan's preparation with its slowest units; and once for the run, the ReLU-mask probe's answer per
-type. Identical lines are counted, not repeated.
+type; and where the run was timed unit by unit (AMP_CUDA_UNIT_TIMES, unit_times.py), its slowest
+units and its time by kind. Identical lines are counted, not repeated.
 
 Usage: device_report.py DIR
 """
@@ -20,6 +21,9 @@ import glob
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unit_times  # noqa: E402  (beside this file)
 
 
 def load(path):
@@ -120,6 +124,8 @@ def step_report(lines):
     if finds:
         out.append(f"cuDNN algorithm measurement: {len(finds)} convolutions, {sum(finds) / 1e3:.2f} s in all, "
                    f"the slowest {max(finds):.0f} ms")
+    for totals, units in unit_times.runs_of(lines):
+        out.extend(unit_times.summary(totals, units, top=8))
     for l in lines:
         if l.get("event") == "unreadable":
             out.append(f"UNREADABLE {l['why']}")

@@ -32,7 +32,9 @@ torch.compile of it, in one table. Two phases, because the GPU machine has no to
       before, its CUDA context included; beside it amp-train's own state + arena; torch:
       max_memory_allocated, and max_memory_reserved beside), first step seconds. Then: the loss
       check (10 steps at 1 x 256 of amp-train --device cuda bf16 against the CPU backend's bf16 on
-      the same weights and batches: every loss finite, the largest relative distance); the
+      the same weights and batches: every loss finite, the largest relative distance); where each
+      amp bf16 row's second step went, unit by unit (the amp rows run with AMP_CUDA_UNIT_TIMES=2:
+      .ci/unit_times.py; every unit in OUT/gpt2_logs/units_*.tsv); the
       kernels of amp bf16 at batch 8 under ncu (.ci/kernel_times.py's method, steps 2 and 1:
       one step's kernels); the device report of the amp rows (which attention unit ran, cuDNN's
       refusals: AMP_CUDA_REPORT, OUT/device_report/). Rows not reached within --budget are listed
@@ -249,7 +251,8 @@ class Run(bench_scale.Run):
         metrics = os.path.join(self.logs, tag + ".metrics.jsonl")
         cmd = amp_train_cmd(self.a.bin, self.a.gpt2, self.data(name, batch), batch, dtype, self.amp_steps(), self.a.device,
                             ["--metrics", metrics])
-        rc, out, held = self.command(tag, cmd, {"AMP_KERNEL_CACHE_DIR": self.cache,
+        # The device report, with the second step timed unit by unit (a warm-up step, not timed here).
+        rc, out, held = self.command(tag, cmd, {"AMP_KERNEL_CACHE_DIR": self.cache, "AMP_CUDA_UNIT_TIMES": "2",
                                                 "AMP_CUDA_REPORT": os.path.join(self.reports, "gpt2.%s.jsonl" % tag)})
         got = re.search(r"([\d.]+) ms/step \(the first ([\d.]+) s.*backend state \+ arena ([\d.]+) MiB", out)
         timed = self.steady_ms(metrics, batch) if rc == 0 and got else None
@@ -358,6 +361,22 @@ class Run(bench_scale.Run):
                               " ".join("%.4f" % v for v in theirs)))
         self.save()
 
+    def unit_profiles(self):
+        """Where each amp bf16 row's second step went, unit by unit (its device report's unit
+        times, .ci/unit_times.py); every unit in gpt2_logs/units_*.tsv."""
+        import unit_times
+        for b in sorted(self.a.batches, reverse=True):
+            report = os.path.join(self.reports, "gpt2.amp_%d_bf16.jsonl" % b)
+            found = unit_times.runs(report) if self.cuda and os.path.exists(report) else []
+            if not found:
+                continue
+            totals, units = max(found, key=lambda f: len(f[1]))
+            lines = unit_times.summary(totals, units, top=20)
+            lines[0] = "amp bf16 at batch %d x %d, %s" % (b, self.a.seq, lines[0])
+            self.notes.append("\n".join(lines))
+            unit_times.write_tsv(units, os.path.join(self.logs, "units_amp_bf16_%d.tsv" % b))
+        self.save()
+
     def kernels(self):
         """amp bf16 at the smallest batch under ncu: steps 2 minus steps 1 (one step's kernels)."""
         import kernel_times
@@ -456,6 +475,7 @@ def run(a):
         r.amp_row("", b, "fp16")
     r.losses("", "bf16")
     r.attention_units()
+    r.unit_profiles()
     r.kernels()
     r.table()
     shutil.rmtree(r.tmp, ignore_errors=True)

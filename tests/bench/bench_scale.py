@@ -27,8 +27,10 @@ the same device, in one table. Two phases, because the GPU machine has no torch 
       cudaMemGetInfo polled every 20 ms while amp-train ran, its CUDA context included; beside
       it amp-train's own count of state + arena; torch: max_memory_reserved, and allocated), and
       the first step's seconds. Then: the first step of amp bf16 at batch 128 with a cold kernel
-      cache (a new AMP_KERNEL_CACHE_DIR) and again warm; the kernels of the slowest amp row under
-      ncu (.ci/kernel_times.py's method: 4 steps minus 2); 10 steps at batch 8 (images drawn from the model's seed) of
+      cache (a new AMP_KERNEL_CACHE_DIR) and again warm; where the second step of the slowest amp
+      row and of resnet50's amp bf16 went, unit by unit (every amp row runs with
+      AMP_CUDA_UNIT_TIMES=2: .ci/unit_times.py; every unit in scale_logs/units_*.tsv); the kernels
+      of the slowest amp row under ncu (.ci/kernel_times.py's method: 4 steps minus 2); 10 steps at batch 8 (images drawn from the model's seed) of
       amp-train --device cuda against --device cpu (same weights and batches, bf16): every loss
       finite, and the largest relative distance. Rows not reached within --budget are listed as
       such. Every command's output is kept in OUT/scale_logs/; OUT/scale.json holds the rows as
@@ -161,6 +163,7 @@ class Run:
             self.device_name = torch.cuda.get_device_name()
             self.peaks = next((p for k, p in PEAKS.items() if k in self.device_name), self.peaks)
         self.cache = os.path.join(self.tmp, "kernel-cache")  # AMP_KERNEL_CACHE_DIR of the timed rows
+        self.reports = {}  # (model, batch, variant) of an amp row -> its device report
 
     def left(self):
         return self.deadline - time.time()
@@ -248,8 +251,11 @@ class Run:
         tag = "%s_%d_%s%s%s" % (name, batch, dtype, "_tf32" if tf32 else "",
                                 "".join("_%s_%s" % kv for kv in (extra_env or {}).items()))
         env = {"AMP_KERNEL_CACHE_DIR": self.cache, **(extra_env or {})}
-        if self.cuda:  # what cuBLASLt and cuDNN took (backends/cuda/device_report.h), kept with the log
+        if self.cuda:  # what cuBLASLt and cuDNN took (backends/cuda/device_report.h), kept with the log,
             env["AMP_CUDA_REPORT"] = os.path.join(self.logs, tag + ".jsonl")
+            # and where the second step's time went, unit by unit (a warm-up step: not timed here)
+            env["AMP_CUDA_UNIT_TIMES"] = "2"
+            self.reports[(name, batch, label)] = env["AMP_CUDA_REPORT"]
         metrics = os.path.join(self.logs, tag + ".metrics.jsonl")
         rc, out, held = self.command(tag, self.amp_train(name, batch, dtype, self.amp_steps(),
                                                          (["--tf32"] if tf32 else []) + ["--metrics", metrics]), env)
@@ -399,11 +405,36 @@ class Run:
                 gpu_zoo.zoo_check.last_error(out)))
             self.save()
 
+    def unit_profile(self, row):
+        """A note of where `row`'s (an amp row's) second step went, unit by unit, from its device
+        report (AMP_CUDA_UNIT_TIMES=2), and every unit in scale_logs/units_*.tsv."""
+        import unit_times
+        report = self.reports.get((row["model"], row["batch"], row["variant"]))
+        found = unit_times.runs(report) if report and os.path.exists(report) else []
+        if not found:
+            self.notes.append("unit times of %s %s at batch %d: none recorded" % (row["model"], row["variant"], row["batch"]))
+            return
+        totals, units = max(found, key=lambda f: len(f[1]))  # the training step's plan
+        lines = unit_times.summary(totals, units, top=20)
+        lines[0] = "%s %s at batch %d, %s" % (row["model"], row["variant"], row["batch"], lines[0])
+        self.notes.append("\n".join(lines))
+        unit_times.write_tsv(units, os.path.join(self.logs, "units_%s_%d_%s.tsv" % (
+            row["model"], row["batch"], re.sub(r"[^\w.=-]+", "_", row["variant"]))))
+        self.save()
+
     def kernels(self, slow=None):
-        """The kernels of one amp row under ncu (kernel_times.py's 4 steps minus 2): `slow` (a row's
-        model, batch and variant), else the slowest amp row."""
+        """Where the slowest amp row's step goes (`slow`: a row's model, batch and variant, run here
+        first when no row has): unit by unit from its device report, then its kernels under ncu
+        (kernel_times.py's 4 steps minus 2) if the budget allows; the resnet50 bf16 row's units too."""
         import kernel_times
         amp = [r for r in self.rows if r["variant"].startswith("amp") and "images_per_s" in r]
+        if slow and self.cuda and (slow["model"], slow["batch"], slow["variant"]) not in self.reports:
+            self.amp_row(slow["model"], slow["batch"], slow["variant"].split()[1])
+        if self.cuda:
+            detailed = [slow or min(amp, key=lambda r: r["images_per_s"])] if (slow or amp) else []
+            detailed += [r for r in amp if r["model"] == "resnet50" and r["variant"] == "amp bf16" and r not in detailed]
+            for row in detailed:
+                self.unit_profile(row)
         ncu = kernel_times.find_ncu()
         if not (amp or slow) or not ncu or not self.cuda or self.left() < 60:
             self.notes.append("kernel profile: not run (%s)" % ("no amp row" if not (amp or slow) else "no ncu" if not ncu
