@@ -1599,6 +1599,58 @@ TEST(CudaBackendGpu, AllFiniteFindsOneNanAmongManyTensors) {
   EXPECT_EQ(run_on("cuda", dirty.m, dirty.feeds, dirty.outputs)[0].element(0), 0.0);
 }
 
+// Every kind of non-finite value (NaN, inf, -inf) in each float type, where the check reads eight
+// at a time and where it reads the odd ones after them, is found, alone among finite values
+// (the largest finite one included); AllFiniteScaled judges x * scale in fp32: the largest finite
+// value times 4 overflows, times 1/4 does not.
+TEST(CudaBackendGpu, AllFiniteFindsEachNonFiniteValueOfEachTypeWhereverItIs) {
+  REQUIRE_GPU();
+  struct Bits {
+    DType type;
+    uint32_t nan, inf, minus_inf, largest;
+  };
+  const Bits kinds[] = {{DType::kFloat, 0x7fc00000u, 0x7f800000u, 0xff800000u, 0x7f7fffffu},
+                        {DType::kFloat16, 0x7e00u, 0x7c00u, 0xfc00u, 0x7bffu},
+                        {DType::kBFloat16, 0x7fc0u, 0x7f80u, 0xff80u, 0x7f7fu}};
+  const int64_t sizes[] = {5, 8, 100, 157, 4099};
+  auto set = [](Tensor& t, int64_t i, uint32_t bits) {
+    if (t.dtype == DType::kFloat) t.mutable_as<uint32_t>()[i] = bits;
+    else t.mutable_as<uint16_t>()[i] = static_cast<uint16_t>(bits);
+  };
+  for (const Bits& k : kinds) {
+    SCOPED_TRACE(dtype_name(k.type));
+    Feeds clean;
+    for (size_t j = 0; j < std::size(sizes); ++j)
+      clean.push_back({"g" + std::to_string(j), random_tensor(k.type, {sizes[j]}, 70 + static_cast<uint32_t>(j))});
+    set(clean[1].second, 3, k.largest);
+    auto all_finite = [&](const Feeds& inputs) {
+      OneNode check("AllFinite", inputs, {DType::kBool}, kAmpDomain);
+      return run_on("cuda", check.m, check.feeds, check.outputs)[0].element(0);
+    };
+    EXPECT_EQ(all_finite(clean), 1.0);
+    // (tensor, index): in an eight-element group, in the odd ones after the groups, far in.
+    for (const auto& [tensor, index] : std::vector<std::pair<size_t, int64_t>>{{2, 40}, {3, 156}, {4, 4000}, {0, 4}}) {
+      for (uint32_t bad : {k.nan, k.inf, k.minus_inf}) {
+        SCOPED_TRACE("tensor " + std::to_string(tensor) + " element " + std::to_string(index) + " bits " + std::to_string(bad));
+        Feeds dirty = clean;
+        set(dirty[tensor].second, index, bad);
+        EXPECT_EQ(all_finite(dirty), 0.0);
+      }
+    }
+    for (const auto& [scale, finite] : std::vector<std::pair<float, double>>{{4.0f, 0.0}, {0.25f, 1.0}}) {
+      SCOPED_TRACE("scale " + std::to_string(scale));
+      Tensor s(DType::kFloat, {});
+      s.mutable_as<float>()[0] = scale;
+      Feeds inputs = {{"scale", s}};
+      inputs.insert(inputs.end(), clean.begin(), clean.end());
+      OneNode check("AllFiniteScaled", inputs, {DType::kBool}, kAmpDomain);
+      const double got = run_on("cuda", check.m, check.feeds, check.outputs)[0].element(0);
+      // fp16's largest (65504) times 4 is finite in fp32: only fp32's and bf16's overflow.
+      EXPECT_EQ(got, k.type == DType::kFloat16 ? 1.0 : finite);
+    }
+  }
+}
+
 Feeds model_feeds(const std::string& name) {
   if (name == "gpt") return {{"tokens", random_tensor(DType::kInt64, {2, 16}, 60, 0, 64)}};
   return {{"input", random_tensor(DType::kFloat, {4, 1, 28, 28}, 61, 0, 1)}};
