@@ -102,6 +102,10 @@ class Executable {
   // loader. Nothing changes in what runs compute. The CPU backend reads feeds where they are: a
   // no-op there; the CUDA backend uploads them on a stream of its own (backends/cuda/feed_prefetch.h).
   virtual void prefetch(const std::vector<std::pair<std::string, Tensor>>& /*feeds*/) {}
+  // Milliseconds the device spent on the latest run, from its first upload to the end of its last
+  // unit (the CUDA backend's events); negative where a backend does not measure it (the CPU's
+  // runs are host time throughout). A step's wall time beyond it is the host's.
+  virtual double last_run_device_ms() const { return -1.0; }
 };
 
 class Backend {

@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   app.add_option("--save", o.save, "write the trained model (inference mode) here");
   app.add_option("--checkpoint", o.checkpoint, "folder for checkpoints (written after every epoch and at the end)");
   app.add_option("--resume", o.resume, "continue from the checkpoint in this folder");
-  app.add_option("--metrics", o.metrics, "JSON lines: one per optimizer step and one per validation pass");
+  app.add_option("--metrics", o.metrics, "JSON lines: one per optimizer step (loss, lr, loss scale, skipped, samples/s; on a GPU device_ms, what the device worked of the step) and one per validation pass");
   app.add_option("--save-training-graph", o.save_training_graph,
                  "write the training step as ONNX (inference graph + training_info)");
   app.add_flag("--compare-fp32", f.compare_fp32,

@@ -93,6 +93,10 @@ CudaExecutable::CudaExecutable(const Model& m, const CompileOptions& options, st
     if (init.nbytes() > 0) upload(st.buffer.data(), init.data(), init.nbytes());
     state_.push_back(std::move(st));
   }
+  AMP_CUDA_CHECK(cudaEventCreate(&run_start_));
+  const cudaError_t made = cudaEventCreate(&run_end_);
+  if (made != cudaSuccess) cudaEventDestroy(run_start_);
+  AMP_CUDA_CHECK(made);
 }
 
 // On the step's stream, so the step's kernels are ordered after the copy: a plain cudaMemcpy from
@@ -104,6 +108,8 @@ void CudaExecutable::upload(void* dst, const void* src, size_t bytes) {
 
 CudaExecutable::~CudaExecutable() {
   plans_.clear();  // graphs and buffers before the context they live in
+  cudaEventDestroy(run_start_);
+  cudaEventDestroy(run_end_);
 }
 
 const DeviceBuffer& CudaExecutable::device_constant(int value) {
@@ -273,6 +279,7 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<std::pair<std::string,
   last_plan_ = &p;
   const cudaStream_t stream = ctx_->stream();
 
+  AMP_CUDA_CHECK(cudaEventRecord(run_start_, stream));
   for (const auto& [v, dst] : p.feed_copies) {
     const size_t bytes = p.shapes.desc[v].nbytes();
     if (!prefetch_.take(fed[v]->data(), bytes, dst, stream))
@@ -314,6 +321,7 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<std::pair<std::string,
   } else {
     enqueue_step(p);
   }
+  AMP_CUDA_CHECK(cudaEventRecord(run_end_, stream));
   ++p.runs;
   ++runs_;
 
@@ -339,6 +347,9 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<std::pair<std::string,
     results.push_back(std::move(t));
   }
   AMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  float device_ms = 0.0f;
+  AMP_CUDA_CHECK(cudaEventElapsedTime(&device_ms, run_start_, run_end_));
+  last_device_ms_ = device_ms;
   return results;
 }
 

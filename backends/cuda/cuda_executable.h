@@ -50,6 +50,7 @@ class CudaExecutable final : public Executable {
   size_t prefetched_bytes() const { return prefetch_.bytes_taken(); }
   // Runs of the latest plan that replayed a captured CUDA Graph (for tests and benchmarks).
   size_t graph_replays() const;
+  double last_run_device_ms() const override { return last_device_ms_; }
 
  private:
   struct Plan;
@@ -76,6 +77,9 @@ class CudaExecutable final : public Executable {
   uint64_t seed_ = 0, runs_ = 0;
   bool tf32_ = false;
   FeedPrefetch prefetch_;
+  // Recorded on the step's stream around each run's device work: last_run_device_ms.
+  cudaEvent_t run_start_ = nullptr, run_end_ = nullptr;
+  double last_device_ms_ = -1.0;
 };
 
 }  // namespace amp::cuda

@@ -403,6 +403,8 @@ TrainResult Trainer::run() {
                           {"loss_scale", scale}, {"skipped", skipped},
                           {"samples_per_second", static_cast<double>(samples_per_step) / seconds}};
     if (step.classification) record["accuracy"] = static_cast<double>(correct) / static_cast<double>(samples_per_step);
+    // What of the step's wall time the device worked (the rest is the host's), where measured.
+    if (outcome.device_ms >= 0) record["device_ms"] = outcome.device_ms;
     metrics_.write(record);
     result_.history.steps.push_back({steps_, loss, scaled ? scale : 0, skipped});
     progress_->step(steps_, shown(loss), static_cast<double>(samples_per_step) / seconds, scaled ? scale : 0, skipped_);

@@ -213,6 +213,7 @@ StepOutcome TrainingSession::run_step(const std::function<Feeds(int64_t)>& micro
   if (!step_.loss_scale.empty()) fetches.push_back(step_.loss_scale);
 
   StepOutcome out;
+  out.device_ms = 0;
   double loss_sum = 0;
   const int64_t accumulate = o_.spec.accumulate;
   for (int64_t m = 0; m < accumulate; ++m) {
@@ -221,6 +222,8 @@ StepOutcome TrainingSession::run_step(const std::function<Feeds(int64_t)>& micro
     if (!step_.apply_update.empty()) feeds.emplace_back(step_.apply_update, bool_tensor(m == accumulate - 1));
     std::vector<Tensor> got = train_->run(feeds, fetches);
     ++runs_;
+    const double device_ms = train_->last_run_device_ms();
+    out.device_ms = device_ms < 0 || out.device_ms < 0 ? -1 : out.device_ms + device_ms;
     step_memory_ = train_->memory();
     loss_sum += as_scalar(got[0]);
     if (step_.classification && counted) out.correct += static_cast<int64_t>(std::llround(as_scalar(got[target_at])));

@@ -47,6 +47,9 @@ struct StepOutcome {
   int64_t correct = 0;    // argmax hits over all micro-batches (classifiers)
   bool skipped = false;   // inf/NaN gradients: nothing was applied
   double loss_scale = 0;  // after the step; 0 without loss scaling
+  // The device's milliseconds over the micro-batches' runs (Executable::last_run_device_ms);
+  // negative where the backend does not measure them.
+  double device_ms = -1;
 };
 
 // Sums over evaluation batches (a data-parallel run adds the processes' sums).

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -1734,6 +1735,23 @@ TEST(CudaBackendGpu, UnitTimesNameEachUnitOfTheSecondRun) {
     EXPECT_EQ(units[0]["bytes"], "384");
     EXPECT_EQ(units[0].value("beside", ""), "");
   }
+}
+
+// Each run says how long the device worked on it (events around its uploads and units): within
+// the run's wall time, eager and replayed alike; the CPU backend says it does not measure.
+TEST(CudaBackendGpu, EachRunSaysHowLongTheDeviceWorkedOnIt) {
+  REQUIRE_GPU();
+  const Model m = load_model(test::source_dir() + "/models/gpt.onnx");
+  auto exe = make_backend("cuda")->compile(m, {});
+  EXPECT_LT(exe->last_run_device_ms(), 0.0) << "no run yet";
+  for (int k = 0; k < 4; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    exe->run(model_feeds("gpt"), {"logits"});
+    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GT(exe->last_run_device_ms(), 0.0) << "run " << k;
+    EXPECT_LE(exe->last_run_device_ms(), wall) << "run " << k;
+  }
+  EXPECT_LT(make_backend("cpu")->compile(m, {})->last_run_device_ms(), 0.0);
 }
 
 TEST(CudaBackendGpu, DropoutDrawsANewMaskEveryReplay) {

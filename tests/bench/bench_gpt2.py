@@ -259,7 +259,8 @@ class Run(bench_scale.Run):
         if not timed:
             return self.row(batch=batch, variant=label, error=gpu_zoo.zoo_check.last_error(out))
         first, planned = float(got.group(2)), float(got.group(3))
-        self.timed_row(batch, label, timed[0], first, held if self.cuda else None, planned, mean_ms=timed[1])
+        self.timed_row(batch, label, timed[0], first, held if self.cuda else None, planned, mean_ms=timed[1],
+                       device_ms=timed[2])
 
     def timed_row(self, batch, label, ms, first, device_mib, second_mib, **more):
         per_s = batch * self.a.seq / (ms / 1e3)
@@ -453,6 +454,9 @@ class Run(bench_scale.Run):
             if amp and peers[0] and amp["device_MiB"] and peers[0]["device_MiB"]:
                 ratios.append("batch %d, device memory amp bf16 / %s: %.2f" % (
                     b, peers[0]["variant"], amp["device_MiB"] / peers[0]["device_MiB"]))
+            if amp and amp.get("device_ms") is not None:  # the rest of the step is the host's
+                ratios.append("batch %d, amp bf16: the device worked %.1f of the step's %.1f ms (CUDA events around each "
+                              "run, the median over the timed steps)" % (b, amp["device_ms"], amp["step_ms"]))
         lines += [""] + ["- " + r for r in ratios] + [""] + self.notes
         text = "\n".join(lines) + "\n"
         with open(os.path.join(self.a.out, "gpt2_table.md"), "w") as f:

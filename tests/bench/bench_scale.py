@@ -265,11 +265,12 @@ class Run:
         timed = self.steady_ms(metrics, batch) if rc == 0 and m else None
         if not timed:
             return self.row(model=name, batch=batch, variant=label, error=gpu_zoo.zoo_check.last_error(out))
-        ms, mean_ms = timed
+        ms, mean_ms, device_ms = timed
         first, planned = float(m.group(2)), float(m.group(3))
         self.row(model=name, batch=batch, variant=label, step_ms=ms, images_per_s=batch / ms * 1e3,
                  mfu=self.meta(name)["train_flops_per_image"] * batch / (ms / 1e3) / self.peak("tf32" if tf32 else dtype),
-                 device_MiB=held if self.cuda else None, planned_MiB=planned, first_step_s=first, mean_ms=mean_ms)
+                 device_MiB=held if self.cuda else None, planned_MiB=planned, first_step_s=first, mean_ms=mean_ms,
+                 device_ms=device_ms)
 
     def amp_steps(self):
         """amp-train's --steps for a timed row: the first step, WARMUP more, then --steps timed ones,
@@ -278,20 +279,25 @@ class Run:
 
     @staticmethod
     def steady_ms(metrics, samples):
-        """(median, mean) ms of amp-train's steps from its --metrics file (each step's
-        samples_per_second, timed by amp-train between the step's start and its fetched results):
-        the median of the steps after the first and WARMUP more, as timed_steps takes PyTorch's,
-        and the mean of every step after the first, which amp-train's own ms/step line prints.
-        None when the file has too few steps."""
+        """(median, mean, device median) ms of amp-train's steps from its --metrics file (each
+        step's samples_per_second, timed by amp-train between the step's start and its fetched
+        results): the median of the steps after the first and WARMUP more, as timed_steps takes
+        PyTorch's, and the mean of every step after the first, which amp-train's own ms/step line
+        prints; beside them the median of the same steps' device_ms (what the device worked of
+        each, CUDA events around its run), None where the backend does not measure it. None when
+        the file has too few steps."""
         try:
             with open(metrics) as f:
-                rates = [json.loads(l)["samples_per_second"] for l in f if '"samples_per_second"' in l]
+                records = [json.loads(l) for l in f if '"samples_per_second"' in l]
+            rates = [r["samples_per_second"] for r in records]
         except (OSError, ValueError, KeyError):
             return None
         ms = [samples / r * 1e3 for r in rates if r > 0]
         if len(ms) != len(rates) or len(ms) < 2 + WARMUP:
             return None
-        return statistics.median(ms[1 + WARMUP:]), statistics.fmean(ms[1:])
+        device = [r["device_ms"] for r in records[1 + WARMUP:] if "device_ms" in r]
+        return (statistics.median(ms[1 + WARMUP:]), statistics.fmean(ms[1:]),
+                statistics.median(device) if device and len(device) == len(ms) - 1 - WARMUP else None)
 
     def graph_note(self, label, name, batch, report):
         """A note of how many of the step's cuDNN convolution graphs (a BatchNorm + ReLU inside the
@@ -522,6 +528,11 @@ class Run:
         if a and b:
             ratios.append("device memory amp bf16 / torch autocast bf16 (CL): %.2f" % (a / b))
         lines += ["", "resnet50 at batch %d, images/s: %s" % (self.a.batch, "; ".join(ratios) or "-"), ""]
+        busy = ["%s %s at %d: %.2f of %.2f ms" % (r["model"], r["variant"], r["batch"], r["device_ms"], r["step_ms"])
+                for r in self.rows if r.get("device_ms") is not None]
+        if busy:  # the rest of each step is the host's: between one step's results and the next one's launch
+            lines += ["device time of each amp step (the median over the timed steps; CUDA events around each run): "
+                      + "; ".join(busy), ""]
         lines += self.notes
         text = "\n".join(lines) + "\n"
         with open(os.path.join(self.a.out, "scale_table.md"), "w") as f:
