@@ -25,6 +25,7 @@
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
 #include "tests/support/require_gpu.h"
+#include "tests/support/scoped_env.h"
 #endif
 
 namespace amp {
@@ -83,20 +84,18 @@ TEST(CudaSchedule, A16BitBottleneckRunsItsInnerBatchNormsInsideTheConvolutions) 
 // The bottleneck's whole training step, SGD with momentum 0.9 (fp16 with a dynamic loss scale),
 // 3 steps, its convolution chain channels-last (the default, backends/cuda/channels_last.h;
 // cuda_channels_last_test.cc runs it row-major): losses, weights, running statistics and momentum
-// buffers track the CPU backend's, with
-// cuDNN's fused graphs and, AMP_STANDIN_CUDNN_REFUSE_GRAPH=1 on the stand-ins, with the units'
-// unfused path (a real cuDNN ignores the variable and runs the fused graphs twice).
+// buffers track the CPU backend's, with cuDNN's fused graphs (AMP_CUDNN_CONV_GRAPHS=1) and with
+// the units' unfused path (the default).
 TEST(CudaBackendGpu, TheBottleneckStepWithConvolutionFusionsTracksTheCpu) {
   REQUIRE_GPU();
   const Model forward = test::resnet_bottleneck();
-  for (const char* refuse : {"0", "1"})
+  for (const char* graphs : {"1", "0"})
     for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
-      SCOPED_TRACE(std::string(dtype_name(precision)) + (refuse[0] == '1' ? " unfused" : " fused"));
-      setenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH", refuse, 1);
+      SCOPED_TRACE(std::string(dtype_name(precision)) + (graphs[0] == '1' ? " fused" : " unfused"));
+      const test::ScopedEnv setting("AMP_CUDNN_CONV_GRAPHS", graphs);
       TrainingStep step = test::sgd_momentum_step(forward, precision, "resnet_bottleneck");
       test::expect_momentum_step_tracks_cpu(step, test::step_options(step), precision, {8, 3, 16, 16}, 80);
     }
-  unsetenv("AMP_STANDIN_CUDNN_REFUSE_GRAPH");
 }
 
 #endif  // AMP_HAVE_CUDA
