@@ -30,7 +30,8 @@ the same device, in one table. Two phases, because the GPU machine has no torch 
       cache (a new AMP_KERNEL_CACHE_DIR) and again warm; where the second step of the slowest amp
       row and of resnet50's amp bf16 went, unit by unit (every amp row runs with
       AMP_CUDA_UNIT_TIMES=2: .ci/unit_times.py; every unit in scale_logs/units_*.tsv); the kernels
-      of the slowest amp row under ncu (.ci/kernel_times.py's method: 4 steps minus 2); 10 steps at batch 8 (images drawn from the model's seed) of
+      of resnet50's amp bf16 row under ncu (.ci/kernel_times.py's method: 4 steps minus 2;
+      --kernels-of picks another); 10 steps at batch 8 (images drawn from the model's seed) of
       amp-train --device cuda against --device cpu (same weights and batches, bf16): every loss
       finite, and the largest relative distance. Rows not reached within --budget are listed as
       such. Every command's output is kept in OUT/scale_logs/; OUT/scale.json holds the rows as
@@ -403,13 +404,39 @@ class Run:
             if self.left() < 30:
                 self.notes.append("first step%s %s: not run, the time budget is spent" % (label, state))
                 continue
-            rc, out, _ = self.command("first_step_%s%s" % (state, tag), self.amp_train(name, batch, dtype, 2),
-                                      {"AMP_KERNEL_CACHE_DIR": cache, **(extra_env or {})})
+            env = {"AMP_KERNEL_CACHE_DIR": cache, **(extra_env or {})}
+            if self.cuda:  # where the first step's time went (the plan's preparation, cuDNN's measurements, NVRTC)
+                env["AMP_CUDA_REPORT"] = os.path.join(self.logs, "first_step_%s%s.jsonl" % (state, tag))
+            rc, out, _ = self.command("first_step_%s%s" % (state, tag), self.amp_train(name, batch, dtype, 2), env)
             m = re.search(r"the first ([\d.]+) s", out)
-            self.notes.append("first step of amp %s%s, %s at batch %d, %s caches: %s" % (
+            self.notes.append("first step of amp %s%s, %s at batch %d, %s caches: %s%s" % (
                 dtype, label, name, batch, state, "%s s" % m.group(1) if rc == 0 and m else "FAILED: " +
-                gpu_zoo.zoo_check.last_error(out)))
+                gpu_zoo.zoo_check.last_error(out), self.start_up(env.get("AMP_CUDA_REPORT"))))
             self.save()
+
+    @staticmethod
+    def start_up(report):
+        """"" or "; of it: ..." from a first step's device report: the plan's preparation, cuDNN's
+        algorithm measurements, its graph builds and NVRTC's compilations, each in seconds."""
+        if not report or not os.path.exists(report):
+            return ""
+        plan, finds, builds, nvrtc = 0.0, [], [], []
+        with open(report) as f:
+            for text in f:
+                try:
+                    l = json.loads(text)
+                except ValueError:
+                    continue
+                if l.get("event") == "plan":
+                    plan += float(l.get("prepare ms", 0))
+                if "find ms" in l:
+                    finds.append(float(l["find ms"]))
+                if l.get("event") == "convolution_graph" and "build ms" in l:
+                    builds.append(float(l["build ms"]))
+                if l.get("event") == "kernel_image" and l.get("from") == "NVRTC":
+                    nvrtc.append(float(l.get("ms", 0)))
+        return "; of it: plan prepared in %.2f s, cuDNN's measurements %.2f s (%d), graph builds %.2f s (%d), NVRTC %.2f s (%d)" % (
+            plan / 1e3, sum(finds) / 1e3, len(finds), sum(builds) / 1e3, len(builds), sum(nvrtc) / 1e3, len(nvrtc))
 
     def unit_profile(self, row):
         """A note of where `row`'s (an amp row's) second step went, unit by unit, from its device
@@ -430,8 +457,9 @@ class Run:
 
     def kernels(self, slow=None):
         """Where the slowest amp row's step goes (`slow`: a row's model, batch and variant, run here
-        first when no row has): unit by unit from its device report, then its kernels under ncu
-        (kernel_times.py's 4 steps minus 2) if the budget allows; the resnet50 bf16 row's units too."""
+        first when no row has): unit by unit from its device report, and the resnet50 bf16 row's
+        too; then the kernels of `slow`, else of the resnet50 bf16 row, under ncu (kernel_times.py's
+        4 steps minus 2) if the budget allows."""
         import kernel_times
         amp = [r for r in self.rows if r["variant"].startswith("amp") and "images_per_s" in r]
         if slow and self.cuda and (slow["model"], slow["batch"], slow["variant"]) not in self.reports:
@@ -446,7 +474,11 @@ class Run:
             self.notes.append("kernel profile: not run (%s)" % ("no amp row" if not (amp or slow) else "no ncu" if not ncu
                                                                  else "no GPU" if not self.cuda else "the time budget is spent"))
             return
-        slow = slow or min(amp, key=lambda r: r["images_per_s"])
+        # ncu replays every kernel alone: efficientnet_b0's step (thousands of kernels) did not end
+        # within 46 s on the H200 of 2026-11-28, so without --kernels-of it profiles the headline
+        # row, resnet50's amp bf16, and the unit times above cover the slowest.
+        headline = [r for r in amp if r["model"] == "resnet50" and r["variant"] == "amp bf16" and r["batch"] == self.a.batch]
+        slow = slow or (headline[0] if headline else min(amp, key=lambda r: r["images_per_s"]))
         dtype = slow["variant"].split()[1]
         extra = ["--tf32"] if slow["variant"].endswith("tf32") else []
         runs = []
