@@ -8,7 +8,10 @@
 // polynomial, scaling by 2^n in two steps so that subnormal results come out too); amp_erff within 1.3 ulp
 // (|x| < 1: x + x R(x^2), R of degree 6 fitted for relative error; 1 <= |x| < 3.92:
 // 1 - exp(-x^2) Q(1/x), with x^2 split exactly into hi + lo so its rounding does not reach the
-// result; beyond, +-1). NaN propagates; exp(+inf) = inf, exp(-inf) = 0.
+// result; beyond, +-1). NaN propagates; exp(+inf) = inf, exp(-inf) = 0. amp_erff_with_exp also
+// hands out the exp(-x^2) it computes on the way (with x^2's rounding corrected, 0 from x^2 = 104
+// on, where it underflows; 0 for a NaN): GELU's gradient needs both, and one exp is a quarter of
+// its arithmetic.
 //
 // One source for host and device: the functions are written once in AMP_FAST_MATH_FUNCTIONS and
 // expanded here for the host and, as text, into the generated CUDA kernels
@@ -45,7 +48,7 @@ namespace amp {
     const int n1 = ni / 2;                                                                                \
     return y * amp_exp2i(n1) * amp_exp2i(ni - n1);                                                        \
   }                                                                                                       \
-  FN float amp_erff(float x) {                                                                            \
+  FN float amp_erff_with_exp(float x, float* e) {                                                         \
     const float a = AS_FLOAT(AS_UINT(x) & 0x7fffffffu);                                                   \
     const float t = a * a;                                                                                \
     float r = 7.847262168070301e-05f;                                                                     \
@@ -69,9 +72,15 @@ namespace amp {
     q = q * s + 0.04072156175971031f;                                                                     \
     q = q * s + 0.559226393699646f;                                                                       \
     q = q * s + 0.0002591166412457824f;                                                                   \
-    const float big = 1.0f - amp_expf(-t) * (1.0f - lo) * q;                                              \
+    const float exp_t = amp_expf(-t) * (1.0f - lo);                                                       \
+    const float big = 1.0f - exp_t * q;                                                                   \
     const float y = a >= 3.92f ? 1.0f : (a < 1.0f ? small : big);                                         \
+    *e = t < 104.0f ? exp_t : 0.0f;                                                                       \
     return AS_FLOAT((AS_UINT(y) & 0x7fffffffu) | (AS_UINT(x) & 0x80000000u));                              \
+  }                                                                                                       \
+  FN float amp_erff(float x) {                                                                            \
+    float e;                                                                                              \
+    return amp_erff_with_exp(x, &e);                                                                      \
   }
 
 AMP_FAST_MATH_FUNCTIONS(inline, float_bits, bits_float)  // graph/half.h's bit casts
@@ -81,6 +90,12 @@ inline float fast_exp(float x) { return amp_expf(x); }
 inline double fast_exp(double x) { return std::exp(x); }
 inline float fast_erf(float x) { return amp_erff(x); }
 inline double fast_erf(double x) { return std::erf(x); }
+// erf(x) and exp(-x^2), the latter into *e.
+inline float fast_erf_with_exp(float x, float* e) { return amp_erff_with_exp(x, e); }
+inline double fast_erf_with_exp(double x, double* e) {
+  *e = std::exp(-x * x);
+  return std::erf(x);
+}
 
 // The same functions as CUDA source (__device__ __forceinline__, __float_as_uint, __uint_as_float).
 const char* fast_math_source();

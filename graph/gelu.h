@@ -6,8 +6,10 @@
 // Exact:  gelu(x) = x/2 (1 + erf(x/sqrt 2)),  gelu'(x) = Phi(x) + x phi(x)
 // Tanh:   gelu(x) = x/2 (1 + tanh(b (x + k x^3))), b = sqrt(2/pi), k = 0.044715 (GPT-2's gelu_new,
 //         PyTorch's approximate="tanh", and what cuBLASLt's GELU epilogues compute)
-// The derivatives follow PyTorch's GeluBackward kernels term by term. In fp32, erf and exp are
-// graph/fast_math.h's (vectorisable, within 1.3 ulp); the generated kernels call the same.
+// The derivatives follow PyTorch's GeluBackward kernels term by term, but for the exact one's
+// exp(-x^2/2), which erf's evaluation has already computed (from x / sqrt 2 squared, its rounding
+// corrected: the same value but for the last bits). In fp32, erf and exp are graph/fast_math.h's
+// (vectorisable, within 1.3 ulp); the generated kernels call the same.
 #pragma once
 
 #include <cmath>
@@ -49,8 +51,11 @@ template <class F>
 F gelu_grad(F dy, F x, GeluKind kind) {
   const F half = F(0.5), one = F(1);
   if (kind == GeluKind::kExact) {
-    const F cdf = half * (one + fast_erf(x * F(kGeluSqrtHalf)));
-    const F pdf = fast_exp(-half * x * x) * F(kGeluInvSqrt2Pi);
+    // exp(-x^2 / 2) is the exp(-(x / sqrt 2)^2) erf computes on its way (PyTorch computes it
+    // apart: the same value up to the rounding of its argument).
+    F exp_half_x_sq;
+    const F cdf = half * (one + fast_erf_with_exp(x * F(kGeluSqrtHalf), &exp_half_x_sq));
+    const F pdf = exp_half_x_sq * F(kGeluInvSqrt2Pi);
     return dy * (cdf + x * pdf);
   }
   const F x_sq = x * x;
