@@ -92,10 +92,10 @@ class CausalSelfAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, d_model, d_hidden):
+    def __init__(self, d_model, d_hidden, gelu="none"):
         super().__init__()
         self.fc = nn.Linear(d_model, d_hidden)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate=gelu)
         self.proj = nn.Linear(d_hidden, d_model)
 
     def forward(self, x):
@@ -103,12 +103,12 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d_model, n_head, d_hidden):
+    def __init__(self, d_model, n_head, d_hidden, gelu="none"):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(d_model, n_head)
         self.ln2 = nn.LayerNorm(d_model)
-        self.mlp = FeedForward(d_model, d_hidden)
+        self.mlp = FeedForward(d_model, d_hidden, gelu)
 
     def forward(self, x, hide):
         x = x + self.attn(self.ln1(x), hide)
@@ -119,11 +119,12 @@ class GPT(nn.Module):
     """Character-level decoder-only transformer; tokens [N,T] int64 -> logits [N,T,vocab]."""
 
     # The MLP is 2x wide rather than GPT's usual 4x to keep the committed .onnx files small.
-    def __init__(self, vocab=64, ctx=32, n_layer=2, n_head=4, d_model=64, d_hidden=128):
+    # gelu: nn.GELU's approximate, "none" (the committed models) or "tanh" (GPT-2's own gelu_new).
+    def __init__(self, vocab=64, ctx=32, n_layer=2, n_head=4, d_model=64, d_hidden=128, gelu="none"):
         super().__init__()
         self.tok_emb = nn.Embedding(vocab, d_model)
         self.pos_emb = nn.Embedding(ctx, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_head, d_hidden) for _ in range(n_layer))
+        self.blocks = nn.ModuleList(Block(d_model, n_head, d_hidden, gelu) for _ in range(n_layer))
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab)
         # True above the diagonal = positions to hide, so export needs no Not. One buffer

@@ -63,8 +63,10 @@ sys.path.insert(0, os.path.join(ROOT, "models"))
 import bench_scale  # noqa: E402  (numpy alone at import; its Run keeps the commands, logs and memory polling)
 from bench_scale import gpu_zoo  # noqa: E402
 
-GPT2_SMALL = dict(vocab=50257, ctx=1024, n_layer=12, n_head=12, d_model=768, d_hidden=3072)
-TINY = dict(vocab=512, ctx=64, n_layer=2, n_head=4, d_model=64, d_hidden=256)  # the CPU pipeline check
+# GPT-2's GELU is the tanh approximation (its gelu_new; llm.c's too), which cuBLASLt's epilogues
+# compute with the fc product's bias forward (GELU_AUX_BIAS) and its gradient backward (DGELU).
+GPT2_SMALL = dict(vocab=50257, ctx=1024, n_layer=12, n_head=12, d_model=768, d_hidden=3072, gelu="tanh")
+TINY = dict(vocab=512, ctx=64, n_layer=2, n_head=4, d_model=64, d_hidden=256, gelu="tanh")  # the CPU pipeline check
 SEED = 29
 LOSS_BATCH, LOSS_SEQ, LOSS_STEPS = 1, 256, 10
 LR = 1e-4
