@@ -124,6 +124,10 @@ def step_report(lines):
     if finds:
         out.append(f"cuDNN algorithm measurement: {len(finds)} convolutions, {sum(finds) / 1e3:.2f} s in all, "
                    f"the slowest {max(finds):.0f} ms")
+    ranks = [float(l["rank ms"]) for l in lines if "rank ms" in l]
+    if ranks:
+        out.append(f"cuDNN algorithm ranking (heuristic and workspace queries): {len(ranks)} convolutions, "
+                   f"{sum(ranks) / 1e3:.2f} s in all, the slowest {max(ranks):.0f} ms")
     for totals, units in unit_times.runs_of(lines):
         out.extend(unit_times.summary(totals, units, top=8))
     for l in lines:

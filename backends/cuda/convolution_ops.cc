@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -243,9 +244,12 @@ struct Ranked {
 // answer: an algorithm handed less than it needs fails with CUDNN_STATUS_BAD_PARAM at run time.
 // fp32 data without TF32 keeps CUDNN_FMA_MATH whatever the heuristic says, so no fallback can
 // bring TF32 in.
+// `asked`: when the heuristic was asked, for the report's "rank ms" (the heuristic and the
+// workspace queries: cuDNN 9 answers them through its engine API, which may build a plan).
 template <class Algo, class Perf, class WorkspaceOf>
 Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const char* what, const ConvSetup& setup,
-                               DeviceContext& ctx, WorkspaceOf&& workspace_of) {
+                               DeviceContext& ctx, std::chrono::steady_clock::time_point asked,
+                               WorkspaceOf&& workspace_of) {
   Ranked<Algo> r;
   r.what = what;
   r.shape = setup.shape;
@@ -295,12 +299,16 @@ Ranked<Algo> ranked_algorithms(const std::vector<Perf>& perfs, int found, const 
   for (const RankedAlgorithm<Algo>& a : r.algos)
     ranked += (ranked.empty() ? "" : ", ") + std::string(algorithm_name(a.algo)) + " (" + math_name(a.math) + ", " +
               std::to_string(a.memory) + " B)";
+  char rank_ms[32];
+  std::snprintf(rank_ms, sizeof rank_ms, "%.1f",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count());
   ctx.report().record("convolution_algorithms", {{"direction", what},
                                                  {"shape", setup.shape},
                                                  {"chosen", algorithm_name(r.algos[0].algo)},
                                                  {"chosen math", math_name(r.algos[0].math)},
                                                  {"runnable", ranked},
-                                                 {"skipped", skipped}});
+                                                 {"skipped", skipped},
+                                                 {"rank ms", rank_ms}});
   return r;
 }
 
@@ -568,10 +576,12 @@ class Conv final : public CudaOp {
     };
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     int found = 0;
+    const auto asked = std::chrono::steady_clock::now();
     AMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.w->get(), setup.conv->get(),
                                                            setup.y->get(), static_cast<int>(perfs.size()), &found,
                                                            perfs.data()));
-    auto algos = ranked_algorithms<cudnnConvolutionFwdAlgo_t>(perfs, found, "forward convolution", setup, ctx, workspace_of);
+    auto algos = ranked_algorithms<cudnnConvolutionFwdAlgo_t>(perfs, found, "forward convolution", setup, ctx, asked,
+                                                              workspace_of);
     order_by_measured_time<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
         algos, setup, s.in[0]->nbytes(), s.in[1]->nbytes(), s.out[0]->nbytes(), ctx, find_forward(setup, ctx, algos));
     const bool has_bias = s.has_in(2), residual = epilogue_.residual, relu = epilogue_.relu;
@@ -640,11 +650,12 @@ class Conv final : public CudaOp {
 Ranked<cudnnConvolutionBwdFilterAlgo_t> ranked_backward_filter(const ConvSetup& setup, DeviceContext& ctx) {
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
   int found = 0;
+  const auto asked = std::chrono::steady_clock::now();
   AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn(), setup.x->get(), setup.y->get(),
                                                                 setup.conv->get(), setup.w->get(),
                                                                 static_cast<int>(perfs.size()), &found, perfs.data()));
   return ranked_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
-      perfs, found, "backward-filter convolution", setup, ctx, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+      perfs, found, "backward-filter convolution", setup, ctx, asked, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
         return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), setup.x->get(), setup.y->get(),
                                                               setup.conv->get(), setup.w->get(), a, bytes);
       });
@@ -766,11 +777,12 @@ class ConvGrad final : public CudaOp {
     if (want_dx) {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
       int found = 0;
+      const auto asked = std::chrono::steady_clock::now();
       AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                                   setup.conv->get(), setup.x->get(),
                                                                   static_cast<int>(perfs.size()), &found, perfs.data()));
       data = ranked_algorithms<cudnnConvolutionBwdDataAlgo_t>(
-          perfs, found, "backward-data convolution", setup, ctx, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+          perfs, found, "backward-data convolution", setup, ctx, asked, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                                 setup.conv->get(), setup.x->get(), a, bytes);
           });
@@ -884,11 +896,12 @@ class ConvTranspose final : public CudaOp {
     setup.fma_only = x.dtype == DType::kFloat && !s.tf32;
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
     int found = 0;
+    const auto asked = std::chrono::steady_clock::now();
     AMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                                 setup.conv->get(), setup.x->get(),
                                                                 static_cast<int>(perfs.size()), &found, perfs.data()));
     auto data = ranked_algorithms<cudnnConvolutionBwdDataAlgo_t>(
-        perfs, found, "transposed convolution", setup, ctx, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+        perfs, found, "transposed convolution", setup, ctx, asked, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), setup.w->get(), setup.y->get(),
                                                               setup.conv->get(), setup.x->get(), a, bytes);
         });

@@ -1469,6 +1469,8 @@ TEST(CudaBackendGpu, ARememberedConvolutionAlgorithmKeepsItsMathType) {
         if (l["direction"] == direction && l["shape"].get<std::string>().rfind(type, 0) == 0) ranked.push_back(l);
       ASSERT_EQ(measured.size(), 1u);
       ASSERT_EQ(ranked.size(), 2u);
+      for (const nlohmann::json& l : ranked)  // how long the heuristic and workspace queries took
+        EXPECT_GE(std::stod(l.at("rank ms").get<std::string>()), 0.0) << l.dump();
       // "ALGO (MATH) t ms, ...": the fastest pair first.
       const std::string times_text = measured[0]["measured"], chosen = measured[0]["chosen"];
       const size_t open = times_text.find(" ("), close = times_text.find(')');

@@ -417,10 +417,11 @@ class Run:
     @staticmethod
     def start_up(report):
         """"" or "; of it: ..." from a first step's device report: the plan's preparation, cuDNN's
-        algorithm measurements, its graph builds and NVRTC's compilations, each in seconds."""
+        algorithm rankings (heuristic and workspace queries) and measurements, its graph builds and
+        NVRTC's compilations, each in seconds."""
         if not report or not os.path.exists(report):
             return ""
-        plan, finds, builds, nvrtc = 0.0, [], [], []
+        plan, finds, ranks, builds, nvrtc = 0.0, [], [], [], []
         with open(report) as f:
             for text in f:
                 try:
@@ -431,12 +432,15 @@ class Run:
                     plan += float(l.get("prepare ms", 0))
                 if "find ms" in l:
                     finds.append(float(l["find ms"]))
+                if "rank ms" in l:
+                    ranks.append(float(l["rank ms"]))
                 if l.get("event") == "convolution_graph" and "build ms" in l:
                     builds.append(float(l["build ms"]))
                 if l.get("event") == "kernel_image" and l.get("from") == "NVRTC":
                     nvrtc.append(float(l.get("ms", 0)))
-        return "; of it: plan prepared in %.2f s, cuDNN's measurements %.2f s (%d), graph builds %.2f s (%d), NVRTC %.2f s (%d)" % (
-            plan / 1e3, sum(finds) / 1e3, len(finds), sum(builds) / 1e3, len(builds), sum(nvrtc) / 1e3, len(nvrtc))
+        return ("; of it: plan prepared in %.2f s, cuDNN's rankings %.2f s (%d) and measurements %.2f s (%d), graph builds "
+                "%.2f s (%d), NVRTC %.2f s (%d)" % (plan / 1e3, sum(ranks) / 1e3, len(ranks), sum(finds) / 1e3, len(finds),
+                                                    sum(builds) / 1e3, len(builds), sum(nvrtc) / 1e3, len(nvrtc)))
 
     def unit_profile(self, row):
         """A note of where `row`'s (an amp row's) second step went, unit by unit, from its device
