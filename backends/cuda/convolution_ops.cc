@@ -10,8 +10,8 @@
 // Channels-last (CudaOp::channels_last): 16-bit 2-D convolutions and pools also compute with
 // their activations stored NHWC and the filter KRSC (cuDNN's CUDNN_TENSOR_NHWC filter format),
 // the layout cuDNN's Tensor Core kernels read natively; per-channel vectors stay as they are.
-// A pointwise one (1x1, stride 1, no padding, one group) stored so is a matrix product, and runs
-// as cuBLASLt's (pointwise_product), forward and both gradients, without cuDNN.
+// A pointwise one (1x1, no padding, one group; at a stride, of the rows it picks) stored so is a
+// matrix product, and runs as cuBLASLt's (pointwise_product), forward and both gradients.
 #include "backends/cuda/convolution_ops.h"
 
 #include <algorithm>
@@ -30,6 +30,7 @@
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
+#include "backends/cuda/strided_copy.cuh"
 #include "backends/cuda/widen.cuh"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
@@ -524,37 +525,70 @@ void run_ranked(const Ranked<Algo>& r, cudnnConvolutionDescriptor_t conv, Device
   }
 }
 
-// A pointwise convolution — a 1x1 kernel, unit strides and dilations, no padding, one group — over
+// A pointwise convolution — a 1x1 kernel, unit dilations, no padding, one group — over
 // channels-last 16-bit data is a matrix product: X stored as [N*H*W, C] rows, W as [K, C] (KRSC
-// and KCRS are the same bytes for a 1x1 kernel), Y and dY as [N*H*W, K]. cuBLASLt then runs it:
-// on an H200 (cuDNN 9.19, 2026-11-28) cuDNN's legacy algorithms ran ResNet-50's bf16 1x1
-// convolutions at 26-130 TFLOP/s (backward data and filter, batch 128: 15 ms of its 56 ms step,
-// measured by cuDNN's Find), where cuBLASLt ran GPT-2-small's products at about 700.
+// and KCRS are the same bytes for a 1x1 kernel), Y and dY as [N*Ho*Wo, K]; at a stride, of the
+// rows of X the stride picks (gathered into scratch; dX scattered back among zeros). cuBLASLt
+// then runs it: on an H200 (cuDNN 9.19, 2026-11-28) cuDNN's legacy algorithms ran ResNet-50's
+// bf16 1x1 convolutions at 26-130 TFLOP/s (backward data and filter, batch 128: 15 ms of its
+// 56 ms step, measured by cuDNN's Find), where cuBLASLt ran GPT-2-small's products at about 700.
 // AMP_CUDA_POINTWISE_GEMM=0 keeps them on cuDNN, for comparison.
-bool pointwise_product(const WindowAttrs& attrs, const TensorDesc& x, const TensorDesc& w) {
+// bytes rounded up to the 256 that buffers in a workspace start at.
+size_t aligned(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
+
+struct Pointwise {
+  int64_t stride_h = 1, stride_w = 1;
+  bool strided() const { return stride_h != 1 || stride_w != 1; }
+};
+
+std::optional<Pointwise> pointwise_product(const WindowAttrs& attrs, const TensorDesc& x, const TensorDesc& w) {
   const char* v = std::getenv("AMP_CUDA_POINTWISE_GEMM");
-  if (v && std::string(v) == "0") return false;
+  if (v && std::string(v) == "0") return std::nullopt;
   if (!channels_last_case(x) || !x.channels_last || w.dims.size() != 4 || w.dims[2] != 1 || w.dims[3] != 1 ||
       attrs.group != 1 || w.dims[1] != x.dims[1])
-    return false;
-  for (int64_t d : attrs.strides)
-    if (d != 1) return false;
+    return std::nullopt;
   for (int64_t d : attrs.dilations)
-    if (d != 1) return false;
+    if (d != 1) return std::nullopt;
   for (int64_t d : attrs.pads)
-    if (d != 0) return false;
-  return attrs.auto_pad == "NOTSET" || attrs.auto_pad == "VALID" || attrs.auto_pad == "SAME_UPPER" ||
-         attrs.auto_pad == "SAME_LOWER";  // a 1x1 kernel at stride 1 pads nothing under any of them
+    if (d != 0) return std::nullopt;
+  Pointwise p;
+  if (!attrs.strides.empty()) {
+    if (attrs.strides.size() != 2 || attrs.strides[0] < 1 || attrs.strides[1] < 1) return std::nullopt;
+    p.stride_h = attrs.strides[0];
+    p.stride_w = attrs.strides[1];
+  }
+  // A 1x1 kernel at stride 1 pads nothing under any auto_pad; at a stride SAME may pad.
+  if (attrs.auto_pad != "NOTSET" && attrs.auto_pad != "VALID" && p.strided()) return std::nullopt;
+  return p;
 }
 
-// Rows of the product: N*H*W of a channels-last [N, C, H, W].
-int64_t pointwise_rows(const TensorDesc& x) { return x.numel() / x.dims[1]; }
+// Rows of the product: N*Ho*Wo of a channels-last [N, K, Ho, Wo] (Y or dY).
+int64_t pointwise_rows(const TensorDesc& y) { return y.numel() / y.dims[1]; }
+
+// The rows of a channels-last X [N, C, H, W] that a stride picks, as a contiguous [N, Ho, Wo, C]
+// (gather), or the other way round into X's places (scatter).
+StridedCopy pointwise_rows_copy(const TensorDesc& x, const TensorDesc& y, const Pointwise& p, bool gather) {
+  const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  StridedCopy copy;
+  copy.dims = {n, y.dims[2], y.dims[3], c};
+  const std::vector<int64_t> picked = {h * w * c, p.stride_h * w * c, p.stride_w * c, 1};
+  const std::vector<int64_t> packed = contiguous_strides(copy.dims);
+  copy.src_strides = gather ? picked : packed;
+  copy.dst_strides = gather ? packed : picked;
+  copy.elem_bytes = dtype_size(x.dtype);
+  return simplify(copy);
+}
 
 std::shared_ptr<GemmPlan> pointwise_plan(const GemmDesc& g, const std::string& shape, const char* direction,
                                          DeviceContext& ctx) {
   auto plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms(), &ctx.report());
   ctx.report().record("convolution_as_product", {{"direction", direction}, {"shape", shape}, {"product", g.str()}});
   return plan;
+}
+
+std::string pointwise_shape(const TensorDesc& x, const TensorDesc& w, const Pointwise& p) {
+  return std::string(dtype_name(x.dtype)) + " nhwc x" + list(x.dims) + " w" + list(w.dims) +
+         (p.strided() ? " strides [" + std::to_string(p.stride_h) + "," + std::to_string(p.stride_w) + "]" : "");
 }
 
 // What follows the convolution in its unit. A Conv with a bias runs
@@ -601,11 +635,12 @@ class Conv final : public CudaOp {
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
     // A pointwise convolution with at most a bias after it: Y = X W^T (+ bias), cuBLASLt's.
-    if (pointwise_product(attrs_, *s.in[0], *s.in[1]) && s.out[0]->channels_last && !epilogue_.residual &&
-        !epilogue_.relu && (!s.has_in(2) || s.in[2]->dtype == s.in[0]->dtype)) {
-      const TensorDesc& x = *s.in[0];
+    const std::optional<Pointwise> pointwise = pointwise_product(attrs_, *s.in[0], *s.in[1]);
+    if (pointwise && s.out[0]->channels_last && !epilogue_.residual && !epilogue_.relu &&
+        (!s.has_in(2) || s.in[2]->dtype == s.in[0]->dtype)) {
+      const TensorDesc &x = *s.in[0], &y = *s.out[0];
       GemmDesc g;
-      g.m = pointwise_rows(x);
+      g.m = pointwise_rows(y);
       g.n = s.in[1]->dims[0];
       g.k = x.dims[1];
       g.trans_b = true;
@@ -613,19 +648,29 @@ class Conv final : public CudaOp {
       g.epilogue = s.has_in(2) ? GemmEpilogue::kBias : GemmEpilogue::kNone;
       std::shared_ptr<GemmPlan> plan;
       try {
-        plan = pointwise_plan(g, std::string(dtype_name(x.dtype)) + " nhwc x" + list(x.dims) + " w" + list(s.in[1]->dims),
-                              "forward convolution", ctx);
+        plan = pointwise_plan(g, pointwise_shape(x, *s.in[1], *pointwise), "forward convolution", ctx);
       } catch (const NoGemmAlgorithm&) {
         plan = nullptr;  // cuDNN's convolution, below
       }
       if (plan) {
         const bool has_bias = s.has_in(2);
+        // At a stride, the picked rows of X gathered after the product's workspace.
+        const std::optional<StridedCopy> gather =
+            pointwise->strided() ? std::optional<StridedCopy>(pointwise_rows_copy(x, y, *pointwise, true)) : std::nullopt;
+        const size_t rows_at = aligned(plan->workspace_bytes());
+        const size_t rows_bytes = gather ? static_cast<size_t>(g.m * g.k) * dtype_size(x.dtype) : 0;
         return std::make_unique<PreparedFunction>(
-            [plan, has_bias](const OpBuffers& b, DeviceContext& c) {
-              plan->enqueue(c.cublaslt(), c.stream(), b.in[0], b.in[1], b.out[0], b.out[0],
+            [plan, has_bias, gather, rows_at](const OpBuffers& b, DeviceContext& c) {
+              const void* rows = b.in[0];
+              if (gather) {
+                void* picked = static_cast<char*>(b.workspace) + rows_at;
+                strided_copy(*gather, b.in[0], picked, c.sm_count(), c.stream());
+                rows = picked;
+              }
+              plan->enqueue(c.cublaslt(), c.stream(), rows, b.in[1], b.out[0], b.out[0],
                             has_bias ? const_cast<void*>(b.in[2]) : nullptr, nullptr, b.workspace);
             },
-            plan->workspace_bytes());
+            rows_at + rows_bytes);
       }
     }
     const ConvSetup setup = conv_setup(attrs_, *s.in[0], *s.in[1], *s.out[0], s.tf32);
@@ -724,8 +769,6 @@ Ranked<cudnnConvolutionBwdFilterAlgo_t> ranked_backward_filter(const ConvSetup& 
                                                               setup.conv->get(), setup.w->get(), a, bytes);
       });
 }
-
-size_t aligned(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
 
 // A 16-bit weight gradient computed in fp32: X and dY widened (exactly) into fp32 copies, cuDNN's
 // fp32 backward filter with TF32 allowed (fp16 and bf16 values are TF32 values, so the products are
@@ -914,21 +957,23 @@ class ConvGrad final : public CudaOp {
   }
 
   // A pointwise convolution's gradients as cuBLASLt products (pointwise_product): dX = dY W
-  // ([N*H*W, K] x [K, C]) and dW = dY^T X ([K, N*H*W] x [N*H*W, C]), each accumulated in fp32 and
-  // rounded once to its 16-bit type; dB as prepare sums it. Null when the shapes are not such a
-  // convolution's or cuBLASLt has no algorithm for one of the products.
+  // ([N*Ho*Wo, K] x [K, C]) and dW = dY^T X ([K, N*Ho*Wo] x [N*Ho*Wo, C]), each accumulated in
+  // fp32 and rounded once to its 16-bit type; at a stride, X's picked rows gathered for dW and dX's
+  // computed into scratch and scattered back among zeros; dB as prepare sums it. Null when the
+  // shapes are not such a convolution's or cuBLASLt has no algorithm for one of the products.
   std::unique_ptr<PreparedOp> pointwise(const OpShapes& s, DeviceContext& ctx) const {
     const TensorDesc &dy = *s.in[0], &x = *s.in[1], &w = *s.in[2];
     const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
-    if (!pointwise_product(attrs_, x, w) || !dy.channels_last || dy.dtype != x.dtype || w.dtype != x.dtype ||
-        (want_dx && !s.out[0]->channels_last))
+    const std::optional<Pointwise> p = pointwise_product(attrs_, x, w);
+    if (!p || !dy.channels_last || dy.dtype != x.dtype || w.dtype != x.dtype || (want_dx && !s.out[0]->channels_last))
       return nullptr;
-    const std::string shape = std::string(dtype_name(x.dtype)) + " nhwc x" + list(x.dims) + " w" + list(w.dims);
+    const std::string shape = pointwise_shape(x, w, *p);
+    const int64_t rows = pointwise_rows(dy);
     std::shared_ptr<GemmPlan> data, filter;
     try {
       if (want_dx) {
         GemmDesc g;
-        g.m = pointwise_rows(x);
+        g.m = rows;
         g.n = x.dims[1];
         g.k = w.dims[0];
         g.ab_type = g.d_type = x.dtype;
@@ -938,7 +983,7 @@ class ConvGrad final : public CudaOp {
         GemmDesc g;
         g.m = w.dims[0];
         g.n = x.dims[1];
-        g.k = pointwise_rows(x);
+        g.k = rows;
         g.trans_a = true;
         g.ab_type = g.d_type = x.dtype;
         filter = pointwise_plan(g, shape, "backward-filter convolution", ctx);
@@ -947,15 +992,37 @@ class ConvGrad final : public CudaOp {
       return nullptr;  // cuDNN's convolutions
     }
     const std::shared_ptr<ReducePlan> bias_sum = want_db ? bias_sum_of(dy, ctx) : nullptr;
+    const size_t product_ws = std::max(data ? data->workspace_bytes() : size_t{0}, filter ? filter->workspace_bytes() : size_t{0});
+    // At a stride: X's picked rows (for dW) and dX's rows (before the scatter) share one region.
+    const std::optional<StridedCopy> gather = p->strided() ? std::optional<StridedCopy>(pointwise_rows_copy(x, dy, *p, true))
+                                                           : std::nullopt;
+    const std::optional<StridedCopy> scatter =
+        p->strided() && want_dx ? std::optional<StridedCopy>(pointwise_rows_copy(x, dy, *p, false)) : std::nullopt;
+    const size_t rows_at = aligned(product_ws);
+    const size_t rows_bytes = p->strided() ? static_cast<size_t>(rows * x.dims[1]) * dtype_size(x.dtype) : 0;
+    const size_t dx_bytes = want_dx ? s.out[0]->nbytes() : 0;
     return std::make_unique<PreparedFunction>(
-        [data, filter, bias_sum](const OpBuffers& b, DeviceContext& c) {
-          if (data) data->enqueue(c.cublaslt(), c.stream(), b.in[0], b.in[2], b.out[0], b.out[0], nullptr, nullptr, b.workspace);
-          if (filter)
-            filter->enqueue(c.cublaslt(), c.stream(), b.in[0], b.in[1], b.out[1], b.out[1], nullptr, nullptr, b.workspace);
+        [data, filter, bias_sum, gather, scatter, rows_at, dx_bytes](const OpBuffers& b, DeviceContext& c) {
+          void* region = static_cast<char*>(b.workspace) + rows_at;
+          if (data) {
+            data->enqueue(c.cublaslt(), c.stream(), b.in[0], b.in[2], scatter ? region : b.out[0], scatter ? region : b.out[0],
+                          nullptr, nullptr, b.workspace);
+            if (scatter) {
+              AMP_CUDA_CHECK(cudaMemsetAsync(b.out[0], 0, dx_bytes, c.stream()));
+              strided_copy(*scatter, region, b.out[0], c.sm_count(), c.stream());
+            }
+          }
+          if (filter) {
+            const void* picked = b.in[1];
+            if (gather) {
+              strided_copy(*gather, b.in[1], region, c.sm_count(), c.stream());
+              picked = region;
+            }
+            filter->enqueue(c.cublaslt(), c.stream(), b.in[0], picked, b.out[1], b.out[1], nullptr, nullptr, b.workspace);
+          }
           if (bias_sum) bias_sum->enqueue(b.in[0], b.out[2], b.workspace, c.stream());
         },
-        std::max({data ? data->workspace_bytes() : size_t{0}, filter ? filter->workspace_bytes() : size_t{0},
-                  bias_sum ? bias_sum->workspace_bytes() : size_t{0}}));
+        std::max(rows_at + rows_bytes, bias_sum ? bias_sum->workspace_bytes() : size_t{0}));
   }
 
   WindowAttrs attrs_;

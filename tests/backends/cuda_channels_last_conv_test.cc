@@ -244,62 +244,74 @@ TEST(CudaChannelsLastConv, ConvGradMatchesNchw) {
     }
 }
 
-// A pointwise convolution (1x1, stride 1, no padding, one group) over channels-last 16-bit data
-// runs as cuBLASLt products (convolution_ops.cc, pointwise_product): Conv with and without its
-// bias, ConvGrad's dX and dW (and dB, a sum as before) each one product, named in the device
-// report, and computing what cuDNN's convolutions compute (AMP_CUDA_POINTWISE_GEMM=0) within the
-// rounding of two fp32 sums to 16 bits; a 1x1 at stride 2 is not such a product.
+// A pointwise convolution (1x1, no padding, one group) over channels-last 16-bit data runs as
+// cuBLASLt products (convolution_ops.cc, pointwise_product): Conv with and without its bias,
+// ConvGrad's dX and dW (and dB, a sum as before) each one product, named in the device report,
+// and computing what cuDNN's convolutions compute (AMP_CUDA_POINTWISE_GEMM=0) within the rounding
+// of two fp32 sums to 16 bits; at stride 2 (and 3 by 2, odd extents) of the rows the stride picks
+// (dX zero elsewhere); a 3x3 convolution is not such a product and stays on cuDNN.
 TEST(CudaChannelsLastConv, PointwiseConvolutionsRunAsProducts) {
   REQUIRE_GPU();
-  const ConvCase pointwise{"1x1", {2, 16, 6, 5}, {24, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}};
-  const ConvCase strided{"1x1 stride 2", {2, 16, 7, 7}, {24, 16, 1, 1}, {2, 2}, {0, 0}, {1, 1}};
-  for (DType t : kSixteenBit) {
-    SCOPED_TRACE(dtype_name(t));
-    const Tensor x = random_tensor(t, pointwise.x, 31, -1.0f, 1.0f), w = random_tensor(t, pointwise.w, 32, -0.25f, 0.25f),
-                 b = random_tensor(t, {pointwise.w[0]}, 33, -1.0f, 1.0f), dy = random_tensor(t, pointwise.y(), 34, -1.0f, 1.0f);
-    std::vector<Tensor> results[2];
-    for (const char* setting : {"1", "0"}) {
-      const bool products = setting[0] == '1';
-      SCOPED_TRACE(products ? "products" : "cuDNN");
-      const ScopedEnv gemm("AMP_CUDA_POINTWISE_GEMM", setting);
-      const test::DeviceReportFile report(std::string("pointwise_") + setting);
-      auto ctx = fresh_context();
-      std::vector<Tensor>& got = results[products ? 0 : 1];
-      for (bool bias : {false, true}) {
-        test::Feeds feeds = {{"x", x}, {"w", w}};
-        if (bias) feeds.push_back({"b", b});
-        const auto op = cuda_op_for(conv_node("Conv", feeds, {t}, pointwise));
-        std::vector<const Tensor*> in = {&x, &w};
-        if (bias) in.push_back(&b);
-        got.push_back(both_layouts(*op, *ctx, in, {desc(t, pointwise.y())}).first[0]);
+  auto bracketed = [](const std::vector<int64_t>& d) {
+    std::string out = "[";
+    for (size_t i = 0; i < d.size(); ++i) out += (i ? "," : "") + std::to_string(d[i]);
+    return out + "]";
+  };
+  const std::vector<ConvCase> cases = {{"1x1", {2, 16, 6, 5}, {24, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}},
+                                       {"1x1 stride 2", {2, 16, 7, 7}, {24, 16, 1, 1}, {2, 2}, {0, 0}, {1, 1}},
+                                       {"1x1 stride 3 by 2", {2, 8, 8, 9}, {16, 8, 1, 1}, {3, 2}, {0, 0}, {1, 1}}};
+  const ConvCase padded{"3x3", {2, 16, 6, 5}, {24, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}};
+  for (DType t : kSixteenBit)
+    for (const ConvCase& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.name);
+      const Tensor x = random_tensor(t, c.x, 31, -1.0f, 1.0f), w = random_tensor(t, c.w, 32, -0.25f, 0.25f),
+                   b = random_tensor(t, {c.w[0]}, 33, -1.0f, 1.0f), dy = random_tensor(t, c.y(), 34, -1.0f, 1.0f);
+      std::vector<Tensor> results[2];
+      for (const char* setting : {"1", "0"}) {
+        const bool products = setting[0] == '1';
+        SCOPED_TRACE(products ? "products" : "cuDNN");
+        const ScopedEnv gemm("AMP_CUDA_POINTWISE_GEMM", setting);
+        const test::DeviceReportFile report(std::string("pointwise_") + setting);
+        auto ctx = fresh_context();
+        std::vector<Tensor>& got = results[products ? 0 : 1];
+        for (bool bias : {false, true}) {
+          test::Feeds feeds = {{"x", x}, {"w", w}};
+          if (bias) feeds.push_back({"b", b});
+          const auto op = cuda_op_for(conv_node("Conv", feeds, {t}, c));
+          std::vector<const Tensor*> in = {&x, &w};
+          if (bias) in.push_back(&b);
+          got.push_back(both_layouts(*op, *ctx, in, {desc(t, c.y())}).first[0]);
+        }
+        const auto grad = cuda_op_for(conv_node("ConvGrad", {{"dy", dy}, {"x", x}, {"w", w}}, {t, t, t}, c, kAmpDomain),
+                                      kAmpDomain);
+        const auto [cl, nchw] =
+            both_layouts(*grad, *ctx, {&dy, &x, &w}, {desc(t, c.x), desc(t, c.w), desc(t, {c.w[0]})});
+        got.insert(got.end(), cl.begin(), cl.end());
+        // A 3x3 convolution stays on cuDNN whatever the setting.
+        const Tensor dyp = random_tensor(t, padded.y(), 35, -1.0f, 1.0f), xp = random_tensor(t, padded.x, 36, -1.0f, 1.0f),
+                     wp = random_tensor(t, padded.w, 37, -0.25f, 0.25f);
+        both_layouts(*cuda_op_for(conv_node("ConvGrad", {{"dy", dyp}, {"x", xp}, {"w", wp}}, {t, t, t}, padded, kAmpDomain),
+                                  kAmpDomain),
+                     *ctx, {&dyp, &xp, &wp}, {desc(t, padded.x), desc(t, padded.w), desc(t, {padded.w[0]})});
+        std::map<std::string, int> products_by_direction;
+        for (const nlohmann::json& l : report.lines("convolution_as_product")) {
+          EXPECT_EQ(l["shape"].get<std::string>().find("x" + bracketed(c.x)), std::string(dtype_name(t)).size() + 6)
+              << l.dump();
+          ++products_by_direction[l["direction"].get<std::string>()];
+        }
+        if (products) {
+          EXPECT_EQ(products_by_direction["forward convolution"], 2);  // with and without the bias
+          EXPECT_EQ(products_by_direction["backward-data convolution"], 1);
+          EXPECT_EQ(products_by_direction["backward-filter convolution"], 1);
+        } else {
+          EXPECT_TRUE(products_by_direction.empty());
+        }
       }
-      const auto grad = cuda_op_for(conv_node("ConvGrad", {{"dy", dy}, {"x", x}, {"w", w}}, {t, t, t}, pointwise, kAmpDomain),
-                                    kAmpDomain);
-      const auto [cl, nchw] = both_layouts(*grad, *ctx, {&dy, &x, &w}, {desc(t, pointwise.x), desc(t, pointwise.w),
-                                                                         desc(t, {pointwise.w[0]})});
-      got.insert(got.end(), cl.begin(), cl.end());
-      // The stride-2 1x1 convolution stays on cuDNN whatever the setting.
-      const Tensor xs = random_tensor(t, strided.x, 35, -1.0f, 1.0f);
-      both_layouts(*cuda_op_for(conv_node("Conv", {{"x", xs}, {"w", w}}, {t}, strided)), *ctx, {&xs, &w},
-                   {desc(t, strided.y())});
-      std::map<std::string, int> products_by_direction;
-      for (const nlohmann::json& l : report.lines("convolution_as_product")) {
-        EXPECT_EQ(l["shape"].get<std::string>().find("x[2,16,6,5]"), std::string(dtype_name(t)).size() + 6) << l.dump();
-        ++products_by_direction[l["direction"].get<std::string>()];
-      }
-      if (products) {
-        EXPECT_EQ(products_by_direction["forward convolution"], 2);  // with and without the bias
-        EXPECT_EQ(products_by_direction["backward-data convolution"], 1);
-        EXPECT_EQ(products_by_direction["backward-filter convolution"], 1);
-      } else {
-        EXPECT_TRUE(products_by_direction.empty());
-      }
+      const char* names[] = {"Y", "Y with bias", "dX", "dW", "dB"};
+      ASSERT_EQ(results[0].size(), 5u);
+      ASSERT_EQ(results[1].size(), 5u);
+      for (size_t k = 0; k < 5; ++k) expect_layouts_agree(results[0][k], results[1][k], names[k]);
     }
-    const char* names[] = {"Y", "Y with bias", "dX", "dW", "dB"};
-    ASSERT_EQ(results[0].size(), 5u);
-    ASSERT_EQ(results[1].size(), 5u);
-    for (size_t k = 0; k < 5; ++k) expect_layouts_agree(results[0][k], results[1][k], names[k]);
-  }
 }
 
 // With AMP_CUDA_CHANNELS_LAST_GROUPED=1, grouped and depthwise convolutions (efficientnet_b0's
