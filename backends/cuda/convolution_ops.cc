@@ -23,9 +23,9 @@
 #include <optional>
 #include <sstream>
 
-#include "backends/cuda/gemm.h"
 #include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/gemm.h"
 #include "backends/cuda/stream_timer.h"
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/node_patterns.h"
@@ -525,6 +525,9 @@ void run_ranked(const Ranked<Algo>& r, cudnnConvolutionDescriptor_t conv, Device
   }
 }
 
+// bytes rounded up to the 256 that buffers in a workspace start at.
+size_t aligned(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
+
 // A pointwise convolution — a 1x1 kernel, unit dilations, no padding, one group — over
 // channels-last 16-bit data is a matrix product: X stored as [N*H*W, C] rows, W as [K, C] (KRSC
 // and KCRS are the same bytes for a 1x1 kernel), Y and dY as [N*Ho*Wo, K]; at a stride, of the
@@ -533,9 +536,6 @@ void run_ranked(const Ranked<Algo>& r, cudnnConvolutionDescriptor_t conv, Device
 // bf16 1x1 convolutions at 26-130 TFLOP/s (backward data and filter, batch 128: 15 ms of its
 // 56 ms step, measured by cuDNN's Find), where cuBLASLt ran GPT-2-small's products at about 700.
 // AMP_CUDA_POINTWISE_GEMM=0 keeps them on cuDNN, for comparison.
-// bytes rounded up to the 256 that buffers in a workspace start at.
-size_t aligned(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
-
 struct Pointwise {
   int64_t stride_h = 1, stride_w = 1;
   bool strided() const { return stride_h != 1 || stride_w != 1; }
@@ -577,6 +577,18 @@ StridedCopy pointwise_rows_copy(const TensorDesc& x, const TensorDesc& y, const 
   copy.dst_strides = gather ? packed : picked;
   copy.elem_bytes = dtype_size(x.dtype);
   return simplify(copy);
+}
+
+// D [m, n] = op(A) op(B) of 16-bit `type`, accumulated in fp32, D rounded once.
+GemmDesc pointwise_desc(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, DType type) {
+  GemmDesc g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.ab_type = g.d_type = type;
+  return g;
 }
 
 std::shared_ptr<GemmPlan> pointwise_plan(const GemmDesc& g, const std::string& shape, const char* direction,
@@ -639,18 +651,13 @@ class Conv final : public CudaOp {
     if (pointwise && s.out[0]->channels_last && !epilogue_.residual && !epilogue_.relu &&
         (!s.has_in(2) || s.in[2]->dtype == s.in[0]->dtype)) {
       const TensorDesc &x = *s.in[0], &y = *s.out[0];
-      GemmDesc g;
-      g.m = pointwise_rows(y);
-      g.n = s.in[1]->dims[0];
-      g.k = x.dims[1];
-      g.trans_b = true;
-      g.ab_type = g.d_type = x.dtype;
+      GemmDesc g = pointwise_desc(pointwise_rows(y), s.in[1]->dims[0], x.dims[1], false, true, x.dtype);
       g.epilogue = s.has_in(2) ? GemmEpilogue::kBias : GemmEpilogue::kNone;
       std::shared_ptr<GemmPlan> plan;
       try {
         plan = pointwise_plan(g, pointwise_shape(x, *s.in[1], *pointwise), "forward convolution", ctx);
       } catch (const NoGemmAlgorithm&) {
-        plan = nullptr;  // cuDNN's convolution, below
+        // cuDNN's convolution, below
       }
       if (plan) {
         const bool has_bias = s.has_in(2);
@@ -877,9 +884,9 @@ class ConvGrad final : public CudaOp {
   }
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
-    const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
     if (std::unique_ptr<PreparedOp> product = pointwise(s, ctx)) return product;
     const ConvSetup setup = conv_setup(attrs_, *s.in[1], *s.in[2], *s.in[0], s.tf32);
+    const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
     Ranked<cudnnConvolutionBwdDataAlgo_t> data;
     Ranked<cudnnConvolutionBwdFilterAlgo_t> filter;
     if (want_dx) {
@@ -971,23 +978,12 @@ class ConvGrad final : public CudaOp {
     const int64_t rows = pointwise_rows(dy);
     std::shared_ptr<GemmPlan> data, filter;
     try {
-      if (want_dx) {
-        GemmDesc g;
-        g.m = rows;
-        g.n = x.dims[1];
-        g.k = w.dims[0];
-        g.ab_type = g.d_type = x.dtype;
-        data = pointwise_plan(g, shape, "backward-data convolution", ctx);
-      }
-      if (want_dw) {
-        GemmDesc g;
-        g.m = w.dims[0];
-        g.n = x.dims[1];
-        g.k = rows;
-        g.trans_a = true;
-        g.ab_type = g.d_type = x.dtype;
-        filter = pointwise_plan(g, shape, "backward-filter convolution", ctx);
-      }
+      if (want_dx)
+        data = pointwise_plan(pointwise_desc(rows, x.dims[1], w.dims[0], false, false, x.dtype), shape,
+                              "backward-data convolution", ctx);
+      if (want_dw)
+        filter = pointwise_plan(pointwise_desc(w.dims[0], x.dims[1], rows, true, false, x.dtype), shape,
+                                "backward-filter convolution", ctx);
     } catch (const NoGemmAlgorithm&) {
       return nullptr;  // cuDNN's convolutions
     }

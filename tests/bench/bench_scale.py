@@ -419,25 +419,21 @@ class Run:
         """"" or "; of it: ..." from a first step's device report: the plan's preparation, cuDNN's
         algorithm rankings (heuristic and workspace queries) and measurements, its graph builds and
         NVRTC's compilations, each in seconds."""
+        import device_report
         if not report or not os.path.exists(report):
             return ""
         plan, finds, ranks, builds, nvrtc = 0.0, [], [], [], []
-        with open(report) as f:
-            for text in f:
-                try:
-                    l = json.loads(text)
-                except ValueError:
-                    continue
-                if l.get("event") == "plan":
-                    plan += float(l.get("prepare ms", 0))
-                if "find ms" in l:
-                    finds.append(float(l["find ms"]))
-                if "rank ms" in l:
-                    ranks.append(float(l["rank ms"]))
-                if l.get("event") == "convolution_graph" and "build ms" in l:
-                    builds.append(float(l["build ms"]))
-                if l.get("event") == "kernel_image" and l.get("from") == "NVRTC":
-                    nvrtc.append(float(l.get("ms", 0)))
+        for l in device_report.load(report):
+            if l.get("event") == "plan":
+                plan += float(l.get("prepare ms", 0))
+            if "find ms" in l:
+                finds.append(float(l["find ms"]))
+            if "rank ms" in l:
+                ranks.append(float(l["rank ms"]))
+            if l.get("event") == "convolution_graph" and "build ms" in l:
+                builds.append(float(l["build ms"]))
+            if l.get("event") == "kernel_image" and l.get("from") == "NVRTC":
+                nvrtc.append(float(l.get("ms", 0)))
         return ("; of it: plan prepared in %.2f s, cuDNN's rankings %.2f s (%d) and measurements %.2f s (%d), graph builds "
                 "%.2f s (%d), NVRTC %.2f s (%d)" % (plan / 1e3, sum(ranks) / 1e3, len(ranks), sum(finds) / 1e3, len(finds),
                                                     sum(builds) / 1e3, len(builds), sum(nvrtc) / 1e3, len(nvrtc)))
@@ -468,9 +464,11 @@ class Run:
         amp = [r for r in self.rows if r["variant"].startswith("amp") and "images_per_s" in r]
         if slow and self.cuda and (slow["model"], slow["batch"], slow["variant"]) not in self.reports:
             self.amp_row(slow["model"], slow["batch"], slow["variant"].split()[1])
+        # The headline row: resnet50's amp bf16 at --batch.
+        headline = [r for r in amp if r["model"] == "resnet50" and r["variant"] == "amp bf16" and r["batch"] == self.a.batch]
         if self.cuda:
             detailed = [slow or min(amp, key=lambda r: r["images_per_s"])] if (slow or amp) else []
-            detailed += [r for r in amp if r["model"] == "resnet50" and r["variant"] == "amp bf16" and r not in detailed]
+            detailed += [r for r in headline if r not in detailed]
             for row in detailed:
                 self.unit_profile(row)
         ncu = kernel_times.find_ncu()
@@ -481,7 +479,6 @@ class Run:
         # ncu replays every kernel alone: efficientnet_b0's step (thousands of kernels) did not end
         # within 46 s on the H200 of 2026-11-28, so without --kernels-of it profiles the headline
         # row, resnet50's amp bf16, and the unit times above cover the slowest.
-        headline = [r for r in amp if r["model"] == "resnet50" and r["variant"] == "amp bf16" and r["batch"] == self.a.batch]
         slow = slow or (headline[0] if headline else min(amp, key=lambda r: r["images_per_s"]))
         dtype = slow["variant"].split()[1]
         extra = ["--tf32"] if slow["variant"].endswith("tf32") else []
