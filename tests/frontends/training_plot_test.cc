@@ -304,9 +304,10 @@ TEST(TrainingPlot, CompareFp32DrawsBothRunsBesideTheMetrics) {
 
   const std::string text = read_text(png);
   // (The title's bold "mlp" is read as "mlip" at times: the words after it are enough. The legend's
-  // "fp32:" was once read as "f032:" on a loaded machine: its line is found by what follows it.)
+  // "fp32:" was once read as "f032:" on a loaded machine, and once as "fp32:5.0" without its space:
+  // its line is found by what follows the label.)
   for (const char* words :
-       {"train.onnx: fp32 vs fp16 mixed precision", "32: ", "fp16:", "ms/step", "MiB backend memory", "val accuracy",
+       {"train.onnx: fp32 vs fp16 mixed precision", "32:", "fp16:", "ms/step", "MiB backend memory", "val accuracy",
         "validation loss", "training loss", "loss scale", "optimizer step"})
     EXPECT_NE(text.find(words), std::string::npos) << words << " not read in:\n" << text;
   size_t lines = 0;
