@@ -25,6 +25,14 @@ constexpr int kThreads = 256;
 constexpr int kTile = 32, kPhases = kThreads / kTile;
 // Sums per channel: x - s and its square; the backward adds g and g (x - s).
 constexpr int kSums = 4;
+// The per-channel results the apply passes read, a row of `channels` floats each (row r of
+// channel c at stats[r * channels + c]), so that the vector kernels read a thread's 8 channels of
+// a row as two 16-byte loads and a warp's as 1 KB in a row. Laid out [channel][4] instead, each
+// of a warp's scalar loads touched 32 cache lines: on an H200 (2026-11-28) the channels-last apply
+// passes then ran at 300-650 GB/s, bound by the L1's tag lookups (30 of ResNet-50's 48 ms of bf16
+// kernels). Forward: mean, 1/std, scale, bias; backward: mean, 1/std, scale, dbias/m, dscale/m.
+enum StatRow : int { kMean = 0, kInvStd = 1, kScale = 2, kBias = 3, kDbiasPerM = 3, kDscalePerM = 4 };
+constexpr int kStatRows = 5;
 
 // Channels-last rows of a multiple of kVec channels (every 16-bit convolution chain's; ResNet-50's
 // 64 to 2048) take the vector kernels: a thread reads and writes kVec neighbouring channels at a
@@ -151,6 +159,59 @@ __global__ void plane_partials(const T* __restrict__ x, const T* __restrict__ dy
   }
 }
 
+// plane_partials for planes of a multiple of kVec elements (efficientnet's row-major BatchNorms
+// after its depthwise convolutions, 112 x 112 down to 28 x 28): the pairs are of (plane, vector),
+// a thread reading kVec elements of one channel at a time and their mask bits as one byte.
+template <class T, bool kBackward>
+__global__ void __launch_bounds__(kThreads)
+    plane_vector_partials(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ dy2,
+                          const uint32_t* __restrict__ bits, int64_t outer, int64_t channels, int64_t inner,
+                          int64_t parts, float* __restrict__ out) {
+  __shared__ float scratch[32];
+  const int64_t c = blockIdx.x / parts, part = blockIdx.x % parts, vectors = inner / kVec;
+  const float s = to_float(x[c * inner]);
+  float acc[kSums] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int64_t planes = (outer - part + parts - 1) / parts;
+  const int64_t step_planes = blockDim.x / vectors, step_k = blockDim.x % vectors;
+  int64_t plane = threadIdx.x / vectors, k = threadIdx.x % vectors;
+  while (plane < planes) {
+    const int64_t i = ((part + plane * parts) * channels + c) * inner + k * kVec;
+    float v[kVec];
+    load8(x + i, v);
+    float g[kVec] = {};
+    if constexpr (kBackward) {
+      load8(dy + i, g);
+      if (dy2) {
+        float g2[kVec];
+        load8(dy2 + i, g2);
+        for (int j = 0; j < kVec; ++j) g[j] = round_to<T>(g[j] + g2[j]);
+      }
+      const unsigned byte = bits ? reinterpret_cast<const uint8_t*>(bits)[i / 8] : 0xffu;
+      for (int j = 0; j < kVec; ++j)
+        if (!((byte >> j) & 1u)) g[j] = 0.0f;
+    }
+    for (int j = 0; j < kVec; ++j) {
+      const float d = v[j] - s;
+      acc[0] += d;
+      acc[1] += d * d;
+      if constexpr (kBackward) {
+        acc[2] += g[j];
+        acc[3] += g[j] * d;
+      }
+    }
+    plane += step_planes;
+    k += step_k;
+    if (k >= vectors) {
+      k -= vectors;
+      ++plane;
+    }
+  }
+  for (int k = 0; k < (kBackward ? 4 : 2); ++k) {
+    const float total = block_sum(acc[k], scratch);
+    if (threadIdx.x == 0) out[(part * channels + c) * kSums + k] = total;
+  }
+}
+
 // Channels-last data (inner == 1): a block per (32 channels, part); lane t % 32 takes channel
 // tile + t % 32, and the block's 8 warps take every 8th row of the part.
 template <class T, bool kBackward>
@@ -189,10 +250,16 @@ __device__ __forceinline__ void relu_gradients(const T* __restrict__ dy, const T
     for (int j = 0; j < kVec; ++j) g[j] = round_to<T>(g[j] + g2[j]);
   }
   const unsigned bits = mask.bits ? reinterpret_cast<const uint8_t*>(mask.bits)[i / 8] : 0xffu;
-  for (int j = 0; j < kVec; ++j) {
-    bool on = (bits >> j) & 1u;
-    if (mask.affine && !(applied<T>(x[j], mask.affine, mask.channels, c0 + j) > 0.0f)) on = false;
-    if (!on) g[j] = 0.0f;
+  for (int j = 0; j < kVec; ++j)
+    if (!((bits >> j) & 1u)) g[j] = 0.0f;
+  if (mask.affine) {  // channels c0..c0+7 (rows of channels): the affine's two rows as vectors
+    float scale[kVec], shift[kVec];
+    load8(mask.affine + c0, scale);
+    load8(mask.affine + mask.channels + c0, shift);
+    for (int j = 0; j < kVec; ++j) {
+      const float v = x[j] * scale[j] + shift[j];  // applied<T>, its operands loaded 8 at a time
+      if (!(to_float(from_float<T>(v > 0.0f ? v : 0.0f)) > 0.0f)) g[j] = 0.0f;
+    }
   }
 }
 
@@ -264,10 +331,12 @@ __device__ __forceinline__ void sum_parts(const float* __restrict__ partial, int
   for (int k = 0; k < kSums; ++k) sum[k] = warp_sum(sum[k]);
 }
 
-// Per channel, a warp each: the parts' sums added up; stats[c] = {mean, 1/std, dbias/m, dscale/m}.
+// Per channel, a warp each: the parts' sums added up into the channel's StatRow values (scale and
+// bias copied beside them, so that the apply passes read every per-channel operand from rows).
 template <class T, bool kBackward>
 __global__ void finalize(const float* __restrict__ partial, int64_t parts, const T* __restrict__ x, int64_t channels,
-                         int64_t inner, float m, float epsilon, float momentum, const float* __restrict__ mean_in,
+                         int64_t inner, float m, float epsilon, float momentum, const float* __restrict__ scale,
+                         const float* __restrict__ bias, const float* __restrict__ mean_in,
                          const float* __restrict__ var_in, float* __restrict__ mean_out, float* __restrict__ var_out,
                          float* __restrict__ dscale, float* __restrict__ dbias, float* __restrict__ stats) {
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
@@ -278,9 +347,11 @@ __global__ void finalize(const float* __restrict__ partial, int64_t parts, const
     const float shifted_mean = sum[0] / m;
     const float var = fmaxf(sum[1] / m - shifted_mean * shifted_mean, 0.0f);
     const float mean = to_float(x[c * inner]) + shifted_mean, inv_std = 1.0f / sqrtf(var + epsilon);
-    stats[c * 4] = mean;
-    stats[c * 4 + 1] = inv_std;
+    stats[kMean * channels + c] = mean;
+    stats[kInvStd * channels + c] = inv_std;
+    stats[kScale * channels + c] = scale[c];
     if (!kBackward) {
+      stats[kBias * channels + c] = bias[c];
       if (mean_out) mean_out[c] = mean_in[c] * momentum + mean * (1.0f - momentum);
       if (var_out) var_out[c] = var_in[c] * momentum + var * (1.0f - momentum);
       continue;
@@ -289,9 +360,34 @@ __global__ void finalize(const float* __restrict__ partial, int64_t parts, const
     const float db = sum[2], ds = inv_std * (sum[3] - shifted_mean * sum[2]);
     if (dbias) dbias[c] = db;
     if (dscale) dscale[c] = ds;
-    stats[c * 4 + 2] = db / m;
-    stats[c * 4 + 3] = ds / m;
+    stats[kDbiasPerM * channels + c] = db / m;
+    stats[kDscalePerM * channels + c] = ds / m;
   }
+}
+
+// bn(x) of channel c, rounded to T as the graph's BatchNormalization rounds its output.
+template <class T>
+__device__ __forceinline__ float normalized(float x, float mean, float inv_std, float scale, float bias) {
+  return round_to<T>((x - mean) * inv_std * scale + bias);
+}
+
+// The forward's value from bn(x) = v (then rounded where the graph rounds: the Add's sum, in T;
+// rounded once instead, a sum that ends next to 0 can take the other sign than the graph's, and
+// the ReLU's mask with it: 1 of 1200 elements of a channel in fp16, its dscale 4% off): + z or
+// + bn2(x2), then the ReLU (NaN passes, as the Relu's max(x, 0) in the graph).
+template <class T>
+__device__ __forceinline__ float forward_value(float v, const float* z, const float* bn2, bool relu) {
+  if (z) v = round_to<T>(v + *z);
+  if (bn2) v = round_to<T>(v + *bn2);
+  if (relu && !(v > 0.0f) && v == v) v = 0.0f;
+  return v;
+}
+
+// dx of BatchNorm `stats` (backward rows) for g at x in channel c.
+__device__ __forceinline__ float input_gradient(float g, float x, float mean, float inv_std, float scale, float dbias_m,
+                                                float dscale_m) {
+  const float xhat = (x - mean) * inv_std;
+  return scale * inv_std * (g - dbias_m - xhat * dscale_m);
 }
 
 // A warp's 32 lanes take 32 neighbouring elements, so the mask's word is one ballot: every lane
@@ -299,25 +395,21 @@ __global__ void finalize(const float* __restrict__ partial, int64_t parts, const
 // 2^31 elements (every tensor of ResNet-50 at batch 256), where the channel's division per element
 // costs a fraction of 64 bits'.
 template <class T, class I>
-__global__ void forward_apply(const T* __restrict__ x, const T* __restrict__ z, const float* __restrict__ scale,
-                              const float* __restrict__ bias, const float* __restrict__ stats,
-                              const T* __restrict__ x2, const float* __restrict__ scale2,
-                              const float* __restrict__ bias2, const float* __restrict__ stats2, T* __restrict__ y,
-                              uint32_t* __restrict__ bits, I n, I channels, I inner) {
+__global__ void forward_apply(const T* __restrict__ x, const T* __restrict__ z, const float* __restrict__ stats,
+                              const T* __restrict__ x2, const float* __restrict__ stats2, T* __restrict__ y,
+                              uint32_t* __restrict__ bits, bool relu, I n, I channels, I inner) {
   const I lane = threadIdx.x % 32;
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i - lane < n; i += stride) {
     bool positive = false;
     if (i < n) {
       const I c = (i / inner) % channels;
-      // Rounded where the graph rounds: each BatchNorm's output, then the Add's sum, in T. (Rounded
-      // once instead, a sum that ends next to 0 can take the other sign than the graph's, and the
-      // ReLU's mask with it: 1 of 1200 elements of a channel in fp16, its dscale 4% off.)
-      float v = round_to<T>((to_float(x[i]) - stats[c * 4]) * stats[c * 4 + 1] * scale[c] + bias[c]);
-      if (z) v = round_to<T>(v + to_float(z[i]));
-      if (x2) v = round_to<T>(v + round_to<T>((to_float(x2[i]) - stats2[c * 4]) * stats2[c * 4 + 1] * scale2[c] + bias2[c]));
-      if (!(v > 0.0f) && v == v) v = 0.0f;  // NaN passes, as the Relu's max(x, 0) in the graph
-      const T out = from_float<T>(v);
+      auto bn = [&](const T* in, const float* st) {
+        return normalized<T>(to_float(in[i]), st[kMean * channels + c], st[kInvStd * channels + c],
+                             st[kScale * channels + c], st[kBias * channels + c]);
+      };
+      const float zv = z ? to_float(z[i]) : 0.0f, b2 = x2 ? bn(x2, stats2) : 0.0f;
+      const T out = from_float<T>(forward_value<T>(bn(x, stats), z ? &zv : nullptr, x2 ? &b2 : nullptr, relu));
       y[i] = out;
       positive = to_float(out) > 0.0f;
     }
@@ -330,21 +422,21 @@ __global__ void forward_apply(const T* __restrict__ x, const T* __restrict__ z, 
 
 template <class T, class I>
 __global__ void backward_apply(const T* __restrict__ dy, const T* __restrict__ dy2, const Mask mask,
-                               const T* __restrict__ x, const float* __restrict__ scale,
-                               const float* __restrict__ stats, T* __restrict__ dx, T* __restrict__ dg,
-                               const T* __restrict__ x2, const float* __restrict__ scale2,
-                               const float* __restrict__ stats2, T* __restrict__ dx2, I n, I channels, I inner) {
+                               const T* __restrict__ x, const float* __restrict__ stats, T* __restrict__ dx,
+                               T* __restrict__ dg, const T* __restrict__ x2, const float* __restrict__ stats2,
+                               T* __restrict__ dx2, I n, I channels, I inner) {
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const I c = (i / inner) % channels;
     const float g = relu_gradient(dy, dy2, x, mask, i, c);
-    const float inv_std = stats[c * 4 + 1], xhat = (to_float(x[i]) - stats[c * 4]) * inv_std;
-    dx[i] = from_float<T>(scale[c] * inv_std * (g - stats[c * 4 + 2] - xhat * stats[c * 4 + 3]));
+    auto grad = [&](const T* in, const float* st) {
+      return from_float<T>(input_gradient(g, to_float(in[i]), st[kMean * channels + c], st[kInvStd * channels + c],
+                                          st[kScale * channels + c], st[kDbiasPerM * channels + c],
+                                          st[kDscalePerM * channels + c]));
+    };
+    dx[i] = grad(x, stats);
     if (dg) dg[i] = from_float<T>(g);
-    if (dx2) {
-      const float inv_std2 = stats2[c * 4 + 1], xhat2 = (to_float(x2[i]) - stats2[c * 4]) * inv_std2;
-      dx2[i] = from_float<T>(scale2[c] * inv_std2 * (g - stats2[c * 4 + 2] - xhat2 * stats2[c * 4 + 3]));
-    }
+    if (dx2) dx2[i] = grad(x2, stats2);
   }
 }
 
@@ -371,81 +463,120 @@ __global__ void apply_kernel(const T* __restrict__ x, const float* __restrict__ 
   }
 }
 
-// forward_apply, backward_apply and apply_kernel for rows of a multiple of kVec channels: thread
-// t takes elements kVec t onwards (one channel group, one byte of the mask).
-template <class T>
-__global__ void forward_apply_vectors(const T* __restrict__ x, const T* __restrict__ z, const float* __restrict__ scale,
-                                      const float* __restrict__ bias, const float* __restrict__ stats,
-                                      const T* __restrict__ x2, const float* __restrict__ scale2,
-                                      const float* __restrict__ bias2, const float* __restrict__ stats2,
-                                      T* __restrict__ y, uint32_t* __restrict__ bits, int64_t n, int64_t channels) {
-  const int64_t vectors = n / kVec, stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
-    const int64_t i = v * kVec, c0 = i % channels;
-    float a[kVec], zv[kVec], a2[kVec], out[kVec];
+// Row r's values for the kVec elements of a vector: channels c..c+7 (rows of channels, kRows),
+// or channel c for all eight (planes of a multiple of kVec).
+template <bool kRows, class I>
+__device__ __forceinline__ void row_values(const float* __restrict__ stats, int row, I channels, I c,
+                                           float (&v)[kVec]) {
+  const float* at = stats + static_cast<int64_t>(row) * channels + c;
+  if constexpr (kRows) {
+    load8(at, v);
+  } else {
+    const float r = *at;
+    for (int j = 0; j < kVec; ++j) v[j] = r;
+  }
+}
+
+// The vector's channel: its first element's (rows of channels), or the plane's.
+template <bool kRows, class I>
+__device__ __forceinline__ I vector_channel(I i, I channels, I inner) {
+  if constexpr (kRows) return i % channels;
+  else return (i / inner) % channels;
+}
+
+// forward_apply, backward_apply and apply_kernel kVec elements a thread: over rows of a multiple of
+// kVec channels (kRows), or planes of a multiple of kVec elements; thread t takes elements kVec t
+// onwards (one byte of the mask).
+template <class T, class I, bool kRows>
+__global__ void __launch_bounds__(kThreads)
+    forward_apply_vectors(const T* __restrict__ x, const T* __restrict__ z, const float* __restrict__ stats,
+                          const T* __restrict__ x2, const float* __restrict__ stats2, T* __restrict__ y,
+                          uint32_t* __restrict__ bits, bool relu, I n, I channels, I inner) {
+  const I vectors = n / kVec, stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I v = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
+    const I i = v * kVec, c = vector_channel<kRows>(i, channels, inner);
+    float a[kVec], out[kVec], mean[kVec], inv_std[kVec], scale[kVec], bias[kVec];
     load8(x + i, a);
-    if (z) load8(z + i, zv);
-    if (x2) load8(x2 + i, a2);
-    unsigned byte = 0;
-    for (int j = 0; j < kVec; ++j) {
-      const int64_t c = c0 + j;
-      // Rounded where the graph rounds, as forward_apply.
-      float val = round_to<T>((a[j] - stats[c * 4]) * stats[c * 4 + 1] * scale[c] + bias[c]);
-      if (z) val = round_to<T>(val + zv[j]);
-      if (x2) val = round_to<T>(val + round_to<T>((a2[j] - stats2[c * 4]) * stats2[c * 4 + 1] * scale2[c] + bias2[c]));
-      if (!(val > 0.0f) && val == val) val = 0.0f;
-      out[j] = val;  // already of T's precision: stored exactly
-      if (val > 0.0f) byte |= 1u << j;
+    row_values<kRows>(stats, kMean, channels, c, mean);
+    row_values<kRows>(stats, kInvStd, channels, c, inv_std);
+    row_values<kRows>(stats, kScale, channels, c, scale);
+    row_values<kRows>(stats, kBias, channels, c, bias);
+    for (int j = 0; j < kVec; ++j) out[j] = normalized<T>(a[j], mean[j], inv_std[j], scale[j], bias[j]);
+    if (x2) {
+      float b[kVec];
+      load8(x2 + i, a);
+      row_values<kRows>(stats2, kMean, channels, c, mean);
+      row_values<kRows>(stats2, kInvStd, channels, c, inv_std);
+      row_values<kRows>(stats2, kScale, channels, c, scale);
+      row_values<kRows>(stats2, kBias, channels, c, bias);
+      for (int j = 0; j < kVec; ++j) {
+        b[j] = normalized<T>(a[j], mean[j], inv_std[j], scale[j], bias[j]);
+        out[j] = forward_value<T>(out[j], nullptr, &b[j], relu);
+      }
+    } else if (z) {
+      load8(z + i, a);
+      for (int j = 0; j < kVec; ++j) out[j] = forward_value<T>(out[j], &a[j], nullptr, relu);
+    } else {
+      for (int j = 0; j < kVec; ++j) out[j] = forward_value<T>(out[j], nullptr, nullptr, relu);
     }
+    unsigned byte = 0;
+    for (int j = 0; j < kVec; ++j)
+      if (out[j] > 0.0f) byte |= 1u << j;  // out is of T's precision already: stored exactly
     store8(y + i, out);
     if (bits) reinterpret_cast<uint8_t*>(bits)[v] = static_cast<uint8_t>(byte);
   }
   // The mask's last 32-bit word past n: zero, as the ballot of forward_apply leaves it.
   if (bits && blockIdx.x == 0 && threadIdx.x == 0)
-    for (int64_t b = vectors; b < (n + 31) / 32 * 4; ++b) reinterpret_cast<uint8_t*>(bits)[b] = 0;
+    for (int64_t b = vectors; b < (static_cast<int64_t>(n) + 31) / 32 * 4; ++b) reinterpret_cast<uint8_t*>(bits)[b] = 0;
 }
 
-template <class T>
-__global__ void backward_apply_vectors(const T* __restrict__ dy, const T* __restrict__ dy2, const Mask mask,
-                                       const T* __restrict__ x, const float* __restrict__ scale,
-                                       const float* __restrict__ stats, T* __restrict__ dx, T* __restrict__ dg,
-                                       const T* __restrict__ x2, const float* __restrict__ scale2,
-                                       const float* __restrict__ stats2, T* __restrict__ dx2, int64_t n,
-                                       int64_t channels) {
-  const int64_t vectors = n / kVec, stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
-    const int64_t i = v * kVec, c0 = i % channels;
+template <class T, class I, bool kRows>
+__global__ void __launch_bounds__(kThreads)
+    backward_apply_vectors(const T* __restrict__ dy, const T* __restrict__ dy2, const Mask mask,
+                           const T* __restrict__ x, const float* __restrict__ stats, T* __restrict__ dx,
+                           T* __restrict__ dg, const T* __restrict__ x2, const float* __restrict__ stats2,
+                           T* __restrict__ dx2, I n, I channels, I inner) {
+  const I vectors = n / kVec, stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I v = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
+    const I i = v * kVec, c = vector_channel<kRows>(i, channels, inner);
     float a[kVec], g[kVec], out[kVec];
     load8(x + i, a);
-    relu_gradients(dy, dy2, a, mask, i, c0, g);
-    for (int j = 0; j < kVec; ++j) {
-      const int64_t c = c0 + j;
-      const float inv_std = stats[c * 4 + 1], xhat = (a[j] - stats[c * 4]) * inv_std;
-      out[j] = scale[c] * inv_std * (g[j] - stats[c * 4 + 2] - xhat * stats[c * 4 + 3]);
-    }
+    relu_gradients(dy, dy2, a, mask, i, c, g);  // mask.affine only with kRows (launch_backward_apply)
+    auto grad = [&](const float* st) {
+      float mean[kVec], inv_std[kVec], scale[kVec], dbias_m[kVec], dscale_m[kVec];
+      row_values<kRows>(st, kMean, channels, c, mean);
+      row_values<kRows>(st, kInvStd, channels, c, inv_std);
+      row_values<kRows>(st, kScale, channels, c, scale);
+      row_values<kRows>(st, kDbiasPerM, channels, c, dbias_m);
+      row_values<kRows>(st, kDscalePerM, channels, c, dscale_m);
+      for (int j = 0; j < kVec; ++j)
+        out[j] = input_gradient(g[j], a[j], mean[j], inv_std[j], scale[j], dbias_m[j], dscale_m[j]);
+    };
+    grad(stats);
     store8(dx + i, out);
     if (dg) store8(dg + i, g);
     if (dx2) {
       load8(x2 + i, a);
-      for (int j = 0; j < kVec; ++j) {
-        const int64_t c = c0 + j;
-        const float inv_std = stats2[c * 4 + 1], xhat = (a[j] - stats2[c * 4]) * inv_std;
-        out[j] = scale2[c] * inv_std * (g[j] - stats2[c * 4 + 2] - xhat * stats2[c * 4 + 3]);
-      }
+      grad(stats2);
       store8(dx2 + i, out);
     }
   }
 }
 
-template <class T>
-__global__ void apply_vectors(const T* __restrict__ x, const float* __restrict__ affine, T* __restrict__ y, int64_t n,
-                              int64_t channels) {
-  const int64_t vectors = n / kVec, stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
-    const int64_t i = v * kVec, c0 = i % channels;
-    float a[kVec];
+template <class T, class I>
+__global__ void __launch_bounds__(kThreads)
+    apply_vectors(const T* __restrict__ x, const float* __restrict__ affine, T* __restrict__ y, I n, I channels) {
+  const I vectors = n / kVec, stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I v = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; v < vectors; v += stride) {
+    const I i = v * kVec, c0 = i % channels;
+    float a[kVec], scale[kVec], shift[kVec];
     load8(x + i, a);
-    for (int j = 0; j < kVec; ++j) a[j] = applied<T>(a[j], affine, channels, c0 + j);
+    row_values<true>(affine, 0, channels, c0, scale);
+    row_values<true>(affine, 1, channels, c0, shift);
+    for (int j = 0; j < kVec; ++j) {
+      const float t = a[j] * scale[j] + shift[j];  // applied<T>
+      a[j] = to_float(from_float<T>(t > 0.0f ? t : 0.0f));
+    }
     store8(y + i, a);
   }
 }
@@ -474,63 +605,89 @@ void with_index_type(int64_t n, F&& f) {
   else f(int64_t{});
 }
 
+// Planes (inner > 1) of a multiple of kVec elements, which the plane vector kernels take.
+bool planes_of_vectors(const ChannelGeometry& g) { return g.inner > 1 && g.inner % kVec == 0; }
+
 // The partial sums of x (and dy) for every channel into `partial`.
 template <class T, bool kBackward>
 void launch_partials(const ChannelGeometry& g, const T* x, const T* dy, const T* dy2, const Mask& mask,
                      int64_t parts, float* partial, cudaStream_t stream) {
-  if (rows_of_vectors(g) && vector_aligned({x, dy, dy2})) {
+  if (rows_of_vectors(g) && vector_aligned({x, dy, dy2, mask.affine})) {
     row_vector_partials<T, kBackward><<<static_cast<unsigned>(row_tiling(g.channels).tiles * parts), kThreads, 0, stream>>>(
         x, dy, dy2, mask, g.outer, g.channels, parts, partial);
   } else if (g.inner == 1) {
     const int64_t tiles = (g.channels + kTile - 1) / kTile;
     row_partials<T, kBackward><<<static_cast<unsigned>(tiles * parts), kThreads, 0, stream>>>(
         x, dy, dy2, mask, g.outer, g.channels, parts, partial);
+  } else if (planes_of_vectors(g) && !mask.affine && vector_aligned({x, dy, dy2})) {
+    plane_vector_partials<T, kBackward><<<static_cast<unsigned>(g.channels * parts), kThreads, 0, stream>>>(
+        x, dy, dy2, mask.bits, g.outer, g.channels, g.inner, parts, partial);
   } else {
     plane_partials<T, kBackward><<<static_cast<unsigned>(g.channels * parts), kThreads, 0, stream>>>(
         x, dy, dy2, mask, g.outer, g.channels, g.inner, parts, partial);
   }
 }
 
+// Where one BatchNorm's (of two: the block's and its shortcut's) partial sums and StatRow
+// results lie in the workspace: partial, stats, partial2, stats2, each region starting at a
+// multiple of 8 floats from the start when the channels are (the vector kernels' 16-byte loads).
+struct Scratch {
+  float *partial, *stats, *partial2, *stats2;
+};
+
+Scratch scratch_of(void* workspace, const ChannelGeometry& g, int64_t parts) {
+  Scratch s;
+  s.partial = static_cast<float*>(workspace);
+  s.stats = s.partial + parts * g.channels * kSums;
+  s.partial2 = s.stats + g.channels * kStatRows;
+  s.stats2 = s.partial2 + parts * g.channels * kSums;
+  return s;
+}
+
 }  // namespace
 
-// Per BatchNorm: its partial sums, then its per-channel results.
 size_t batch_norm_relu_workspace(const ChannelGeometry& g, int sm_count) {
-  return 2 * static_cast<size_t>((partial_parts(g, sm_count) + 1) * g.channels * kSums) * sizeof(float);
+  return 2 * static_cast<size_t>(partial_parts(g, sm_count) * g.channels * kSums + g.channels * kStatRows) *
+         sizeof(float);
 }
 
 void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int sm_count, cudaStream_t stream) {
   const ChannelGeometry& g = a.g;
   if (g.count() == 0) return;
+  if (!a.relu && (a.bits || a.z || a.x2)) throw Error("internal: a BatchNorm without its ReLU takes no mask, z or x2");
   const int64_t parts = partial_parts(g, sm_count);
-  float* partial = static_cast<float*>(workspace);
-  float* stats = partial + parts * g.channels * kSums;
-  float* partial2 = stats + g.channels * kSums;
-  float* stats2 = partial2 + parts * g.channels * kSums;
+  const Scratch w = scratch_of(workspace, g, parts);
   const float m = static_cast<float>(g.per_channel());
   dispatch_float(a.t, "BatchNormalization", [&](auto tag) {
     using T = decltype(tag);
-    auto statistics = [&](const T* x, const float* mean_in, const float* var_in, float* mean_out, float* var_out,
-                          float* part, float* out) {
+    auto statistics = [&](const T* x, const float* scale, const float* bias, const float* mean_in, const float* var_in,
+                          float* mean_out, float* var_out, float* part, float* out) {
       launch_partials<T, false>(g, x, nullptr, nullptr, Mask{}, parts, part, stream);
       finalize<T, false><<<channel_warp_blocks(g.channels), kThreads, 0, stream>>>(
-          part, parts, x, g.channels, g.inner, m, a.epsilon, a.momentum, mean_in, var_in, mean_out, var_out, nullptr,
-          nullptr, out);
+          part, parts, x, g.channels, g.inner, m, a.epsilon, a.momentum, scale, bias, mean_in, var_in, mean_out,
+          var_out, nullptr, nullptr, out);
     };
     const T* x = static_cast<const T*>(a.x);
     const T* x2 = static_cast<const T*>(a.x2);
-    statistics(x, a.mean_in, a.var_in, a.mean_out, a.var_out, partial, stats);
-    if (x2) statistics(x2, a.mean2_in, a.var2_in, a.mean2_out, a.var2_out, partial2, stats2);
-    if (rows_of_vectors(g) && vector_aligned({a.x, a.z, a.x2, a.y})) {
-      forward_apply_vectors<T><<<grid_stride_blocks(g.count() / kVec, sm_count), kThreads, 0, stream>>>(
-          x, static_cast<const T*>(a.z), a.scale, a.bias, stats, x2, a.scale2, a.bias2, stats2, static_cast<T*>(a.y),
-          a.bits, g.count(), g.channels);
-      return;
-    }
+    const T* z = static_cast<const T*>(a.z);
+    T* y = static_cast<T*>(a.y);
+    statistics(x, a.scale, a.bias, a.mean_in, a.var_in, a.mean_out, a.var_out, w.partial, w.stats);
+    if (x2)
+      statistics(x2, a.scale2, a.bias2, a.mean2_in, a.var2_in, a.mean2_out, a.var2_out, w.partial2, w.stats2);
     with_index_type(g.count(), [&](auto index) {
       using I = decltype(index);
-      forward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
-          x, static_cast<const T*>(a.z), a.scale, a.bias, stats, x2, a.scale2, a.bias2, stats2, static_cast<T*>(a.y),
-          a.bits, static_cast<I>(g.count()), static_cast<I>(g.channels), static_cast<I>(g.inner));
+      const I n = static_cast<I>(g.count()), channels = static_cast<I>(g.channels), inner = static_cast<I>(g.inner);
+      const bool aligned = vector_aligned({a.x, a.z, a.x2, a.y, w.stats, x2 ? w.stats2 : nullptr});
+      if (rows_of_vectors(g) && aligned) {
+        forward_apply_vectors<T, I, true><<<grid_stride_blocks(g.count() / kVec, sm_count), kThreads, 0, stream>>>(
+            x, z, w.stats, x2, w.stats2, y, a.bits, a.relu, n, channels, inner);
+      } else if (planes_of_vectors(g) && aligned) {
+        forward_apply_vectors<T, I, false><<<grid_stride_blocks(g.count() / kVec, sm_count), kThreads, 0, stream>>>(
+            x, z, w.stats, x2, w.stats2, y, a.bits, a.relu, n, channels, inner);
+      } else {
+        forward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
+            x, z, w.stats, x2, w.stats2, y, a.bits, a.relu, n, channels, inner);
+      }
     });
   });
   AMP_CUDA_CHECK(cudaGetLastError());
@@ -540,10 +697,7 @@ void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, i
   const ChannelGeometry& g = a.g;
   if (g.count() == 0) return;
   const int64_t parts = partial_parts(g, sm_count);
-  float* partial = static_cast<float*>(workspace);
-  float* stats = partial + parts * g.channels * kSums;
-  float* partial2 = stats + g.channels * kSums;
-  float* stats2 = partial2 + parts * g.channels * kSums;
+  const Scratch w = scratch_of(workspace, g, parts);
   const float m = static_cast<float>(g.per_channel());
   dispatch_float(a.t, "BatchNormalizationGrad", [&](auto tag) {
     using T = decltype(tag);
@@ -551,7 +705,7 @@ void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, i
     const T* dy2 = static_cast<const T*>(a.dy2);
     Mask mask{a.bits, nullptr, g.channels};
     if (a.sums) {  // the prologue's affine, in the shortcut's scratch (a unit with sums has no shortcut)
-      mask.affine = partial2;
+      mask.affine = w.partial2;
       BatchNormAffine affine;
       affine.channels = g.channels;
       affine.m = m;
@@ -559,30 +713,37 @@ void batch_norm_relu_backward(const BatchNormReluBackward& a, void* workspace, i
       affine.sums = a.sums;
       affine.scale = a.scale;
       affine.bias = a.bias;
-      affine.affine = partial2;
+      affine.affine = w.partial2;
       batch_norm_affine(affine, sm_count, stream);
     }
-    auto sums = [&](const T* x, float* dscale, float* dbias, float* part, float* out) {
+    auto sums = [&](const T* x, const float* scale, float* dscale, float* dbias, float* part, float* out) {
       launch_partials<T, true>(g, x, dy, dy2, mask, parts, part, stream);
       finalize<T, true><<<channel_warp_blocks(g.channels), kThreads, 0, stream>>>(
-          part, parts, x, g.channels, g.inner, m, a.epsilon, 0.0f, nullptr, nullptr, nullptr, nullptr, dscale, dbias,
-          out);
+          part, parts, x, g.channels, g.inner, m, a.epsilon, 0.0f, scale, nullptr, nullptr, nullptr, nullptr, nullptr,
+          dscale, dbias, out);
     };
     const T* x = static_cast<const T*>(a.x);
     const T* x2 = static_cast<const T*>(a.x2);
-    sums(x, a.dscale, a.dbias, partial, stats);
-    if (x2) sums(x2, a.dscale2, a.dbias2, partial2, stats2);
-    if (rows_of_vectors(g) && vector_aligned({a.dy, a.dy2, a.x, a.dx, a.dg, a.x2, a.dx2})) {
-      backward_apply_vectors<T><<<grid_stride_blocks(g.count() / kVec, sm_count), kThreads, 0, stream>>>(
-          dy, dy2, mask, x, a.scale, stats, static_cast<T*>(a.dx), static_cast<T*>(a.dg), x2, a.scale2, stats2,
-          static_cast<T*>(a.dx2), g.count(), g.channels);
-      return;
-    }
+    T* dx = static_cast<T*>(a.dx);
+    T* dg = static_cast<T*>(a.dg);
+    T* dx2 = static_cast<T*>(a.dx2);
+    sums(x, a.scale, a.dscale, a.dbias, w.partial, w.stats);
+    if (x2) sums(x2, a.scale2, a.dscale2, a.dbias2, w.partial2, w.stats2);
     with_index_type(g.count(), [&](auto index) {
       using I = decltype(index);
-      backward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
-          dy, dy2, mask, x, a.scale, stats, static_cast<T*>(a.dx), static_cast<T*>(a.dg), x2, a.scale2, stats2,
-          static_cast<T*>(a.dx2), static_cast<I>(g.count()), static_cast<I>(g.channels), static_cast<I>(g.inner));
+      const I n = static_cast<I>(g.count()), channels = static_cast<I>(g.channels), inner = static_cast<I>(g.inner);
+      const bool aligned = vector_aligned({a.dy, a.dy2, a.x, a.dx, a.dg, a.x2, a.dx2, w.stats,
+                                           x2 ? w.stats2 : nullptr, mask.affine});
+      if (rows_of_vectors(g) && aligned) {
+        backward_apply_vectors<T, I, true><<<grid_stride_blocks(g.count() / kVec, sm_count), kThreads, 0, stream>>>(
+            dy, dy2, mask, x, w.stats, dx, dg, x2, w.stats2, dx2, n, channels, inner);
+      } else if (planes_of_vectors(g) && !mask.affine && aligned) {  // the affine's channels vary along a vector
+        backward_apply_vectors<T, I, false><<<grid_stride_blocks(g.count() / kVec, sm_count), kThreads, 0, stream>>>(
+            dy, dy2, mask, x, w.stats, dx, dg, x2, w.stats2, dx2, n, channels, inner);
+      } else {
+        backward_apply<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
+            dy, dy2, mask, x, w.stats, dx, dg, x2, w.stats2, dx2, n, channels, inner);
+      }
     });
   });
   AMP_CUDA_CHECK(cudaGetLastError());
@@ -599,13 +760,13 @@ void batch_norm_relu_apply(DType t, const ChannelGeometry& g, const void* x, con
   if (g.count() == 0) return;
   dispatch_float(t, "BatchNormalization", [&](auto tag) {
     using T = decltype(tag);
-    if (rows_of_vectors(g) && vector_aligned({x, y})) {
-      apply_vectors<T><<<grid_stride_blocks(g.count() / kVec, sm_count), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), affine, static_cast<T*>(y), g.count(), g.channels);
-      return;
-    }
     with_index_type(g.count(), [&](auto index) {
       using I = decltype(index);
+      if (rows_of_vectors(g) && vector_aligned({x, y, affine})) {
+        apply_vectors<T, I><<<grid_stride_blocks(g.count() / kVec, sm_count), kThreads, 0, stream>>>(
+            static_cast<const T*>(x), affine, static_cast<T*>(y), static_cast<I>(g.count()), static_cast<I>(g.channels));
+        return;
+      }
       apply_kernel<T, I><<<grid_stride_blocks(g.count(), sm_count), kThreads, 0, stream>>>(
           static_cast<const T*>(x), affine, static_cast<T*>(y), static_cast<I>(g.count()), static_cast<I>(g.channels),
           static_cast<I>(g.inner));

@@ -34,7 +34,8 @@ size_t batch_norm_relu_workspace(const ChannelGeometry& g, int sm_count);
 // (ONNX's rule, the biased variance); bits: y > 0 (null: not written). With x2, the shortcut's
 // BatchNorm (its own parameters and statistics, x2 of x's shape) takes z's place:
 // y = relu(bn(x) + bn2(x2)), and neither sum is stored.
-// x, z, y of type t (fp32, fp16, bf16); scale, bias and the statistics fp32.
+// x, z, y of type t (fp32, fp16, bf16); scale, bias and the statistics fp32. relu false: a plain
+// training-mode BatchNormalization (no bits, z or x2), y = bn(x) as the graph rounds it.
 struct BatchNormReluForward {
   DType t = DType::kUndefined;
   ChannelGeometry g;
@@ -48,6 +49,7 @@ struct BatchNormReluForward {
   float *mean2_out = nullptr, *var2_out = nullptr;
   uint32_t* bits = nullptr;
   float epsilon = 1e-5f, momentum = 0.9f;
+  bool relu = true;
 };
 void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int sm_count, cudaStream_t stream);
 
@@ -56,7 +58,8 @@ void batch_norm_relu_forward(const BatchNormReluForward& a, void* workspace, int
 // autodiff sums into dy would round it), dbias = sum g, dscale = sum g xhat,
 // dx = scale / sqrt(var + eps) (g - dbias/m - xhat dscale/m) over the m values of a channel; dg
 // (null: not written) receives g, the gradient of the residual Add's other operand. With x2, the
-// shortcut BatchNorm's gradients from the same g too (dx2, dscale2, dbias2).
+// shortcut BatchNorm's gradients from the same g too (dx2, dscale2, dbias2). Without bits, sums,
+// dy2 and x2 it is a plain BatchNormalization's gradient (g = dy).
 struct BatchNormReluBackward {
   DType t = DType::kUndefined;
   ChannelGeometry g;

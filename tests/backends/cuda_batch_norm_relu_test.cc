@@ -19,6 +19,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/schedule.h"
 #include "graph/amp_ops.h"
+#include "tests/support/backend_parity.h"
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
@@ -182,7 +183,9 @@ TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
   // than a block of the statistics kernel), and [N, C]: C past one tile of 32 channels (the vector
   // kernels: 5 groups of 8 channels, 51 rows a block at once), C = 2056 (257 groups: two tiles of
   // a block's 256 threads, the second of one group) and C = 12 (not a multiple of 8: the
-  // one-element kernels), each with the residual's summed gradient.
+  // one-element kernels), each with the residual's summed gradient; planes of 400 and of 32 (a
+  // multiple of 8: the plane vector kernels, the second with a shortcut) and rows of 48 channels
+  // with a shortcut (the row vector kernels' second BatchNorm).
   const Case cases[] = {{{4, 6, 5, 5}, true, true, false},
                         {{4, 6, 5, 5}, false, false, false},
                         {{24, 40}, false, true, false},
@@ -190,7 +193,9 @@ TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
                         {{10, 12}, true, true, false},
                         {{4, 6, 5, 5}, true, true, true},
                         {{9, 5, 7, 7}, false, true, false},
-                        {{3, 4, 20, 20}, true, true, false}};
+                        {{3, 4, 20, 20}, true, true, false},
+                        {{2, 3, 4, 8}, true, false, true},
+                        {{16, 48}, true, true, true}};
   uint32_t seed = 300;
   for (const Case& c : cases)
     for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
@@ -239,6 +244,33 @@ TEST(CudaBackendGpu, FusedBatchNormReluMatchesTheCpu) {
             outputs[k] == "dx" || outputs[k] == "dx2" || outputs[k] == "other_branch" || outputs[k] == "y";
         test::expect_close(gpu[k], cpu[k], outputs[k], 10.0, elementwise ? kinks : 0);
       }
+    }
+}
+
+// The plain training-mode BatchNormalization and its gradient (no ReLU: efficientnet's, before a
+// SiLU) on the same kernels against the CPU backend: planes of 25 (one element a thread) and of 64
+// (8 a thread), rows of 40 channels (8 a thread) and of 12 (one), in fp32, fp16 and bf16; Y, the
+// running statistics, dX, dscale and dbias.
+TEST(CudaBackendGpu, PlainTrainingBatchNormsAndTheirGradientsMatchTheCpu) {
+  REQUIRE_GPU();
+  const DType f = DType::kFloat;
+  uint32_t seed = 700;
+  for (const std::vector<int64_t>& dims :
+       std::vector<std::vector<int64_t>>{{4, 3, 5, 5}, {2, 5, 8, 8}, {6, 40}, {6, 12}})
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(dims.size()) + "-d, " +
+                   std::to_string(dims[1]) + " channels");
+      const std::vector<int64_t> ch{dims[1]};
+      const Tensor x = random_tensor(t, dims, seed++, -1.0f, 4.0f), dy = random_tensor(t, dims, seed++);
+      const Tensor scale = random_tensor(f, ch, seed++, 0.5f, 2.0f);
+      test::OneNode bn("BatchNormalization",
+                       {{"x", x}, {"scale", scale}, {"bias", random_tensor(f, ch, seed++)},
+                        {"mean", random_tensor(f, ch, seed++)}, {"var", random_tensor(f, ch, seed++, 0.5f, 2.0f)}},
+                       {t, f, f});
+      bn.attr(Attribute::of_int("training_mode", 1)).attr(Attribute::of_float("momentum", 0.8f));
+      test::expect_parity(bn.m, bn.feeds, bn.outputs, 10.0);
+      test::OneNode grad("BatchNormalizationGrad", {{"dy", dy}, {"x", x}, {"scale", scale}}, {t, f, f}, kAmpDomain);
+      test::expect_parity(grad.m, grad.feeds, grad.outputs, 10.0);
     }
 }
 
