@@ -48,6 +48,8 @@ class CudaExecutable final : public Executable {
 
   // Bytes of feeds the runs found prefetched (for tests and benchmarks).
   size_t prefetched_bytes() const { return prefetch_.bytes_taken(); }
+  // Page-locked host bytes the prefetches upload through (feed_prefetch.h).
+  size_t prefetch_staging_bytes() const { return prefetch_.staging_bytes(); }
   // Runs of the latest plan that replayed a captured CUDA Graph (for tests and benchmarks).
   size_t graph_replays() const;
   double last_run_device_ms() const override { return last_device_ms_; }

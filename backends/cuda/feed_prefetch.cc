@@ -1,8 +1,30 @@
 #include "backends/cuda/feed_prefetch.h"
 
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
 #include "backends/cuda/cuda_check.h"
 
 namespace amp::cuda {
+
+void FeedPrefetch::PinnedFree::operator()(void* p) const {
+  if (p) cudaFreeHost(p);
+}
+
+void FeedPrefetch::copy_host_bytes(void* dst, const void* src, size_t bytes, unsigned threads) {
+  constexpr size_t kPiece = size_t{8} << 20;
+  const size_t pieces = std::max<size_t>(1, std::min<size_t>(std::max(threads, 1u), bytes / kPiece));
+  const size_t per = (bytes + pieces - 1) / pieces;
+  auto copy = [&](size_t k) {
+    const size_t at = k * per;
+    if (at < bytes) std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, std::min(per, bytes - at));
+  };
+  std::vector<std::thread> helpers;
+  for (size_t k = 1; k < pieces; ++k) helpers.emplace_back(copy, k);
+  copy(0);
+  for (std::thread& t : helpers) t.join();
+}
 
 FeedPrefetch::~FeedPrefetch() {
   if (copies_) cudaStreamSynchronize(copies_);
@@ -47,12 +69,32 @@ void FeedPrefetch::prefetch(const std::vector<std::pair<std::string, Tensor>>& f
       slot->ready = false;
       slot->held = Tensor();
       if (slot->buffer.size() < bytes) slot->buffer = DeviceBuffer(bytes);
+      if (slot->staging_size < bytes) {
+        AMP_CUDA_CHECK(cudaEventSynchronize(slot->uploaded));  // its last upload read the old one
+        slot->staging.reset();
+        slot->staging_size = 0;
+        void* pinned = nullptr;
+        if (cudaMallocHost(&pinned, bytes) == cudaSuccess) {
+          slot->staging.reset(pinned);
+          slot->staging_size = bytes;
+        } else {
+          cudaGetLastError();  // refused: this slot uploads from pageable memory
+        }
+      }
     }
-    // Outside the lock: an upload from pageable memory returns once its bytes are staged, which
-    // takes as long as the copy, and the run that may be taking another slot meanwhile must not wait.
-    // The run that took the slot last has copied out of it before this overwrites it.
+    // Outside the lock: the copy into the staging buffer takes as long as a memcpy of the feed,
+    // and the run that may be taking another slot meanwhile must not wait. The slot's previous
+    // upload has read its staging buffer before this overwrites it, and the run that took the slot
+    // last has copied out of its device buffer before the upload does.
+    AMP_CUDA_CHECK(cudaEventSynchronize(slot->uploaded));
+    const void* source = t.data();
+    if (slot->staging) {
+      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      copy_host_bytes(slot->staging.get(), t.data(), bytes, std::min(8u, std::max(1u, cores / 2)));
+      source = slot->staging.get();
+    }
     AMP_CUDA_CHECK(cudaStreamWaitEvent(copies_, slot->consumed, 0));
-    AMP_CUDA_CHECK(cudaMemcpyAsync(slot->buffer.data(), t.data(), bytes, cudaMemcpyHostToDevice, copies_));
+    AMP_CUDA_CHECK(cudaMemcpyAsync(slot->buffer.data(), source, bytes, cudaMemcpyHostToDevice, copies_));
     AMP_CUDA_CHECK(cudaEventRecord(slot->uploaded, copies_));
     std::lock_guard<std::mutex> lock(mutex_);
     slot->held = t;  // shares its bytes: they stay put while the slot holds them
@@ -81,6 +123,13 @@ bool FeedPrefetch::take(const void* host, size_t bytes, void* dst, cudaStream_t 
 size_t FeedPrefetch::bytes_taken() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return taken_;
+}
+
+size_t FeedPrefetch::staging_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t bytes = 0;
+  for (const Slot& s : slots_) bytes += s.staging_size;
+  return bytes;
 }
 
 size_t FeedPrefetch::slot_bytes() const {

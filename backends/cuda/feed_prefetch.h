@@ -12,11 +12,19 @@
 // write (graph/tensor.h), so it no longer matches, and is uploaded as usual. Taken slots are free
 // for the next prefetch once the copy out of them has run (an event the next upload waits for).
 // Small tensors (a learning rate, a flag) are not worth a slot and are uploaded by the run.
+//
+// Each slot uploads through a page-locked host buffer of its own: the feed's bytes copied into it
+// (by several threads for large feeds), then one DMA copy. On an H200 (2026-11-28) the upload
+// straight from pageable memory, with the batch's gather on the loader's thread, took longer than
+// ResNet-50's 49 ms bf16 step at batch 128: its steps took 65 ms, 16 ms of them with the device
+// idle. Where page-locked memory cannot be had (cudaMallocHost fails), the slot uploads from the
+// feed's own bytes as before.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -44,13 +52,24 @@ class FeedPrefetch {
   size_t bytes_taken() const;
   // Device bytes the slots hold.
   size_t slot_bytes() const;
+  // Page-locked host bytes the slots' staging buffers hold (for tests and benchmarks).
+  size_t staging_bytes() const;
+
+  // dst = src (bytes long), cut into pieces of at least 8 MiB among up to `threads` threads.
+  static void copy_host_bytes(void* dst, const void* src, size_t bytes, unsigned threads);
 
   static constexpr size_t kMinBytes = size_t{1} << 20;
   static constexpr size_t kMaxSlots = 4;
 
  private:
+  // Page-locked host memory (cudaMallocHost), freed with cudaFreeHost.
+  struct PinnedFree {
+    void operator()(void* p) const;
+  };
   struct Slot {
     DeviceBuffer buffer;
+    std::unique_ptr<void, PinnedFree> staging;  // null when page-locked memory was refused
+    size_t staging_size = 0;
     Tensor held;            // the prefetched tensor (its bytes stay where they are)
     bool filling = false;   // a prefetch is uploading into it
     bool ready = false;     // its upload is enqueued, and no run has taken it yet

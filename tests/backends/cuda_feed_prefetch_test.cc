@@ -78,6 +78,7 @@ TEST(CudaBackendGpu, PrefetchedFeedsComputeWhatUploadedOnesDo) {
     EXPECT_TRUE(got.same_contents(want[k])) << "batch " << k;
   }
   EXPECT_EQ(cuda_exe.prefetched_bytes(), batches.size() * x_bytes) << "every batch's x came from a slot";
+  EXPECT_GE(cuda_exe.prefetch_staging_bytes(), 2 * x_bytes) << "the uploads went through page-locked staging";
   EXPECT_GE(cuda_exe.graph_replays(), 3u);
 
   // Written after its prefetch: the tensor copies its bytes on write, and the run reads the new ones.
@@ -96,6 +97,18 @@ TEST(CudaBackendGpu, PrefetchedFeedsComputeWhatUploadedOnesDo) {
     EXPECT_TRUE(exe->run(batches[k], {"y"})[0].same_contents(want[k])) << "batch " << k << " after the slots filled";
   EXPECT_EQ(cuda_exe.prefetched_bytes(), (batches.size() + cuda::FeedPrefetch::kMaxSlots) * x_bytes)
       << "the last kMaxSlots prefetches were taken";
+}
+
+// The staging copy: pieces of at least 8 MiB among the threads asked for, every byte where it
+// belongs, whatever the remainder (no device needed).
+TEST(FeedPrefetchStaging, TheCopyInPiecesMovesEveryByte) {
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{5} << 20, (size_t{41} << 20) + 7})
+    for (unsigned threads : {1u, 3u, 8u}) {
+      std::vector<unsigned char> src(bytes), dst(bytes, 0xAB);
+      for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+      cuda::FeedPrefetch::copy_host_bytes(dst.data(), src.data(), bytes, threads);
+      EXPECT_TRUE(dst == src) << bytes << " bytes, " << threads << " threads";
+    }
 }
 
 #endif  // AMP_HAVE_CUDA

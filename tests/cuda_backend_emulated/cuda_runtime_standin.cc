@@ -222,6 +222,19 @@ cudaError_t cudaFree(void* ptr) {
   return cudaSuccess;
 }
 
+// Page-locked host memory: host memory (the stand-ins' copies from it are the same memmove).
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  if (!ptr) return record(cudaErrorInvalidValue);
+  if (refuse_during_capture()) return record(cudaErrorStreamCaptureUnsupported);
+  *ptr = size ? std::malloc(size) : nullptr;
+  return size && !*ptr ? record(cudaErrorMemoryAllocation) : cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  std::free(ptr);
+  return cudaSuccess;
+}
+
 // The copy's kind must say where its ends are (cudaMemcpyDefault: anywhere).
 static cudaError_t check_copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   if (count == 0) return cudaSuccess;
