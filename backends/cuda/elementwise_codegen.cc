@@ -270,12 +270,35 @@ std::string element_body(const ElementwiseProgram& p, const std::vector<InputInd
 constexpr size_t kVectorMaxInstrs = 40, kVectorMaxOutputs = 4;
 
 // Whether a kernel of p over these inputs has the vector loop: every input read at the element's
-// own index or at 0 (no broadcast strides), and p small enough.
+// own index, at 0, or at an offset constant over runs of 8 (no per-element broadcast walk), and p
+// small enough.
 bool vectorizable(const ElementwiseProgram& p, const std::vector<InputIndexing>& indexing) {
   if (p.instrs.size() > kVectorMaxInstrs || p.outputs.size() > kVectorMaxOutputs) return false;
   for (InputIndexing ix : indexing)
     if (ix == InputIndexing::kBroadcast) return false;
   return true;
+}
+
+// The statements giving each walked input (walks_offset) its offset off<k> for element `index`:
+// one walk over the coordinates serves them all. Empty without such inputs.
+std::string offsets_walk(const std::vector<InputIndexing>& indexing, const std::string& index,
+                         const std::string& indent) {
+  bool any = false;
+  for (InputIndexing ix : indexing) any |= walks_offset(ix);
+  if (!any) return "";
+  std::ostringstream body;
+  for (size_t k = 0; k < indexing.size(); ++k)
+    if (walks_offset(indexing[k])) body << indent << "idx_t off" << k << " = 0;\n";
+  body << indent << "idx_t rest = " << index << ";\n"
+       << indent << "for (int d = dims.rank - 1; d >= 0; --d) {\n"
+       << indent << "  const idx_t size = static_cast<idx_t>(dims.size[d]);\n"
+       << indent << "  const idx_t c = rest % size;\n"
+       << indent << "  rest /= size;\n";
+  for (size_t k = 0; k < indexing.size(); ++k)
+    if (walks_offset(indexing[k]))
+      body << indent << "  off" << k << " += c * static_cast<idx_t>(st" << k << ".stride[d]);\n";
+  body << indent << "}\n";
+  return body.str();
 }
 
 // The loop over elements [0, n): when every same-shape input and output pointer is 16-byte
@@ -288,9 +311,10 @@ std::string element_loops(const ElementwiseProgram& p, const std::vector<InputIn
                           const std::string& indent) {
   std::ostringstream s;
   const std::vector<DType> out_types = p.output_dtypes();
+  const std::string walk_i = offsets_walk(indexing, "i", indent + "  ");
   if (!vectorizable(p, indexing)) {
     s << indent << "for (idx_t i = static_cast<idx_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {\n"
-      << element_body(p, indexing) << indent << "}\n";
+      << walk_i << element_body(p, indexing) << indent << "}\n";
     return s.str();
   }
   std::string aligned;
@@ -306,6 +330,7 @@ std::string element_loops(const ElementwiseProgram& p, const std::vector<InputIn
       s << indent << "    " << storage_type(p.input_dtypes[k]) << " vin" << k << "[8];\n"
         << indent << "    amp_load8(" << ins[k] << " + 8 * g, vin" << k << ");\n";
   for (size_t k = 0; k < outs.size(); ++k) s << indent << "    " << storage_type(out_types[k]) << " vout" << k << "[8];\n";
+  s << offsets_walk(indexing, "8 * g", indent + "    ");  // kRunOf8 inputs: one offset for the eight
   s << indent << "#pragma unroll\n"
     << indent << "    for (int j = 0; j < 8; ++j) {\n"
     << element_body(p, indexing, true) << indent << "    }\n";
@@ -314,7 +339,7 @@ std::string element_loops(const ElementwiseProgram& p, const std::vector<InputIn
     << indent << "  first = groups * 8;\n"
     << indent << "}\n"
     << indent << "for (idx_t i = first + static_cast<idx_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {\n"
-    << element_body(p, indexing) << indent << "}\n";
+    << walk_i << element_body(p, indexing) << indent << "}\n";
   return s.str();
 }
 
@@ -346,40 +371,17 @@ GeneratedKernel generate_elementwise_kernel(const ElementwiseProgram& p, const s
   params << "long long n, FusedDims dims";
   for (size_t k = 0; k < p.input_dtypes.size(); ++k) {
     params << ", const " << storage_type(p.input_dtypes[k]) << "* __restrict__ in" << k;
-    if (indexing[k] == InputIndexing::kBroadcast) params << ", FusedStrides st" << k;
+    if (walks_offset(indexing[k])) params << ", FusedStrides st" << k;
   }
   const std::vector<DType> out_types = p.output_dtypes();
   for (size_t k = 0; k < out_types.size(); ++k) params << ", " << storage_type(out_types[k]) << "* __restrict__ out" << k;
 
-  bool any_broadcast = false;
-  for (InputIndexing ix : indexing) any_broadcast |= ix == InputIndexing::kBroadcast;
-  if (any_broadcast) {
-    // One walk over the coordinates serves every broadcast input.
-    for (size_t k = 0; k < indexing.size(); ++k)
-      if (indexing[k] == InputIndexing::kBroadcast) body << "    idx_t off" << k << " = 0;\n";
-    body << "    idx_t rest = i;\n"
-         << "    for (int d = dims.rank - 1; d >= 0; --d) {\n"
-         << "      const idx_t size = static_cast<idx_t>(dims.size[d]);\n"
-         << "      const idx_t c = rest % size;\n"
-         << "      rest /= size;\n";
-    for (size_t k = 0; k < indexing.size(); ++k)
-      if (indexing[k] == InputIndexing::kBroadcast) body << "      off" << k << " += c * static_cast<idx_t>(st" << k << ".stride[d]);\n";
-    body << "    }\n";
-  }
-  body << element_body(p, indexing);
-
   GeneratedKernel kernel;
   kernel.vectorized = vectorizable(p, indexing);
-  std::string loops;
-  if (kernel.vectorized) {
-    std::vector<std::string> ins, outs;
-    for (size_t k = 0; k < p.input_dtypes.size(); ++k) ins.push_back("in" + std::to_string(k));
-    for (size_t k = 0; k < out_types.size(); ++k) outs.push_back("out" + std::to_string(k));
-    loops = element_loops(p, indexing, ins, outs, "  ");
-  } else {
-    loops = "  for (idx_t i = static_cast<idx_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {\n" +
-            body.str() + "  }\n";
-  }
+  std::vector<std::string> ins, outs;
+  for (size_t k = 0; k < p.input_dtypes.size(); ++k) ins.push_back("in" + std::to_string(k));
+  for (size_t k = 0; k < out_types.size(); ++k) outs.push_back("out" + std::to_string(k));
+  const std::string loops = element_loops(p, indexing, ins, outs, "  ");
   kernel.name = "amp_fused_" + hex64(fnv1a64(std::to_string(wide_index) + params.str() + loops));
   kernel.source = source_head(p, wide_index) + AMP_EXPAND_STRINGIFY(AMP_FUSED_DIMS_STRUCT) + "\n" +
                   AMP_EXPAND_STRINGIFY(AMP_FUSED_STRIDES_STRUCT) + "\n\n" +
@@ -397,7 +399,7 @@ MultiTensorKernel generate_multi_tensor_kernel(const std::vector<MultiTensorVari
     p.check();
     if (v.indexing.size() != p.input_dtypes.size()) throw Error("internal: one indexing per fused input expected");
     for (InputIndexing ix : v.indexing)
-      if (ix == InputIndexing::kBroadcast) throw Error("internal: a multi-tensor kernel reads no broadcast input");
+      if (walks_offset(ix)) throw Error("internal: a multi-tensor kernel reads no broadcast input");
     if (p.input_dtypes.empty()) throw Error("internal: a multi-tensor kernel needs inputs");
     mt.inputs = std::max(mt.inputs, static_cast<int>(p.input_dtypes.size()));
     mt.outputs = std::max(mt.outputs, static_cast<int>(p.outputs.size()));

@@ -35,19 +35,25 @@ inline constexpr int kFusedMaxRank = 8;
 AMP_FUSED_DIMS_STRUCT
 AMP_FUSED_STRIDES_STRUCT
 
-enum class InputIndexing : uint8_t { kSame, kScalar, kBroadcast };
+// How a fused kernel reads an input: at the element's own index, at 0, at a broadcast offset
+// (walked from the element's coordinates), or at a broadcast offset that stays the same over every
+// aligned run of 8 elements (kRunOf8: the input repeats over the innermost dim of the launch's
+// space, which holds a multiple of 8 elements — a squeeze-and-excitation scale [N, C, 1, 1] over
+// [N, C, H, W] with H * W a multiple of 8), which the vector loop walks to once per 8 elements.
+enum class InputIndexing : uint8_t { kSame, kScalar, kBroadcast, kRunOf8 };
+inline bool walks_offset(InputIndexing ix) { return ix == InputIndexing::kBroadcast || ix == InputIndexing::kRunOf8; }
 
 struct GeneratedKernel {
   std::string name;    // the extern "C" kernel symbol, "amp_fused_<hash of the body>"
   std::string source;  // complete translation unit
-  // No broadcast input and a program of at most 40 instructions and 4 outputs: where its
+  // No kBroadcast input and a program of at most 40 instructions and 4 outputs: where its
   // pointers are 16-byte aligned, a thread takes 8 elements at a time (a launch needs an eighth
   // of the threads).
   bool vectorized = false;
 };
 
 // Kernel arguments, in order: long long n, FusedDims dims, then per input a const pointer (and a
-// FusedStrides after it when that input is kBroadcast), then per output a pointer. Element types
+// FusedStrides after it when that input is kBroadcast or kRunOf8), then per output a pointer. Element types
 // are the program's: float, unsigned short (fp16/bf16 bits) or unsigned char (bool). Index
 // arithmetic is 32-bit unless wide_index (needed from 2^31 elements on, see needs_wide_index).
 GeneratedKernel generate_elementwise_kernel(const ElementwiseProgram& p, const std::vector<InputIndexing>& indexing,

@@ -87,13 +87,30 @@ void collapse_dims(FusedLaunch& l) {
   l.dims.rank = rank;
 }
 
+// Broadcast inputs that repeat over the space's innermost dim, of a multiple of 8 elements, read
+// one offset per aligned run of 8 (kRunOf8), so that the kernel keeps its vector loop:
+// efficientnet_b0's squeeze-and-excitation products, one per 8 elements of the space [N * C, H * W]
+// walked element by element, ran at 190-380 GB/s on an H200 (2026-11-28).
+void runs_of_8(FusedLaunch& l) {
+  if (l.dims.rank < 1 || l.dims.size[l.dims.rank - 1] % 8 != 0) return;
+  for (size_t k = 0; k < l.indexing.size(); ++k)
+    if (l.indexing[k] == InputIndexing::kBroadcast && l.strides[k].stride[l.dims.rank - 1] == 0)
+      l.indexing[k] = InputIndexing::kRunOf8;
+}
+
+// The dims merged, the runs of 8 found, and the kernel generated.
+void finish_launch(const ElementwiseProgram& program, FusedLaunch& l) {
+  collapse_dims(l);
+  runs_of_8(l);
+  l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
+}
+
 }  // namespace
 
 FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vector<std::vector<int64_t>>& in_dims,
                               const std::vector<std::vector<int64_t>>& out_dims) {
   FusedLaunch l = row_major_launch(program, in_dims, out_dims);
-  collapse_dims(l);
-  l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
+  finish_launch(program, l);
   return l;
 }
 
@@ -107,8 +124,7 @@ FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vect
     if (t->channels_last != out.at(0)->channels_last) throw Error("internal: outputs of a fused kernel stored in two layouts");
   }
   if (!any) {
-    collapse_dims(l);
-    l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
+    finish_launch(program, l);
     return l;
   }
   // The iteration space in the outputs' storage order: perm[j] is the dim of dims' order walked
@@ -142,8 +158,7 @@ FusedLaunch plan_fused_launch(const ElementwiseProgram& program, const std::vect
     l.indexing[k] = scalar ? InputIndexing::kScalar : same ? InputIndexing::kSame : InputIndexing::kBroadcast;
     for (size_t j = 0; j < rank; ++j) l.strides[k].stride[j] = st[j];
   }
-  collapse_dims(l);
-  l.kernel = generate_elementwise_kernel(program, l.indexing, needs_wide_index(l.n));
+  finish_launch(program, l);
   return l;
 }
 
@@ -152,7 +167,7 @@ std::vector<void*> FusedLaunch::args(const std::vector<const void*>& ins, const 
   std::vector<void*> a = {const_cast<long long*>(&n), const_cast<FusedDims*>(&dims)};
   for (size_t k = 0; k < ins.size(); ++k) {
     a.push_back(const_cast<const void**>(&ins[k]));
-    if (indexing[k] == InputIndexing::kBroadcast) a.push_back(const_cast<FusedStrides*>(&strides[k]));
+    if (walks_offset(indexing[k])) a.push_back(const_cast<FusedStrides*>(&strides[k]));
   }
   for (size_t k = 0; k < outs.size(); ++k) a.push_back(const_cast<void**>(&outs[k]));
   return a;

@@ -873,6 +873,43 @@ TEST(CudaCodegenHost, BroadcastLaunchesMergeTheDimsEveryInputWalksAsOne) {
   run_cases("codegen-host-merged-dims", run);
 }
 
+// A broadcast input that repeats over the space's innermost dim of a multiple of 8 elements reads
+// one offset per run of 8 (kRunOf8) and keeps the vector loop; beside a per-element broadcast, or
+// over runs of another length, the kernel walks every element. Each against the CPU evaluation.
+TEST(CudaCodegenHost, BroadcastsConstantOverRunsOfEightKeepTheVectorLoop) {
+  const ElementwiseProgram mul = parse("inputs float16 float16\nmin_rank 0\n%0 = Input 0 : float16\n"
+                                       "%1 = Input 1 : float16\n%2 = Mul %0 %1 : float16\nreturn %2\n");
+  const ElementwiseProgram fma = parse("inputs bfloat16 float bfloat16\nmin_rank 0\n%0 = Input 0 : bfloat16\n"
+                                       "%1 = Input 1 : float\n%2 = Input 2 : bfloat16\n%3 = Mul %0 %1 : float\n"
+                                       "%4 = Add %3 %2 : bfloat16\nreturn %4\n");
+  struct Expect {
+    const ElementwiseProgram* p;
+    std::vector<std::vector<int64_t>> in;
+    std::vector<InputIndexing> indexing;
+    bool vectorized;
+  };
+  using I = InputIndexing;
+  const Expect cases[] = {
+      {&mul, {{2, 3, 4, 4}, {2, 3, 1, 1}}, {I::kSame, I::kRunOf8}, true},       // an SE scale over 4 x 4 planes
+      {&mul, {{3, 5, 24}, {1, 5, 1}}, {I::kSame, I::kRunOf8}, true},            // a per-channel scale
+      {&mul, {{2, 3, 5, 5}, {2, 3, 1, 1}}, {I::kSame, I::kBroadcast}, false},   // runs of 25
+      {&fma, {{4, 6, 8}, {4, 6, 1}, {6, 8}}, {I::kSame, I::kRunOf8, I::kBroadcast}, false},  // [6, 8] repeats over N
+      {&fma, {{4, 6, 8}, {4, 6, 1}, {4, 6, 8}}, {I::kSame, I::kRunOf8, I::kSame}, true},
+      {&fma, {{4, 6, 8}, {4, 6, 1}, {4, 1, 8}}, {I::kSame, I::kRunOf8, I::kBroadcast}, false},
+  };
+  std::mt19937 rng(43);
+  std::vector<Case> run;
+  int k = 0;
+  for (const Expect& e : cases) {
+    std::vector<int64_t> space = e.in[0];
+    const FusedLaunch l = plan_fused_launch(*e.p, e.in, {space});
+    EXPECT_EQ(l.indexing, e.indexing) << "case " << k;
+    EXPECT_EQ(l.kernel.vectorized, e.vectorized) << "case " << k;
+    run.push_back(fused_case("runs of 8, case " + std::to_string(k++), *e.p, e.in, rng));
+  }
+  run_cases("codegen-host-runs-of-8", run);
+}
+
 // A random program over random broadcasts: 1-5 inputs of random types read at full size, with
 // leading dims dropped, with size-1 dims, or as scalars, in a space of rank 0-6 (min_rank too);
 // 4-16 ops of every kind and constants, each rounded to a random type; 1-3 outputs.
