@@ -1,6 +1,7 @@
 #include "backends/cuda/matmul_ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <optional>
 #include <unordered_set>
@@ -577,6 +578,16 @@ std::optional<std::pair<const Node*, std::vector<const Node*>>> gelu_of(const Va
 // masked: the Wheres of ReLU backwards whose masks earlier forward products keep as bitmasks, and
 // the GeluGrads whose inputs they write as aux matrices, each to be absorbed by the product it
 // reads (relu_mask_readers, gelu_of); grows with this product's.
+// Whether the backward product of a GELU takes its bias gradient's sum (DGELU_BGRAD), or leaves
+// it to the weight gradient's product (BGRADA/B) or a sum of its own (AMP_CUDA_DGELU_BGRAD=0). On
+// an H200 (2026-11-28, cuBLASLt 13.1) DGELU_BGRAD summed GPT-2-small's [8192 x 3072] dH in a
+// kernel of its own taking 160 us a call (12 a step: 1.9 of its 25 ms), where BGRADA's sums of the
+// other layers took 22 us on average.
+bool dgelu_bias_grad() {
+  const char* v = std::getenv("AMP_CUDA_DGELU_BGRAD");
+  return !(v && std::string(v) == "0");
+}
+
 std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy,
                                            const std::function<bool(const Node*)>& pending,
                                            std::vector<const Node*>& masked) {
@@ -646,7 +657,8 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
   // algorithms for (BGRADA/B fix how one operand may be transposed), and the sum is of the fp32
   // values before D is rounded to its type — more exact than the graph's sum of the rounded dH,
   // and not bit-equal to it in fp16/bf16 (half an ulp of each term at most).
-  // Likewise GeluGrad(this product, z) is its DGELU epilogue, the bias gradient DGELU_BGRAD's.
+  // Likewise GeluGrad(this product, z) is its DGELU epilogue, the bias gradient DGELU_BGRAD's
+  // (unless dgelu_bias_grad() says otherwise).
   const Value* mask_read = nullptr;  // or GELU's input
   const Node* where = only_reader(out);
   if (where && std::find(masked.begin(), masked.end(), where) != masked.end()) {
@@ -657,7 +669,8 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
     out = where->output(0);
     f.outputs = {out};
     const std::optional<size_t> rank = product_rank(p);
-    if (const Node* sum = rank ? sum_over_rows(out, *rank, t, busy) : nullptr) {
+    const Node* sum = rank && (!gelu || dgelu_bias_grad()) ? sum_over_rows(out, *rank, t, busy) : nullptr;
+    if (sum) {
       c.epilogue = gelu ? GemmEpilogue::kDGeluBiasGrad : GemmEpilogue::kDReluBiasGrad;
       f.nodes.push_back(sum);
       f.outputs.push_back(sum->output(0));

@@ -1901,13 +1901,18 @@ TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
 
 TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
   REQUIRE_GPU();
-  // "gpt-tanh": GPT-2's GELU, whose products run cuBLASLt's GELU_AUX_BIAS / DGELU_BGRAD pair.
-  for (const std::string variant : {"mlp", "gpt", "gpt-tanh"}) {
+  // "gpt-tanh": GPT-2's GELU, whose products run cuBLASLt's GELU_AUX_BIAS / DGELU_BGRAD pair;
+  // "gpt-tanh-apart": DGELU alone, the bias gradient summed by the weight gradient's product
+  // (AMP_CUDA_DGELU_BGRAD=0).
+  for (const std::string variant : {"mlp", "gpt", "gpt-tanh", "gpt-tanh-apart"}) {
     const std::string model = variant == "mlp" ? "mlp" : "gpt";
+    std::optional<test::ScopedEnv> apart;
+    if (variant == "gpt-tanh-apart") apart.emplace("AMP_CUDA_DGELU_BGRAD", "0");
     for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
       SCOPED_TRACE(variant + " " + std::string(dtype_name(precision)));
-      TrainingStep step = variant == "gpt-tanh" ? test::mixed_precision_step(test::gpt_with_tanh_gelu(), precision)
-                                                : test::mixed_precision_step(model + ".train.onnx", precision);
+      TrainingStep step = variant.rfind("gpt-tanh", 0) == 0
+                              ? test::mixed_precision_step(test::gpt_with_tanh_gelu(), precision)
+                              : test::mixed_precision_step(model + ".train.onnx", precision);
       const CompileOptions options = test::step_options(step);
       const Feeds feeds = training_feeds(model, step);
       auto cpu = make_backend("cpu")->compile(step.model, options);

@@ -36,6 +36,7 @@ TEST(CudaSchedule, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA (nvc
 #include "tests/support/pass_through_model.h"
 #include "tests/support/gelu_layer_model.h"
 #include "tests/support/relu_layer_model.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/test_support.h"
 #include "tests/support/weight_gradient_model.h"
 
@@ -822,6 +823,25 @@ TEST(CudaSchedule, TanhGeluTransformerStepsUseTheGeluEpiloguePair) {
     EXPECT_EQ(k["MatMul+Transpose+Add+Gelu"], 2) << listing(p);
     EXPECT_EQ(k["MatMul+GeluGrad+ReduceSum"], 2) << listing(p);
     EXPECT_EQ(k["fused Gelu"] + k["fused GeluGrad"], 0) << listing(p);
+
+    // AMP_CUDA_DGELU_BGRAD=0: the backward product keeps DGELU alone, and the bias gradient's sum
+    // goes to the first product's weight gradient (BGRADA/B).
+    const test::ScopedEnv off("AMP_CUDA_DGELU_BGRAD", "0");
+    const Schedule apart(step.model, step_options(step));
+    const ShapePlan q = plan_with_zero_feeds(apart, feeds);
+    expect_every_step_placed(apart, q);
+    auto a = kinds(q);
+    EXPECT_EQ(a["MatMul+GeluGrad+ReduceSum"], 0) << listing(q);
+    EXPECT_EQ(a["MatMul+GeluGrad"], 2) << listing(q);
+    auto weight_gradient_sums = [](std::map<std::string, int>& of) {  // products with a bias gradient
+      int n = 0;
+      for (const auto& [kind, count] : of)
+        if (kind.rfind("MatMul+Transpose", 0) == 0 && kind.size() > 10 && kind.substr(kind.size() - 10) == "+ReduceSum")
+          n += count;
+      return n;
+    };
+    EXPECT_EQ(weight_gradient_sums(a), weight_gradient_sums(k) + 2) << listing(q);
+    EXPECT_EQ(a["ReduceSum"], k["ReduceSum"]) << "no sum of its own" << listing(q);
   }
 }
 

@@ -244,18 +244,20 @@ class Run(bench_scale.Run):
     def flops(self):
         return flops_per_token(self.sizes, self.m["params"], self.a.seq)
 
-    def amp_row(self, name, batch, dtype, tf32=False):
-        label = "amp %s" % dtype
+    def amp_row(self, name, batch, dtype, tf32=False, extra_env=None):
+        """extra_env: {VARIABLE: value} for this row alone (--amp-env), named in its label."""
+        label = "amp %s" % dtype + "".join(" (%s=%s)" % kv for kv in (extra_env or {}).items())
         if self.left() < 30:
             return self.row(batch=batch, variant=label, error="not run: the time budget is spent")
-        tag = "amp_%d_%s" % (batch, dtype)
+        tag = "amp_%d_%s" % (batch, dtype) + "".join("_%s_%s" % kv for kv in (extra_env or {}).items())
         os.makedirs(self.reports, exist_ok=True)
         metrics = os.path.join(self.logs, tag + ".metrics.jsonl")
         cmd = amp_train_cmd(self.a.bin, self.a.gpt2, self.data(name, batch), batch, dtype, self.amp_steps(), self.a.device,
                             ["--metrics", metrics])
         # The device report, with the second step timed unit by unit (a warm-up step, not timed here).
         rc, out, held = self.command(tag, cmd, {"AMP_KERNEL_CACHE_DIR": self.cache, "AMP_CUDA_UNIT_TIMES": "2",
-                                                "AMP_CUDA_REPORT": os.path.join(self.reports, "gpt2.%s.jsonl" % tag)})
+                                                "AMP_CUDA_REPORT": os.path.join(self.reports, "gpt2.%s.jsonl" % tag),
+                                                **(extra_env or {})})
         got = re.search(r"([\d.]+) ms/step \(the first ([\d.]+) s.*backend state \+ arena ([\d.]+) MiB", out)
         timed = self.steady_ms(metrics, batch) if rc == 0 and got else None
         if not timed:
@@ -474,11 +476,15 @@ def run(a):
     if not os.path.exists(os.path.join(a.gpt2, "weights.bin")):
         gpu_zoo.regenerate(a.gpt2, r.m)
     print("# %s: rows as they come" % r.device_name, flush=True)
+    settings = [bench_scale.env_setting(s, "--amp-env") for s in a.amp_env]
     for b in sorted(a.batches, reverse=True):  # the headline batch first: what a short budget keeps
         r.amp_row("", b, "bf16")
         r.torch_row("", b, "torch autocast bf16")
         r.torch_row("", b, "torch compile bf16")
         r.amp_row("", b, "fp16")
+        if b == max(a.batches):
+            for setting in settings:  # the headline bf16 row under one setting each
+                r.amp_row("", b, "bf16", extra_env=setting)
     r.losses("", "bf16")
     r.attention_units()
     r.unit_profiles()
@@ -506,6 +512,9 @@ def main():
     q.add_argument("--batches", type=int, nargs="+", default=[8, 16])
     q.add_argument("--steps", type=int, default=10, help="timed steps per row")
     q.add_argument("--budget", type=float, default=400, help="seconds; rows not started by then are not run")
+    q.add_argument("--amp-env", action="append", default=[], metavar="VARIABLE=VALUE[,...]",
+                   help="one more amp bf16 row at the largest batch with this environment setting (several joined "
+                   "by commas: one row with all; repeatable), e.g. AMP_CUDA_DGELU_BGRAD=0")
     a = p.parse_args()
     for k in ("out", "gpt2", "bin", "cpu_bin"):
         if getattr(a, k, None):
