@@ -28,6 +28,7 @@
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/stream_timer.h"
 #include "backends/cuda/cudnn_descriptors.h"
+#include "backends/cuda/max_pool_grad.cuh"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
 #include "backends/cuda/strided_copy.cuh"
@@ -1102,6 +1103,13 @@ class ConvTranspose final : public CudaOp {
   ConvTransposeAttrs attrs_;
 };
 
+// Whether channels-last MaxPoolGrad runs on cuDNN (AMP_CUDA_CUDNN_MAX_POOL_GRAD=1) instead of
+// max_pool_grad.cuh's kernel.
+bool cudnn_max_pool_grad() {
+  const char* v = std::getenv("AMP_CUDA_CUDNN_MAX_POOL_GRAD");
+  return v && std::string(v) == "1";
+}
+
 // MaxPool / AveragePool and their gradients (ai.onnx_amp MaxPoolGrad / AveragePoolGrad(dY, X)).
 class Pool final : public CudaOp {
  public:
@@ -1147,6 +1155,41 @@ class Pool final : public CudaOp {
         const float one = 1.0f, zero = 0.0f;
         AMP_CUDNN_CHECK(cudnnPoolingForward(c.cudnn(), pool->get(), &one, xd->get(), b.in[0], &zero, yd->get(), b.out[0]));
       });
+    // 2-D max pooling over channels-last data: our gather kernel (max_pool_grad.cuh), when the
+    // pointers the plan hands it allow its vector loads, unless AMP_CUDA_CUDNN_MAX_POOL_GRAD=1.
+    if (mode_ == CUDNN_POOLING_MAX && x.channels_last && x.dims.size() == 4 && x.dims[1] % 8 == 0 &&
+        !cudnn_max_pool_grad()) {
+      MaxPoolGrad2d a;
+      a.t = x.dtype;
+      a.n = x.dims[0];
+      a.c = x.dims[1];
+      a.h = x.dims[2];
+      a.w = x.dims[3];
+      a.out_h = y.dims[2];
+      a.out_w = y.dims[3];
+      a.kernel_h = w.kernel[0];
+      a.kernel_w = w.kernel[1];
+      a.stride_h = w.strides[0];
+      a.stride_w = w.strides[1];
+      a.pad_h = w.pads[0];
+      a.pad_w = w.pads[1];
+      return std::make_unique<PreparedFunction>(
+          [a, pool, xd, yd](const OpBuffers& b, DeviceContext& c) {
+            MaxPoolGrad2d run = a;
+            run.dy = b.in[0];
+            run.x = b.in[1];
+            run.dx = b.out[0];
+            if (max_pool_grad_channels_last_fits(run)) {
+              max_pool_grad_channels_last(run, c.sm_count(), c.stream());
+              return;
+            }
+            const float one = 1.0f, zero = 0.0f;
+            AMP_CUDNN_CHECK(cudnnPoolingForward(c.cudnn(), pool->get(), &one, xd->get(), b.in[1], &zero, yd->get(), b.workspace));
+            AMP_CUDNN_CHECK(cudnnPoolingBackward(c.cudnn(), pool->get(), &one, yd->get(), b.workspace, yd->get(), b.in[0],
+                                                 xd->get(), b.in[1], &zero, xd->get(), b.out[0]));
+          },
+          y.nbytes());
+    }
     // cuDNN's backward wants the forward's output too: recomputed into the workspace.
     return std::make_unique<PreparedFunction>(
         [pool, xd, yd](const OpBuffers& b, DeviceContext& c) {

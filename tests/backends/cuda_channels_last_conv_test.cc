@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "graph/amp_ops.h"
 #include "graph/tensor.h"
 
@@ -436,6 +437,50 @@ TEST(CudaChannelsLastConv, PoolsAndTheirGradientsMatchNchw) {
       EXPECT_EQ(layout_of(*backward, {&dy, &x}, {desc(t, x_dims)}).in, (std::vector<bool>{true, true}));
       const auto [dx_cl, dx_nchw] = both_layouts(*backward, *ctx, {&dy, &x}, {desc(t, x_dims)});
       expect_layouts_agree(dx_cl[0], dx_nchw[0], "dX");
+    }
+}
+
+// MaxPoolGrad over channels-last data runs the gather kernel of max_pool_grad.cuh: against the CPU
+// backend's kernel bit for bit (the first maximum of each window, a NaN taking it, the windows
+// summed in fp32 in the output's order), on data full of ties (values from five levels) and with
+// NaNs, for windows at strides that overlap, tile, and stride one way only; with C = 16 (two
+// groups of 8 channels) and C = 8. AMP_CUDA_CUDNN_MAX_POOL_GRAD=1 keeps cuDNN's, which the NCHW
+// run compares against on distinct values in PoolsAndTheirGradientsMatchNchw.
+TEST(CudaChannelsLastConv, MaxPoolGradientsMatchTheCpuBitForBitWithTiesAndNaNs) {
+  REQUIRE_GPU();
+  auto ctx = fresh_context();
+  struct Case {
+    std::vector<int64_t> x, kernel, strides, pads;
+  };
+  const Case cases[] = {{{2, 16, 9, 9}, {3, 3}, {2, 2}, {1, 1}},
+                        {{2, 16, 8, 6}, {2, 2}, {2, 2}, {0, 0}},
+                        {{1, 8, 7, 9}, {3, 3}, {1, 1}, {1, 1}},
+                        {{1, 8, 9, 7}, {3, 2}, {2, 1}, {1, 0}}};
+  std::mt19937 rng(77);
+  for (DType t : kSixteenBit)
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(c.kernel[0]) + "x" + std::to_string(c.kernel[1]) +
+                   " stride " + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) + " C " +
+                   std::to_string(c.x[1]));
+      std::vector<int64_t> y_dims = {c.x[0], c.x[1]};
+      for (size_t d = 0; d < 2; ++d) y_dims.push_back((c.x[d + 2] + 2 * c.pads[d] - c.kernel[d]) / c.strides[d] + 1);
+      Tensor x(t, c.x);
+      for (int64_t i = 0; i < x.numel(); ++i)
+        test::put_float(x, i, i % 37 == 5 ? NAN : static_cast<float>(static_cast<int>(rng() % 5) - 2) / 2.0f);
+      const Tensor dy = random_tensor(t, y_dims, 78, -1.0f, 1.0f);
+      OneNode grad("MaxPoolGrad", {{"dy", dy}, {"x", x}}, {t}, kAmpDomain);
+      grad.attr(Attribute::of_ints("kernel_shape", c.kernel));
+      grad.attr(Attribute::of_ints("strides", c.strides));
+      grad.attr(Attribute::of_ints("pads", {c.pads[0], c.pads[1], c.pads[0], c.pads[1]}));
+      const Tensor want = make_backend("cpu")->compile(grad.m, {})->run(grad.feeds, grad.outputs)[0];
+      const auto op = cuda_op_for(grad, kAmpDomain);
+      const cuda::ChannelsLastOperands layout = layout_of(*op, {&dy, &x}, {desc(t, c.x)});
+      ASSERT_EQ(layout.in, (std::vector<bool>{true, true}));
+      const Tensor got = run_cuda_op(*op, *ctx, {&dy, &x}, {desc(t, c.x)}, layout)[0];
+      EXPECT_TRUE(got.same_contents(want)) << "dX differs from the CPU kernel's";
+      int64_t nonzero = 0;
+      for (int64_t i = 0; i < got.numel(); ++i) nonzero += (got.as<uint16_t>()[i] & 0x7fffu) != 0;  // 16-bit
+      EXPECT_GT(nonzero, 0);
     }
 }
 
