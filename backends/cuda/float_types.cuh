@@ -76,14 +76,26 @@ __device__ __forceinline__ void store8(T* __restrict__ p, const float (&v)[8]) {
 // order may vary by the last bits, extremes with their own tie rule). A warp then moves 512 bytes
 // of a 16-bit row a load instead of 64: a block per row of GPT-2's 50,257 scores read them at
 // about a third of an H100's bandwidth one element a thread.
+constexpr int kRowLoadsAhead = 4;
+
 template <class T, class F>
 __device__ __forceinline__ void for_row(const T* __restrict__ x, int64_t n, F&& f) {
   constexpr int64_t kPer16 = 16 / static_cast<int64_t>(sizeof(T));
   const int64_t off = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x) % 16 / sizeof(T));
   const int64_t head = off ? (n < kPer16 - off ? n : kPer16 - off) : 0;
   for (int64_t c = threadIdx.x; c < head; c += blockDim.x) f(c, to_float(x[c]));
-  const int64_t groups = (n - head) / 8;
-  for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) {
+  const int64_t groups = (n - head) / 8, step = blockDim.x;
+  int64_t g = threadIdx.x;
+  // kRowLoadsAhead vector loads in flight a thread before the first of them is used (the same
+  // visiting order as one at a time): a block per row of GPT-2's scores read them at 1.8-2.3 TB/s
+  // on an H200 (2026-11-28) with one load in flight, about half its bandwidth.
+  for (; g + (kRowLoadsAhead - 1) * step < groups; g += kRowLoadsAhead * step) {
+    float v[kRowLoadsAhead][8];
+    for (int u = 0; u < kRowLoadsAhead; ++u) load8(x + head + 8 * (g + u * step), v[u]);
+    for (int u = 0; u < kRowLoadsAhead; ++u)
+      for (int j = 0; j < 8; ++j) f(head + 8 * (g + u * step) + j, v[u][j]);
+  }
+  for (; g < groups; g += step) {
     const int64_t c0 = head + 8 * g;
     float v[8];
     load8(x + c0, v);
@@ -100,18 +112,31 @@ __device__ __forceinline__ void map_row(const T* __restrict__ x, TY* __restrict_
   const int64_t off = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x) % 16 / sizeof(T));
   const int64_t head = off ? (n < kPer16 - off ? n : kPer16 - off) : 0;
   for (int64_t c = threadIdx.x; c < head; c += blockDim.x) y[c] = from_float<TY>(f(c, to_float(x[c])));
-  const int64_t groups = (n - head) / 8;
+  const int64_t groups = (n - head) / 8, step = blockDim.x;
   const bool vector_out = reinterpret_cast<uintptr_t>(y + head) % 16 == 0;
-  for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) {
-    const int64_t c0 = head + 8 * g;
-    float v[8];
-    load8(x + c0, v);
-    for (int j = 0; j < 8; ++j) v[j] = f(c0 + j, v[j]);
+  auto put = [&](int64_t c0, const float (&v)[8]) {
     if (vector_out) {
       store8(y + c0, v);
     } else {
       for (int j = 0; j < 8; ++j) y[c0 + j] = from_float<TY>(v[j]);
     }
+  };
+  int64_t g = threadIdx.x;
+  for (; g + (kRowLoadsAhead - 1) * step < groups; g += kRowLoadsAhead * step) {  // as for_row
+    float v[kRowLoadsAhead][8];
+    for (int u = 0; u < kRowLoadsAhead; ++u) load8(x + head + 8 * (g + u * step), v[u]);
+    for (int u = 0; u < kRowLoadsAhead; ++u) {
+      const int64_t c0 = head + 8 * (g + u * step);
+      for (int j = 0; j < 8; ++j) v[u][j] = f(c0 + j, v[u][j]);
+      put(c0, v[u]);
+    }
+  }
+  for (; g < groups; g += step) {
+    const int64_t c0 = head + 8 * g;
+    float v[8];
+    load8(x + c0, v);
+    for (int j = 0; j < 8; ++j) v[j] = f(c0 + j, v[j]);
+    put(c0, v);
   }
   for (int64_t c = head + 8 * groups + threadIdx.x; c < n; c += blockDim.x) y[c] = from_float<TY>(f(c, to_float(x[c])));
 }

@@ -57,6 +57,8 @@ TEST(CudaKernelsEmulated, ArgMaxAndArgMinMatchTheCpuIndexForIndex) {
       {{2, 13, 6}, 1, 29},    // NaNs along inner lanes
       {{3, 1, 4}, 1, 0},      // one element per lane
       {{70000, 3, 2}, 1, 0},  // more lanes than one launch's threads
+      {{2, 20011}, -1, 0},     // lanes past 4 vector loads a thread: loads issued 4 ahead (for_row)
+      {{3, 20011}, -1, 4999},  // the same with NaNs
   };
   uint32_t seed = 70;
   for (const Case& c : cases)
