@@ -543,7 +543,7 @@ __global__ void __launch_bounds__(kThreads)
     const I i = v * kVec, c = vector_channel<kRows>(i, channels, inner);
     float a[kVec], g[kVec], out[kVec];
     load8(x + i, a);
-    relu_gradients(dy, dy2, a, mask, i, c, g);  // mask.affine only with kRows (launch_backward_apply)
+    relu_gradients(dy, dy2, a, mask, i, c, g);  // mask.affine only with kRows (batch_norm_relu_backward)
     auto grad = [&](const float* st) {
       float mean[kVec], inv_std[kVec], scale[kVec], dbias_m[kVec], dscale_m[kVec];
       row_values<kRows>(st, kMean, channels, c, mean);
