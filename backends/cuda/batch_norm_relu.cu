@@ -129,10 +129,37 @@ __device__ __forceinline__ void accumulate(const T* x, const T* dy, const T* dy2
   }
 }
 
+// f(plane, k) for the (plane, position) pairs of `planes` planes of `per_plane` positions that
+// thread t of the block takes: pairs t, t + blockDim, ..., its plane and position advanced
+// without a division.
+template <class F>
+__device__ __forceinline__ void for_plane_pairs(int64_t planes, int64_t per_plane, F&& f) {
+  const int64_t step_planes = blockDim.x / per_plane, step_k = blockDim.x % per_plane;
+  int64_t plane = threadIdx.x / per_plane, k = threadIdx.x % per_plane;
+  while (plane < planes) {
+    f(plane, k);
+    plane += step_planes;
+    k += step_k;
+    if (k >= per_plane) {
+      k -= per_plane;
+      ++plane;
+    }
+  }
+}
+
+// The block's sums (2 forward, 4 backward) of channel c's part into out, in a fixed tree.
+template <bool kBackward>
+__device__ __forceinline__ void store_part(const float (&acc)[kSums], float* scratch, float* __restrict__ out,
+                                           int64_t part, int64_t channels, int64_t c) {
+  for (int k = 0; k < (kBackward ? 4 : 2); ++k) {
+    const float total = block_sum(acc[k], scratch);
+    if (threadIdx.x == 0) out[(part * channels + c) * kSums + k] = total;
+  }
+}
+
 // NCHW-like data (inner > 1): a block per (channel, part), its threads over the part's planes
-// as one run of (plane, position) pairs, so that planes smaller than the block (ResNet's 7 x 7 and
-// 14 x 14) keep every thread busy: thread t takes pairs t, t + blockDim, ..., its plane and
-// position advanced without a division.
+// as one run of (plane, position) pairs (for_plane_pairs), so that planes smaller than the block
+// (ResNet's 7 x 7 and 14 x 14) keep every thread busy.
 template <class T, bool kBackward>
 __global__ void plane_partials(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ dy2,
                                const Mask mask, int64_t outer, int64_t channels, int64_t inner,
@@ -142,21 +169,10 @@ __global__ void plane_partials(const T* __restrict__ x, const T* __restrict__ dy
   const float s = to_float(x[c * inner]);
   float acc[kSums] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int64_t planes = (outer - part + parts - 1) / parts;  // outer indices part, part + parts, ...
-  const int64_t step_planes = blockDim.x / inner, step_k = blockDim.x % inner;
-  int64_t plane = threadIdx.x / inner, k = threadIdx.x % inner;
-  while (plane < planes) {
+  for_plane_pairs(planes, inner, [&](int64_t plane, int64_t k) {
     accumulate<T, kBackward>(x, dy, dy2, mask, ((part + plane * parts) * channels + c) * inner + k, c, s, acc);
-    plane += step_planes;
-    k += step_k;
-    if (k >= inner) {
-      k -= inner;
-      ++plane;
-    }
-  }
-  for (int k = 0; k < (kBackward ? 4 : 2); ++k) {
-    const float total = block_sum(acc[k], scratch);
-    if (threadIdx.x == 0) out[(part * channels + c) * kSums + k] = total;
-  }
+  });
+  store_part<kBackward>(acc, scratch, out, part, channels, c);
 }
 
 // plane_partials for planes of a multiple of kVec elements (efficientnet's row-major BatchNorms
@@ -172,9 +188,7 @@ __global__ void __launch_bounds__(kThreads)
   const float s = to_float(x[c * inner]);
   float acc[kSums] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int64_t planes = (outer - part + parts - 1) / parts;
-  const int64_t step_planes = blockDim.x / vectors, step_k = blockDim.x % vectors;
-  int64_t plane = threadIdx.x / vectors, k = threadIdx.x % vectors;
-  while (plane < planes) {
+  for_plane_pairs(planes, vectors, [&](int64_t plane, int64_t k) {
     const int64_t i = ((part + plane * parts) * channels + c) * inner + k * kVec;
     float v[kVec];
     load8(x + i, v);
@@ -199,17 +213,8 @@ __global__ void __launch_bounds__(kThreads)
         acc[3] += g[j] * d;
       }
     }
-    plane += step_planes;
-    k += step_k;
-    if (k >= vectors) {
-      k -= vectors;
-      ++plane;
-    }
-  }
-  for (int k = 0; k < (kBackward ? 4 : 2); ++k) {
-    const float total = block_sum(acc[k], scratch);
-    if (threadIdx.x == 0) out[(part * channels + c) * kSums + k] = total;
-  }
+  });
+  store_part<kBackward>(acc, scratch, out, part, channels, c);
 }
 
 // Channels-last data (inner == 1): a block per (32 channels, part); lane t % 32 takes channel

@@ -19,6 +19,19 @@ ChannelGeometry channel_geometry(const TensorDesc& x) {
   return {x.dims[0], x.dims[1], rest};
 }
 
+BatchNormReluForward bound_batch_norm(const BatchNormReluForward& a, const OpBuffers& b, bool mean, bool var) {
+  BatchNormReluForward run = a;
+  run.x = b.in[0];
+  run.scale = static_cast<const float*>(b.in[1]);
+  run.bias = static_cast<const float*>(b.in[2]);
+  run.mean_in = static_cast<const float*>(b.in[3]);
+  run.var_in = static_cast<const float*>(b.in[4]);
+  run.y = b.out[0];
+  run.mean_out = mean ? static_cast<float*>(b.out[1]) : nullptr;
+  run.var_out = var ? static_cast<float*>(b.out[2]) : nullptr;
+  return run;
+}
+
 namespace {
 
 void expect_float_channels(const OpShapes& s, std::initializer_list<size_t> inputs, int64_t channels) {
@@ -57,16 +70,8 @@ class BatchNormRelu final : public CudaOp {
     const int sm = ctx.sm_count();
     return std::make_unique<PreparedFunction>(
         [a, z, mean, var, bits, shortcut, mean2, var2, sm](const OpBuffers& b, DeviceContext& c) {
-          BatchNormReluForward run = a;
-          run.x = b.in[0];
-          run.scale = static_cast<const float*>(b.in[1]);
-          run.bias = static_cast<const float*>(b.in[2]);
-          run.mean_in = static_cast<const float*>(b.in[3]);
-          run.var_in = static_cast<const float*>(b.in[4]);
+          BatchNormReluForward run = bound_batch_norm(a, b, mean, var);
           run.z = z ? b.in[5] : nullptr;
-          run.y = b.out[0];
-          run.mean_out = mean ? static_cast<float*>(b.out[1]) : nullptr;
-          run.var_out = var ? static_cast<float*>(b.out[2]) : nullptr;
           run.bits = bits ? static_cast<uint32_t*>(b.out[3]) : nullptr;
           if (shortcut) {
             run.x2 = b.in[6];

@@ -34,6 +34,11 @@ std::vector<UnitMatch> match_batch_norm_relu(const Graph& g, const std::function
 // [N * the rest, C, 1] stored channels-last (they find a channel by position either way).
 ChannelGeometry channel_geometry(const TensorDesc& x);
 
+// `a` with the operands of a BatchNormalization bound as it lists them: x, scale, B, input_mean and
+// input_var at inputs 0-4, y at result 0, and running_mean and running_var at results 1 and 2
+// where `mean` and `var` say they are.
+BatchNormReluForward bound_batch_norm(const BatchNormReluForward& a, const OpBuffers& b, bool mean, bool var);
+
 // The backward unit of a BatchNorm + ReLU whose mask is recomputed from x and the forward's
 // statistics rather than read as bits (conv_batch_norm_fusion.h). Operands: 0 dY, 1 the
 // statistics (BatchNormSums), 2 x, 3 scale, 4-6 absent, 7 B; results: dX, dscale, dB.

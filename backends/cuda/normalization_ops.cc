@@ -177,16 +177,7 @@ class BatchNorm final : public CudaOp {
       const int sm = ctx.sm_count();
       return std::make_unique<PreparedFunction>(
           [a, sm](const OpBuffers& b, DeviceContext& c) {
-            BatchNormReluForward run = a;
-            run.x = b.in[0];
-            run.scale = static_cast<const float*>(b.in[1]);
-            run.bias = static_cast<const float*>(b.in[2]);
-            run.mean_in = static_cast<const float*>(b.in[3]);
-            run.var_in = static_cast<const float*>(b.in[4]);
-            run.y = b.out[0];
-            run.mean_out = static_cast<float*>(b.out[1]);
-            run.var_out = static_cast<float*>(b.out[2]);
-            batch_norm_relu_forward(run, b.workspace, sm, c.stream());
+            batch_norm_relu_forward(bound_batch_norm(a, b, true, true), b.workspace, sm, c.stream());
           },
           batch_norm_relu_workspace(a.g, sm));
     }
