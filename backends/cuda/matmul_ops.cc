@@ -578,14 +578,15 @@ std::optional<std::pair<const Node*, std::vector<const Node*>>> gelu_of(const Va
 // masked: the Wheres of ReLU backwards whose masks earlier forward products keep as bitmasks, and
 // the GeluGrads whose inputs they write as aux matrices, each to be absorbed by the product it
 // reads (relu_mask_readers, gelu_of); grows with this product's.
-// Whether the backward product of a GELU takes its bias gradient's sum (DGELU_BGRAD), or leaves
-// it to the weight gradient's product (BGRADA/B) or a sum of its own (AMP_CUDA_DGELU_BGRAD=0). On
-// an H200 (2026-11-28, cuBLASLt 13.1) DGELU_BGRAD summed GPT-2-small's [8192 x 3072] dH in a
-// kernel of its own taking 160 us a call (12 a step: 1.9 of its 25 ms), where BGRADA's sums of the
-// other layers took 22 us on average.
+// Whether the backward product of a GELU takes its bias gradient's sum (DGELU_BGRAD,
+// AMP_CUDA_DGELU_BGRAD=1), or leaves it to the weight gradient's product (BGRADA/B; a sum of its
+// own where that product takes no epilogue), the default: on an H200 (2026-11-28, cuBLASLt 13.1)
+// DGELU_BGRAD summed GPT-2-small's [8192 x 3072] dH in a kernel of its own taking 160 us a call
+// (12 a step: 1.9 of its 25 ms), where the BGRADA sums of its other 36 layers' products took 22 us
+// each on average.
 bool dgelu_bias_grad() {
   const char* v = std::getenv("AMP_CUDA_DGELU_BGRAD");
-  return !(v && std::string(v) == "0");
+  return v && std::string(v) == "1";
 }
 
 std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy,
@@ -657,8 +658,8 @@ std::optional<ProductFusion> match_product(const Node* p, const std::function<bo
   // algorithms for (BGRADA/B fix how one operand may be transposed), and the sum is of the fp32
   // values before D is rounded to its type — more exact than the graph's sum of the rounded dH,
   // and not bit-equal to it in fp16/bf16 (half an ulp of each term at most).
-  // Likewise GeluGrad(this product, z) is its DGELU epilogue, the bias gradient DGELU_BGRAD's
-  // (unless dgelu_bias_grad() says otherwise).
+  // Likewise GeluGrad(this product, z) is its DGELU epilogue; the bias gradient DGELU_BGRAD's only
+  // where dgelu_bias_grad() asks for it (measured slower).
   const Value* mask_read = nullptr;  // or GELU's input
   const Node* where = only_reader(out);
   if (where && std::find(masked.begin(), masked.end(), where) != masked.end()) {

@@ -744,19 +744,25 @@ TEST(CudaBackendGpu, ANaNAFusedReluHidesStillReachesTheWeightGradient) {
   }
 }
 
-// The tanh-GELU layer of gelu_layer_model.h: GELU_AUX_BIAS writes y and h, DGELU_BGRAD reads h and
-// writes dh and db; without those epilogues (or with 30 hidden units, whose rows cuBLASLt's aux
-// matrix would pad) the products run with BIAS or none, GELU and its gradient as generated kernels.
+// The tanh-GELU layer of gelu_layer_model.h: GELU_AUX_BIAS writes y and h, DGELU reads h and
+// writes dh, and the weight gradient's product db (BGRADA/B); with AMP_CUDA_DGELU_BGRAD=1,
+// DGELU_BGRAD writes dh and db. Without those epilogues (or with 30 hidden units, whose rows
+// cuBLASLt's aux matrix would pad) the products run with BIAS or none, GELU and its gradient as
+// generated kernels.
 // The epilogues apply GELU and gelu' to the fp32 sums, the CPU to the sums rounded to their type:
 // y and dh may differ by an ulp more, and the products that read them (z, dw) by an ulp of each
 // of their terms; db is summed before dh is rounded, as DRELU_BGRAD's.
 TEST(CudaBackendGpu, GeluEpiloguesAndTheirFallbacksMatchTheCpu) {
   REQUIRE_GPU();
-  const std::vector<std::string> refused = {"", "GELU_AUX_BIAS", "DGELU_BGRAD", "GELU_AUX_BIAS,DGELU_BGRAD,DGELU"};
+  const std::vector<std::string> refused = {"",       "GELU_AUX_BIAS", "DGELU_BGRAD", "GELU_AUX_BIAS,DGELU_BGRAD,DGELU",
+                                            "DGELU", "BGRADA,BGRADB"};
+  for (const char* bgrad : {"", "1"})
   for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
     for (int64_t hidden : {32, 30})
       for (size_t k = 0; k < refused.size(); ++k) {
-        SCOPED_TRACE(std::string(dtype_name(t)) + ", hidden " + std::to_string(hidden) + ", cuBLASLt without: " + refused[k]);
+        const test::ScopedEnv env("AMP_CUDA_DGELU_BGRAD", bgrad);
+        SCOPED_TRACE(std::string(dtype_name(t)) + ", hidden " + std::to_string(hidden) + ", cuBLASLt without: " +
+                     refused[k] + ", AMP_CUDA_DGELU_BGRAD=" + bgrad);
         const int64_t batch = 8 + static_cast<int64_t>(k) + (hidden == 30 ? 8 : 0);
         const Model m = test::gelu_layer_model(t, batch, hidden);
         const Feeds feeds = {{"x", random_tensor(t, {batch, 16}, 200)}, {"w1", random_tensor(t, {hidden, 16}, 201, -0.5f, 0.5f)},
@@ -1901,13 +1907,13 @@ TEST(CudaBackendGpu, AttentionRunsOnCudnnsFusedUnitAndFallsBackWhereRefused) {
 
 TEST(CudaBackendGpu, MixedPrecisionTrainingStepsTrackTheCpu) {
   REQUIRE_GPU();
-  // "gpt-tanh": GPT-2's GELU, whose products run cuBLASLt's GELU_AUX_BIAS / DGELU_BGRAD pair;
-  // "gpt-tanh-apart": DGELU alone, the bias gradient summed by the weight gradient's product
-  // (AMP_CUDA_DGELU_BGRAD=0).
-  for (const std::string variant : {"mlp", "gpt", "gpt-tanh", "gpt-tanh-apart"}) {
+  // "gpt-tanh": GPT-2's GELU, whose products run cuBLASLt's GELU_AUX_BIAS and DGELU epilogues (the
+  // bias gradient summed by the weight gradient's product); "gpt-tanh-bgrad": the backward product
+  // sums it, DGELU_BGRAD (AMP_CUDA_DGELU_BGRAD=1).
+  for (const std::string variant : {"mlp", "gpt", "gpt-tanh", "gpt-tanh-bgrad"}) {
     const std::string model = variant == "mlp" ? "mlp" : "gpt";
-    std::optional<test::ScopedEnv> apart;
-    if (variant == "gpt-tanh-apart") apart.emplace("AMP_CUDA_DGELU_BGRAD", "0");
+    std::optional<test::ScopedEnv> bgrad;
+    if (variant == "gpt-tanh-bgrad") bgrad.emplace("AMP_CUDA_DGELU_BGRAD", "1");
     for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
       SCOPED_TRACE(variant + " " + std::string(dtype_name(precision)));
       TrainingStep step = variant.rfind("gpt-tanh", 0) == 0

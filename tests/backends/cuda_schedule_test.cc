@@ -780,57 +780,72 @@ TEST(CudaSchedule, MlpTrainingStepsKeepTheReluMaskAsABitmaskBetweenEpilogues) {
 // tensor: the forward product keeps RELU_BIAS, the Greater and Where run as a generated kernel and
 // the weight gradient's product sums the bias gradient (BGRADA).
 // GELU's tanh form on a product's result: the forward product takes the bias and the Gelu
-// (GELU_AUX_BIAS, h its aux result), the backward product dY W^T the GeluGrad and the bias
-// gradient's sum (DGELU_BGRAD, reading h); the weight gradient is a plain product. The exact (erf)
-// form is no epilogue of cuBLASLt's: a product followed by it keeps a generated GELU kernel.
+// (GELU_AUX_BIAS, h its aux result), the backward product dY W^T the GeluGrad (DGELU, reading h),
+// and the weight gradient's product the bias gradient's sum (BGRADA/B); with
+// AMP_CUDA_DGELU_BGRAD=1 the backward product sums it (DGELU_BGRAD) and the weight gradient is a
+// plain product. The exact (erf) form is no epilogue of cuBLASLt's: a product followed by it keeps a
+// generated GELU kernel.
 TEST(CudaSchedule, TanhGeluLayersRunOnCublasLtsGeluEpilogues) {
-  const Schedule s(test::gelu_layer_model(DType::kFloat16, 8), {});
+  for (const char* bgrad : {"", "1"}) {
+    SCOPED_TRACE(std::string("AMP_CUDA_DGELU_BGRAD=") + bgrad);
+    const test::ScopedEnv env("AMP_CUDA_DGELU_BGRAD", bgrad);
+    const Schedule s(test::gelu_layer_model(DType::kFloat16, 8), {});
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    expect_every_step_placed(s, p);
+    std::vector<std::string> got;
+    for (const Unit* u : p.order) got.push_back(u->kind);
+    const std::vector<std::string> want =
+        *bgrad ? std::vector<std::string>{"Gemm+Gelu", "Gemm", "Gemm+GeluGrad+ReduceSum", "Gemm"}
+               : std::vector<std::string>{"Gemm+Gelu", "Gemm", "Gemm+GeluGrad", "Gemm+ReduceSum"};
+    EXPECT_EQ(got, want) << listing(p);
+    ASSERT_EQ(p.order[0]->out.size(), 3u);
+    EXPECT_EQ(s.program.values[p.order[0]->out[2]].name, "h") << "GELU's input is the aux result";
+    EXPECT_EQ(p.desc[p.order[0]->out[2]].packed_bytes, 0u) << "stored as its type";
+    ASSERT_EQ(p.order[2]->in.size(), 6u);
+    EXPECT_EQ(s.program.values[p.order[2]->in[5]].name, "h");
+  }
   std::vector<Tensor> feeds;
-  const ShapePlan p = plan_with_zero_feeds(s, feeds);
-  expect_every_step_placed(s, p);
   std::vector<std::string> got;
-  for (const Unit* u : p.order) got.push_back(u->kind);
-  EXPECT_EQ(got, (std::vector<std::string>{"Gemm+Gelu", "Gemm", "Gemm+GeluGrad+ReduceSum", "Gemm"})) << listing(p);
-  ASSERT_EQ(p.order[0]->out.size(), 3u);
-  EXPECT_EQ(s.program.values[p.order[0]->out[2]].name, "h") << "GELU's input is the aux result";
-  EXPECT_EQ(p.desc[p.order[0]->out[2]].packed_bytes, 0u) << "stored as its type";
-  ASSERT_EQ(p.order[2]->in.size(), 6u);
-  EXPECT_EQ(s.program.values[p.order[2]->in[5]].name, "h");
 
   Model exact = test::gelu_layer_model(DType::kFloat16, 8);
   for (Node* n : exact.graph->nodes())
     if (n->domain() == kAmpDomain) n->set_attr(Attribute::of_string("approximate", "none"));
   const Schedule e(exact, {});
   const ShapePlan q = plan_with_zero_feeds(e, feeds);
-  got.clear();
   for (const Unit* u : q.order) got.push_back(u->kind);
   EXPECT_EQ(got, (std::vector<std::string>{"Gemm", "fused Gelu", "Gemm", "Gemm", "fused GeluGrad", "Gemm+ReduceSum"}))
       << listing(q);
 }
 
 // In a transformer's training step (gpt with GPT-2's tanh GELU): the MLP's first product over
-// [N, T, C] rows writes gelu(h) and h, the backward product of the second writes dh and the
-// first's bias gradient; the weight gradient's product is left plain.
+// [N, T, C] rows writes gelu(h) and h, the backward product of the second writes dh (DGELU), and
+// the first's weight gradient product its bias gradient; with AMP_CUDA_DGELU_BGRAD=1 the backward
+// product writes both and the weight gradient's product is left plain.
 TEST(CudaSchedule, TanhGeluTransformerStepsUseTheGeluEpiloguePair) {
   for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(precision));
     TrainingStep step = test::mixed_precision_step(test::gpt_with_tanh_gelu(), precision);
-    const Schedule s(step.model, step_options(step));
     std::vector<Tensor> feeds;
-    const ShapePlan p = plan_with_zero_feeds(s, feeds);
-    expect_every_step_placed(s, p);
-    auto k = kinds(p);
-    EXPECT_EQ(k["MatMul+Transpose+Add+Gelu"], 2) << listing(p);
-    EXPECT_EQ(k["MatMul+GeluGrad+ReduceSum"], 2) << listing(p);
-    EXPECT_EQ(k["fused Gelu"] + k["fused GeluGrad"], 0) << listing(p);
-
-    // AMP_CUDA_DGELU_BGRAD=0: the backward product keeps DGELU alone, and the bias gradient's sum
-    // goes to the first product's weight gradient (BGRADA/B).
-    const test::ScopedEnv off("AMP_CUDA_DGELU_BGRAD", "0");
+    std::map<std::string, int> k;
+    {
+      const test::ScopedEnv on("AMP_CUDA_DGELU_BGRAD", "1");
+      const Schedule s(step.model, step_options(step));
+      const ShapePlan p = plan_with_zero_feeds(s, feeds);
+      expect_every_step_placed(s, p);
+      k = kinds(p);
+      EXPECT_EQ(k["MatMul+Transpose+Add+Gelu"], 2) << listing(p);
+      EXPECT_EQ(k["MatMul+GeluGrad+ReduceSum"], 2) << listing(p);
+      EXPECT_EQ(k["fused Gelu"] + k["fused GeluGrad"], 0) << listing(p);
+    }
+    // The default: the backward product keeps DGELU alone, and the bias gradient's sum goes to the
+    // first product's weight gradient (BGRADA/B).
     const Schedule apart(step.model, step_options(step));
     const ShapePlan q = plan_with_zero_feeds(apart, feeds);
     expect_every_step_placed(apart, q);
     auto a = kinds(q);
+    EXPECT_EQ(a["MatMul+Transpose+Add+Gelu"], 2) << listing(q);
+    EXPECT_EQ(a["fused Gelu"] + a["fused GeluGrad"], 0) << listing(q);
     EXPECT_EQ(a["MatMul+GeluGrad+ReduceSum"], 0) << listing(q);
     EXPECT_EQ(a["MatMul+GeluGrad"], 2) << listing(q);
     auto weight_gradient_sums = [](std::map<std::string, int>& of) {  // products with a bias gradient

@@ -514,7 +514,7 @@ def main():
     q.add_argument("--budget", type=float, default=400, help="seconds; rows not started by then are not run")
     q.add_argument("--amp-env", action="append", default=[], metavar="VARIABLE=VALUE[,...]",
                    help="one more amp bf16 row at the largest batch with this environment setting (several joined "
-                   "by commas: one row with all; repeatable), e.g. AMP_CUDA_DGELU_BGRAD=0")
+                   "by commas: one row with all; repeatable), e.g. AMP_CUDA_DGELU_BGRAD=1")
     a = p.parse_args()
     for k in ("out", "gpt2", "bin", "cpu_bin"):
         if getattr(a, k, None):
