@@ -80,7 +80,7 @@ __device__ __forceinline__ float row_weight(const L* labels, const T* weights, i
 // TS: the scores' storage type (float16/bfloat16 with float T where the op absorbed the widening
 // Cast: the scores are widened as they are read, exactly).
 template <class T, class L, class TS>
-__global__ void forward_rows(const TS* __restrict__ scores, const L* __restrict__ labels, const T* __restrict__ weights,
+__global__ void __launch_bounds__(kThreads) forward_rows(const TS* __restrict__ scores, const L* __restrict__ labels, const T* __restrict__ weights,
                              T* __restrict__ log_prob, float* __restrict__ row_loss, float* __restrict__ row_weight_out,
                              int64_t classes, int64_t inner, bool has_ignore, int64_t ignore) {
   const int64_t r = blockIdx.x;
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kReduceThreads)
 // TG: the storage type of dscores (float16/bfloat16 from float scores where the op absorbed a Cast);
 // TS: the scores' (float16/bfloat16 where it absorbed the widening Cast before it).
 template <class T, class L, class TG, class TS>
-__global__ void backward_rows(const T* __restrict__ dloss, const TS* __restrict__ scores, const L* __restrict__ labels,
+__global__ void __launch_bounds__(kThreads) backward_rows(const T* __restrict__ dloss, const TS* __restrict__ scores, const L* __restrict__ labels,
                               const T* __restrict__ weights, const float* __restrict__ weight_total,
                               TG* __restrict__ dscores, int64_t classes, int64_t inner, int reduction, bool has_ignore,
                               int64_t ignore) {
