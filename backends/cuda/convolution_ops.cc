@@ -28,6 +28,7 @@
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/stream_timer.h"
 #include "backends/cuda/cudnn_descriptors.h"
+#include "backends/cuda/depthwise_conv.cuh"
 #include "backends/cuda/max_pool_grad.cuh"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
@@ -625,6 +626,42 @@ bool grouped_channels_last() {
   return v && std::string(v) == "1";
 }
 
+// A depthwise convolution our kernels take (depthwise_conv.cuh): row-major [N, C, H, W] X, W
+// [C, 1, KH, KW] with group C, unit dilations, X, W and Y of one type; nullopt otherwise, or with
+// AMP_CUDA_CUDNN_DEPTHWISE=1 (cuDNN's, for comparison).
+std::optional<DepthwiseConv2d> depthwise_of(const WindowAttrs& attrs, const TensorDesc& x, const TensorDesc& w,
+                                            const TensorDesc& y) {
+  const char* v = std::getenv("AMP_CUDA_CUDNN_DEPTHWISE");
+  if (v && std::string(v) == "1") return std::nullopt;
+  if (x.channels_last || y.channels_last || x.dims.size() != 4 || w.dims.size() != 4 || y.dims.size() != 4 ||
+      attrs.group != x.dims[1] || w.dims[0] != x.dims[1] || w.dims[1] != 1 || y.dims[1] != x.dims[1] ||
+      w.dtype != x.dtype || y.dtype != x.dtype)
+    return std::nullopt;
+  for (int64_t d : attrs.dilations)
+    if (d != 1) return std::nullopt;
+  const Window win = resolve_window(attrs, x.dims, y.dims, {w.dims[2], w.dims[3]});
+  DepthwiseConv2d g;
+  g.t = x.dtype;
+  g.n = x.dims[0];
+  g.c = x.dims[1];
+  g.h = x.dims[2];
+  g.w = x.dims[3];
+  g.out_h = y.dims[2];
+  g.out_w = y.dims[3];
+  g.kernel_h = w.dims[2];
+  g.kernel_w = w.dims[3];
+  g.stride_h = win.strides[0];
+  g.stride_w = win.strides[1];
+  g.pad_h = win.pads[0];
+  g.pad_w = win.pads[1];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = d ? g.w : g.h, k = d ? g.kernel_w : g.kernel_h, out = d ? g.out_w : g.out_h;
+    if ((in + 2 * win.pads[d] - k) / win.strides[d] + 1 != out) return std::nullopt;  // ceil_mode-like shapes
+  }
+  if (!depthwise_conv_fits(g)) return std::nullopt;
+  return g;
+}
+
 // Operands: 0 X, 1 W, 2 B (optional), 3 z (with ConvEpilogue::residual).
 class Conv final : public CudaOp {
  public:
@@ -647,6 +684,14 @@ class Conv final : public CudaOp {
   }
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    // A depthwise convolution with at most a bias after it: depthwise_conv.cuh's kernel.
+    if (std::optional<DepthwiseConv2d> d = depthwise_of(attrs_, *s.in[0], *s.in[1], *s.out[0]);
+        d && !epilogue_.residual && !epilogue_.relu && (!s.has_in(2) || s.in[2]->dtype == s.in[0]->dtype)) {
+      const bool has_bias = s.has_in(2);
+      return std::make_unique<PreparedFunction>([g = *d, has_bias](const OpBuffers& b, DeviceContext& c) {
+        depthwise_conv_forward(g, b.in[0], b.in[1], has_bias ? b.in[2] : nullptr, b.out[0], c.sm_count(), c.stream());
+      });
+    }
     // A pointwise convolution with at most a bias after it: Y = X W^T (+ bias), cuBLASLt's.
     const std::optional<Pointwise> pointwise = pointwise_product(attrs_, *s.in[0], *s.in[1]);
     if (pointwise && s.out[0]->channels_last && !epilogue_.residual && !epilogue_.relu &&
@@ -885,6 +930,7 @@ class ConvGrad final : public CudaOp {
   }
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    if (std::unique_ptr<PreparedOp> own = depthwise(s, ctx)) return own;
     if (std::unique_ptr<PreparedOp> product = pointwise(s, ctx)) return product;
     const ConvSetup setup = conv_setup(attrs_, *s.in[1], *s.in[2], *s.in[0], s.tf32);
     const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
@@ -962,6 +1008,27 @@ class ConvGrad final : public CudaOp {
     std::vector<bool> reduced(stored.size(), true);
     reduced[dy.channels_last ? stored.size() - 1 : 1] = false;
     return std::make_shared<ReducePlan>(dy.dtype, stored, reduced, ReduceKind::kSum, ctx.sm_count());
+  }
+
+  // A depthwise convolution's gradients on depthwise_conv.cuh's kernels, dB as prepare sums it;
+  // null when the shapes are not such a convolution's.
+  std::unique_ptr<PreparedOp> depthwise(const OpShapes& s, DeviceContext& ctx) const {
+    const TensorDesc &dy = *s.in[0], &x = *s.in[1], &w = *s.in[2];
+    const bool want_dx = s.has_out(0), want_dw = s.has_out(1), want_db = s.has_out(2);
+    if (dy.dtype != x.dtype || (want_dx && s.out[0]->dtype != x.dtype) || (want_dw && s.out[1]->dtype != x.dtype))
+      return nullptr;
+    const std::optional<DepthwiseConv2d> d = depthwise_of(attrs_, x, w, dy);
+    if (!d) return nullptr;
+    const std::shared_ptr<ReducePlan> bias_sum = want_db ? bias_sum_of(dy, ctx) : nullptr;
+    const int sm = ctx.sm_count();
+    return std::make_unique<PreparedFunction>(
+        [g = *d, want_dx, want_dw, bias_sum, sm](const OpBuffers& b, DeviceContext& c) {
+          if (want_dx) depthwise_conv_backward_data(g, b.in[0], b.in[2], b.out[0], sm, c.stream());
+          if (want_dw) depthwise_conv_backward_filter(g, b.in[0], b.in[1], b.out[1], b.workspace, sm, c.stream());
+          if (bias_sum) bias_sum->enqueue(b.in[0], b.out[2], b.workspace, c.stream());
+        },
+        std::max(want_dw ? depthwise_conv_backward_filter_workspace(*d, sm) : size_t{0},
+                 bias_sum ? bias_sum->workspace_bytes() : size_t{0}));
   }
 
   // A pointwise convolution's gradients as cuBLASLt products (pointwise_product): dX = dY W

@@ -1155,6 +1155,46 @@ TEST(CudaBackendGpu, ConvolutionPoolingAndBatchNormMatchTheCpu) {
   expect_parity(bn.m, bn.feeds, bn.outputs, 10.0);
 }
 
+// Depthwise convolutions (group = C, one filter a channel: MobileNet's, EfficientNet's and
+// ConvNeXt's) run on depthwise_conv.cuh's kernels: Conv with and without a bias, and ConvGrad's
+// dX, dW and dB, against the CPU backend for 3x3 (stride 1 and 2), 5x5 at stride 2 and 7x7, in
+// fp32, fp16 and bf16. AMP_CUDA_CUDNN_DEPTHWISE=1 runs the same on cuDNN.
+TEST(CudaBackendGpu, DepthwiseConvolutionsMatchTheCpu) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t k, stride, pad;
+    std::vector<int64_t> x;
+  };
+  const Case cases[] = {{3, 1, 1, {2, 5, 9, 8}}, {3, 2, 1, {2, 4, 9, 9}}, {5, 2, 2, {1, 6, 11, 10}}, {7, 1, 3, {2, 3, 8, 9}}};
+  uint32_t seed = 900;
+  for (const char* cudnn : {"", "1"})
+    for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+      for (const Case& c : cases) {
+        const test::ScopedEnv env("AMP_CUDA_CUDNN_DEPTHWISE", cudnn);
+        SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(c.k) + "x" + std::to_string(c.k) + " stride " +
+                     std::to_string(c.stride) + (*cudnn ? " (cuDNN)" : ""));
+        const int64_t ch = c.x[1];
+        std::vector<int64_t> y = {c.x[0], ch};
+        for (int d = 2; d < 4; ++d) y.push_back((c.x[static_cast<size_t>(d)] + 2 * c.pad - c.k) / c.stride + 1);
+        auto attrs = [&](OneNode& n) {
+          n.node->set_attr(Attribute::of_int("group", ch));
+          n.node->set_attr(Attribute::of_ints("kernel_shape", {c.k, c.k}));
+          n.node->set_attr(Attribute::of_ints("pads", {c.pad, c.pad, c.pad, c.pad}));
+          n.node->set_attr(Attribute::of_ints("strides", {c.stride, c.stride}));
+        };
+        const Tensor x = random_tensor(t, c.x, seed++), w = random_tensor(t, {ch, 1, c.k, c.k}, seed++, -0.5f, 0.5f);
+        OneNode conv("Conv", {{"x", x}, {"w", w}, {"b", random_tensor(t, {ch}, seed++)}}, {t});
+        attrs(conv);
+        expect_parity(conv.m, conv.feeds, conv.outputs, 10.0);
+        OneNode plain("Conv", {{"x", x}, {"w", w}}, {t});
+        attrs(plain);
+        expect_parity(plain.m, plain.feeds, plain.outputs, 10.0);
+        OneNode grad("ConvGrad", {{"dy", random_tensor(t, y, seed++)}, {"x", x}, {"w", w}}, {t, t, t}, kAmpDomain);
+        attrs(grad);
+        expect_parity(grad.m, grad.feeds, grad.outputs, 10.0);
+      }
+}
+
 // ConvTranspose as cuDNN's backward-data pass against the CPU kernel: bias, stride, pads and
 // output_padding; groups and dilations without a bias; 1-D; fp16 and bf16 (fp32 accumulation on
 // both sides, one rounding).
