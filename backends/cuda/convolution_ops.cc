@@ -626,6 +626,25 @@ bool grouped_channels_last() {
   return v && std::string(v) == "1";
 }
 
+// The 2-D geometry our window kernels take (MaxPoolGrad2d, DepthwiseConv2d): X's and Y's dims,
+// the filter's and the resolved window's strides and (symmetric) pads.
+template <class G>
+void fill_window2d(G& g, const TensorDesc& x, const TensorDesc& y, int64_t kernel_h, int64_t kernel_w, const Window& win) {
+  g.t = x.dtype;
+  g.n = x.dims[0];
+  g.c = x.dims[1];
+  g.h = x.dims[2];
+  g.w = x.dims[3];
+  g.out_h = y.dims[2];
+  g.out_w = y.dims[3];
+  g.kernel_h = kernel_h;
+  g.kernel_w = kernel_w;
+  g.stride_h = win.strides[0];
+  g.stride_w = win.strides[1];
+  g.pad_h = win.pads[0];
+  g.pad_w = win.pads[1];
+}
+
 // A depthwise convolution our kernels take (depthwise_conv.cuh): row-major [N, C, H, W] X, W
 // [C, 1, KH, KW] with group C, unit dilations, X, W and Y of one type; nullopt otherwise, or with
 // AMP_CUDA_CUDNN_DEPTHWISE=1 (cuDNN's, for comparison).
@@ -641,19 +660,7 @@ std::optional<DepthwiseConv2d> depthwise_of(const WindowAttrs& attrs, const Tens
     if (d != 1) return std::nullopt;
   const Window win = resolve_window(attrs, x.dims, y.dims, {w.dims[2], w.dims[3]});
   DepthwiseConv2d g;
-  g.t = x.dtype;
-  g.n = x.dims[0];
-  g.c = x.dims[1];
-  g.h = x.dims[2];
-  g.w = x.dims[3];
-  g.out_h = y.dims[2];
-  g.out_w = y.dims[3];
-  g.kernel_h = w.dims[2];
-  g.kernel_w = w.dims[3];
-  g.stride_h = win.strides[0];
-  g.stride_w = win.strides[1];
-  g.pad_h = win.pads[0];
-  g.pad_w = win.pads[1];
+  fill_window2d(g, x, y, w.dims[2], w.dims[3], win);
   for (int d = 0; d < 2; ++d) {
     const int64_t in = d ? g.w : g.h, k = d ? g.kernel_w : g.kernel_h, out = d ? g.out_w : g.out_h;
     if ((in + 2 * win.pads[d] - k) / win.strides[d] + 1 != out) return std::nullopt;  // ceil_mode-like shapes
@@ -1227,19 +1234,7 @@ class Pool final : public CudaOp {
     if (mode_ == CUDNN_POOLING_MAX && x.channels_last && x.dims.size() == 4 && x.dims[1] % 8 == 0 &&
         !cudnn_max_pool_grad()) {
       MaxPoolGrad2d a;
-      a.t = x.dtype;
-      a.n = x.dims[0];
-      a.c = x.dims[1];
-      a.h = x.dims[2];
-      a.w = x.dims[3];
-      a.out_h = y.dims[2];
-      a.out_w = y.dims[3];
-      a.kernel_h = w.kernel[0];
-      a.kernel_w = w.kernel[1];
-      a.stride_h = w.strides[0];
-      a.stride_w = w.strides[1];
-      a.pad_h = w.pads[0];
-      a.pad_w = w.pads[1];
+      fill_window2d(a, x, y, w.kernel[0], w.kernel[1], w);
       return std::make_unique<PreparedFunction>(
           [a, pool, xd, yd](const OpBuffers& b, DeviceContext& c) {
             MaxPoolGrad2d run = a;

@@ -20,35 +20,48 @@ Geometry geometry_of(const DepthwiseConv2d& g) {
   return {g.n, g.c, g.h, g.w, g.out_h, g.out_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w};
 }
 
+// f(tap, offset) for each tap kh * KW + kw of the KH x KW window at (h0, w0) that lies inside an
+// h x w plane, offset = the plane position it reads.
+template <int KH, int KW, class F>
+__device__ __forceinline__ void for_taps(int64_t h0, int64_t w0, int64_t h, int64_t w, F&& f) {
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) {
+    const int64_t ih = h0 + kh;
+    if (ih < 0 || ih >= h) continue;
+#pragma unroll
+    for (int kw = 0; kw < KW; ++kw) {
+      const int64_t iw = w0 + kw;
+      if (iw < 0 || iw >= w) continue;
+      f(kh * KW + kw, ih * w + iw);
+    }
+  }
+}
+
+// f(i, col, row, plane) for each element i of [planes, rows, cols] this thread's grid-stride loop
+// takes.
+template <class F>
+__device__ __forceinline__ void for_plane_elements(int64_t planes, int64_t rows, int64_t cols, F&& f) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < planes * rows * cols;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    f(i, i % cols, (i / cols) % rows, i / (cols * rows));
+}
+
 // A thread per output element (n, c, oh, ow), ow fastest: neighbouring threads read neighbouring
 // inputs.
 template <class T, int KH, int KW>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
                    Geometry g) {
-  const int64_t total = g.n * g.c * g.out_h * g.out_w;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ow = i % g.out_w, oh = (i / g.out_w) % g.out_h, plane = i / (g.out_w * g.out_h);
+  for_plane_elements(g.n * g.c, g.out_h, g.out_w, [&](int64_t i, int64_t ow, int64_t oh, int64_t plane) {
     const int64_t c = plane % g.c;
     const T* in = x + plane * g.h * g.w;
     const T* filter = w + c * KH * KW;
     const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
     float acc = 0.0f;
-#pragma unroll
-    for (int kh = 0; kh < KH; ++kh) {
-      const int64_t ih = h0 + kh;
-      if (ih < 0 || ih >= g.h) continue;
-#pragma unroll
-      for (int kw = 0; kw < KW; ++kw) {
-        const int64_t iw = w0 + kw;
-        if (iw < 0 || iw >= g.w) continue;
-        acc += to_float(in[ih * g.w + iw]) * to_float(filter[kh * KW + kw]);
-      }
-    }
+    for_taps<KH, KW>(h0, w0, g.h, g.w, [&](int tap, int64_t at) { acc += to_float(in[at]) * to_float(filter[tap]); });
     if (bias) acc += to_float(bias[c]);
     y[i] = from_float<T>(acc);
-  }
+  });
 }
 
 // A thread per input element (n, c, ih, iw): the output positions whose windows read it, taps in
@@ -56,10 +69,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, int KH, int KW>
 __global__ void __launch_bounds__(kThreads)
     backward_data_kernel(const T* __restrict__ dy, const T* __restrict__ w, T* __restrict__ dx, Geometry g) {
-  const int64_t total = g.n * g.c * g.h * g.w;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t iw = i % g.w, ih = (i / g.w) % g.h, plane = i / (g.w * g.h);
+  for_plane_elements(g.n * g.c, g.h, g.w, [&](int64_t i, int64_t iw, int64_t ih, int64_t plane) {
     const int64_t c = plane % g.c;
     const T* grad = dy + plane * g.out_h * g.out_w;
     const T* filter = w + c * KH * KW;
@@ -77,7 +87,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     dx[i] = from_float<T>(acc);
-  }
+  });
 }
 
 // Blocks of channel c's part `part`: the output positions (n, oh, ow) of channel c from
@@ -102,17 +112,7 @@ __global__ void __launch_bounds__(kThreads)
     const float d = to_float(dy[plane * g.out_h * g.out_w + oh * g.out_w + ow]);
     const T* in = x + plane * g.h * g.w;
     const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
-#pragma unroll
-    for (int kh = 0; kh < KH; ++kh) {
-      const int64_t ih = h0 + kh;
-      if (ih < 0 || ih >= g.h) continue;
-#pragma unroll
-      for (int kw = 0; kw < KW; ++kw) {
-        const int64_t iw = w0 + kw;
-        if (iw < 0 || iw >= g.w) continue;
-        acc[kh * KW + kw] += d * to_float(in[ih * g.w + iw]);
-      }
-    }
+    for_taps<KH, KW>(h0, w0, g.h, g.w, [&](int tap, int64_t at) { acc[tap] += d * to_float(in[at]); });
   }
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
