@@ -74,8 +74,6 @@ std::optional<float> scale_attribute(const Node& n) {
   return n.attr("scale") ? std::optional<float>(n.attr_float("scale", 1.0f)) : std::nullopt;
 }
 
-size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // One plan (or refusal) per shape for the device context: GPT-2's 12 layers share theirs, and a
 // real cuDNN compiles each fused plan's kernels when it finalises it (seconds, not microseconds).
 struct AttentionPlans {
@@ -164,7 +162,7 @@ std::optional<FusedAttention> fused_attention(const AttentionShape& a, DType t, 
     }
     if (mask->dtype != t || !f.mask_rows || !f.mask_cols) {
       f.bias_elements = outer * s.sq * s.skv;
-      f.bias_bytes = aligned(static_cast<size_t>(f.bias_elements) * dtype_size(t));
+      f.bias_bytes = workspace_aligned(static_cast<size_t>(f.bias_elements) * dtype_size(t));
     }
   }
   f.plan = cached_plan(s, backward, ctx, why);
@@ -207,8 +205,8 @@ class Attention final : public CudaOp {
     if (fused) {
       auto f = std::make_shared<FusedAttention>(std::move(*fused));
       // Without an LSE output, cuDNN's Stats still need a place: the workspace.
-      f->lse_bytes = lse ? 0 : aligned(static_cast<size_t>(shape.batch * shape.tq) * sizeof(float));
-      const size_t plan_bytes = aligned(f->plan->workspace_bytes());
+      f->lse_bytes = lse ? 0 : workspace_aligned(static_cast<size_t>(shape.batch * shape.tq) * sizeof(float));
+      const size_t plan_bytes = workspace_aligned(f->plan->workspace_bytes());
       return std::make_unique<PreparedFunction>(
           [=](const OpBuffers& b, DeviceContext& c) {
             char* ws = static_cast<char*>(b.workspace);
@@ -252,7 +250,7 @@ class AttentionGrad final : public CudaOp {
     record(ctx, "backward", fused, why);
     if (fused) {
       auto f = std::make_shared<FusedAttention>(std::move(*fused));
-      const size_t plan_bytes = aligned(f->plan->workspace_bytes());
+      const size_t plan_bytes = workspace_aligned(f->plan->workspace_bytes());
       return std::make_unique<PreparedFunction>(
           [=](const OpBuffers& b, DeviceContext& c) {
             char* ws = static_cast<char*>(b.workspace);

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "backends/cuda/cuda_op.h"
 #include "backends/cuda/strided_copy.cuh"
 #include "graph/error.h"
 
@@ -20,8 +21,6 @@ enum class Role { kFixed, kAnyLayout, kCandidate };
 // Operands whose layout a unit's layout decides: stored as dims say or channels-last, 3 dims and
 // more, not packed (a packed operand's element order is its writer's, never converted).
 bool layout_bearing(const TensorDesc& d) { return d.dims.size() >= 3 && d.packed_bytes == 0; }
-
-size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
 // Whether two layouts of one tensor put every element at the same place: they differ only in dims
 // of extent 1 (a 1x1 filter [K, C, 1, 1], a pooled [N, C, 1, 1]), so nothing needs transposing.
@@ -313,7 +312,7 @@ std::unique_ptr<PreparedOp> prepare_unit(const ShapePlan& p, const Unit& u, bool
   if (list.empty() && !shapes.keep) return inner;
   if (!list.empty() && inner->completion())
     throw Error(u.where + ": internal: a unit whose work runs beside the step's stream cannot have operands converted");
-  size_t offset = list.empty() ? inner->workspace_bytes() : align_up(inner->workspace_bytes());
+  size_t offset = list.empty() ? inner->workspace_bytes() : workspace_aligned(inner->workspace_bytes());
   Converting::Side in, out;
   for (const LayoutConversion& c : list) {
     const TensorDesc& from = c.output ? *shapes.out[c.operand] : *stored.in[c.operand];
@@ -327,7 +326,7 @@ std::unique_ptr<PreparedOp> prepare_unit(const ShapePlan& p, const Unit& u, bool
     side.operand.push_back(c.operand);
     side.offset.push_back(offset);
     side.copies.push_back(simplify(std::move(copy)));
-    offset += align_up(c.bytes);
+    offset += workspace_aligned(c.bytes);
   }
   return std::make_unique<Converting>(std::move(inner), std::move(in), std::move(out), offset, shapes.keep);
 }

@@ -15,6 +15,7 @@
 #include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/convolution_graph_tuning.h"
+#include "backends/cuda/cuda_op.h"
 #include "backends/cuda/cudnn_convolution_graph.h"
 #include "backends/cuda/node_patterns.h"
 #include "graph/amp_ops.h"
@@ -22,8 +23,6 @@
 
 namespace amp::cuda {
 namespace {
-
-size_t aligned(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
 
 // A Conv's window as written on the node, for 2 spatial dims, group 1, no auto_pad and symmetric
 // pads (what the matcher lets through).
@@ -178,7 +177,7 @@ class ConvBatchNorm final : public CudaOp {
         graph_for(spec, prologue_ ? "scale-bias-relu-convolution" : "convolution", ctx);
     // Scratch: the prologue's affine, then the graph's workspace or, unfused, the applied X, the
     // legacy convolution's workspace and the sums' partials.
-    const size_t affine_bytes = aligned(static_cast<size_t>(2 * gx.channels) * sizeof(float));
+    const size_t affine_bytes = workspace_aligned(static_cast<size_t>(2 * gx.channels) * sizeof(float));
     std::shared_ptr<PreparedOp> unfused;
     size_t applied_bytes = 0, conv_bytes = 0, sums_bytes = 0;
     if (!graph) {
@@ -187,8 +186,8 @@ class ConvBatchNorm final : public CudaOp {
       plain.out = {s.out[0]};
       plain.tf32 = s.tf32;
       unfused = unfused_->prepare(plain, ctx);
-      applied_bytes = prologue_ ? aligned(x.nbytes()) : 0;
-      conv_bytes = aligned(unfused->workspace_bytes());
+      applied_bytes = prologue_ ? workspace_aligned(x.nbytes()) : 0;
+      conv_bytes = workspace_aligned(unfused->workspace_bytes());
       sums_bytes = statistics_ ? batch_norm_relu_workspace(gy, ctx.sm_count()) : 0;
     }
     BatchNormAffine affine;
@@ -296,7 +295,7 @@ class ConvBatchNormGrad final : public CudaOp {
     }
     std::shared_ptr<ConvolutionGraph> graph;
     std::shared_ptr<PreparedOp> filter;
-    const size_t affine_bytes = aligned(static_cast<size_t>(2 * gx.channels) * sizeof(float));
+    const size_t affine_bytes = workspace_aligned(static_cast<size_t>(2 * gx.channels) * sizeof(float));
     size_t applied_bytes = 0, filter_bytes = 0;
     if (want_dw) {
       ConvolutionGraphSpec spec;
@@ -317,7 +316,7 @@ class ConvBatchNormGrad final : public CudaOp {
         f.out = {nullptr, s.out[1], nullptr};
         f.tf32 = s.tf32;
         filter = unfused_->prepare(f, ctx);
-        applied_bytes = aligned(x.nbytes());
+        applied_bytes = workspace_aligned(x.nbytes());
         filter_bytes = filter->workspace_bytes();
       }
     }

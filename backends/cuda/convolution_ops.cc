@@ -527,8 +527,6 @@ void run_ranked(const Ranked<Algo>& r, cudnnConvolutionDescriptor_t conv, Device
   }
 }
 
-// bytes rounded up to the 256 that buffers in a workspace start at.
-size_t aligned(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
 
 // A pointwise convolution — a 1x1 kernel, unit dilations, no padding, one group — over
 // channels-last 16-bit data is a matrix product: X stored as [N*H*W, C] rows, W as [K, C] (KRSC
@@ -691,48 +689,8 @@ class Conv final : public CudaOp {
   }
 
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
-    // A depthwise convolution with at most a bias after it: depthwise_conv.cuh's kernel.
-    if (std::optional<DepthwiseConv2d> d = depthwise_of(attrs_, *s.in[0], *s.in[1], *s.out[0]);
-        d && !epilogue_.residual && !epilogue_.relu && (!s.has_in(2) || s.in[2]->dtype == s.in[0]->dtype)) {
-      const bool has_bias = s.has_in(2);
-      return std::make_unique<PreparedFunction>([g = *d, has_bias](const OpBuffers& b, DeviceContext& c) {
-        depthwise_conv_forward(g, b.in[0], b.in[1], has_bias ? b.in[2] : nullptr, b.out[0], c.sm_count(), c.stream());
-      });
-    }
-    // A pointwise convolution with at most a bias after it: Y = X W^T (+ bias), cuBLASLt's.
-    const std::optional<Pointwise> pointwise = pointwise_product(attrs_, *s.in[0], *s.in[1]);
-    if (pointwise && s.out[0]->channels_last && !epilogue_.residual && !epilogue_.relu &&
-        (!s.has_in(2) || s.in[2]->dtype == s.in[0]->dtype)) {
-      const TensorDesc &x = *s.in[0], &y = *s.out[0];
-      GemmDesc g = pointwise_desc(pointwise_rows(y), s.in[1]->dims[0], x.dims[1], false, true, x.dtype);
-      g.epilogue = s.has_in(2) ? GemmEpilogue::kBias : GemmEpilogue::kNone;
-      std::shared_ptr<GemmPlan> plan;
-      try {
-        plan = pointwise_plan(g, pointwise_shape(x, *s.in[1], *pointwise), "forward convolution", ctx);
-      } catch (const NoGemmAlgorithm&) {
-        // cuDNN's convolution, below
-      }
-      if (plan) {
-        const bool has_bias = s.has_in(2);
-        // At a stride, the picked rows of X gathered after the product's workspace.
-        const std::optional<StridedCopy> gather =
-            pointwise->strided() ? std::optional<StridedCopy>(pointwise_rows_copy(x, y, *pointwise, true)) : std::nullopt;
-        const size_t rows_at = aligned(plan->workspace_bytes());
-        const size_t rows_bytes = gather ? static_cast<size_t>(g.m * g.k) * dtype_size(x.dtype) : 0;
-        return std::make_unique<PreparedFunction>(
-            [plan, has_bias, gather, rows_at](const OpBuffers& b, DeviceContext& c) {
-              const void* rows = b.in[0];
-              if (gather) {
-                void* picked = static_cast<char*>(b.workspace) + rows_at;
-                strided_copy(*gather, b.in[0], picked, c.sm_count(), c.stream());
-                rows = picked;
-              }
-              plan->enqueue(c.cublaslt(), c.stream(), rows, b.in[1], b.out[0], b.out[0],
-                            has_bias ? const_cast<void*>(b.in[2]) : nullptr, nullptr, b.workspace);
-            },
-            rows_at + rows_bytes);
-      }
-    }
+    if (std::unique_ptr<PreparedOp> own = depthwise(s)) return own;
+    if (std::unique_ptr<PreparedOp> product = pointwise(s, ctx)) return product;
     const ConvSetup setup = conv_setup(attrs_, *s.in[0], *s.in[1], *s.out[0], s.tf32);
     if (epilogue_.residual && s.in[3]->dims != s.out[0]->dims)
       throw InputError("the residual added to the convolution is not of its output's dims");
@@ -811,6 +769,54 @@ class Conv final : public CudaOp {
   }
 
  private:
+  // A depthwise convolution with at most a bias after it, on depthwise_conv.cuh's kernel; null
+  // when it is none (depthwise_of) or something follows it in the unit.
+  std::unique_ptr<PreparedOp> depthwise(const OpShapes& s) const {
+    const std::optional<DepthwiseConv2d> d = depthwise_of(attrs_, *s.in[0], *s.in[1], *s.out[0]);
+    const bool has_bias = s.has_in(2);
+    if (!d || epilogue_.residual || epilogue_.relu || (has_bias && s.in[2]->dtype != s.in[0]->dtype)) return nullptr;
+    return std::make_unique<PreparedFunction>([g = *d, has_bias](const OpBuffers& b, DeviceContext& c) {
+      depthwise_conv_forward(g, b.in[0], b.in[1], has_bias ? b.in[2] : nullptr, b.out[0], c.sm_count(), c.stream());
+    });
+  }
+
+  // A pointwise convolution with at most a bias after it: Y = X W^T (+ bias), cuBLASLt's
+  // (pointwise_product); null when it is none, something follows it in the unit, or cuBLASLt has
+  // no algorithm for the product.
+  std::unique_ptr<PreparedOp> pointwise(const OpShapes& s, DeviceContext& ctx) const {
+    const std::optional<Pointwise> p = pointwise_product(attrs_, *s.in[0], *s.in[1]);
+    const bool has_bias = s.has_in(2);
+    if (!p || !s.out[0]->channels_last || epilogue_.residual || epilogue_.relu ||
+        (has_bias && s.in[2]->dtype != s.in[0]->dtype))
+      return nullptr;
+    const TensorDesc &x = *s.in[0], &y = *s.out[0];
+    GemmDesc g = pointwise_desc(pointwise_rows(y), s.in[1]->dims[0], x.dims[1], false, true, x.dtype);
+    g.epilogue = has_bias ? GemmEpilogue::kBias : GemmEpilogue::kNone;
+    std::shared_ptr<GemmPlan> plan;
+    try {
+      plan = pointwise_plan(g, pointwise_shape(x, *s.in[1], *p), "forward convolution", ctx);
+    } catch (const NoGemmAlgorithm&) {
+      return nullptr;  // cuDNN's convolution
+    }
+    // At a stride, the picked rows of X gathered after the product's workspace.
+    const std::optional<StridedCopy> gather =
+        p->strided() ? std::optional<StridedCopy>(pointwise_rows_copy(x, y, *p, true)) : std::nullopt;
+    const size_t rows_at = workspace_aligned(plan->workspace_bytes());
+    const size_t rows_bytes = gather ? static_cast<size_t>(g.m * g.k) * dtype_size(x.dtype) : 0;
+    return std::make_unique<PreparedFunction>(
+        [plan, has_bias, gather, rows_at](const OpBuffers& b, DeviceContext& c) {
+          const void* rows = b.in[0];
+          if (gather) {
+            void* picked = static_cast<char*>(b.workspace) + rows_at;
+            strided_copy(*gather, b.in[0], picked, c.sm_count(), c.stream());
+            rows = picked;
+          }
+          plan->enqueue(c.cublaslt(), c.stream(), rows, b.in[1], b.out[0], b.out[0],
+                        has_bias ? const_cast<void*>(b.in[2]) : nullptr, nullptr, b.workspace);
+        },
+        rows_at + rows_bytes);
+  }
+
   WindowAttrs attrs_;
   ConvEpilogue epilogue_;
 };
@@ -878,7 +884,7 @@ std::optional<WidenedFilter> widened_filter(const WindowAttrs& attrs, const OpSh
   if (decided ? *decided == 0 : !t16) return std::nullopt;
   TensorDesc x = *s.in[1], w = *s.in[2], dy = *s.in[0];
   for (TensorDesc* d : {&x, &w, &dy}) d->dtype = DType::kFloat;
-  const size_t copies = aligned(x.nbytes()) + aligned(dy.nbytes()) + aligned(w.nbytes());
+  const size_t copies = workspace_aligned(x.nbytes()) + workspace_aligned(dy.nbytes()) + workspace_aligned(w.nbytes());
   if (copies > max_conv_workspace()) {
     ctx.remember_algorithm(key, 0);
     ctx.report().record("convolution_widened", {{"shape", filter16.shape}, {"chosen", "16-bit"},
@@ -911,9 +917,9 @@ std::optional<WidenedFilter> widened_filter(const WindowAttrs& attrs, const OpSh
   } else {
     ctx.report().record("convolution_widened", {{"shape", filter16.shape}, {"chosen", "fp32"}, {"why", "remembered"}});
   }
-  f.x_offset = aligned(f.ranked.workspace());
-  f.dy_offset = f.x_offset + aligned(x.nbytes());
-  f.dw_offset = f.dy_offset + aligned(dy.nbytes());
+  f.x_offset = workspace_aligned(f.ranked.workspace());
+  f.dy_offset = f.x_offset + workspace_aligned(x.nbytes());
+  f.dw_offset = f.dy_offset + workspace_aligned(dy.nbytes());
   f.bytes = f.dw_offset + w.nbytes();
   return f;
 }
@@ -1069,7 +1075,7 @@ class ConvGrad final : public CudaOp {
                                                            : std::nullopt;
     const std::optional<StridedCopy> scatter =
         p->strided() && want_dx ? std::optional<StridedCopy>(pointwise_rows_copy(x, dy, *p, false)) : std::nullopt;
-    const size_t rows_at = aligned(product_ws);
+    const size_t rows_at = workspace_aligned(product_ws);
     const size_t rows_bytes = p->strided() ? static_cast<size_t>(rows * x.dims[1]) * dtype_size(x.dtype) : 0;
     const size_t dx_bytes = want_dx ? s.out[0]->nbytes() : 0;
     return std::make_unique<PreparedFunction>(
@@ -1230,14 +1236,18 @@ class Pool final : public CudaOp {
         AMP_CUDNN_CHECK(cudnnPoolingForward(c.cudnn(), pool->get(), &one, xd->get(), b.in[0], &zero, yd->get(), b.out[0]));
       });
     // 2-D max pooling over channels-last data: our gather kernel (max_pool_grad.cuh), when the
-    // pointers the plan hands it allow its vector loads, unless AMP_CUDA_CUDNN_MAX_POOL_GRAD=1.
+    // pointers the plan hands it allow its vector loads, unless AMP_CUDA_CUDNN_MAX_POOL_GRAD=1;
+    // else cuDNN's backward, which wants the forward's output too: recomputed into the workspace.
+    std::optional<MaxPoolGrad2d> own;
     if (mode_ == CUDNN_POOLING_MAX && x.channels_last && x.dims.size() == 4 && x.dims[1] % 8 == 0 &&
         !cudnn_max_pool_grad()) {
-      MaxPoolGrad2d a;
-      fill_window2d(a, x, y, w.kernel[0], w.kernel[1], w);
-      return std::make_unique<PreparedFunction>(
-          [a, pool, xd, yd](const OpBuffers& b, DeviceContext& c) {
-            MaxPoolGrad2d run = a;
+      own.emplace();
+      fill_window2d(*own, x, y, w.kernel[0], w.kernel[1], w);
+    }
+    return std::make_unique<PreparedFunction>(
+        [own, pool, xd, yd](const OpBuffers& b, DeviceContext& c) {
+          if (own) {
+            MaxPoolGrad2d run = *own;
             run.dy = b.in[0];
             run.x = b.in[1];
             run.dx = b.out[0];
@@ -1245,16 +1255,7 @@ class Pool final : public CudaOp {
               max_pool_grad_channels_last(run, c.sm_count(), c.stream());
               return;
             }
-            const float one = 1.0f, zero = 0.0f;
-            AMP_CUDNN_CHECK(cudnnPoolingForward(c.cudnn(), pool->get(), &one, xd->get(), b.in[1], &zero, yd->get(), b.workspace));
-            AMP_CUDNN_CHECK(cudnnPoolingBackward(c.cudnn(), pool->get(), &one, yd->get(), b.workspace, yd->get(), b.in[0],
-                                                 xd->get(), b.in[1], &zero, xd->get(), b.out[0]));
-          },
-          y.nbytes());
-    }
-    // cuDNN's backward wants the forward's output too: recomputed into the workspace.
-    return std::make_unique<PreparedFunction>(
-        [pool, xd, yd](const OpBuffers& b, DeviceContext& c) {
+          }
           const float one = 1.0f, zero = 0.0f;
           AMP_CUDNN_CHECK(cudnnPoolingForward(c.cudnn(), pool->get(), &one, xd->get(), b.in[1], &zero, yd->get(), b.workspace));
           AMP_CUDNN_CHECK(cudnnPoolingBackward(c.cudnn(), pool->get(), &one, yd->get(), b.workspace, yd->get(), b.in[0],

@@ -57,6 +57,10 @@ struct ChannelsLastOperands {
   }
 };
 
+// bytes rounded up to the 256 that the buffers an op lays out in its workspace start at (the
+// arena's and cudaMalloc's alignment, which every vector access and library call takes).
+inline size_t workspace_aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 // Types and dims of an op's operands in this plan (null for an absent optional one), and the
 // contents of inputs known on the host while planning (shape inputs, constants), else null.
 struct OpShapes {

@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_op.h"
 #include "graph/error.h"
 
 namespace amp::cuda {
@@ -73,8 +74,6 @@ cudnnDataType_t data_type(DType t) {
     default: throw Refused{"cuDNN's fused attention takes fp16 and bf16, not " + std::string(dtype_name(t))};
   }
 }
-
-size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 }  // namespace
 
@@ -375,7 +374,7 @@ std::unique_ptr<CudnnAttention> CudnnAttention::build(const CudnnAttentionShape&
                                    &ed) == CUDNN_STATUS_SUCCESS)
         cudnnBackendGetAttribute(ed, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, &index);
       a->plan_ = plan.get();
-      a->workspace_ = aligned(static_cast<size_t>(workspace));
+      a->workspace_ = workspace_aligned(static_cast<size_t>(workspace));
       a->engine_ = "engine " + std::to_string(index) + " (heuristic result " + std::to_string(i) + " of " +
                    std::to_string(count) + ")";
     }
@@ -385,8 +384,8 @@ std::unique_ptr<CudnnAttention> CudnnAttention::build(const CudnnAttentionShape&
     return nullptr;
   }
   if (backward) {
-    a->accumulator_bytes_ = aligned(static_cast<size_t>(s.b * s.h * s.sq * s.d) * sizeof(float));
-    a->extra_bytes_ = a->accumulator_bytes_ + aligned(static_cast<size_t>(s.b * s.h * s.sq) * sizeof(float));
+    a->accumulator_bytes_ = workspace_aligned(static_cast<size_t>(s.b * s.h * s.sq * s.d) * sizeof(float));
+    a->extra_bytes_ = a->accumulator_bytes_ + workspace_aligned(static_cast<size_t>(s.b * s.h * s.sq) * sizeof(float));
   }
   return a;
 }
