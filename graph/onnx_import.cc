@@ -14,39 +14,14 @@ namespace amp {
 
 namespace {
 
-std::string normalized_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
-
-std::string node_label(const onnx::NodeProto& n, int index) {
-  if (!n.name().empty()) return "node '" + n.name() + "' (" + n.op_type() + ")";
-  return "node #" + std::to_string(index) + " (" + n.op_type() + ")";
-}
-
-class ProtoImporter {
- public:
-  ProtoImporter(const std::string& path, ExternalDataReader& external) : path_(path), external_(external) {}
-
-  Model import_model(onnx::ModelProto& p);
-
- private:
-  void import_graph(onnx::GraphProto& gp, Graph& g);
-  void import_node(onnx::NodeProto& np, int index, Graph& g, const std::string& where);
-  Attribute import_attribute(onnx::AttributeProto& ap, Graph& g, const std::string& where);
-  std::unique_ptr<Graph> import_subgraph(onnx::GraphProto& gp, Graph* parent);
-  SparseTensor import_sparse(onnx::SparseTensorProto& sp);
-  ValueType import_type(const onnx::TypeProto& tp, const std::string& where);
-  DType import_elem(int32_t raw, const std::string& where);
-  Value* define(Graph& g, const std::string& name, const std::string& where);
-
-  std::string path_;
-  ExternalDataReader& external_;
-};
-
-DType ProtoImporter::import_elem(int32_t raw, const std::string& where) {
+DType import_elem(int32_t raw, const std::string& where) {
   if (raw != 0 && !is_valid_dtype(raw)) throw InputError(where + ": unknown element type " + std::to_string(raw));
   return static_cast<DType>(raw);
 }
 
-ValueType ProtoImporter::import_type(const onnx::TypeProto& tp, const std::string& where) {
+}  // namespace
+
+ValueType import_value_type(const onnx::TypeProto& tp, const std::string& where) {
   auto import_shape = [](const onnx::TensorShapeProto& sp) {
     Shape s;
     for (const auto& d : sp.dim()) {
@@ -60,7 +35,7 @@ ValueType ProtoImporter::import_type(const onnx::TypeProto& tp, const std::strin
     }
     return s;
   };
-  auto inner = [&](const onnx::TypeProto& t) { return std::make_shared<ValueType>(import_type(t, where)); };
+  auto inner = [&](const onnx::TypeProto& t) { return std::make_shared<ValueType>(import_value_type(t, where)); };
   ValueType t;
   t.denotation = tp.denotation();
   switch (tp.value_case()) {
@@ -91,6 +66,34 @@ ValueType ProtoImporter::import_type(const onnx::TypeProto& tp, const std::strin
   }
   return t;
 }
+
+namespace {
+
+std::string normalized_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+std::string node_label(const onnx::NodeProto& n, int index) {
+  if (!n.name().empty()) return "node '" + n.name() + "' (" + n.op_type() + ")";
+  return "node #" + std::to_string(index) + " (" + n.op_type() + ")";
+}
+
+class ProtoImporter {
+ public:
+  ProtoImporter(const std::string& path, ExternalDataReader& external) : path_(path), external_(external) {}
+
+  Model import_model(onnx::ModelProto& p);
+
+ private:
+  void import_graph(onnx::GraphProto& gp, Graph& g);
+  void import_node(onnx::NodeProto& np, int index, Graph& g, const std::string& where);
+  Attribute import_attribute(onnx::AttributeProto& ap, Graph& g, const std::string& where);
+  std::unique_ptr<Graph> import_subgraph(onnx::GraphProto& gp, Graph* parent);
+  SparseTensor import_sparse(onnx::SparseTensorProto& sp);
+  ValueType import_type(const onnx::TypeProto& tp, const std::string& where) { return import_value_type(tp, where); }
+  Value* define(Graph& g, const std::string& name, const std::string& where);
+
+  std::string path_;
+  ExternalDataReader& external_;
+};
 
 SparseTensor ProtoImporter::import_sparse(onnx::SparseTensorProto& sp) {
   SparseTensor s;

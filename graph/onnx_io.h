@@ -11,6 +11,7 @@
 
 namespace onnx {
 class ModelProto;
+class TypeProto;
 }
 
 namespace amp {
@@ -48,6 +49,8 @@ onnx::ModelProto to_proto(const Model& m);
 // The model for ONNX's shape inference: main-graph initializers of 4 KiB or more written as typed
 // graph inputs instead of copied (inference reads the values of small ones only: shapes, axes).
 onnx::ModelProto to_shape_proto(const Model& m);
+// An ONNX TypeProto as the import reads it (InputError naming `where` for an unknown element type).
+ValueType import_value_type(const onnx::TypeProto& tp, const std::string& where);
 // Lossless conversion of an in-memory ModelProto (no file I/O, no version conversion).
 Model from_proto(onnx::ModelProto& proto, const std::string& path_for_errors, const std::string& base_dir);
 void save_model(const Model& m, const std::string& path, const SaveOptions& options = {});

@@ -222,6 +222,11 @@ std::string rewrite_summary_text(const ordered_json& j) {
       const int64_t n = r["stats"]["decomposed LayerNorms recognised"].get<int64_t>();
       line("  layer norms: " + std::to_string(n) + " decomposed LayerNorm" + (n == 1 ? "" : "s") +
            " recognised as LayerNormalization");
+    } else if (r["pass"] == "flatten-linear" && r["stats"].contains("linear layers flattened")) {
+      const int64_t n = r["stats"]["linear layers flattened"].get<int64_t>();
+      line("  linear layers: " + std::to_string(n) + " batched MatMul + bias on 2-D rows (Flatten before, Reshape "
+           "after), so that the Cast from the fp32 op before " + (n == 1 ? "it" : "each") +
+           " meets ONNX Runtime's when it fuses them into a Gemm (flatten-linear)");
     }
   int64_t quantized = 0;
   for (const auto& n : j["nodes"]) quantized += n.contains("rule") && n["rule"] == "quantized";

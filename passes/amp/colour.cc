@@ -135,7 +135,10 @@ class Colouring {
     between_low();
     spread_through_clear();
     follow_inputs();
-    if (policy_.cast_placement == CastPlacement::kCompute) fp32_clear_edges();
+    if (policy_.cast_placement == CastPlacement::kCompute) {
+      fp32_clear_edges();
+      fp32_low_values_read_in_fp32();
+    }
   }
 
  private:
@@ -403,10 +406,72 @@ class Colouring {
       if (movable(i) && all_fp32(fanin_[i])) decide_by_inputs(i);  // fp32: its inputs are
     for (int i = n_ - 1; i >= 0; --i)
       if (movable(i) && all_fp32(fanout_[i]))
-        decide(i, Precision::kFp32, Rule::kNextToFp32,
-               "data movement next to fp32 " + ref(fanout_[i].front()) +
-                   ": the Cast goes beside the op that computes (cast placement 'compute')",
-               fanout_[i].front());
+        next_to_fp32(i, fanout_[i].front());
+  }
+
+  // One text for both parts of step 6, so that colouring a rewritten model, where the second part's
+  // ops may be reached by the first, records the same decisions.
+  void next_to_fp32(int i, int reader) {
+    decide(i, Precision::kFp32, Rule::kNextToFp32,
+           "data movement next to fp32 " + ref(reader) + ": the Cast goes beside the op that computes (cast placement "
+           "'compute')",
+           reader);
+  }
+
+  // The decided nodes that read node i's floating data as data, looking through Casts between float
+  // types (a Cast's readers stand for it), in node order.
+  std::vector<int> data_readers(int i) const {
+    std::vector<int> out;
+    std::vector<const Value*> values;
+    for (size_t o : d_.nodes[i].typing.data_outputs) values.push_back(node(i)->output(o));
+    for (size_t k = 0; k < values.size(); ++k)
+      for (const Use& u : values[k]->uses()) {
+        const Node* c = u.node;
+        if (c->domain().empty() && c->op_type() == "Cast" && is_floating(c->output(0)->dtype())) {
+          values.push_back(c->output(0));
+          continue;
+        }
+        const int r = index_of(c);
+        if (r == kNone || !decided_[r]) continue;
+        const auto& ins = d_.nodes[r].typing.data_inputs;
+        if (std::find(ins.begin(), ins.end(), u.index) != ins.end()) out.push_back(r);
+      }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  // Step 6, second part (CastPlacement::kCompute): a low clear op whose data all comes from low
+  // ops (no constant among it) and that an fp32 op reads, maybe beside low ones (a patch embedding's
+  // Reshape and Transpose read by a LayerNorm and by the residual Add) runs fp32: the Cast to fp32
+  // then sits beside the low op that computed the values, and the Cast back beside the low readers.
+  // Its results are low-precision numbers either way (clear ops move, select or compare), so every
+  // reader reads what it read before and no decision changes; a runtime that computes float16 ops in float32 (ONNX Runtime's CPU provider)
+  // rounds there no longer. In reverse graph order, so a chain moves from its fp32 end back to the
+  // op that computed it. Colouring the rewritten model decides the same: step 5 reads through the
+  // Casts to the same low sources, and this step finds the same readers through them.
+  void fp32_low_values_read_in_fp32() {
+    const int clear = static_cast<int>(OpCategory::kClear);
+    for (int i = n_ - 1; i >= 0; --i) {
+      if (category_[i] != clear || !low(i) ||
+          !(decided_by(i, Rule::kNextToLow) || decided_by(i, Rule::kInputsLow)))
+        continue;
+      bool low_sources = !d_.nodes[i].typing.data_inputs.empty();
+      for (size_t in : d_.nodes[i].typing.data_inputs) {
+        const Value* v = node(i)->input(in);
+        int p;
+        low_sources = low_sources && source_of(v, &p) == Source::kLow;
+      }
+      if (!low_sources) continue;
+      int fp32_reader = kNone;
+      for (int r : data_readers(i))
+        if (d_.nodes[r].decision.precision == Precision::kFp32) {
+          fp32_reader = r;
+          break;
+        }
+      if (fp32_reader == kNone) continue;
+      next_to_fp32(i, fp32_reader);
+    }
   }
 
   const Model& m_;

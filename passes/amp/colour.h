@@ -14,7 +14,9 @@
 //      autocast's "runs in its inputs' type"); any other stays fp32;
 //   6. with CastPlacement::kCompute, a clear op made low in steps 4-5 whose data all comes from, or
 //      all goes to, fp32 ops becomes fp32 (unless another low op's decision read it), so the Cast
-//      at that edge sits beside the low op that computes.
+//      at that edge sits beside the low op that computes; and one whose data all comes from low ops
+//      and that an fp32 op reads (maybe beside low ones) becomes fp32 too (its values are low-precision
+//      numbers either way, so every reader reads what it read before).
 // Ops that cannot run in the target type (schema constraint, attribute-set output type, blocked by
 // the user, data already of another type) stay fp32 and do not propagate. If/Loop/Scan keep the
 // types of their inputs, outputs and loop-carried values, so a carried value has one type in
@@ -47,7 +49,7 @@ enum class Rule {
   kDenyPath,           // on a path from a deny op to an infer or deny op (step 2)
   kBetweenLow,         // on a path between low ops (step 3)
   kNextToLow,          // clear op joined to a low op by clear ops (step 4)
-  kNextToFp32,         // clear op whose data all goes to fp32 ops, under CastPlacement::kCompute (step 6)
+  kNextToFp32,         // clear op next to fp32 ops at the edge of a low region, under CastPlacement::kCompute (step 6)
   kInputsLow,          // every input is low (step 5)
   kInputFp32,          // some input is fp32, or none is low (step 5)
   kNotListed,

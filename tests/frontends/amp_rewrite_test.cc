@@ -267,8 +267,12 @@ TEST(AmpRewrite, VerifyEachRunsEveryPassChecked) {
   const json report = json::parse(test::read_file(dir + "/r.json"));
   std::vector<std::string> passes;
   for (const json& p : report["passes"]) passes.push_back(p["pass"]);
-  EXPECT_EQ(passes, (std::vector<std::string>{"name-nodes", "recognize-layer-norm", "cast-cleanup", "amp-colour",
-                                              "amp-insert-casts", "cast-cleanup", "amp-record-decisions"}));
+  EXPECT_EQ(passes, (std::vector<std::string>{"name-nodes", "recognize-layer-norm", "cast-cleanup", "flatten-linear",
+                                              "amp-colour", "amp-insert-casts", "cast-cleanup", "amp-record-decisions"}));
+  // In each of gpt's two blocks the attention's input projection and the MLP's first layer read a
+  // LayerNorm's output on 3-D tokens.
+  EXPECT_EQ(report["passes"][3]["stats"]["linear layers flattened"], 4) << report["passes"][3].dump();
+  EXPECT_NE(out.find("  linear layers: 4 batched MatMul + bias on 2-D rows"), std::string::npos) << out;
 }
 
 // A graph output ONNX's inference leaves unranked (after a Reshape to Shape(x), as in opset 21's

@@ -117,6 +117,62 @@ TEST(AmpPipeline, CastsBesideComputeOpsAndRewritingAgainChangesNothing) {
   }
 }
 
+// Step 6's second part: data movement of low-precision values that an fp32 op reads beside a low
+// one (a patch embedding's Reshape and Transpose, read by a LayerNorm and by the residual Add) runs
+// fp32, from the fp32 end back to the product that computed the values: the Cast to fp32 sits beside
+// the product, the Cast back beside the Add, which stays low. Under consumer placement, and where the
+// values come from an fp32 op, nothing moves. Rewriting the rewrite changes nothing.
+TEST(AmpPipeline, LowValuesAnFp32OpReadsMoveInFp32) {
+  for (CastPlacement placement : {CastPlacement::kCompute, CastPlacement::kConsumer}) {
+    test::ModelBuilder b;
+    const auto perm = [] { return test::attrs(Attribute::of_ints("perm", {1, 0})); };
+    Value* x = b.input("x", DType::kFloat, {8, 8});
+    Value* h = b.op("MatMul", {x, b.weight("w0")}, "h");
+    Value* r = b.op("Reshape", {h, b.int64s("shape", {8, 8})}, "r");
+    Value* t = b.op("Transpose", {r}, "t", DType::kFloat, perm());
+    b.output(b.op("LayerNormalization", {t, b.weight("g", {8}), b.weight("beta", {8})}, "ln"));
+    b.output(b.op("Add", {t, b.op("MatMul", {x, b.weight("w1")}, "h1")}, "res"));
+    Value* t2 = b.op("Transpose", {x}, "t2", DType::kFloat, perm());  // fp32 values: step 6's first part
+    b.output(b.op("LayerNormalization", {t2, b.weight("g2", {8}), b.weight("beta2", {8})}, "ln2"));
+    b.output(b.op("Add", {t2, b.op("MatMul", {x, b.weight("w2")}, "h2")}, "res2"));
+
+    AmpPolicy policy(DType::kFloat16);
+    policy.cast_placement = placement;
+    AmpResult first;
+    PassManager once = amp_rewrite_pipeline(policy, first, /*verify_each=*/true);
+    EXPECT_TRUE(once.run(b.m));
+    test::expect_sound(b.m);
+    const auto rule = [&](const char* node) {
+      const NodeDecision* nd = first.decisions.find(std::string(node) + "_node");
+      return nd ? precision_name(nd->decision.precision, DType::kFloat16) + " " + rule_name(nd->decision.rule) : "(none)";
+    };
+    const bool compute = placement == CastPlacement::kCompute;
+    EXPECT_EQ(rule("r"), compute ? "fp32 next-to-fp32" : "fp16 next-to-low");
+    EXPECT_EQ(rule("t"), compute ? "fp32 next-to-fp32" : "fp16 next-to-low");
+    EXPECT_EQ(rule("res"), "fp16 inputs-low");
+    EXPECT_EQ(rule("t2"), "fp32 input-fp32");
+    EXPECT_EQ(rule("res2"), "fp32 input-fp32");
+    if (compute) {
+      // h -> Cast fp32 -> r -> t -> {ln, Cast fp16 -> res}
+      Node* cast = b.producer("r")->input(0)->producer();
+      ASSERT_EQ(cast->op_type(), "Cast");
+      EXPECT_EQ(cast->input(0)->name(), "h");
+      EXPECT_EQ(b.producer("ln")->input(0)->name(), "t");
+      Node* res = b.producer("res")->input(0)->producer();  // the output's Cast back to fp32 <- res
+      ASSERT_EQ(res->op_type(), "Add");
+      Node* back = res->input(0)->producer();
+      ASSERT_EQ(back->op_type(), "Cast");
+      EXPECT_EQ(back->input(0)->name(), "t");
+      EXPECT_EQ(b.m.graph->lookup("t")->dtype(), DType::kFloat);
+    }
+    const std::string bytes = serialize_model(b.m);
+    AmpResult second;
+    PassManager again = amp_rewrite_pipeline(policy, second, /*verify_each=*/true);
+    EXPECT_FALSE(again.run(b.m));
+    EXPECT_EQ(serialize_model(b.m), bytes);
+  }
+}
+
 TEST(AmpPipeline, EveryNodeCarriesItsDecisionRecord) {
   test::ModelBuilder b = mixed_model();
   AmpResult result;

@@ -45,6 +45,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "zoo"))
 import compare_onnxconverter_common as compare  # noqa: E402  (users_script, inputs)
 from zoo_check import ort_run  # noqa: E402
 
+FLOATS = (TensorProto.FLOAT, TensorProto.FLOAT16)
+
 
 def round_weights(src, dst, constants):
     """src with every float initializer (and, with constants, every float Constant value) rounded
@@ -67,12 +69,12 @@ def round_weights(src, dst, constants):
     onnx.save(m, dst)
 
 
-def ort_graph(model, work, level):
-    """(float16 nodes, nodes with a float output, Casts, {op type: float16 nodes}) of the graph ONNX
-    Runtime ran. Its saved
-    graph has no types for most values (and contrib ops onnx cannot infer), so they are propagated
-    here in node order: a Cast makes its 'to', Shape / Size / ArgMax / ArgMin / NonZero int64, any
-    other node the type of its first float input (else of its first input)."""
+def ort_optimized_graph(model, work, level=None):
+    """(the graph ONNX Runtime ran for `model` on the input last written to work/ort_in by
+    zoo_check.ort_run, {value name: element type}, each node's element type in node order). Its saved graph has no types for most values
+    (and contrib ops onnx cannot infer), so they are propagated here in node order: a Cast makes its
+    'to', Shape / Size / ArgMax / ArgMin / NonZero int64, any other node the type of its first float
+    input (else of its first input)."""
     path = os.path.join(work, "ort_optimized.onnx")
     env = dict(os.environ, ORT_OPTIMIZED_MODEL=path)
     if level:
@@ -84,24 +86,53 @@ def ort_graph(model, work, level):
     g = onnx.load(path).graph
     types = {v.name: v.type.tensor_type.elem_type for v in list(g.input) + list(g.value_info) + list(g.output)}
     types.update({i.name: i.data_type for i in g.initializer})
-    floats = (TensorProto.FLOAT, TensorProto.FLOAT16)
-    low = counted = casts = 0
-    ops = collections.Counter()
+    node_types = []
     for n in g.node:
         if n.op_type == "Cast":
             t = next(a.i for a in n.attribute if a.name == "to")
-            casts += 1
         elif n.op_type in ("Shape", "Size", "ArgMax", "ArgMin", "NonZero"):
             t = TensorProto.INT64
         else:
             known = [types[i] for i in n.input if i in types]
-            t = next((k for k in known if k in floats), known[0] if known else None)
-            if t in floats:
-                counted += 1
-                low += t == TensorProto.FLOAT16
-                ops[n.op_type] += t == TensorProto.FLOAT16
+            t = next((k for k in known if k in FLOATS), known[0] if known else None)
+        node_types.append(t)
         for o in n.output:
             types.setdefault(o, t)
+    return g, types, node_types
+
+
+def rounding_sites(g, types):
+    """The op types whose float32 results ONNX Runtime's graph `g` rounds to float16 and keeps
+    rounded: a Cast to float16 of a float32 value read by something other than a Cast (a float16
+    Reshape or Transpose it runs as it is), by producer op type."""
+    producers = {o: n for n in g.node for o in n.output}
+    readers = collections.defaultdict(list)
+    for n in g.node:
+        for i in n.input:
+            readers[i].append(n)
+    sites = collections.Counter()
+    for n in g.node:
+        if n.op_type == "Cast" and next(a.i for a in n.attribute if a.name == "to") == TensorProto.FLOAT16 and \
+                types.get(n.input[0]) == TensorProto.FLOAT and \
+                any(r.op_type != "Cast" for r in readers[n.output[0]]):
+            p = producers.get(n.input[0])
+            sites[p.op_type if p else "graph input"] += 1
+    return sites
+
+
+def ort_graph(model, work, level):
+    """(float16 nodes, nodes with a float output, Casts, {op type: float16 nodes}) of the graph ONNX
+    Runtime ran."""
+    g, _, node_types = ort_optimized_graph(model, work, level)
+    low = counted = casts = 0
+    ops = collections.Counter()
+    for n, t in zip(g.node, node_types):
+        if n.op_type == "Cast":
+            casts += 1
+        elif t in FLOATS:
+            counted += 1
+            low += t == TensorProto.FLOAT16
+            ops[n.op_type] += t == TensorProto.FLOAT16
     return low, counted, casts, {k: v for k, v in ops.most_common() if v}
 
 

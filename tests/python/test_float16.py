@@ -228,3 +228,86 @@ def test_casts_beside_compute_ops_round_nowhere_in_onnx_runtime(work):
 
     runs = [onnx_amp.run(p, {"input": x})["logits"] for p in (compute, consumer)]
     assert np.array_equal(runs[0], runs[1])
+
+
+def patch_encoder_export(path):
+    """A ViT-style encoder from torch modules (a strided Conv patch embedding, flattened and
+    transposed into tokens; two pre-norm blocks of nn.MultiheadAttention and a GELU MLP on 3-D
+    tokens; LayerNorm, mean over tokens, a head), random weights, exported at opset 17 as
+    zoo_reference.py exports the zoo; returns an input image batch."""
+    import torch
+
+    class Block(torch.nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+            self.attn = torch.nn.MultiheadAttention(d, 4, batch_first=True)
+            self.fc1, self.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            h = self.ln1(x)
+            x = x + self.attn(h, h, h, need_weights=False)[0]
+            return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, d=64):
+            super().__init__()
+            self.embed = torch.nn.Conv2d(3, d, 8, stride=8)
+            self.blocks = torch.nn.Sequential(Block(d), Block(d))
+            self.ln, self.head = torch.nn.LayerNorm(d), torch.nn.Linear(d, 10)
+
+        def forward(self, img):
+            x = self.embed(img).flatten(2).transpose(1, 2)
+            return self.head(self.ln(self.blocks(x)).mean(1))
+
+    torch.manual_seed(0)
+    net = Encoder().eval()
+    x = torch.randn(2, 3, 64, 64)
+    torch.onnx.export(net, x, path, input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.EVAL, opset_version=17)
+    return x.numpy()
+
+
+def test_onnx_runtime_rounds_only_what_the_float16_products_compute(work):
+    """Where ONNX Runtime's CPU provider keeps a float16 rounding (a Cast to float16 read by a
+    float16 Reshape or Transpose it runs as it is, see the test above), the drop-in's model leaves it
+    only the products' results, which a float16 model computes in float16. Two placements make that
+    so (cast_placement "compute"): the patch embedding's Reshape and Transpose, whose float16 values
+    a LayerNorm reads beside the residual Add, run float32 with the Cast back to float16 beside the
+    Add (colouring step 6); and each linear layer on 3-D tokens read from a LayerNorm is rewritten on
+    2-D rows (flatten-linear), because ONNX Runtime's MatMul + Add fusion otherwise puts a float16
+    Reshape of its own between the LayerNorm's Cast and the Gemm. With the Casts at the consumers
+    ("consumer") the LayerNorms' and the embedding's outputs are rounded there. amp-run, which
+    computes float16 nodes in float16, gives the same bits for both placements; the drop-in's model
+    is the more accurate in ONNX Runtime, and a second conversion changes nothing."""
+    from ort_fp16_evidence import ort_optimized_graph, rounding_sites
+    from zoo_check import ort_run
+    src = os.path.join(work, "encoder.onnx")
+    x = patch_encoder_export(src)
+    compute = os.path.join(work, "compute.onnx")
+    m = users_script(float16, src, compute, keep_io_types=True)
+    onnx.checker.check_model(compute, full_check=True)
+    consumer = os.path.join(work, "consumer.onnx")
+    onnx.save(onnx_amp.rewrite(src, dtype="fp16", weights="lowp", cast_placement="consumer")[0], consumer)
+
+    ops = [n.op_type for n in m.graph.node]
+    moved = [n.op_type for n in m.graph.node if n.doc_string.startswith("amp: fp32 next-to-fp32")]
+    assert ops.count("Flatten") == 4, ops  # the attentions' input projections and the first MLP layers
+    assert "Reshape" in moved and "Transpose" in moved, moved
+
+    ref, why = ort_run(src, x, work)
+    assert ref is not None, why
+    errors = {}
+    sites = {}
+    for path in (compute, consumer):
+        got, _ = ort_run(path, x, work)
+        errors[path] = relative(got, ref)
+        sites[path] = rounding_sites(*ort_optimized_graph(path, work)[:2])
+    products = {"Gemm", "MatMul", "FusedMatMul"}
+    assert sites[compute] and set(sites[compute]) <= products, sites[compute]
+    assert sites[consumer]["LayerNormalization"] >= 4, sites[consumer]
+    assert errors[compute] < errors[consumer], errors
+
+    runs = [onnx_amp.run(p, {"input": x})["logits"] for p in (compute, consumer)]
+    assert np.array_equal(runs[0], runs[1])
+    assert float16.convert_float_to_float16(m, keep_io_types=True).SerializeToString() == m.SerializeToString()
