@@ -102,8 +102,8 @@ class Flattener {
 
   void flatten(Node* mm, Node* add) {
     Value* a = mm->input(0);
-    const int64_t k = *static_dims(mm->input(1)).value().begin();
-    const int64_t n = static_dims(mm->input(1)).value()[1];
+    const std::vector<int64_t> wdims = static_dims(mm->input(1)).value();  // [K, N]: candidate() checked
+    const int64_t k = wdims[0], n = wdims[1];
     const auto adims = static_dims(a);
     std::optional<int64_t> rows;
     if (adims) {
@@ -136,7 +136,7 @@ class Flattener {
       out.push_back(n);
       dims = int64_initializer(y_name + "_dims", out);
     } else {
-      const ValueType ints = ValueType::tensor(DType::kInt64, Shape{{Dim{}}});
+      const ValueType ints = ValueType::tensor(DType::kInt64);  // shapes from reinfer_types()
       Node* lead = node("Shape", {a}, add->name + "/leading_dims", ints);
       lead->set_attr(Attribute::of_int("end", -1));
       Node* cat = node("Concat", {lead->output(0), int64_initializer(y_name + "_n", {n})}, add->name + "/dims", ints);

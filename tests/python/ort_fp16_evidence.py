@@ -15,13 +15,14 @@ optimization level), the mean / max of max|output - reference| / max|reference| 
   + constants        the same, and the float tensors of its Constant nodes rounded too (all the
                      values a float16 conversion stores in float16)
   occ / amp          onnxconverter-common's and onnx_amp's float16.convert_float_to_float16
-                     (keep_io_types=True; DIR/MODEL/occ.onnx and amp.onnx, made when absent) in
+                     (keep_io_types=True; written to DIR/MODEL/occ.onnx and amp.onnx each run) in
                      ONNX Runtime at its default level ("all") and with graph optimizations
                      disabled (run_model.js's ORT_GRAPH_OPTIMIZATION=disabled)
   amp-run            (--amp-run) the same two models in amp-run, which rounds every float16
                      node's result to float16 as a GPU does
 
-and, from the graph each ONNX Runtime session ran (run_model.js's ORT_OPTIMIZED_MODEL), how many
+on how many of the inputs amp's error in ONNX Runtime (default level) is at most occ's, and, from
+the graph each ONNX Runtime session ran (run_model.js's ORT_OPTIMIZED_MODEL), how many
 of its nodes compute in float16 (a float16 output; Casts not counted) and how many Casts it has.
 If weights-only ~ occ in ONNX Runtime, ONNX Runtime ran onnxconverter-common's graph nearly in
 float32.
@@ -32,6 +33,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import onnx
@@ -146,7 +148,7 @@ def amp_run(build, model, name, x, work):
 
 
 def cell(errors):
-    return "%.1e / %.1e" % (np.mean(errors), np.max(errors))
+    return "%.2e / %.2e" % (np.mean(errors), np.max(errors))
 
 
 def main():
@@ -156,6 +158,8 @@ def main():
     p.add_argument("--work", required=True, help="the zoo exports' folder (DIR/MODEL/eval.onnx ...)")
     p.add_argument("--inputs", type=int, default=8)
     p.add_argument("--amp-run", action="store_true", help="also the float16 models in amp-run")
+    p.add_argument("--per-input", action="store_true",
+                   help="also each input's errors in ONNX Runtime at its default level (weights-only, occ, amp)")
     o = p.parse_args()
     build = os.path.abspath(o.build)
     sys.path.insert(0, os.path.join(build, "python"))
@@ -165,9 +169,9 @@ def main():
     if o.amp_run:
         cols += ["occ, amp-run", "amp, amp-run"]
     print("mean / max over %d inputs of max|y - fp32 export in ORT| / max|fp32 export in ORT|" % o.inputs)
-    print("| model | " + " | ".join(cols) + " | ORT's graph: fp16 nodes / float nodes, Casts (occ all; occ disabled; "
-          "amp all; amp disabled) |")
-    print("|---|" + "---|" * (len(cols) + 1))
+    print("| model | " + " | ".join(cols) + " | inputs where amp <= occ (ORT all) | ORT's graph: fp16 nodes / float "
+          "nodes, Casts (occ all; occ disabled; amp all; amp disabled) |")
+    print("|---|" + "---|" * (len(cols) + 2))
     notes = []
     for model in o.models:
         d = os.path.join(o.work, model)
@@ -178,11 +182,9 @@ def main():
         paths = {"eval": os.path.join(d, "eval.onnx")}
         for tag, module in (("occ", theirs), ("amp", ours)):
             paths[tag] = os.path.join(d, tag + ".onnx")
-            if not os.path.exists(paths[tag]):
-                import warnings
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    compare.users_script(module, paths["eval"], paths[tag])
+            with warnings.catch_warnings():  # converted each run: a model another build left is not measured
+                warnings.simplefilter("ignore")
+                compare.users_script(module, paths["eval"], paths[tag])
         for tag, constants in (("weights", False), ("weights_constants", True)):
             paths[tag] = os.path.join(d, tag + ".onnx")
             if not os.path.exists(paths[tag]):
@@ -204,8 +206,13 @@ def main():
                 for k, tag in enumerate(("occ", "amp")):
                     errors[len(runs) + k].append(float(np.abs(amp_run(build, paths[tag], name, x, d) - ref).max() / scale))
         graphs = [ort_graph(paths[tag], d, level) for tag, level in runs[2:]]
-        print("| %s | %s | %s |" % (model, " | ".join(cell(errors[k]) for k in sorted(errors)),
-                                    "; ".join("%d / %d, %d" % g[:3] for g in graphs)), flush=True)
+        occ_all, amp_all = errors[2], errors[4]
+        paired = sum(a <= b for a, b in zip(amp_all, occ_all))
+        print("| %s | %s | %d of %d | %s |" % (model, " | ".join(cell(errors[k]) for k in sorted(errors)), paired,
+                                              len(amp_all), "; ".join("%d / %d, %d" % g[:3] for g in graphs)), flush=True)
+        if o.per_input:
+            for i, (w, oc, am) in enumerate(zip(errors[0], errors[2], errors[4])):
+                notes.append("%s input %d: weights-only %.3e, occ %.3e, amp %.3e" % (model, i, w, oc, am))
         notes.append("%s: the float16 nodes of ONNX Runtime's graph by op type: %s" % (model, "; ".join(
             "%s %s %s" % (tag, level or "all", ", ".join("%s %d" % kv for kv in g[3].items()) or "none")
             for (tag, level), g in zip(runs[2:], graphs))))
