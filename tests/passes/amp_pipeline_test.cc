@@ -3,6 +3,8 @@
 // output changes nothing (REFERENCE §2 failure 7: converting twice must not add nodes).
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "passes/amp/decision_record.h"
 #include "passes/pipelines.h"
 #include "tests/passes/amp_model_builder.h"
@@ -59,6 +61,19 @@ TEST(AmpPipeline, RewritingTheRewriteChangesNothing) {
     }
 }
 
+// Rewrites b's model once with `policy`, checked; returns the lookup of the precision and rule each
+// node named "<name>_node" got ("fp16 inputs-low"), read from `result`.
+std::function<std::string(const char*)> rewrite_once(test::ModelBuilder& b, const AmpPolicy& policy, AmpResult& result) {
+  PassManager once = amp_rewrite_pipeline(policy, result, /*verify_each=*/true);
+  EXPECT_TRUE(once.run(b.m));
+  test::expect_sound(b.m);
+  const DType target = policy.target();
+  return [&result, target](const char* node) {
+    const NodeDecision* nd = result.decisions.find(std::string(node) + "_node");
+    return nd ? precision_name(nd->decision.precision, target) + " " + rule_name(nd->decision.rule) : std::string("(none)");
+  };
+}
+
 // CastPlacement::kCompute (amp-rewrite's default) on each edge it moves (colouring step 6): a
 // LayerNorm between Transposes, a Transpose that step 5 made low before an add that step 5 made
 // fp32 (backward), a Transpose that step 4 made low after such an add (forward),
@@ -86,13 +101,7 @@ TEST(AmpPipeline, CastsBesideComputeOpsAndRewritingAgainChangesNothing) {
     AmpPolicy policy(target);
     policy.cast_placement = CastPlacement::kCompute;
     AmpResult first;
-    PassManager once = amp_rewrite_pipeline(policy, first, /*verify_each=*/true);
-    EXPECT_TRUE(once.run(b.m));
-    test::expect_sound(b.m);
-    const auto rule = [&](const char* node) {
-      const NodeDecision* nd = first.decisions.find(std::string(node) + "_node");
-      return nd ? precision_name(nd->decision.precision, target) + " " + rule_name(nd->decision.rule) : "(none)";
-    };
+    const auto rule = rewrite_once(b, policy, first);
     const std::string low = target == DType::kFloat16 ? "fp16 " : "bf16 ";
     EXPECT_EQ(rule("t0"), "fp32 next-to-fp32");
     EXPECT_EQ(rule("t1"), "fp32 input-fp32");
@@ -139,13 +148,7 @@ TEST(AmpPipeline, LowValuesAnFp32OpReadsMoveInFp32) {
     AmpPolicy policy(DType::kFloat16);
     policy.cast_placement = placement;
     AmpResult first;
-    PassManager once = amp_rewrite_pipeline(policy, first, /*verify_each=*/true);
-    EXPECT_TRUE(once.run(b.m));
-    test::expect_sound(b.m);
-    const auto rule = [&](const char* node) {
-      const NodeDecision* nd = first.decisions.find(std::string(node) + "_node");
-      return nd ? precision_name(nd->decision.precision, DType::kFloat16) + " " + rule_name(nd->decision.rule) : "(none)";
-    };
+    const auto rule = rewrite_once(b, policy, first);
     const bool compute = placement == CastPlacement::kCompute;
     EXPECT_EQ(rule("r"), compute ? "fp32 next-to-fp32" : "fp16 next-to-low");
     EXPECT_EQ(rule("t"), compute ? "fp32 next-to-fp32" : "fp16 next-to-low");
