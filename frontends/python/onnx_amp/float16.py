@@ -7,9 +7,10 @@ a float16 onnx.ModelProto. The conversion is onnx_amp.rewrite's (amp-rewrite's),
 implementation: ops are put in float16 by op lists modelled on PyTorch's autocast (products and
 convolutions in float16; exp, softmax, reductions, norms and losses kept in float32, so their
 results do not overflow to inf or NaN), one Cast per value and type, each beside the op that
-computes (a Transpose next to a float32 LayerNorm moves float32, so ONNX Runtime's CPU provider,
-which computes float16 nodes in float32 and removes the Cast pairs that meet, rounds nowhere
-there), weights stored in float16 (weights="lowp"), every decision recorded in the node's
+computes (a Transpose next to a float32 LayerNorm moves float32, and a linear layer on 3-D tokens
+read from a LayerNorm runs on 2-D rows, Flatten before and Reshape after, so ONNX Runtime's CPU
+provider, which computes float16 nodes in float32 and removes the Cast pairs that meet, rounds
+nowhere there; the values are the same), weights stored in float16 (weights="lowp"), every decision recorded in the node's
 doc_string. Where onnxconverter-common's
 behaviour is a defect, this one differs:
 
