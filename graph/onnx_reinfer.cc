@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <exception>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -20,7 +21,11 @@ void reinfer_types(Model& m, const std::vector<Value*>& values) {
   for (int i = vis->size() - 1; i >= 0; --i)
     if (names.count(vis->Get(i).name())) vis->DeleteSubrange(i, 1);
   onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/false);
-  onnx::shape_inference::InferShapes(p, onnx::OpSchemaRegistry::Instance(), options);
+  try {
+    onnx::shape_inference::InferShapes(p, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception&) {
+    return;  // the import inferred this model; if ONNX now refuses it, the pass's own types stand
+  }
   std::unordered_map<std::string, const onnx::TypeProto*> inferred;
   for (const auto& vi : p.graph().value_info()) inferred[vi.name()] = &vi.type();
   for (const auto& vi : p.graph().output()) inferred.emplace(vi.name(), &vi.type());

@@ -3,7 +3,8 @@
 // file would give it: writing it and reading it back changes nothing (an unknown dim gets the
 // symbol inference names it with, as on import). A value inference leaves untyped, or gives no
 // shape where it has one (a Reshape to computed dims), keeps its type: the file then declares it, and
-// the import keeps what a file declares.
+// the import keeps what a file declares. If ONNX's inference refuses the edited model, every value
+// keeps the type the pass gave it.
 #pragma once
 
 #include <vector>
