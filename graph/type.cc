@@ -14,6 +14,15 @@ bool Shape::is_static() const {
   return true;
 }
 
+std::optional<std::vector<int64_t>> Shape::static_dims() const {
+  std::vector<int64_t> d;
+  for (const Dim& x : dims) {
+    if (!x.is_static()) return std::nullopt;
+    d.push_back(*x.value);
+  }
+  return d;
+}
+
 int64_t Shape::numel() const {
   int64_t n = 1;
   for (const auto& d : dims) n *= d.value.value_or(0);

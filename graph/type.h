@@ -31,6 +31,8 @@ struct Shape {
   static Shape of(const std::vector<int64_t>& values);
   size_t rank() const { return dims.size(); }
   bool is_static() const;
+  // The dims as integers when every one is static.
+  std::optional<std::vector<int64_t>> static_dims() const;
   // Element count of a static shape.
   int64_t numel() const;
   std::string str() const;  // "[N,3,224,224]"

@@ -17,6 +17,7 @@
 #include "backends/cuda/convolution_graph_tuning.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/cudnn_convolution_graph.h"
+#include "backends/cuda/env_flag.h"
 #include "backends/cuda/node_patterns.h"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
@@ -87,8 +88,7 @@ std::string list(const std::vector<int64_t>& v) {
 // 2.37 s with warm ones (cuDNN compiles its runtime-fusion engines' kernels in every process);
 // without them 53.3 ms, 5.31 s and 1.16 s.
 bool convolution_graphs_enabled() {
-  const char* v = std::getenv("AMP_CUDNN_CONV_GRAPHS");
-  return v && std::string(v) == "1";
+  return env_flag("AMP_CUDNN_CONV_GRAPHS");
 }
 
 // The graph for spec, built once per cuDNN handle and spec while a unit holds it (cuDNN compiles

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/env_flag.h"
 #include "backends/cuda/stream_timer.h"
 #include "graph/dtype.h"
 
@@ -28,8 +29,7 @@ DeviceBuffer zeros(size_t bytes, cudaStream_t stream) {
 }  // namespace
 
 bool tune_convolution_graphs() {
-  const char* v = std::getenv("AMP_CUDNN_GRAPH_TUNE");
-  return v && std::string(v) == "1";
+  return env_flag("AMP_CUDNN_GRAPH_TUNE");
 }
 
 std::string select_fastest_candidate(ConvolutionGraph& g, DeviceContext& ctx) {

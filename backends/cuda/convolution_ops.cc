@@ -25,6 +25,7 @@
 
 #include "backends/cuda/channels_last_operands.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/env_flag.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/stream_timer.h"
 #include "backends/cuda/cudnn_descriptors.h"
@@ -620,8 +621,7 @@ struct ConvEpilogue {
 // other unit channels-last, the SiLUs between them converting as they compute), took 429 ms
 // against PyTorch's 52 ms.
 bool grouped_channels_last() {
-  const char* v = std::getenv("AMP_CUDA_CHANNELS_LAST_GROUPED");
-  return v && std::string(v) == "1";
+  return env_flag("AMP_CUDA_CHANNELS_LAST_GROUPED");
 }
 
 // The 2-D geometry our window kernels take (MaxPoolGrad2d, DepthwiseConv2d): X's and Y's dims,
@@ -648,8 +648,7 @@ void fill_window2d(G& g, const TensorDesc& x, const TensorDesc& y, int64_t kerne
 // AMP_CUDA_CUDNN_DEPTHWISE=1 (cuDNN's, for comparison).
 std::optional<DepthwiseConv2d> depthwise_of(const WindowAttrs& attrs, const TensorDesc& x, const TensorDesc& w,
                                             const TensorDesc& y) {
-  const char* v = std::getenv("AMP_CUDA_CUDNN_DEPTHWISE");
-  if (v && std::string(v) == "1") return std::nullopt;
+  if (env_flag("AMP_CUDA_CUDNN_DEPTHWISE")) return std::nullopt;
   if (x.channels_last || y.channels_last || x.dims.size() != 4 || w.dims.size() != 4 || y.dims.size() != 4 ||
       attrs.group != x.dims[1] || w.dims[0] != x.dims[1] || w.dims[1] != 1 || y.dims[1] != x.dims[1] ||
       w.dtype != x.dtype || y.dtype != x.dtype)
@@ -1186,8 +1185,7 @@ class ConvTranspose final : public CudaOp {
 // Whether channels-last MaxPoolGrad runs on cuDNN (AMP_CUDA_CUDNN_MAX_POOL_GRAD=1) instead of
 // max_pool_grad.cuh's kernel.
 bool cudnn_max_pool_grad() {
-  const char* v = std::getenv("AMP_CUDA_CUDNN_MAX_POOL_GRAD");
-  return v && std::string(v) == "1";
+  return env_flag("AMP_CUDA_CUDNN_MAX_POOL_GRAD");
 }
 
 // MaxPool / AveragePool and their gradients (ai.onnx_amp MaxPoolGrad / AveragePoolGrad(dY, X)).

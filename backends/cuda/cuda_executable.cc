@@ -12,6 +12,7 @@
 #include "backends/cuda/channels_last.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_layout.h"
+#include "backends/cuda/env_flag.h"
 #include "backends/cuda/unit_times.h"
 #include "graph/error.h"
 
@@ -46,8 +47,7 @@ constexpr uint64_t kRunsBeforeCapture = 2;
 
 // AMP_CUDA_TF32=1 allows TF32 as CompileOptions::tf32 does, for programs that do not set it.
 bool tf32_from_env() {
-  const char* v = std::getenv("AMP_CUDA_TF32");
-  return v && std::string(v) == "1";
+  return env_flag("AMP_CUDA_TF32");
 }
 
 bool graphs_enabled() {

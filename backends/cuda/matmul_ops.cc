@@ -1,3 +1,4 @@
+#include "backends/cuda/env_flag.h"
 #include "backends/cuda/matmul_ops.h"
 
 #include <algorithm>
@@ -585,8 +586,7 @@ std::optional<std::pair<const Node*, std::vector<const Node*>>> gelu_of(const Va
 // (12 a step: 1.9 of its 25 ms), where the BGRADA sums of its other 36 layers' products took 22 us
 // each on average.
 bool dgelu_bias_grad() {
-  const char* v = std::getenv("AMP_CUDA_DGELU_BGRAD");
-  return v && std::string(v) == "1";
+  return env_flag("AMP_CUDA_DGELU_BGRAD");
 }
 
 std::optional<ProductFusion> match_product(const Node* p, const std::function<bool(const Node*)>& busy,

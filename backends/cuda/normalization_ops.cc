@@ -18,6 +18,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/cudnn_descriptors.h"
+#include "backends/cuda/env_flag.h"
 #include "backends/cuda/layernorm.cuh"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
@@ -123,8 +124,7 @@ BnDescriptors bn_descriptors(const TensorDesc& x, const TensorDesc& scale) {
 // Whether training-mode BatchNorms and their gradients run on cuDNN (AMP_CUDA_CUDNN_BATCH_NORM=1)
 // instead of batch_norm_relu.cu's kernels.
 bool cudnn_batch_norm() {
-  const char* v = std::getenv("AMP_CUDA_CUDNN_BATCH_NORM");
-  return v && std::string(v) == "1";
+  return env_flag("AMP_CUDA_CUDNN_BATCH_NORM");
 }
 
 // The data operands listed channels-last for 16-bit [N, C, H, W] x (per-channel ones never are).

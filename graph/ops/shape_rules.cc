@@ -27,13 +27,7 @@ TensorFacts TensorFacts::of(DType t, const std::vector<int64_t>& dims) {
 }
 
 std::optional<std::vector<int64_t>> TensorFacts::dims() const {
-  if (!shape) return std::nullopt;
-  std::vector<int64_t> d;
-  for (const Dim& x : shape->dims) {
-    if (!x.value) return std::nullopt;
-    d.push_back(*x.value);
-  }
-  return d;
+  return shape ? shape->static_dims() : std::nullopt;
 }
 
 const TensorFacts& ShapeQuery::input(size_t i) const {

@@ -4,33 +4,20 @@
 
 #include "graph/onnx_reinfer.h"
 #include "passes/amp/colour.h"
+#include "passes/fusion/chain_pattern.h"
 
 namespace amp {
 
 namespace {
 
-bool is_op(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
-
 // The static dims of v's shape, or nullopt when its rank or any dim is unknown.
 std::optional<std::vector<int64_t>> static_dims(const Value* v) {
-  if (!v->type().is_tensor() || !v->type().shape) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const Dim& d : v->type().shape->dims) {
-    if (!d.is_static()) return std::nullopt;
-    dims.push_back(*d.value);
-  }
-  return dims;
+  return v->type().is_tensor() && v->type().shape ? v->type().shape->static_dims() : std::nullopt;
 }
 
 std::optional<size_t> rank_of(const Value* v) {
   if (!v->type().is_tensor() || !v->type().shape) return std::nullopt;
   return v->type().shape->rank();
-}
-
-// The only reader of v, when v has exactly one and is not a graph output.
-Node* only_reader(const Value* v) {
-  if (v->is_output() || v->uses().size() != 1) return nullptr;
-  return v->uses()[0].node;
 }
 
 class Flattener {
@@ -68,7 +55,7 @@ class Flattener {
     if (const auto r = rank_of(a); r && *r < 3) return nullptr;
     if (a->has_initializer() || (a->producer() && low(a->producer()))) return nullptr;
     if (!a->producer() && !a->is_input()) return nullptr;
-    Node* add = only_reader(mm->output(0));
+    Node* add = sole_reader(mm->output(0));
     if (!is_op(add, "Add") || add->inputs().size() != 2 || !low(add) || add->output(0)->is_output()) return nullptr;
     const Value* bias = add->input(add->input(0) == mm->output(0) ? 1 : 0);
     const auto bdims = static_dims(bias);

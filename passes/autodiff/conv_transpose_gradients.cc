@@ -19,13 +19,7 @@ namespace {
 using Grads = std::vector<Value*>;
 
 std::optional<std::vector<int64_t>> static_dims(const Value* v) {
-  if (!v->type().shape) return std::nullopt;
-  std::vector<int64_t> d;
-  for (const Dim& x : v->type().shape->dims) {
-    if (!x.is_static()) return std::nullopt;
-    d.push_back(*x.value);
-  }
-  return d;
+  return v->type().shape ? v->type().shape->static_dims() : std::nullopt;
 }
 
 Grads conv_transpose(GradContext& c) {
