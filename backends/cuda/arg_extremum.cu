@@ -37,10 +37,10 @@ __device__ __forceinline__ void warp_best(float& best, int64_t& at, bool max, bo
 
 template <class T>
 __global__ void __launch_bounds__(kRowThreads)
-    arg_rows(const T* __restrict__ x, int64_t* __restrict__ out, int64_t r, bool max, bool last) {
+    arg_rows(const T* __restrict__ x, int64_t* __restrict__ out, int64_t r, int64_t pitch, bool max, bool last) {
   __shared__ float values[32];
   __shared__ int64_t indices[32];
-  const T* row = x + blockIdx.x * r;
+  const T* row = x + blockIdx.x * pitch;
   float best = 0.0f;
   int64_t at = -1;
   // Any visiting order gives the same winner: wins() breaks ties by index.
@@ -112,8 +112,8 @@ void arg_extremum(DType t, const ArgExtremumShape& s, const void* x, int64_t* ou
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x);
     if (s.inner == 1) {
-      arg_rows<T><<<static_cast<unsigned>(s.outer), s.r >= 2048 ? kRowThreads : 128, 0, stream>>>(in, out, s.r, s.max,
-                                                                                                 s.last);
+      arg_rows<T><<<static_cast<unsigned>(s.outer), s.r >= 2048 ? kRowThreads : 128, 0, stream>>>(
+          in, out, s.r, s.pitch ? s.pitch : s.r, s.max, s.last);
     } else {
       const int64_t blocks = std::min<int64_t>((s.outer * s.inner + 255) / 256, 65535);
       arg_columns<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(in, out, s.outer, s.r, s.inner, s.max, s.last);

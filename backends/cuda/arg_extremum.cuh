@@ -19,6 +19,9 @@ struct ArgExtremumShape {
   int64_t outer = 1, r = 1, inner = 1;
   bool max = true;   // ArgMax, else ArgMin
   bool last = false;  // select_last_index
+  // With inner = 1, elements from one lane to the next: r when 0; more for rows stored padded
+  // (TensorDesc::row_pitch).
+  int64_t pitch = 0;
 };
 
 void arg_extremum(DType t, const ArgExtremumShape& s, const void* x, int64_t* out, cudaStream_t stream);

@@ -26,10 +26,21 @@ class ArgExtremum final : public CudaOp {
     for (size_t d = 0; d < a; ++d) shape.outer *= x.dims[d];
     for (size_t d = a + 1; d < x.dims.size(); ++d) shape.inner *= x.dims[d];
     if (shape.r == 0 && shape.outer * shape.inner > 0) throw InputError("the axis is empty: there is no extremum to index");
+    if (x.row_pitch) {
+      if (shape.inner != 1) throw Error("internal: ArgMax over padded rows along another axis than the last");
+      shape.pitch = x.row_pitch;
+    }
     const DType t = x.dtype;
     return std::make_unique<PreparedFunction>([shape, t](const OpBuffers& b, DeviceContext& c) {
       arg_extremum(t, shape, b.in[0], static_cast<int64_t*>(b.out[0]), c.stream());
     });
+  }
+  // Over the last axis a block reads each row from where it starts: a language model's scores
+  // may be stored with padded rows (row_pitch.h).
+  bool takes_row_pitch(const OpShapes& s, bool output, size_t operand) const override {
+    if (output || operand != 0 || !s.has_in(0)) return false;
+    const int64_t rank = static_cast<int64_t>(s.in[0]->dims.size());
+    return rank >= 1 && (axis_ == -1 || axis_ == rank - 1);
   }
 
  private:

@@ -82,10 +82,10 @@ __device__ __forceinline__ float row_weight(const L* labels, const T* weights, i
 template <class T, class L, class TS>
 __global__ void __launch_bounds__(kThreads) forward_rows(const TS* __restrict__ scores, const L* __restrict__ labels, const T* __restrict__ weights,
                              T* __restrict__ log_prob, float* __restrict__ row_loss, float* __restrict__ row_weight_out,
-                             int64_t classes, int64_t inner, bool has_ignore, int64_t ignore) {
+                             int64_t classes, int64_t inner, int64_t pitch, bool has_ignore, int64_t ignore) {
   const int64_t r = blockIdx.x;
   const int64_t base = (r / inner) * classes * inner + r % inner;
-  const TS* row = scores + base;
+  const TS* row = scores + (inner == 1 ? r * pitch : base);
   const RowStats s = row_stats(row, classes, inner);
   const float lse = s.max + logf(s.sum);
   if (log_prob)
@@ -142,11 +142,11 @@ __global__ void __launch_bounds__(kReduceThreads)
 template <class T, class L, class TG, class TS>
 __global__ void __launch_bounds__(kThreads) backward_rows(const T* __restrict__ dloss, const TS* __restrict__ scores, const L* __restrict__ labels,
                               const T* __restrict__ weights, const float* __restrict__ weight_total,
-                              TG* __restrict__ dscores, int64_t classes, int64_t inner, int reduction, bool has_ignore,
-                              int64_t ignore) {
+                              TG* __restrict__ dscores, int64_t classes, int64_t inner, int64_t pitch,
+                              int64_t grad_pitch, int reduction, bool has_ignore, int64_t ignore) {
   const int64_t r = blockIdx.x;
   const int64_t base = (r / inner) * classes * inner + r % inner;
-  const TS* row = scores + base;
+  const TS* row = scores + (inner == 1 ? r * pitch : base);
   const RowStats s = row_stats(row, classes, inner);
   const float w = row_weight(labels, weights, r, classes, has_ignore, ignore);
   const int64_t label = label_at(labels, r);
@@ -161,7 +161,9 @@ __global__ void __launch_bounds__(kThreads) backward_rows(const T* __restrict__ 
     return (p - (c == label ? 1.0f : 0.0f)) * scale;
   };
   if (inner == 1) {
-    map_row(row, dscores + base, classes, gradient);
+    TG* out = dscores + r * grad_pitch;
+    map_row(row, out, classes, gradient);
+    for (int64_t c = classes + threadIdx.x; c < grad_pitch; c += blockDim.x) out[c] = from_float<TG>(0.0f);
     return;
   }
   for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
@@ -211,8 +213,8 @@ void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const
         if (rows > 0)
           forward_rows<T, L, TS><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
             static_cast<const TS*>(scores), static_cast<const L*>(labels), static_cast<const T*>(weights),
-            static_cast<T*>(log_prob), row_loss, row_w, s.classes, s.inner, s.ignore_index.has_value(),
-            s.ignore_index.value_or(0));
+            static_cast<T*>(log_prob), row_loss, row_w, s.classes, s.inner, s.score_pitch ? s.score_pitch : s.classes,
+            s.ignore_index.has_value(), s.ignore_index.value_or(0));
       });
     });
     reduce_loss<T><<<1, kReduceThreads, 0, stream>>>(row_loss, row_w, rows, static_cast<int>(s.reduction),
@@ -242,6 +244,7 @@ void cross_entropy_backward(const CrossEntropyShape& s, const void* dloss, const
         backward_rows<T, L, TG, TS><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
             static_cast<const T*>(dloss), static_cast<const TS*>(scores), static_cast<const L*>(labels),
             static_cast<const T*>(weights), weight_total, static_cast<TG*>(dscores), s.classes, s.inner,
+            s.score_pitch ? s.score_pitch : s.classes, s.grad_pitch ? s.grad_pitch : s.classes,
             static_cast<int>(s.reduction), s.ignore_index.has_value(), s.ignore_index.value_or(0));
       });
     });

@@ -20,6 +20,10 @@ struct CrossEntropyShape {
   DType score_type = DType::kUndefined;  // scores' storage: `type` when undefined; fp16/bf16 under a float
                                          // loss where the op absorbed the widening Cast before it
   DType label_type = DType::kInt64;   // int32 or int64
+  // Elements from one row of scores (and of dscores) to the next where inner == 1: classes when 0;
+  // more for rows stored padded (TensorDesc::row_pitch). The backward writes zeros into dscores'
+  // padding.
+  int64_t score_pitch = 0, grad_pitch = 0;
   std::optional<int64_t> ignore_index;
   LossReduction reduction = LossReduction::kMean;
 };

@@ -33,15 +33,36 @@ struct TensorDesc {
   // Stored channels-last: N, spatial..., C in memory (NHWC for 4-D), dims still in ONNX's order
   // N, C, spatial... (channels_last.h decides it per plan). False: row-major in dims' order.
   bool channels_last = false;
+  // Stored with padded rows (row_pitch.h): row r of the last dim starts at element r * row_pitch,
+  // row_pitch > dims.back(), and the elements between a row's end and the next row hold zeros.
+  // 0: rows follow each other. Only the units that take such an operand read or write it.
+  int64_t row_pitch = 0;
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     return n;
   }
+  // Elements the value takes on the device: numel(), or its rows at row_pitch apart.
+  int64_t stored_elements() const {
+    if (!row_pitch || dims.empty() || dims.back() == 0) return numel();
+    return numel() / dims.back() * row_pitch;
+  }
   // What the value takes on the device.
-  size_t nbytes() const { return packed_bytes ? packed_bytes : static_cast<size_t>(numel()) * dtype_size(dtype); }
+  size_t nbytes() const {
+    return packed_bytes ? packed_bytes : static_cast<size_t>(stored_elements()) * dtype_size(dtype);
+  }
   // Per dim in dims' order, the distance in elements between neighbours as stored.
-  std::vector<int64_t> strides() const { return layout_strides(dims, channels_last); }
+  std::vector<int64_t> strides() const {
+    std::vector<int64_t> s = layout_strides(dims, channels_last);
+    if (row_pitch && !channels_last && dims.size() >= 2) {
+      int64_t step = row_pitch;
+      for (size_t d = dims.size() - 1; d-- > 0;) {
+        s[d] = step;
+        step *= dims[d];
+      }
+    }
+    return s;
+  }
 };
 
 // The operands an op reads and writes channels-last (TensorDesc::channels_last) when it computes
@@ -152,6 +173,11 @@ class CudaOp {
   // operand channels-last and the next not (the generated elementwise kernels index each operand
   // through its strides): the plan never converts an operand for it.
   virtual bool any_layout() const { return false; }
+  // Padded rows (row_pitch.h): whether the op takes this input (or writes this output) stored
+  // with TensorDesc::row_pitch set, as it is set in `shapes`, for these shapes. An output so
+  // stored gets zeros in its padding from the op; an input so stored has them. False for every
+  // op but the few that index rows themselves.
+  virtual bool takes_row_pitch(const OpShapes& /*shapes*/, bool /*output*/, size_t /*operand*/) const { return false; }
 };
 
 using CudaOpFactory = std::unique_ptr<CudaOp> (*)(const Node& node, int64_t opset);

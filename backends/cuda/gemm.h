@@ -76,6 +76,11 @@ struct GemmDesc {
   float alpha = 1.0f, beta = 0.0f;  // beta != 0 reads C
   GemmEpilogue epilogue = GemmEpilogue::kNone;
   bool tf32 = false;  // fp32 operands may use TF32 Tensor Cores
+  // A, B or D is stored as the padded product reads or writes it (gemm_padding.h): its rows (of k
+  // elements for A, m when transposed; of n for B, k when transposed; of n for D) as many elements
+  // apart as the padded product's, zeros between (row_pitch.h). The product then reads or writes
+  // it where it is, without staging it.
+  bool a_stored_padded = false, b_stored_padded = false, d_stored_padded = false;
 
   std::string key() const;
   std::string str() const;  // "float16 [64x256]x[256x1024] batch 1 with RELU_AUX_BIAS", for messages

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "graph/error.h"
 
 namespace amp::cuda {
 namespace {
@@ -61,11 +62,29 @@ GemmPadding::GemmPadding(const GemmDesc& g) : desc_(g), run_(g) {
   if (bias) bias_ = staged(1, g.n, 1, run_.n, g.d_type);
   if (g.epilogue == E::kBiasGradFromB) bias_grad_ = staged(1, g.n, 1, run_.n, g.d_type);
   if (g.epilogue == E::kBiasGradFromA) bias_grad_ = staged(1, g.m, 1, run_.m, g.d_type);
+  auto stored = [&](Staged& s, bool padded, const char* which) {
+    if (!padded) return;
+    if (s.padded_rows != s.rows || s.padded_cols == s.cols)
+      throw Error(std::string("internal: ") + which + " of a " + g.str() + " is stored padded, which the padded product " +
+                  padded_str() + " does not read so");
+    s.in_place = true;
+  };
+  stored(a_, g.a_stored_padded, "A");
+  stored(b_, g.b_stored_padded, "B");
+  stored(d_, g.d_stored_padded, "D");
   for (Staged* s : {&a_, &b_, &d_, &bias_, &bias_grad_})
     if (s->used()) {
       s->at = bytes_;
       bytes_ += aligned(s->bytes());
     }
+}
+
+bool GemmPadding::takes_pitch(const GemmDesc& desc, int operand, int64_t pitch) {
+  GemmDesc plain = desc;
+  plain.a_stored_padded = plain.b_stored_padded = plain.d_stored_padded = false;
+  const GemmPadding p(plain);
+  const Staged& s = operand == 0 ? p.a_ : operand == 1 ? p.b_ : p.d_;
+  return p.active() && s.padded_rows == s.rows && s.padded_cols > s.cols && s.padded_cols == pitch;
 }
 
 std::string GemmPadding::padded_str() const {

@@ -18,6 +18,11 @@
 // Only single products (batch 1) without C (beta 0) and with no epilogue but the bias or the bias
 // gradient are padded; the others run as they are (an aux matrix already has its own padded
 // leading dimension, and GELU's input must be n wide: matmul_ops.cc rules it out).
+//
+// An A, B or D that the plan already stores padded (GemmDesc::a_stored_padded, ...;
+// row_pitch.h: the language-model head's scores and their gradient, written so by the product
+// and the loss's gradient) is read or written where it is: of the head's staging only the
+// weight's and the bias's small copies are left.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,6 +46,10 @@ class GemmPadding {
   // The product cuBLASLt runs: the description with m, n and k padded (the description itself
   // when inactive).
   const GemmDesc& run() const { return run_; }
+  // Whether operand 0 (A), 1 (B) or 2 (D) may be stored padded for this product
+  // (GemmDesc::a_stored_padded, ...): the padded product widens its rows, not their number, to
+  // `pitch` elements.
+  static bool takes_pitch(const GemmDesc& desc, int operand, int64_t pitch);
   // Bytes of staging the padded product needs, kAlignment-aligned pieces (0 when inactive).
   size_t staging_bytes() const { return bytes_; }
   // "[8192x768]x[768x50264]", the padded problem, for the device report.
@@ -58,7 +67,8 @@ class GemmPadding {
   struct Staged {
     int64_t rows = 0, cols = 0, padded_rows = 0, padded_cols = 0;
     size_t elem = 0, at = 0;
-    bool used() const { return padded_rows != rows || padded_cols != cols; }
+    bool in_place = false;  // stored padded already: read or written where it is
+    bool used() const { return !in_place && (padded_rows != rows || padded_cols != cols); }
     size_t bytes() const { return static_cast<size_t>(padded_rows * padded_cols) * elem; }
   };
 

@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/gemm_padding.h"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
 #include "backends/cuda/relu_mask.cuh"
@@ -137,6 +138,16 @@ ElementwiseProgram kernel_after(const EpilogueChoice& c, DType t, bool z_too) {
 
 constexpr size_t kScratchAlignment = 256;
 
+// dst, d's rows stored `pitch` elements apart with zeros between (row_pitch.h), from src, the same
+// rows one after the other.
+void copy_into_rows(const void* src, void* dst, const TensorDesc& d, int64_t pitch, cudaStream_t stream) {
+  if (d.dims.empty() || d.numel() == 0) return;
+  const int64_t cols = d.dims.back(), rows = d.numel() / cols;
+  const size_t elem = dtype_size(d.dtype), row = static_cast<size_t>(cols) * elem, padded = static_cast<size_t>(pitch) * elem;
+  AMP_CUDA_CHECK(cudaMemcpy2DAsync(dst, padded, src, row, row, static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, stream));
+  AMP_CUDA_CHECK(cudaMemset2DAsync(static_cast<uint8_t*>(dst) + row, padded, 0, padded - row, static_cast<size_t>(rows), stream));
+}
+
 // Operands: 0 A, 1 B, 2 C (Gemm, optional), 3 bias (BIAS epilogues), 4 the tensor a bias gradient
 // sums (BGRAD epilogues), 5 the aux matrix a backward epilogue reads: the ReLU mask DRELU applies,
 // GELU's input DGELU differentiates at. Results: 0 D, 1 bias gradient, 2 the aux matrix a forward
@@ -162,12 +173,20 @@ class ProductOp final : public CudaOp {
     }
   }
 
-  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+  // The product of these shapes as cuBLASLt is asked for it (the epilogue the one wanted), and
+  // how C is expanded into D first where it is not the bias row.
+  struct Described {
+    GemmDesc g;
+    bool expand_c = false;
+    StridedCopy c_copy;
+  };
+  Described describe(const OpShapes& s) const {
     const TensorDesc& a = *s.in.at(0);
     const TensorDesc& b = *s.in.at(1);
     const TensorDesc& d = *s.out.at(0);
     if (a.dtype != b.dtype) throw InputError("operands are " + std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)));
-    GemmDesc g;
+    Described out;
+    GemmDesc& g = out.g;
     g.ab_type = a.dtype;
     g.d_type = d.dtype;
     g.alpha = c_.alpha;
@@ -210,8 +229,8 @@ class ProductOp final : public CudaOp {
     }
     // C: a [n] row with beta 1 is the bias epilogue; anything else is expanded into D first and
     // accumulated with beta (cuBLASLt reads C from D's own buffer).
-    bool expand_c = false;
-    StridedCopy c_copy;
+    bool& expand_c = out.expand_c;
+    StridedCopy& c_copy = out.c_copy;
     if (s.has_in(2)) {
       const TensorDesc& c = *s.in[2];
       const bool row = c.numel() == g.n && (c.dims.size() == 1 || (c.dims.size() == 2 && c.dims[0] == 1));
@@ -223,14 +242,29 @@ class ProductOp final : public CudaOp {
         g.stride_c = g.m * g.n;
         std::vector<int64_t> cd = c.dims;
         while (cd.size() < 2) cd.insert(cd.begin(), 1);
-        const std::vector<int64_t> out = {g.m, g.n};
-        c_copy.dims = out;
-        c_copy.dst_strides = contiguous_strides(out);
+        const std::vector<int64_t> dims = {g.m, g.n};
+        c_copy.dims = dims;
+        c_copy.dst_strides = contiguous_strides(dims);
         c_copy.src_strides = {cd[0] == 1 ? 0 : cd[1], cd[1] == 1 ? 0 : 1};
         c_copy.elem_bytes = dtype_size(c.dtype);
         c_copy = simplify(c_copy);
       }
     }
+    // Operands the plan stores with padded rows (row_pitch.h) are read and written where they are.
+    g.a_stored_padded = a.row_pitch != 0;
+    g.b_stored_padded = b.row_pitch != 0;
+    g.d_stored_padded = d.row_pitch != 0;
+    return out;
+  }
+
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    const TensorDesc& a = *s.in.at(0);
+    const TensorDesc& b = *s.in.at(1);
+    const TensorDesc& d = *s.out.at(0);
+    Described described = describe(s);
+    GemmDesc& g = described.g;
+    const bool expand_c = described.expand_c;
+    const StridedCopy c_copy = described.c_copy;
     const size_t bias_operand = s.has_in(3) ? 3 : 2;  // fused Add's bias, or Gemm's own C row
     // The ReLU mask covers D's rows, [rows, n], as cuBLASLt's bitmask: the masked gradient must be
     // the forward's ReLU result in dims, or bits would belong to other elements.
@@ -287,6 +321,8 @@ class ProductOp final : public CudaOp {
       chosen = options[k];
       g.epilogue = chosen.epilogue;
       g.d_type = product_type(chosen, d.dtype);
+      // A generated kernel after the product reads it from scratch, stored as its dims.
+      g.d_stored_padded = d.row_pitch && !(chosen.after & kGeneratedKernel);
       if (const std::string why = ruled_out(chosen.epilogue); !why.empty()) {
         refused.push_back(std::string(gemm_epilogue_name(chosen.epilogue)) + ": " + why);
         continue;
@@ -300,11 +336,21 @@ class ProductOp final : public CudaOp {
       }
     }
     std::shared_ptr<ReducePlan> separate_sum;
+    // A summed tensor stored with padded rows is summed as [rows, pitch] (zeros in the padding)
+    // into scratch, whose first elements are the bias gradient.
+    int64_t summed_pitch = 0;
+    size_t pitched_sum_at = 0, pitched_sum_bytes = 0;
     if (chosen.has(kSum)) {
       const TensorDesc& summed = s.has_in(4) ? *s.in[4] : d;
-      std::vector<bool> reduced(summed.dims.size(), true);
+      std::vector<int64_t> dims = summed.dims;
+      if (summed.row_pitch && !dims.empty() && dims.back() > 0) {
+        summed_pitch = summed.row_pitch;
+        dims = {summed.numel() / dims.back(), summed_pitch};
+        pitched_sum_bytes = static_cast<size_t>(dims.back()) * dtype_size(s.out[1]->dtype);
+      }
+      std::vector<bool> reduced(dims.size(), true);
       if (!reduced.empty()) reduced.back() = false;
-      separate_sum = std::make_shared<ReducePlan>(summed.dtype, summed.dims, reduced, ReduceKind::kSum, ctx.sm_count());
+      separate_sum = std::make_shared<ReducePlan>(summed.dtype, dims, reduced, ReduceKind::kSum, ctx.sm_count());
     }
     const GemmEpilogue epilogue = g.epilogue;
     const bool sums_d = !s.has_in(4);
@@ -317,23 +363,38 @@ class ProductOp final : public CudaOp {
     const bool z_by_product = writes_z && chosen.epilogue == GemmEpilogue::kBias;
     const bool z_by_kernel = writes_z && chosen.has(kAddBias);
     size_t scratch_at = 0, workspace = plan->workspace_bytes();
+    auto aligned = [](size_t bytes) { return (bytes + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment; };
     const TensorDesc product_desc{g.d_type, d.dims};
+    // A result stored with padded rows that the generated kernel computes: the kernel writes its
+    // rows one after the other into scratch, and they are copied out into the padded rows.
+    const TensorDesc dense_d{d.dtype, d.dims};
+    const int64_t d_pitch = d.row_pitch;
+    size_t dense_at = 0;
     if (chosen.after & kGeneratedKernel) {
       OpShapes shapes;
       shapes.in.push_back(&product_desc);
       if (chosen.has(kAddBias)) shapes.in.push_back(s.in[bias_operand]);
       if (chosen.has(kGeluGrad)) shapes.in.push_back(s.in[5]);
       shapes.host.assign(shapes.in.size(), nullptr);
-      shapes.out = {&d};
-      if (z_by_kernel) shapes.out.push_back(&d);
+      shapes.out = {&dense_d};
+      if (z_by_kernel) shapes.out.push_back(&dense_d);
+      if (d_pitch && z_by_kernel) throw Error("internal: a product's padded result beside GELU's input");
       kernel = FusedElementwiseOp(kernel_after(chosen, d.dtype, z_by_kernel)).prepare(shapes, ctx);
       if (!z_by_product) {
-        scratch_at = (workspace + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
+        scratch_at = aligned(workspace);
         workspace = scratch_at + product_desc.nbytes();
       }
+      if (d_pitch) {
+        dense_at = aligned(workspace);
+        workspace = dense_at + dense_d.nbytes();
+      }
     }
-    if (separate_sum) workspace = std::max(workspace, separate_sum->workspace_bytes());
+    if (separate_sum) {
+      pitched_sum_at = aligned(separate_sum->workspace_bytes());
+      workspace = std::max(workspace, pitched_sum_bytes ? pitched_sum_at + pitched_sum_bytes : separate_sum->workspace_bytes());
+    }
     const bool scratch = kernel && !z_by_product;
+    const size_t s_out1_bytes = s.has_out(1) ? s.out[1]->nbytes() : 0;
     ctx.report().record("product", {{"product", g.str()},
                                     {"wanted", gemm_epilogue_name(wanted)},
                                     {"chosen", gemm_epilogue_name(chosen.epilogue)},
@@ -360,21 +421,52 @@ class ProductOp final : public CudaOp {
           plan->enqueue(c.cublaslt(), c.stream(), buf.in[0], buf.in[1], product_out, product_out, bias, aux,
                         buf.workspace);
           if (kernel) {
-            OpBuffers k{{product_out}, {buf.out[0]}};
+            void* kernel_out = d_pitch ? static_cast<uint8_t*>(buf.workspace) + dense_at : buf.out[0];
+            OpBuffers k{{product_out}, {kernel_out}};
             if (chosen.has(kAddBias)) k.in.push_back(buf.in[bias_operand]);
             if (chosen.has(kGeluGrad)) k.in.push_back(buf.in[5]);
             if (z_by_kernel) k.out.push_back(buf.out[2]);
             kernel->enqueue(k, c);
+            if (d_pitch) copy_into_rows(kernel_out, buf.out[0], dense_d, d_pitch, c.stream());
           }
           if (chosen.has(kWriteMask)) write_relu_mask(d_type, buf.out[0], buf.out[2], rows, g.n, mask_ld, c.sm_count(), c.stream());
           if (chosen.has(kApplyMask)) apply_relu_mask(d_type, buf.out[0], buf.in[5], rows, g.n, mask_ld, c.sm_count(), c.stream());
-          if (separate_sum) separate_sum->enqueue(sums_d ? buf.out[0] : buf.in[4], buf.out[1], buf.workspace, c.stream());
+          if (separate_sum && summed_pitch) {
+            uint8_t* sums = static_cast<uint8_t*>(buf.workspace) + pitched_sum_at;
+            separate_sum->enqueue(sums_d ? buf.out[0] : buf.in[4], sums, buf.workspace, c.stream());
+            AMP_CUDA_CHECK(cudaMemcpyAsync(buf.out[1], sums, s_out1_bytes, cudaMemcpyDeviceToDevice, c.stream()));
+          } else if (separate_sum) {
+            separate_sum->enqueue(sums_d ? buf.out[0] : buf.in[4], buf.out[1], buf.workspace, c.stream());
+          }
         },
         workspace);
   }
 
   size_t packed_output_bytes(const OpShapes& s, size_t output) const override {
     return output == 2 && c_.epilogue == GemmEpilogue::kReluAuxBias ? mask_bytes(*s.out.at(0)) : 0;
+  }
+
+  // Padded rows (row_pitch.h): A, B and D where the padded product (gemm_padding.h) widens their
+  // rows to the pitch without adding rows, so that it reads or writes them where they are; and
+  // the tensor a bias gradient sums, which the epilogue takes from A or B (a separate sum, where
+  // cuBLASLt refuses the epilogue, sums its padded rows). Only for the epilogues that pad.
+  bool takes_row_pitch(const OpShapes& s, bool output, size_t operand) const override {
+    using E = GemmEpilogue;
+    const E e = c_.epilogue;
+    const bool bias_grad = e == E::kBiasGradFromA || e == E::kBiasGradFromB;
+    if (!(e == E::kNone || e == E::kBias || bias_grad)) return false;
+    if (output ? operand != 0 : !(operand <= 1 || (operand == 4 && bias_grad))) return false;
+    const TensorDesc* t = output ? (s.has_out(0) ? s.out[0] : nullptr) : (s.has_in(operand) ? s.in[operand] : nullptr);
+    if (!t || !t->row_pitch || !s.has_in(0) || !s.has_in(1) || !s.has_out(0)) return false;
+    Described described;
+    try {
+      described = describe(s);
+    } catch (const Error&) {
+      return false;
+    }
+    if (described.expand_c) return false;
+    if (!output && operand == 4) return true;
+    return GemmPadding::takes_pitch(described.g, output ? 2 : static_cast<int>(operand), t->row_pitch);
   }
   size_t packed_input_bytes(const OpShapes& s, size_t input) const override {
     const bool drelu = c_.epilogue == GemmEpilogue::kDRelu || c_.epilogue == GemmEpilogue::kDReluBiasGrad;

@@ -3,6 +3,7 @@
 #include "backends/cuda/channels_last.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/fused_elementwise_op.h"
+#include "backends/cuda/row_pitch.h"
 #include "backends/cuda/schedule.h"
 
 namespace amp::cuda {
@@ -19,6 +20,7 @@ std::string value_type(const ShapePlan& p, int v, std::string (*human_bytes)(int
   s += "]";
   if (p.desc[v].packed_bytes) s += " packed in " + human_bytes(static_cast<int64_t>(p.desc[v].packed_bytes));
   if (p.desc[v].channels_last) s += " NHWC";
+  if (p.desc[v].row_pitch) s += " rows " + std::to_string(p.desc[v].row_pitch) + " apart";
   return s;
 }
 
@@ -105,6 +107,12 @@ ordered_json plan_report(const Model& m, const CompileOptions& options, const st
   j["read_through"] = p.read_through.size();
   j["nodes"] = s.program.steps.size();
   j["channels_last"] = {{"units", cl_units}, {"conversions", conversions_made}, {"conversion_bytes", conversion_bytes}};
+  // Values stored with padded rows (row_pitch.h): the products read and write them where they are.
+  ordered_json padded = ordered_json::array();
+  for (int v : padded_row_values(p))
+    padded.push_back({{"value", s.program.values[v].name}, {"type", value_type(p, v, human_bytes)},
+                      {"pitch", p.desc[v].row_pitch}});
+  j["padded_rows"] = padded;
   j["memory"] = {{"arena_bytes", layout.arena.arena_bytes},
                  {"peak_live_bytes", layout.arena.peak_bytes},
                  {"without_reuse_bytes", layout.arena.total_bytes},

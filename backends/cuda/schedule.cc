@@ -9,6 +9,7 @@
 
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cuda/channels_last.h"
+#include "backends/cuda/row_pitch.h"
 #include "backends/cuda/copy_fusion.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/node_patterns.h"
@@ -392,6 +393,7 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   choose_views(p, fed);
   fuse_copies(*this, p, targets);
   decide_channels_last(*this, p, targets, fed);
+  decide_row_pitch(*this, p, targets, fed);
   return p;
 }
 
@@ -542,7 +544,13 @@ void Schedule::group_elementwise(ShapePlan& p, const std::vector<bool>& needed, 
       parts.push_back(part);
     }
     // A value leaves the kernel when a needed step outside the group reads it, or it is a target.
-    auto outside = [&](int r) { return needed[r] && std::find(group.begin(), group.end(), r) == group.end(); };
+    // A host step reads no device value's contents, only its dims (a Shape: planning refuses
+    // shapes that depend on device data), which the plan knows without it: a GPT-2 step's
+    // residual Adds read each projection's fp32 Cast, which a Shape for the Add's gradient also
+    // reads, and the kernel wrote that Cast out for it (24 tensors of [tokens, 768] fp32 a step).
+    auto outside = [&](int r) {
+      return needed[r] && !host_step[r] && std::find(group.begin(), group.end(), r) == group.end();
+    };
     const ProgramPart merged = merge_programs(parts, [&](int v) {
       return is_target[v] || std::any_of(readers[v].begin(), readers[v].end(), outside) ||
              std::any_of(extra_readers[v].begin(), extra_readers[v].end(), outside);

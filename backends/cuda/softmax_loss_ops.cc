@@ -92,7 +92,13 @@ void fill_dims(CrossEntropyShape& s, const TensorDesc& scores, const TensorDesc&
   s.classes = scores.dims[1];
   s.inner = 1;
   for (size_t d = 2; d < scores.dims.size(); ++d) s.inner *= scores.dims[d];
+  s.score_pitch = scores.row_pitch;
+  if (s.score_pitch && scores.dims.size() != 2) throw Error("internal: padded rows of scores with dims after the classes");
 }
+
+// [N, C] scores (classes the last axis, one row a block) may be stored with padded rows, and so
+// may their gradient (row_pitch.h): GPT-2's [tokens, 50257] scores.
+bool rows_of_classes(const TensorDesc* scores) { return scores && scores->dims.size() == 2; }
 
 // SoftmaxCrossEntropyLoss(scores, labels, [weights]) -> loss, [log_prob]
 class CrossEntropy final : public CudaOp {
@@ -112,6 +118,9 @@ class CrossEntropy final : public CudaOp {
   // A step's 16-bit scores are widened for the loss (mixed precision keeps it fp32); the kernel
   // widens them as it reads, so a GPT-2 step's [tokens, 50257] scores are not stored again in fp32.
   bool reads_any_float(size_t input) const override { return input == 0; }
+  bool takes_row_pitch(const OpShapes& s, bool output, size_t operand) const override {
+    return !output && operand == 0 && rows_of_classes(s.in.at(0));
+  }
 
  private:
   CrossEntropyShape base_;
@@ -127,6 +136,8 @@ class CrossEntropyGrad final : public CudaOp {
     if (shape.score_type != shape.type && shape.type != DType::kFloat)
       throw InputError("dLoss and scores differ in type");
     shape.grad_type = s.out[0]->dtype;
+    shape.grad_pitch = s.out[0]->row_pitch;
+    if (shape.grad_pitch && s.out[0]->dims.size() != 2) throw Error("internal: padded rows of dScores with dims after the classes");
     const bool weighted = s.has_in(3);
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& ctx) {
@@ -137,6 +148,9 @@ class CrossEntropyGrad final : public CudaOp {
   }
   bool writes_any_float(size_t output) const override { return output == 0; }
   bool reads_any_float(size_t input) const override { return input == 1; }
+  bool takes_row_pitch(const OpShapes& s, bool output, size_t operand) const override {
+    return operand == (output ? 0u : 1u) && rows_of_classes(s.in.at(1));
+  }
 
  private:
   CrossEntropyShape base_;

@@ -141,6 +141,12 @@ std::string cuda_plan_text(const ordered_json& j) {
     s << "layout:       " << cl["units"] << " units compute channels-last (NHWC); " << cl["conversions"]
       << " transposes where their region meets row-major values, moving "
       << human_bytes(cl["conversion_bytes"].get<int64_t>()) << " (in the traffic below)\n";
+  if (j.contains("padded_rows") && !j["padded_rows"].empty()) {
+    s << "padded rows:  " << j["padded_rows"].size()
+      << " values stored with rows a multiple of 16 bytes apart, which the products read and write where they are:";
+    for (const auto& v : j["padded_rows"]) s << " " << v["value"].get<std::string>() << " (" << v["type"].get<std::string>() << ")";
+    s << "\n";
+  }
   const auto& mem = j["memory"];
   s << "memory:       arena " << human_bytes(mem["arena_bytes"].get<int64_t>()) << " (live at most "
     << human_bytes(mem["peak_live_bytes"].get<int64_t>()) << ", " << human_bytes(mem["without_reuse_bytes"].get<int64_t>())

@@ -14,15 +14,18 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "tests/support/lm_head_model.h"
 #include "tests/support/test_support.h"
 #include "tests/support/weight_gradient_model.h"
 
 #if AMP_HAVE_CUDA
 #include "tests/support/backend_parity.h"
+#include "tests/support/cuda_plans.h"
 #include "tests/support/device_report_file.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
 #include "tests/support/require_gpu.h"
+#include "tests/support/scoped_env.h"
 #endif
 
 namespace amp {
@@ -31,6 +34,7 @@ namespace {
 #if AMP_HAVE_CUDA
 
 using test::DeviceReportFile;
+using test::expect_close;
 using test::expect_parity;
 using test::Feeds;
 using test::OneNode;
@@ -101,6 +105,61 @@ TEST(CudaBackendGpu, ProductsWithOddRowLengthsRunPaddedAndMatchTheCpu) {
         ASSERT_EQ(padded.size(), 1u);
         EXPECT_EQ(padded[0]["runs"], c.padded);
       }
+    }
+  }
+}
+
+// The head trained (backends/cuda/row_pitch.h): its 37-column scores and their gradient stored with
+// rows 40 elements apart, written by the forward product and the loss's gradient, read by the
+// loss, ArgMax and the two backward products where they are. Three AdamW steps on the same batch
+// compute the CPU backend's losses, correct counts and weights, as the staged copies do
+// (AMP_CUDA_STAGED_ROWS=1), and with cuBLASLt refusing the bias and bias-gradient epilogues (on
+// the stand-ins: the generated bias kernel then writes the padded scores through scratch, and the
+// separate sum adds the padded gradient's rows). On the stand-ins the products stage no copy of
+// the scores or their gradient: three fewer than the staged run.
+TEST(CudaBackendGpu, PaddedScoreRowsTrainAsTheCpuDoesWithoutStagedCopies) {
+  REQUIRE_GPU();
+  constexpr int64_t kVocab = 37, kRows = 2 * 8;
+  for (DType precision : {DType::kFloat, DType::kFloat16, DType::kBFloat16}) {
+    const TrainingStep step = test::mixed_precision_step(test::lm_head_model(kVocab, 16), precision);
+    const CompileOptions options = test::step_options(step);
+    Tensor lr(DType::kFloat, {});
+    lr.mutable_as<float>()[0] = 1e-2f;
+    const Feeds feeds = {{"tokens", random_tensor(DType::kInt64, {2, 8}, 31, 0, kVocab)},
+                         {step.labels, random_tensor(DType::kInt64, {2, 8}, 32, 0, kVocab)},
+                         {step.lr, lr}};
+    auto cpu = make_backend("cpu")->compile(step.model, options);
+    std::vector<Tensor> want;
+    for (int k = 0; k < 3; ++k)
+      for (Tensor& t : cpu->run(feeds, {step.loss, step.correct})) want.push_back(std::move(t));
+    size_t staged_total[2] = {0, 0};
+    for (const char* mode : {"padded", "staged", "epilogues refused"}) {
+      SCOPED_TRACE(std::string(dtype_name(precision)) + ", " + mode);
+      const bool staged = std::string(mode) == "staged", refused = std::string(mode) == "epilogues refused";
+      if (refused && !test::on_standins()) continue;  // a knob of the stand-in cuBLASLt
+      std::optional<test::ScopedEnv> staged_env, refuse_env;
+      if (staged) staged_env.emplace("AMP_CUDA_STAGED_ROWS", "1");
+      if (refused) refuse_env.emplace("AMP_STANDIN_CUBLASLT_REFUSE", "BIAS,BGRADA,BGRADB");
+      const DeviceReportFile report(std::string("padded_rows_") + (staged ? "staged" : refused ? "refused" : "padded"));
+      auto gpu = make_backend("cuda")->compile(step.model, options);
+      for (int k = 0; k < 3; ++k) {
+        const std::vector<Tensor> got = gpu->run(feeds, {step.loss, step.correct});
+        expect_close(got[0], want[2 * k], "loss at step " + std::to_string(k), 10.0);
+        // A 16-bit score may round to the other side of a near tie on either backend.
+        EXPECT_NEAR(got[1].element(0), want[2 * k + 1].element(0), precision == DType::kFloat ? 0.0 : 1.0)
+            << "correct predictions at step " << k;
+      }
+      for (const std::string& name : step.params) expect_close(gpu->read_state(name), cpu->read_state(name), name, 10.0);
+      if (!test::on_standins() || refused) continue;
+      size_t& total = staged_total[staged ? 1 : 0];
+      for (const nlohmann::json& line : report.lines("gemm_padded")) total += std::stoul(line["staged_bytes"].get<std::string>());
+    }
+    if (test::on_standins()) {
+      // The forward product's D, the input gradient's A and the weight gradient's A: the scores or
+      // their gradient, [16, 40] each in the staging area's 256-byte pieces.
+      const size_t rows_bytes = static_cast<size_t>(kRows * 40) * dtype_size(precision);
+      const size_t piece = (rows_bytes + 255) / 256 * 256;
+      EXPECT_EQ(staged_total[1] - staged_total[0], 3 * piece) << "staged " << staged_total[1] << ", padded " << staged_total[0];
     }
   }
 }

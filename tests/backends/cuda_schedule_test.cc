@@ -509,6 +509,40 @@ TEST(CudaSchedule, TheLossAndItsGradientReadTheSixteenBitScoresThemselves) {
   }
 }
 
+// A value only host steps read besides the kernel computing it (a Shape, which reads dims the plan
+// knows) stays in the kernel's registers: GPT's residual Adds widen each projection's 16-bit
+// result inside their kernel, and the Add's gradient takes the Shape of that widened value.
+TEST(CudaSchedule, FusedKernelsWriteNoValueOnlyHostStepsRead) {
+  for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    TrainingStep step = mixed_precision_step("gpt.train.onnx", precision);
+    const Schedule s(step.model, step_options(step));
+    std::vector<Tensor> feeds;
+    const ShapePlan p = plan_with_zero_feeds(s, feeds);
+    std::vector<bool> target(s.program.values.size(), false);
+    for (int v : s.program.outputs) target[v] = true;
+    for (const auto& [st, v] : s.updates) target[v] = true;
+    // Steps that run, or that their readers read past (a pass-through, a view): not host steps.
+    std::vector<bool> planned(s.program.steps.size(), false);
+    for (int st : p.steps) planned[st] = true;
+    for (int st : p.read_through) planned[st] = true;
+    int widened_in_kernel = 0;
+    for (const Unit* u : p.order) {
+      if (u->kind.rfind("fused", 0) != 0) continue;
+      for (int v : u->out) {
+        if (v < 0 || target[v]) continue;
+        bool device_reader = false;
+        for (int r : s.readers[v])
+          device_reader |= planned[r] && !s.host_step[r] && std::find(u->steps.begin(), u->steps.end(), r) == u->steps.end();
+        EXPECT_TRUE(device_reader) << u->kind << " writes " << s.program.values[v].name << ", which only host steps read";
+      }
+      // The residual Adds: a Cast+Add kernel writes the sum alone.
+      if (u->kind.find("Cast+Add") != std::string::npos && u->out.size() == 1) ++widened_in_kernel;
+    }
+    EXPECT_GE(widened_in_kernel, 4) << "2 layers, 2 residual Adds each";
+  }
+}
+
 // The same for every copy unit — Transposes, Slices, the attention's composed and batched copies
 // (copy_fusion.h): its copies applied on the host to the inputs the CPU backend computed for the
 // unfused graph write exactly the CPU backend's values of its outputs.
