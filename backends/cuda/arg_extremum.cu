@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/cuda/arg_best.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/float_types.cuh"
 
@@ -10,58 +11,21 @@ namespace {
 
 constexpr int kRowThreads = 512;
 
-// Whether candidate (v, i) wins over (best, at): at < 0 is no candidate yet.
-__device__ __forceinline__ bool wins(float v, int64_t i, float best, int64_t at, bool max, bool last) {
-  if (i < 0) return false;
-  if (at < 0) return true;
-  const bool v_nan = v != v, best_nan = best != best;
-  if (v_nan || best_nan) {
-    if (v_nan && best_nan) return last ? i > at : i < at;
-    return v_nan;
-  }
-  if (v != best) return max ? v > best : v < best;
-  return last ? i > at : i < at;
-}
-
-// The warp's winner, in every lane.
-__device__ __forceinline__ void warp_best(float& best, int64_t& at, bool max, bool last) {
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const float v = __shfl_xor_sync(0xffffffffu, best, offset);
-    const int64_t i = __shfl_xor_sync(0xffffffffu, at, offset);
-    if (wins(v, i, best, at, max, last)) {
-      best = v;
-      at = i;
-    }
-  }
-}
-
 template <class T>
 __global__ void __launch_bounds__(kRowThreads)
     arg_rows(const T* __restrict__ x, int64_t* __restrict__ out, int64_t r, int64_t pitch, bool max, bool last) {
-  __shared__ float values[32];
-  __shared__ int64_t indices[32];
   const T* row = x + blockIdx.x * pitch;
   float best = 0.0f;
   int64_t at = -1;
-  // Any visiting order gives the same winner: wins() breaks ties by index.
+  // Any visiting order gives the same winner: arg_wins() breaks ties by index.
   for_row(row, r, [&](int64_t k, float v) {
-    if (wins(v, k, best, at, max, last)) {
+    if (arg_wins(v, k, best, at, max, last)) {
       best = v;
       at = k;
     }
   });
-  warp_best(best, at, max, last);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) {
-    values[warp] = best;
-    indices[warp] = at;
-  }
-  __syncthreads();
-  if (warp != 0) return;
-  best = lane < static_cast<int>(blockDim.x / 32) ? values[lane] : 0.0f;
-  at = lane < static_cast<int>(blockDim.x / 32) ? indices[lane] : -1;
-  warp_best(best, at, max, last);
-  if (lane == 0) out[blockIdx.x] = at;
+  at = arg_block_best(best, at, max, last);
+  if (threadIdx.x == 0) out[blockIdx.x] = at;
 }
 
 template <class T>
@@ -74,7 +38,7 @@ __global__ void arg_columns(const T* __restrict__ x, int64_t* __restrict__ out, 
     int64_t at = 0;
     for (int64_t k = 1; k < r; ++k) {
       const float v = to_float(lane[k * inner]);
-      if (wins(v, k, best, at, max, last)) {
+      if (arg_wins(v, k, best, at, max, last)) {
         best = v;
         at = k;
       }

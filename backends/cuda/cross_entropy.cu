@@ -7,6 +7,7 @@
 // result does not depend on atomics' order (bit-identical runs).
 #include "backends/cuda/cross_entropy.cuh"
 
+#include "backends/cuda/arg_best.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/float_types.cuh"
 
@@ -36,13 +37,29 @@ __device__ __forceinline__ RowStats add_element(RowStats acc, float v) {
   return merge(acc, RowStats{v, 1.0f});
 }
 
-// max and sum of exp(x - max) of one row, element c at row[c * inner], for the whole block.
+// max and sum of exp(x - max) of one row, element c at row[c * inner], for the whole block. With
+// `argmax` (inner == 1), also the row's ArgMax as ArgMax computes it (arg_best.cuh), into *argmax
+// by thread 0: the step's accuracy count reads the scores in the same pass.
 template <class T>
-__device__ RowStats row_stats(const T* row, int64_t classes, int64_t inner) {
+__device__ RowStats row_stats(const T* row, int64_t classes, int64_t inner, int64_t* argmax = nullptr,
+                              bool last = false) {
   __shared__ RowStats scratch[32];
   RowStats acc{-INFINITY, 0.0f};
-  if (inner == 1) for_row(row, classes, [&](int64_t, float v) { acc = add_element(acc, v); });
-  else
+  if (inner == 1 && argmax) {
+    float best = 0.0f;
+    int64_t at = -1;
+    for_row(row, classes, [&](int64_t c, float v) {
+      acc = add_element(acc, v);
+      if (arg_wins(v, c, best, at, true, last)) {
+        best = v;
+        at = c;
+      }
+    });
+    at = arg_block_best(best, at, true, last);
+    if (threadIdx.x == 0) *argmax = at;
+  } else if (inner == 1) {
+    for_row(row, classes, [&](int64_t, float v) { acc = add_element(acc, v); });
+  } else
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) acc = add_element(acc, to_float(row[c * inner]));
   for (int offset = 16; offset > 0; offset >>= 1)
     acc = merge(acc, RowStats{__shfl_xor_sync(0xffffffffu, acc.max, offset), __shfl_xor_sync(0xffffffffu, acc.sum, offset)});
@@ -82,11 +99,12 @@ __device__ __forceinline__ float row_weight(const L* labels, const T* weights, i
 template <class T, class L, class TS>
 __global__ void __launch_bounds__(kThreads) forward_rows(const TS* __restrict__ scores, const L* __restrict__ labels, const T* __restrict__ weights,
                              T* __restrict__ log_prob, float* __restrict__ row_loss, float* __restrict__ row_weight_out,
+                             int64_t* __restrict__ argmax, bool argmax_last,
                              int64_t classes, int64_t inner, int64_t pitch, bool has_ignore, int64_t ignore) {
   const int64_t r = blockIdx.x;
   const int64_t base = (r / inner) * classes * inner + r % inner;
   const TS* row = scores + (inner == 1 ? r * pitch : base);
-  const RowStats s = row_stats(row, classes, inner);
+  const RowStats s = row_stats(row, classes, inner, argmax ? argmax + r : nullptr, argmax_last);
   const float lse = s.max + logf(s.sum);
   if (log_prob)
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
@@ -198,7 +216,8 @@ size_t cross_entropy_workspace(const CrossEntropyShape& s) {
 }
 
 void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const void* labels, const void* weights,
-                           void* loss, void* log_prob, void* workspace, cudaStream_t stream) {
+                           void* loss, void* log_prob, void* workspace, cudaStream_t stream, int64_t* argmax) {
+  if (argmax && s.inner != 1) throw Error("internal: the loss finds each row's ArgMax only over [N, C] scores");
   const int64_t rows = s.n * s.inner;
   float* row_loss = static_cast<float*>(workspace);
   float* row_w = row_loss + rows;
@@ -213,7 +232,8 @@ void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const
         if (rows > 0)
           forward_rows<T, L, TS><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
             static_cast<const TS*>(scores), static_cast<const L*>(labels), static_cast<const T*>(weights),
-            static_cast<T*>(log_prob), row_loss, row_w, s.classes, s.inner, s.score_pitch ? s.score_pitch : s.classes,
+            static_cast<T*>(log_prob), row_loss, row_w, argmax, s.argmax_last, s.classes, s.inner,
+            s.score_pitch ? s.score_pitch : s.classes,
             s.ignore_index.has_value(), s.ignore_index.value_or(0));
       });
     });

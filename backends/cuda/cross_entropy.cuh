@@ -24,6 +24,7 @@ struct CrossEntropyShape {
   // more for rows stored padded (TensorDesc::row_pitch). The backward writes zeros into dscores'
   // padding.
   int64_t score_pitch = 0, grad_pitch = 0;
+  bool argmax_last = false;  // the forward's ArgMax (when asked for): select_last_index
   std::optional<int64_t> ignore_index;
   LossReduction reduction = LossReduction::kMean;
 };
@@ -32,8 +33,10 @@ struct CrossEntropyShape {
 size_t cross_entropy_workspace(const CrossEntropyShape& s);
 
 // loss: [n, inner] for kNone, else a scalar; log_prob (may be null): like scores. weights may be null.
+// argmax (may be null; inner == 1 only): each row's ArgMax over the classes, as arg_extremum
+// computes it, found in the same pass over the scores.
 void cross_entropy_forward(const CrossEntropyShape& s, const void* scores, const void* labels, const void* weights,
-                           void* loss, void* log_prob, void* workspace, cudaStream_t stream);
+                           void* loss, void* log_prob, void* workspace, cudaStream_t stream, int64_t* argmax = nullptr);
 // dscores = (softmax(scores) - onehot(label)) * weight[label] * dloss / (sum of weights, for kMean).
 // dloss is a scalar, or [n, inner] for kNone.
 void cross_entropy_backward(const CrossEntropyShape& s, const void* dloss, const void* scores, const void* labels,

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/grad_kernels.h"
 #include "backends/cuda/channels_last.h"
+#include "backends/cuda/loss_argmax_fusion.h"
 #include "backends/cuda/row_pitch.h"
 #include "backends/cuda/copy_fusion.h"
 #include "backends/cuda/fused_elementwise_op.h"
@@ -141,6 +142,7 @@ Schedule::Schedule(const Model& m, const CompileOptions& options) {
                          "', which is computed on the device; the cuda backend needs them known before a run");
   }
   build_units(m, nodes);
+  merged = loss_argmax_candidates(program, units, nodes);
 }
 
 void Schedule::build_units(const Model& m, const std::vector<const Node*>& nodes) {
@@ -391,6 +393,7 @@ ShapePlan Schedule::plan(const std::vector<const Tensor*>& fed, const std::vecto
   pack_values(p);
   order_units(p);
   choose_views(p, fed);
+  merge_loss_argmax(merged, p);
   fuse_copies(*this, p, targets);
   decide_channels_last(*this, p, targets, fed);
   decide_row_pitch(*this, p, targets, fed);

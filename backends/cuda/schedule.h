@@ -40,6 +40,14 @@ struct Unit {
   std::string kind;             // "MatMul+Add", "fused Div+Erf+Add+Mul+Mul", "Softmax": for reports and tests
 };
 
+// Two fixed units a plan may run as one (loss_argmax_fusion.h): `unit`, made when the schedule is,
+// replaces both in a plan's order where their operands allow.
+struct MergedUnit {
+  const Unit* first = nullptr;
+  const Unit* second = nullptr;
+  std::unique_ptr<Unit> unit;
+};
+
 // One signature's shapes and work, before any device memory exists.
 struct ShapePlan {
   std::vector<int> steps;             // the steps the targets need, in program order
@@ -95,6 +103,7 @@ struct Schedule {
   std::vector<bool> host_value;   // per value: its contents are known while planning
   std::vector<std::unique_ptr<Unit>> units;  // fixed device units
   std::vector<int> unit_of_step;             // per step: its fixed unit, or -1
+  std::vector<MergedUnit> merged;            // pairs of them a plan may merge (loss_argmax_fusion.h)
 
   std::vector<int> state_values;             // value number of each state tensor, in order
   std::vector<int> state_of;                 // per value: index into state_values, or -1

@@ -1,5 +1,7 @@
 // Softmax, LogSoftmax and the fused softmax cross-entropy loss with its gradient (softmax.cuh,
 // cross_entropy.cuh).
+#include "backends/cuda/softmax_loss_ops.h"
+
 #include "backends/cuda/cross_entropy.cuh"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/softmax.cuh"
@@ -100,18 +102,28 @@ void fill_dims(CrossEntropyShape& s, const TensorDesc& scores, const TensorDesc&
 // may their gradient (row_pitch.h): GPT-2's [tokens, 50257] scores.
 bool rows_of_classes(const TensorDesc* scores) { return scores && scores->dims.size() == 2; }
 
-// SoftmaxCrossEntropyLoss(scores, labels, [weights]) -> loss, [log_prob]
+// SoftmaxCrossEntropyLoss(scores, labels, [weights]) -> loss, [log_prob]; merged with an ArgMax
+// over the same [N, C] scores' classes (loss_argmax_fusion.h), also -> the ArgMax's indices.
 class CrossEntropy final : public CudaOp {
  public:
   CrossEntropy(const Node& n, int64_t) : base_(loss_shape(n)) {}
+  CrossEntropy(const Node& loss, const Node& argmax) : base_(loss_shape(loss)), argmax_(true) {
+    base_.argmax_last = argmax.attr_int("select_last_index", 0) != 0;
+  }
   std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
     CrossEntropyShape shape = base_;
     fill_dims(shape, *s.in[0], *s.in[1], s.out[0]->dtype);
     const bool weighted = s.has_in(2), log_prob = s.has_out(1);
+    const bool argmax = argmax_;
+    if (argmax) {
+      if (!s.has_out(2) || s.out[2]->dtype != DType::kInt64 || s.out[2]->numel() != shape.n || shape.inner != 1)
+        throw Error("internal: the loss's ArgMax needs [N, C] scores and N int64 indices");
+    }
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& ctx) {
           cross_entropy_forward(shape, b.in[0], b.in[1], weighted ? b.in[2] : nullptr, b.out[0],
-                                log_prob ? b.out[1] : nullptr, b.workspace, ctx.stream());
+                                log_prob ? b.out[1] : nullptr, b.workspace, ctx.stream(),
+                                argmax ? static_cast<int64_t*>(b.out[2]) : nullptr);
         },
         cross_entropy_workspace(shape));
   }
@@ -124,6 +136,7 @@ class CrossEntropy final : public CudaOp {
 
  private:
   CrossEntropyShape base_;
+  bool argmax_ = false;
 };
 
 // ai.onnx_amp SoftmaxCrossEntropyLossGrad(dLoss, scores, labels, [weights]) -> dScores
@@ -157,6 +170,10 @@ class CrossEntropyGrad final : public CudaOp {
 };
 
 }  // namespace
+
+std::unique_ptr<CudaOp> make_cross_entropy_with_argmax(const Node& loss, const Node& argmax) {
+  return std::make_unique<CrossEntropy>(loss, argmax);
+}
 
 const std::vector<CudaOpEntry>& softmax_loss_ops() {
   static const std::vector<CudaOpEntry> ops = {
