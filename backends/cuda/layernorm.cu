@@ -26,6 +26,31 @@ constexpr int kThreads = 256;
 // about ten times what its bytes take. The same operations in the same order as before.
 constexpr int kPer = 4;
 
+// The backward's epilogue (LayerNormResidual): dX plus the gradient reaching the same value by
+// its other path (the residual stream's), added in fp32 as the graph's Add does (no contraction
+// with the product before it), and that sum also stored narrowed where a Cast reads it.
+struct Residual {
+  const float* add = nullptr;  // [rows, cols] fp32, or null
+  void* narrowed = nullptr;    // [rows, cols] of narrowed_type (float16 or bfloat16), or null
+  DType narrowed_type = DType::kUndefined;
+};
+
+__device__ __forceinline__ float plus_residual(float v, const float* add, int64_t at) {
+  return add ? __fadd_rn(v, add[at]) : v;
+}
+
+__device__ __forceinline__ void store_narrowed(const Residual& res, int64_t at, float v) {
+  if (!res.narrowed) return;
+  if (res.narrowed_type == DType::kBFloat16) static_cast<__nv_bfloat16*>(res.narrowed)[at] = from_float<__nv_bfloat16>(v);
+  else static_cast<__half*>(res.narrowed)[at] = from_float<__half>(v);
+}
+
+__device__ __forceinline__ void store8_narrowed(const Residual& res, int64_t at, const float (&v)[8]) {
+  if (!res.narrowed) return;
+  if (res.narrowed_type == DType::kBFloat16) store8(static_cast<__nv_bfloat16*>(res.narrowed) + at, v);
+  else store8(static_cast<__half*>(res.narrowed) + at, v);
+}
+
 template <class T>
 __device__ void row_statistics(const T* row, int64_t cols, float epsilon, float* scratch, float* mean_out,
                                float* inv_std_out) {
@@ -88,7 +113,7 @@ __global__ void forward_kernel(const TX* __restrict__ x, const T* __restrict__ s
 template <class TDY, class T, class TDX>
 __global__ void backward_kernel(const TDY* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ scale,
                                 TDX* __restrict__ dx, float* __restrict__ partial, int64_t rows, int64_t cols,
-                                float epsilon) {
+                                float epsilon, Residual res) {
   __shared__ float scratch[32];
   float* mine = partial + blockIdx.x * 2 * cols;
   if (cols <= kPer * static_cast<int64_t>(blockDim.x)) {
@@ -125,7 +150,10 @@ __global__ void backward_kernel(const TDY* __restrict__ dy, const T* __restrict_
       const float mean_gx = block_sum(sum_gx, scratch) / static_cast<float>(cols);
       for (int k = 0; k < kPer; ++k) {
         const int64_t c = threadIdx.x + k * static_cast<int64_t>(blockDim.x);
-        if (c < cols) dx[r * cols + c] = from_float<TDX>(inv_std * (d[k] * sc[k] - mean_g - xv[k] * mean_gx));
+        if (c >= cols) continue;
+        const float v = plus_residual(inv_std * (d[k] * sc[k] - mean_g - xv[k] * mean_gx), res.add, r * cols + c);
+        dx[r * cols + c] = from_float<TDX>(v);
+        store_narrowed(res, r * cols + c, v);
       }
     }
     for (int k = 0; k < kPer; ++k) {
@@ -159,7 +187,9 @@ __global__ void backward_kernel(const TDY* __restrict__ dy, const T* __restrict_
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const float xhat = (to_float(xr[c]) - mean) * inv_std;
       const float g = to_float(dyr[c]) * to_float(scale[c]);
-      dxr[c] = from_float<TDX>(inv_std * (g - mean_g - xhat * mean_gx));
+      const float v = plus_residual(inv_std * (g - mean_g - xhat * mean_gx), res.add, r * cols + c);
+      dxr[c] = from_float<TDX>(v);
+      store_narrowed(res, r * cols + c, v);
     }
   }
 }
@@ -236,7 +266,8 @@ __global__ void __launch_bounds__(kThreads)
 template <class TDY, class T, class TDX>
 __global__ void __launch_bounds__(kThreads)
     backward_warp_rows(const TDY* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ scale,
-                       TDX* __restrict__ dx, float* __restrict__ partial, int64_t rows, int64_t cols, float epsilon) {
+                       TDX* __restrict__ dx, float* __restrict__ partial, int64_t rows, int64_t cols, float epsilon,
+                       Residual res) {
   __shared__ float line[2 * kWarpGroups * 32 * 8];  // the block's dscale and dbias sums
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, block_warps = blockDim.x / 32;
   float ds[kWarpGroups][8], db[kWarpGroups][8], sc[kWarpGroups][8];
@@ -275,7 +306,13 @@ __global__ void __launch_bounds__(kThreads)
       if (c0 >= cols) continue;
       float out[8];
       for (int j = 0; j < 8; ++j) out[j] = inv_std * (d[g][j] * sc[g][j] - mean_g - xv[g][j] * mean_gx);
+      if (res.add) {
+        float add[8];
+        load8(res.add + r * cols + c0, add);
+        for (int j = 0; j < 8; ++j) out[j] = __fadd_rn(out[j], add[j]);
+      }
       store8(dx + r * cols + c0, out);
+      store8_narrowed(res, r * cols + c0, out);
     }
   }
   // The block's line: warp 0's sums, then each next warp's added in turn.
@@ -342,11 +379,16 @@ size_t layernorm_backward_workspace(int64_t rows, int64_t cols, int sm_count) {
 
 void layernorm_backward(DType t, DType dy_type, DType dx_type, const void* dy, const void* x, const void* scale, void* dx,
                         void* dscale, void* dbias, int64_t rows, int64_t cols, float epsilon, void* workspace,
-                        int sm_count, cudaStream_t stream) {
+                        int sm_count, cudaStream_t stream, const float* residual, void* narrowed, DType narrowed_type) {
   if (rows * cols == 0) return;
+  if ((residual || narrowed) && dx_type != DType::kFloat)
+    throw Error("internal: LayerNormalizationGrad adds a residual gradient only to a float dX");
+  if (narrowed && narrowed_type != DType::kFloat16 && narrowed_type != DType::kBFloat16)
+    throw Error("internal: LayerNormalizationGrad's narrowed copy is float16 or bfloat16");
+  const Residual res{residual, narrowed, narrowed_type};
   // The warp kernel holds each lane's sums for four groups of 8 columns (up to 210 registers on sm_90, no spill):
   // one block of 8 warps fits an SM, so one block per SM, in one wave; its warps go round the rows.
-  const bool warps = warp_rows(cols, {dy, x, scale, dx});
+  const bool warps = warp_rows(cols, {dy, x, scale, dx, residual, narrowed});
   const int blocks = warps ? static_cast<int>(std::min<int64_t>(backward_blocks(rows, sm_count), sm_count))
                            : backward_blocks(rows, sm_count);
   float* partial = static_cast<float*>(workspace);
@@ -357,11 +399,11 @@ void layernorm_backward(DType t, DType dy_type, DType dx_type, const void* dy, c
     if (warps)
       backward_warp_rows<TDY, T, TDX><<<blocks, kThreads, 0, stream>>>(
           static_cast<const TDY*>(dy), static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<TDX*>(dx),
-          partial, rows, cols, epsilon);
+          partial, rows, cols, epsilon, res);
     else
       backward_kernel<TDY, T, TDX><<<blocks, kThreads, 0, stream>>>(static_cast<const TDY*>(dy), static_cast<const T*>(x),
                                                                     static_cast<const T*>(scale), static_cast<TDX*>(dx),
-                                                                    partial, rows, cols, epsilon);
+                                                                    partial, rows, cols, epsilon, res);
     if (dscale || dbias)
       column_sums_kernel<T><<<static_cast<unsigned>((cols + 255) / 256), 256, 0, stream>>>(
           partial, blocks, cols, static_cast<T*>(dscale), static_cast<T*>(dbias));

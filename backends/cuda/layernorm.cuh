@@ -19,8 +19,12 @@ void layernorm_forward(DType t, DType x_type, DType y_type, const void* x, const
 size_t layernorm_backward_workspace(int64_t rows, int64_t cols, int sm_count);
 // Gradients from dy and x (statistics recomputed): dx, and when not null dscale and dbias ([cols]).
 // x, scale, dscale, dbias: type t; dy: dy_type, dx: dx_type, as layernorm_forward's x and y.
+// With `residual` ([rows, cols] fp32, dx float): dx + residual instead of dx, the residual stream's
+// gradient accumulated as the graph's Add does; with `narrowed`, that result also stored as
+// narrowed_type (float16 or bfloat16), as a Cast of it would.
 void layernorm_backward(DType t, DType dy_type, DType dx_type, const void* dy, const void* x, const void* scale, void* dx,
                         void* dscale, void* dbias, int64_t rows, int64_t cols, float epsilon, void* workspace,
-                        int sm_count, cudaStream_t stream);
+                        int sm_count, cudaStream_t stream, const float* residual = nullptr, void* narrowed = nullptr,
+                        DType narrowed_type = DType::kUndefined);
 
 }  // namespace amp::cuda

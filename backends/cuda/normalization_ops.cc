@@ -19,7 +19,9 @@
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/env_flag.h"
+#include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/layernorm.cuh"
+#include "backends/cuda/normalization_ops.h"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 
@@ -67,7 +69,9 @@ class LayerNorm final : public CudaOp {
   float epsilon_;
 };
 
-// ai.onnx_amp LayerNormalizationGrad(dY, X, Scale) -> dX, [dScale], [dB]
+// ai.onnx_amp LayerNormalizationGrad(dY, X, Scale) -> dX, [dScale], [dB]; with the residual
+// stream's gradient (layer_norm_residual_fusion.h), (dY, X, Scale, R) -> dX + R, [dScale], [dB],
+// [(dX + R) narrowed to 16 bits].
 class LayerNormGrad final : public CudaOp {
  public:
   LayerNormGrad(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)), epsilon_(n.attr_float("epsilon", 1e-5f)) {}
@@ -83,12 +87,61 @@ class LayerNormGrad final : public CudaOp {
     if (s.in[2]->numel() != cols) throw InputError("Scale must cover the normalized dims (broadcast scales are not supported on cuda)");
     const float eps = epsilon_;
     const bool dscale = s.has_out(1), dbias = s.has_out(2);
+    const size_t workspace = layernorm_backward_workspace(rows, cols, ctx.sm_count());
+    if (!s.has_in(3))
+      return std::make_unique<PreparedFunction>(
+          [=](const OpBuffers& b, DeviceContext& c) {
+            layernorm_backward(t, dy_type, dx_type, b.in[0], b.in[1], b.in[2], b.out[0], dscale ? b.out[1] : nullptr,
+                               dbias ? b.out[2] : nullptr, rows, cols, eps, b.workspace, c.sm_count(), c.stream());
+          },
+          workspace);
+    // The residual's sum in the kernel where it is dX's shape in fp32; else dX into scratch and
+    // the Add (and its Cast) as a generated kernel, broadcasting as the graph's Add does.
+    const TensorDesc& r = *s.in[3];
+    const bool narrowed = s.has_out(3);
+    const DType narrowed_type = narrowed ? s.out[3]->dtype : DType::kUndefined;
+    if (dx_type == DType::kFloat && r.dtype == DType::kFloat && r.dims == x.dims && s.out[0]->dims == x.dims &&
+        (!narrowed || s.out[3]->dims == x.dims))
+      return std::make_unique<PreparedFunction>(
+          [=](const OpBuffers& b, DeviceContext& c) {
+            layernorm_backward(t, dy_type, dx_type, b.in[0], b.in[1], b.in[2], b.out[0], dscale ? b.out[1] : nullptr,
+                               dbias ? b.out[2] : nullptr, rows, cols, eps, b.workspace, c.sm_count(), c.stream(),
+                               static_cast<const float*>(b.in[3]), narrowed ? b.out[3] : nullptr, narrowed_type);
+          },
+          workspace);
+    ElementwiseProgram add;
+    auto instr = [&](ElemOp op, std::vector<int> args, DType type, int input = -1) {
+      ElemInstr i;
+      i.op = op;
+      i.args = std::move(args);
+      i.dtype = type;
+      i.input = input;
+      return add.add(i);
+    };
+    add.input_dtypes = {dx_type, r.dtype};
+    const int sum = instr(ElemOp::kAdd, {instr(ElemOp::kInput, {}, dx_type, 0), instr(ElemOp::kInput, {}, r.dtype, 1)},
+                          s.out[0]->dtype);
+    add.outputs = {sum};
+    if (narrowed) add.outputs.push_back(instr(ElemOp::kCast, {sum}, narrowed_type));
+    add.check();
+    const TensorDesc dx_desc{dx_type, x.dims};
+    OpShapes shapes;
+    shapes.in = {&dx_desc, &r};
+    shapes.host = {nullptr, nullptr};
+    shapes.out = {s.out[0]};
+    if (narrowed) shapes.out.push_back(s.out[3]);
+    std::shared_ptr<PreparedOp> kernel = FusedElementwiseOp(add).prepare(shapes, ctx);
+    const size_t dx_at = workspace_aligned(workspace);
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& c) {
-          layernorm_backward(t, dy_type, dx_type, b.in[0], b.in[1], b.in[2], b.out[0], dscale ? b.out[1] : nullptr,
+          void* dx = static_cast<uint8_t*>(b.workspace) + dx_at;
+          layernorm_backward(t, dy_type, dx_type, b.in[0], b.in[1], b.in[2], dx, dscale ? b.out[1] : nullptr,
                              dbias ? b.out[2] : nullptr, rows, cols, eps, b.workspace, c.sm_count(), c.stream());
+          OpBuffers k{{dx, b.in[3]}, {b.out[0]}};
+          if (narrowed) k.out.push_back(b.out[3]);
+          kernel->enqueue(k, c);
         },
-        layernorm_backward_workspace(rows, cols, ctx.sm_count()));
+        dx_at + dx_desc.nbytes());
   }
   bool reads_any_float(size_t input) const override { return input == 0; }
   bool writes_any_float(size_t output) const override { return output == 0; }
@@ -270,6 +323,8 @@ class BatchNormGrad final : public CudaOp {
 };
 
 }  // namespace
+
+std::unique_ptr<CudaOp> make_layer_norm_grad(const Node& grad) { return std::make_unique<LayerNormGrad>(grad, 0); }
 
 const std::vector<CudaOpEntry>& normalization_ops() {
   static const std::vector<CudaOpEntry> ops = {

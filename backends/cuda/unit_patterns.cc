@@ -2,6 +2,7 @@
 
 #include "backends/cuda/batch_norm_relu_fusion.h"
 #include "backends/cuda/conv_batch_norm_fusion.h"
+#include "backends/cuda/layer_norm_residual_fusion.h"
 #include "backends/cuda/convolution_ops.h"
 #include "backends/cuda/matmul_ops.h"
 
@@ -27,6 +28,7 @@ const std::vector<UnitPattern>& unit_patterns() {
       {"16-bit convolutions around a BatchNorm + ReLU (cuDNN's convolution fusions)", match_conv_batch_norm},
       {"cuDNN convolution with bias, residual and ReLU", as_units<ConvFusion, match_convolution_epilogues>},
       {"BatchNorm + residual Add + ReLU, forward and backward", match_batch_norm_relu},
+      {"LayerNorm's backward + the residual stream's gradient", match_layer_norm_residual},
   };
   return patterns;
 }

@@ -1,0 +1,52 @@
+#include "backends/cuda/layer_norm_residual_fusion.h"
+
+#include "backends/cuda/node_patterns.h"
+#include "backends/cuda/normalization_ops.h"
+#include "graph/amp_ops.h"
+
+namespace amp::cuda {
+namespace {
+
+bool low(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
+}  // namespace
+
+std::vector<UnitMatch> match_layer_norm_residual(const Graph& g, const std::function<bool(const Node*)>& excluded) {
+  std::vector<UnitMatch> out;
+  for (const Node* n : g.nodes()) {
+    if (n->domain() != kAmpDomain || n->op_type() != "LayerNormalizationGrad" || excluded(n) || n->inputs().size() < 3)
+      continue;
+    const Value* dx = n->output(0);
+    if (!dx || dx->dtype() != DType::kFloat) continue;
+    const Node* add = only_reader(dx);
+    if (!is_op(add, "Add") || excluded(add) || add->inputs().size() != 2 || add->output(0)->dtype() != DType::kFloat)
+      continue;
+    const Value* r = add->input(0) == dx ? add->input(1) : add->input(0);
+    if (!r || r == dx || r->dtype() != DType::kFloat) continue;
+    UnitMatch m;
+    m.nodes = {n, add};
+    m.inputs = {n->input(0), n->input(1), n->input(2), r};
+    const Value* dy = n->input(0);
+    const Node* widen = dy ? dy->producer() : nullptr;
+    if (is_op(widen, "Cast") && !excluded(widen) && only_reader(dy) == n && dy->dtype() == DType::kFloat &&
+        widen->input(0) && low(widen->input(0)->dtype())) {
+      m.nodes.push_back(widen);
+      m.inputs[0] = widen->input(0);
+    }
+    const Value* sum = add->output(0);
+    const Value* narrowed = nullptr;
+    for (const Use& u : sum->uses())
+      if (is_op(u.node, "Cast") && !excluded(u.node) && u.node->output(0) && low(u.node->output(0)->dtype())) {
+        narrowed = u.node->output(0);
+        m.nodes.push_back(u.node);
+        break;
+      }
+    m.outputs = {sum, n->outputs().size() > 1 ? n->output(1) : nullptr, n->outputs().size() > 2 ? n->output(2) : nullptr,
+                 narrowed};
+    m.op = make_layer_norm_grad(*n);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,27 @@
+// LayerNorm's backward with the residual stream's gradient added in its kernel.
+//
+// A transformer block's LayerNorm reads the residual stream x; in the backward pass the gradient
+// reaching x is LayerNormalizationGrad's dX plus the gradient x gets by the residual path, an Add
+// (and, in mixed precision, a Cast of that sum to 16 bits for the next product). Run apart, dX
+// is written and read back once more: 24 of GPT-2-small's step, each [tokens, 768] fp32 (at 16 x
+// 1024 tokens 2.4 GB of the step's traffic, 0.8 ms at its 3 TB/s; the Add+Cast kernels took 1.3
+// ms on an H200, 2026-11-28). The unit computes dX, adds the residual gradient in fp32 as the
+// Add does, and stores the sum and its 16-bit copy (layernorm.cu; the same bits as the graph's
+// nodes). Where the residual is not dX's shape in fp32 the unit runs the Add (and Cast) as a
+// generated kernel after the LayerNorm's, broadcasting as the graph does.
+//
+// Matched: an ai.onnx_amp LayerNormalizationGrad whose fp32 dX only an fp32 Add reads; with it the
+// widening Cast of its dY that only it reads (as the schedule absorbs one for any op reading any
+// float type) and one Cast of the Add's sum to float16 or bfloat16.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "backends/cuda/unit_patterns.h"
+
+namespace amp::cuda {
+
+std::vector<UnitMatch> match_layer_norm_residual(const Graph& g, const std::function<bool(const Node*)>& excluded);
+
+}  // namespace amp::cuda

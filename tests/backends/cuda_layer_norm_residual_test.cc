@@ -1,0 +1,121 @@
+// LayerNorm's backward with the residual stream's gradient added in its kernel
+// (backends/cuda/layer_norm_residual_fusion.h): LayerNormalizationGrad(Cast(dY), X, Scale) -> dX,
+// Add(dX, R) -> S, Cast(S) -> 16 bits runs as one unit whose S, 16-bit copy, dScale and dB are
+// the CPU backend's (the reference, which runs the nodes apart) for rows of 48 and 768 elements
+// (a warp a row) and 1100 (a block a row), R on either side of the Add, and a residual broadcast
+// over the rows (the unit's generated-kernel path); twice (the second run replays a captured
+// graph). The GPT training step's LayerNorm backwards take their residual Adds. Without a GPU the
+// device checks run in test_cuda_backend_emulated and skip in test_backends.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "tests/support/test_support.h"
+
+#if AMP_HAVE_CUDA
+#include "backends/cuda/schedule.h"
+#include "graph/amp_ops.h"
+#include "tests/support/cuda_plans.h"
+#include "tests/support/parity.h"
+#include "tests/support/require_gpu.h"
+#endif
+
+namespace amp {
+namespace {
+
+#if AMP_HAVE_CUDA
+
+using test::expect_close;
+using test::random_tensor;
+
+// dy (of type t, widened when 16 bits), x [rows, cols] fp32, scale [cols], r (r_dims) fp32.
+Model layer_norm_residual(DType t, int64_t rows, int64_t cols, const std::vector<int64_t>& r_dims, bool r_first) {
+  Model m;
+  m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
+  Graph& g = *m.graph;
+  const DType f = DType::kFloat;
+  Value* dy = g.add_input("dy", ValueType::tensor(t, Shape::of({rows, cols})));
+  Value* x = g.add_input("x", ValueType::tensor(f, Shape::of({rows, cols})));
+  Value* scale = g.add_input("scale", ValueType::tensor(f, Shape::of({cols})));
+  Value* r = g.add_input("r", ValueType::tensor(f, Shape::of(r_dims)));
+  if (t != f) {
+    Node* widen = g.add_node("Cast", {dy}, {"dy32"});
+    widen->set_attr(Attribute::of_int("to", static_cast<int64_t>(f)));
+    widen->output(0)->set_type(ValueType::tensor(f, Shape::of({rows, cols})));
+    dy = widen->output(0);
+  }
+  Node* grad = g.add_node("LayerNormalizationGrad", {dy, x, scale}, {"dx", "dscale", "dbias"}, kAmpDomain);
+  grad->set_attr(Attribute::of_int("axis", -1));
+  grad->output(0)->set_type(ValueType::tensor(f, Shape::of({rows, cols})));
+  grad->output(1)->set_type(ValueType::tensor(f, Shape::of({cols})));
+  grad->output(2)->set_type(ValueType::tensor(f, Shape::of({cols})));
+  Node* add = g.add_node("Add", r_first ? std::vector<Value*>{r, grad->output(0)} : std::vector<Value*>{grad->output(0), r},
+                         {"sum"});
+  add->output(0)->set_type(ValueType::tensor(f, Shape::of({rows, cols})));
+  const DType low = t == f ? DType::kBFloat16 : t;
+  Node* narrow = g.add_node("Cast", {add->output(0)}, {"sum_low"});
+  narrow->set_attr(Attribute::of_int("to", static_cast<int64_t>(low)));
+  narrow->output(0)->set_type(ValueType::tensor(low, Shape::of({rows, cols})));
+  for (Value* v : {add->output(0), narrow->output(0), grad->output(1), grad->output(2)}) g.add_output(v);
+  return m;
+}
+
+const std::vector<std::string> kFetches = {"sum", "sum_low", "dscale", "dbias"};
+
+TEST(CudaBackendGpu, LayerNormBackwardAddsTheResidualStreamsGradientInItsKernel) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (int64_t cols : {int64_t{48}, int64_t{768}, int64_t{1100}})
+      for (bool r_first : {false, true})
+        for (bool broadcast : {false, true}) {
+          if (broadcast && r_first) continue;
+          SCOPED_TRACE(std::string(dtype_name(t)) + ", " + std::to_string(cols) + " columns" +
+                       (r_first ? ", R first" : "") + (broadcast ? ", R broadcast over the rows" : ""));
+          const int64_t rows = 37;
+          const std::vector<int64_t> r_dims = broadcast ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
+          const Model m = layer_norm_residual(t, rows, cols, r_dims, r_first);
+          const std::vector<std::pair<std::string, Tensor>> feeds = {
+              {"dy", random_tensor(t, {rows, cols}, 11)},
+              {"x", random_tensor(DType::kFloat, {rows, cols}, 12, -3.0f, 5.0f)},
+              {"scale", random_tensor(DType::kFloat, {cols}, 13, 0.5f, 1.5f)},
+              {"r", random_tensor(DType::kFloat, r_dims, 14)}};
+          auto cpu = make_backend("cpu")->compile(m, {});
+          auto gpu = make_backend("cuda")->compile(m, {});
+          const std::vector<Tensor> want = cpu->run(feeds, kFetches);
+          for (int run = 0; run < 2; ++run) {
+            const std::vector<Tensor> got = gpu->run(feeds, kFetches);
+            for (size_t k = 0; k < kFetches.size(); ++k)
+              expect_close(got[k], want[k], kFetches[k] + ", run " + std::to_string(run), 10.0);
+          }
+        }
+}
+
+TEST(CudaSchedule, LayerNormBackwardsTakeTheirResidualAdds) {
+  {
+    SCOPED_TRACE("the model above");
+    const Model m = layer_norm_residual(DType::kBFloat16, 4, 48, {4, 48}, false);
+    const cuda::Schedule s(m, {});
+    int fused = 0, adds = 0;
+    for (const auto& u : s.units) {
+      fused += u->kind.rfind("LayerNormalizationGrad+Add", 0) == 0;
+      adds += u->kind == "Add";
+    }
+    EXPECT_EQ(fused, 1);
+    EXPECT_EQ(adds, 0);
+  }
+  for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE("gpt's step, " + std::string(dtype_name(precision)));
+    const TrainingStep step = test::mixed_precision_step("gpt.train.onnx", precision);
+    const cuda::Schedule s(step.model, test::step_options(step));
+    int fused = 0;
+    for (const auto& u : s.units) fused += u->kind.rfind("LayerNormalizationGrad+Add", 0) == 0;
+    EXPECT_GE(fused, 4) << "2 layers, each LayerNorm's input a residual stream";
+  }
+}
+
+#endif  // AMP_HAVE_CUDA
+
+}  // namespace
+}  // namespace amp
