@@ -35,12 +35,29 @@ std::vector<UnitMatch> match_layer_norm_residual(const Graph& g, const std::func
     }
     const Value* sum = add->output(0);
     const Value* narrowed = nullptr;
-    for (const Use& u : sum->uses())
-      if (is_op(u.node, "Cast") && !excluded(u.node) && u.node->output(0) && low(u.node->output(0)->dtype())) {
+    auto narrowing = [&](const Node* c) {
+      return is_op(c, "Cast") && !excluded(c) && c->output(0) && low(c->output(0)->dtype());
+    };
+    for (const Use& u : sum->uses()) {
+      if (narrowing(u.node)) {
         narrowed = u.node->output(0);
         m.nodes.push_back(u.node);
         break;
       }
+      // Autodiff's SumToShape of the sum, then the Cast: where a plan's dims make the SumToShape sum
+      // nothing (GPT-2's blocks: the gradient reaching the projection before the residual Add),
+      // the unit narrows the sum itself; where they do not, it sums as SumToShape does, then
+      // narrows (normalization_ops.cc).
+      const Node* sts = u.node;
+      if (sts->domain() != kAmpDomain || sts->op_type() != "SumToShape" || excluded(sts) || sts->input(0) != sum)
+        continue;
+      const Node* cast = only_reader(sts->output(0));
+      if (!narrowing(cast)) continue;
+      narrowed = cast->output(0);
+      m.nodes.push_back(sts);
+      m.nodes.push_back(cast);
+      break;
+    }
     m.outputs = {sum, n->outputs().size() > 1 ? n->output(1) : nullptr, n->outputs().size() > 2 ? n->output(2) : nullptr,
                  narrowed};
     m.op = make_layer_norm_grad(*n);

@@ -12,7 +12,9 @@
 //
 // Matched: an ai.onnx_amp LayerNormalizationGrad whose fp32 dX only an fp32 Add reads; with it the
 // widening Cast of its dY that only it reads (as the schedule absorbs one for any op reading any
-// float type) and one Cast of the Add's sum to float16 or bfloat16.
+// float type) and one Cast of the Add's sum to float16 or bfloat16, or such a Cast of autodiff's
+// SumToShape of the sum (which at GPT-2's shapes sums nothing: the gradient reaching the
+// projection before the residual Add; where it does sum, the unit sums as it does).
 #pragma once
 
 #include <functional>

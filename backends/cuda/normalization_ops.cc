@@ -9,6 +9,7 @@
 // efficientnet_b0's row-major bf16 BatchNorms at batch 128 at 10-45 GB/s on an H200 (2026-11-28:
 // 263 ms of its 348 ms step, PyTorch's whole step 44 ms); AMP_CUDA_CUDNN_BATCH_NORM=1 puts them
 // back, for comparison.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -22,6 +23,7 @@
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/layernorm.cuh"
 #include "backends/cuda/normalization_ops.h"
+#include "backends/cuda/reduce.cuh"
 #include "graph/amp_ops.h"
 #include "graph/error.h"
 
@@ -100,8 +102,9 @@ class LayerNormGrad final : public CudaOp {
     const TensorDesc& r = *s.in[3];
     const bool narrowed = s.has_out(3);
     const DType narrowed_type = narrowed ? s.out[3]->dtype : DType::kUndefined;
+    const bool narrowed_as_sum = !narrowed || s.out[3]->dims == s.out[0]->dims;
     if (dx_type == DType::kFloat && r.dtype == DType::kFloat && r.dims == x.dims && s.out[0]->dims == x.dims &&
-        (!narrowed || s.out[3]->dims == x.dims))
+        narrowed_as_sum)
       return std::make_unique<PreparedFunction>(
           [=](const OpBuffers& b, DeviceContext& c) {
             layernorm_backward(t, dy_type, dx_type, b.in[0], b.in[1], b.in[2], b.out[0], dscale ? b.out[1] : nullptr,
@@ -122,26 +125,68 @@ class LayerNormGrad final : public CudaOp {
     const int sum = instr(ElemOp::kAdd, {instr(ElemOp::kInput, {}, dx_type, 0), instr(ElemOp::kInput, {}, r.dtype, 1)},
                           s.out[0]->dtype);
     add.outputs = {sum};
-    if (narrowed) add.outputs.push_back(instr(ElemOp::kCast, {sum}, narrowed_type));
+    if (narrowed && narrowed_as_sum) add.outputs.push_back(instr(ElemOp::kCast, {sum}, narrowed_type));
     add.check();
     const TensorDesc dx_desc{dx_type, x.dims};
     OpShapes shapes;
     shapes.in = {&dx_desc, &r};
     shapes.host = {nullptr, nullptr};
     shapes.out = {s.out[0]};
-    if (narrowed) shapes.out.push_back(s.out[3]);
+    if (narrowed && narrowed_as_sum) shapes.out.push_back(s.out[3]);
     std::shared_ptr<PreparedOp> kernel = FusedElementwiseOp(add).prepare(shapes, ctx);
     const size_t dx_at = workspace_aligned(workspace);
+    size_t bytes = dx_at + dx_desc.nbytes();
+    // A narrowed copy of another shape: the absorbed SumToShape sums the broadcast dims (in fp32,
+    // into scratch), then the Cast narrows.
+    std::shared_ptr<ReducePlan> reduce;
+    std::shared_ptr<PreparedOp> narrow;
+    size_t summed_at = 0;
+    if (narrowed && !narrowed_as_sum) {
+      const std::vector<int64_t>& from = s.out[0]->dims;
+      std::vector<int64_t> to = s.out[3]->dims;
+      while (to.size() < from.size()) to.insert(to.begin(), 1);
+      std::vector<bool> reduced(from.size());
+      for (size_t d = 0; d < from.size(); ++d) {
+        if (to[d] != from[d] && to[d] != 1) throw InputError("SumToShape's target does not broadcast to the sum");
+        reduced[d] = to[d] != from[d];
+      }
+      reduce = std::make_shared<ReducePlan>(s.out[0]->dtype, from, reduced, ReduceKind::kSum, ctx.sm_count());
+      ElementwiseProgram cast;
+      cast.input_dtypes = {s.out[0]->dtype};
+      ElemInstr in;
+      in.op = ElemOp::kInput;
+      in.input = 0;
+      in.dtype = s.out[0]->dtype;
+      ElemInstr to_low;
+      to_low.op = ElemOp::kCast;
+      to_low.args = {cast.add(in)};
+      to_low.dtype = narrowed_type;
+      cast.outputs = {cast.add(to_low)};
+      cast.check();
+      const TensorDesc summed{s.out[0]->dtype, s.out[3]->dims};
+      OpShapes cast_shapes;
+      cast_shapes.in = {&summed};
+      cast_shapes.host = {nullptr};
+      cast_shapes.out = {s.out[3]};
+      narrow = FusedElementwiseOp(cast).prepare(cast_shapes, ctx);
+      summed_at = workspace_aligned(std::max(bytes, reduce->workspace_bytes()));
+      bytes = summed_at + summed.nbytes();
+    }
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& c) {
           void* dx = static_cast<uint8_t*>(b.workspace) + dx_at;
           layernorm_backward(t, dy_type, dx_type, b.in[0], b.in[1], b.in[2], dx, dscale ? b.out[1] : nullptr,
                              dbias ? b.out[2] : nullptr, rows, cols, eps, b.workspace, c.sm_count(), c.stream());
           OpBuffers k{{dx, b.in[3]}, {b.out[0]}};
-          if (narrowed) k.out.push_back(b.out[3]);
+          if (narrowed && !reduce) k.out.push_back(b.out[3]);
           kernel->enqueue(k, c);
+          if (reduce) {
+            void* summed = static_cast<uint8_t*>(b.workspace) + summed_at;
+            reduce->enqueue(b.out[0], summed, b.workspace, c.stream());
+            narrow->enqueue(OpBuffers{{summed}, {b.out[3]}}, c);
+          }
         },
-        dx_at + dx_desc.nbytes());
+        bytes);
   }
   bool reads_any_float(size_t input) const override { return input == 0; }
   bool writes_any_float(size_t output) const override { return output == 0; }

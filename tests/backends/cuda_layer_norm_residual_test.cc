@@ -30,8 +30,10 @@ namespace {
 using test::expect_close;
 using test::random_tensor;
 
-// dy (of type t, widened when 16 bits), x [rows, cols] fp32, scale [cols], r (r_dims) fp32.
-Model layer_norm_residual(DType t, int64_t rows, int64_t cols, const std::vector<int64_t>& r_dims, bool r_first) {
+// dy (of type t, widened when 16 bits), x [rows, cols] fp32, scale [cols], r (r_dims) fp32; the sum
+// narrowed directly, or after autodiff's SumToShape to sts_dims (a constant shape) when given.
+Model layer_norm_residual(DType t, int64_t rows, int64_t cols, const std::vector<int64_t>& r_dims, bool r_first,
+                          const std::vector<int64_t>& sts_dims = {}) {
   Model m;
   m.opset_imports = {{"", 17}, {kAmpDomain, 1}};
   Graph& g = *m.graph;
@@ -55,9 +57,20 @@ Model layer_norm_residual(DType t, int64_t rows, int64_t cols, const std::vector
                          {"sum"});
   add->output(0)->set_type(ValueType::tensor(f, Shape::of({rows, cols})));
   const DType low = t == f ? DType::kBFloat16 : t;
-  Node* narrow = g.add_node("Cast", {add->output(0)}, {"sum_low"});
+  Value* narrowed_input = add->output(0);
+  std::vector<int64_t> narrowed_dims = {rows, cols};
+  if (!sts_dims.empty()) {
+    Tensor shape(DType::kInt64, {static_cast<int64_t>(sts_dims.size())});
+    for (size_t k = 0; k < sts_dims.size(); ++k) shape.mutable_as<int64_t>()[k] = sts_dims[k];
+    shape.name = "sts_shape";
+    Node* sts = g.add_node("SumToShape", {add->output(0), g.add_initializer(std::move(shape))}, {"summed"}, kAmpDomain);
+    sts->output(0)->set_type(ValueType::tensor(f, Shape::of(sts_dims)));
+    narrowed_input = sts->output(0);
+    narrowed_dims = sts_dims;
+  }
+  Node* narrow = g.add_node("Cast", {narrowed_input}, {"sum_low"});
   narrow->set_attr(Attribute::of_int("to", static_cast<int64_t>(low)));
-  narrow->output(0)->set_type(ValueType::tensor(low, Shape::of({rows, cols})));
+  narrow->output(0)->set_type(ValueType::tensor(low, Shape::of(narrowed_dims)));
   for (Value* v : {add->output(0), narrow->output(0), grad->output(1), grad->output(2)}) g.add_output(v);
   return m;
 }
@@ -68,14 +81,18 @@ TEST(CudaBackendGpu, LayerNormBackwardAddsTheResidualStreamsGradientInItsKernel)
   REQUIRE_GPU();
   for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
     for (int64_t cols : {int64_t{48}, int64_t{768}, int64_t{1100}})
-      for (bool r_first : {false, true})
-        for (bool broadcast : {false, true}) {
-          if (broadcast && r_first) continue;
-          SCOPED_TRACE(std::string(dtype_name(t)) + ", " + std::to_string(cols) + " columns" +
-                       (r_first ? ", R first" : "") + (broadcast ? ", R broadcast over the rows" : ""));
+      for (int variant = 0; variant < 5; ++variant) {
+          // 0: R second; 1: R first; 2: R broadcast over the rows; 3: the Cast after a SumToShape
+          // that sums nothing; 4: after one that sums the rows.
+          const bool r_first = variant == 1, broadcast = variant == 2;
           const int64_t rows = 37;
+          const std::vector<int64_t> sts = variant == 3   ? std::vector<int64_t>{rows, cols}
+                                           : variant == 4 ? std::vector<int64_t>{1, cols}
+                                                          : std::vector<int64_t>{};
+          SCOPED_TRACE(std::string(dtype_name(t)) + ", " + std::to_string(cols) + " columns, variant " +
+                       std::to_string(variant));
           const std::vector<int64_t> r_dims = broadcast ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
-          const Model m = layer_norm_residual(t, rows, cols, r_dims, r_first);
+          const Model m = layer_norm_residual(t, rows, cols, r_dims, r_first, sts);
           const std::vector<std::pair<std::string, Tensor>> feeds = {
               {"dy", random_tensor(t, {rows, cols}, 11)},
               {"x", random_tensor(DType::kFloat, {rows, cols}, 12, -3.0f, 5.0f)},
@@ -89,29 +106,34 @@ TEST(CudaBackendGpu, LayerNormBackwardAddsTheResidualStreamsGradientInItsKernel)
             for (size_t k = 0; k < kFetches.size(); ++k)
               expect_close(got[k], want[k], kFetches[k] + ", run " + std::to_string(run), 10.0);
           }
-        }
+      }
 }
 
 TEST(CudaSchedule, LayerNormBackwardsTakeTheirResidualAdds) {
-  {
-    SCOPED_TRACE("the model above");
-    const Model m = layer_norm_residual(DType::kBFloat16, 4, 48, {4, 48}, false);
+  for (const std::vector<int64_t>& sts : {std::vector<int64_t>{}, std::vector<int64_t>{4, 48}}) {
+    SCOPED_TRACE(sts.empty() ? "the model above" : "the model above, its Cast after a SumToShape");
+    const Model m = layer_norm_residual(DType::kBFloat16, 4, 48, {4, 48}, false, sts);
     const cuda::Schedule s(m, {});
-    int fused = 0, adds = 0;
+    int fused = 0, others = 0;
     for (const auto& u : s.units) {
-      fused += u->kind.rfind("LayerNormalizationGrad+Add", 0) == 0;
-      adds += u->kind == "Add";
+      fused += u->kind.rfind("LayerNormalizationGrad+Add", 0) == 0 && u->out.size() == 4 && u->out[3] >= 0;
+      others += u->kind.rfind("LayerNormalizationGrad", 0) != 0;
     }
-    EXPECT_EQ(fused, 1);
-    EXPECT_EQ(adds, 0);
+    EXPECT_EQ(fused, 1) << "with the narrowed sum";
+    EXPECT_EQ(others, 0) << "the Add, the SumToShape and both Casts are the unit's";
   }
   for (DType precision : {DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE("gpt's step, " + std::string(dtype_name(precision)));
     const TrainingStep step = test::mixed_precision_step("gpt.train.onnx", precision);
     const cuda::Schedule s(step.model, test::step_options(step));
-    int fused = 0;
-    for (const auto& u : s.units) fused += u->kind.rfind("LayerNormalizationGrad+Add", 0) == 0;
-    EXPECT_GE(fused, 4) << "2 layers, each LayerNorm's input a residual stream";
+    int fused = 0, narrowed = 0;
+    for (const auto& u : s.units)
+      if (u->kind.rfind("LayerNormalizationGrad+Add", 0) == 0) {
+        ++fused;
+        narrowed += u->out.size() == 4 && u->out[3] >= 0;
+      }
+    EXPECT_EQ(fused, 4) << "2 layers, each LayerNorm's input a residual stream";
+    EXPECT_EQ(narrowed, 3) << "all but the first block's first, whose gradient goes to the embeddings";
   }
 }
 
