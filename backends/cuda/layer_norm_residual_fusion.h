@@ -1,4 +1,5 @@
-// LayerNorm's backward with the residual stream's gradient added in its kernel.
+// LayerNorm's backward with the residual stream's gradient added in its kernel, and its forward
+// with the residual stream's Add.
 //
 // A transformer block's LayerNorm reads the residual stream x; in the backward pass the gradient
 // reaching x is LayerNormalizationGrad's dX plus the gradient x gets by the residual path, an Add
@@ -25,5 +26,14 @@
 namespace amp::cuda {
 
 std::vector<UnitMatch> match_layer_norm_residual(const Graph& g, const std::function<bool(const Node*)>& excluded);
+
+// The forward's counterpart: the residual stream's Add before a LayerNormalization, x = a + b (each
+// past a widening Cast only the Add reads), runs in the LayerNorm's kernel, which stores the sum
+// where other nodes read it (the next residual Add, the backward's LayerNorm gradient) and never
+// reads it back: 24 [tokens, 768] fp32 reads of a GPT-2 step. Y is narrowed by the Cast that
+// alone reads it, as the schedule's LayerNorm units do. Where a and b are not both the sum's
+// shape (GPT's first block: the position table broadcast over the batch) or the rows are longer
+// than the kernel keeps in registers (1024), the Add runs as a generated kernel before it.
+std::vector<UnitMatch> match_residual_layer_norm(const Graph& g, const std::function<bool(const Node*)>& excluded);
 
 }  // namespace amp::cuda

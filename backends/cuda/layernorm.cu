@@ -51,6 +51,30 @@ __device__ __forceinline__ void store8_narrowed(const Residual& res, int64_t at,
   else store8(static_cast<__half*>(res.narrowed) + at, v);
 }
 
+// The forward's prologue (LayerNormResidual): x + other, the residual stream's Add before the
+// LayerNorm, in fp32 as the graph's Add computes it, its sum stored where the graph reads it.
+struct ResidualIn {
+  const void* other = nullptr;  // [rows, cols] of other_type (any float type), or null
+  DType other_type = DType::kUndefined;
+  float* sum = nullptr;         // [rows, cols], or null
+};
+
+__device__ __forceinline__ float other_at(const ResidualIn& res, int64_t at) {
+  switch (res.other_type) {
+    case DType::kFloat16: return to_float(static_cast<const __half*>(res.other)[at]);
+    case DType::kBFloat16: return to_float(static_cast<const __nv_bfloat16*>(res.other)[at]);
+    default: return static_cast<const float*>(res.other)[at];
+  }
+}
+
+__device__ __forceinline__ void other8(const ResidualIn& res, int64_t at, float (&v)[8]) {
+  switch (res.other_type) {
+    case DType::kFloat16: load8(static_cast<const __half*>(res.other) + at, v); break;
+    case DType::kBFloat16: load8(static_cast<const __nv_bfloat16*>(res.other) + at, v); break;
+    default: load8(static_cast<const float*>(res.other) + at, v); break;
+  }
+}
+
 template <class T>
 __device__ void row_statistics(const T* row, int64_t cols, float epsilon, float* scratch, float* mean_out,
                                float* inv_std_out) {
@@ -71,7 +95,7 @@ __device__ void row_statistics(const T* row, int64_t cols, float epsilon, float*
 template <class TX, class T, class TY>
 __global__ void forward_kernel(const TX* __restrict__ x, const T* __restrict__ scale, const T* __restrict__ bias,
                                TY* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ inv_std_out,
-                               int64_t cols, float epsilon) {
+                               int64_t cols, float epsilon, ResidualIn res) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const TX* row = x + r * cols;
@@ -82,6 +106,10 @@ __global__ void forward_kernel(const TX* __restrict__ x, const T* __restrict__ s
     for (int k = 0; k < kPer; ++k) {
       const int64_t c = threadIdx.x + k * static_cast<int64_t>(blockDim.x);
       v[k] = c < cols ? to_float(row[c]) : 0.0f;
+      if (res.other && c < cols) {
+        v[k] = __fadd_rn(v[k], other_at(res, r * cols + c));
+        if (res.sum) res.sum[r * cols + c] = v[k];
+      }
       sum += v[k];
     }
     mean = block_sum(sum, scratch) / static_cast<float>(cols);
@@ -235,14 +263,21 @@ template <class TX, class T, class TY>
 __global__ void __launch_bounds__(kThreads)
     forward_warp_rows(const TX* __restrict__ x, const T* __restrict__ scale, const T* __restrict__ bias,
                       TY* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ inv_std_out, int64_t rows,
-                      int64_t cols, float epsilon) {
+                      int64_t cols, float epsilon, ResidualIn res) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
     float v[kWarpGroups][8];
     for (int g = 0; g < kWarpGroups; ++g) {
       const int64_t c0 = (g * 32 + lane) * 8;
-      if (c0 < cols) load8(x + r * cols + c0, v[g]);
+      if (c0 >= cols) continue;
+      load8(x + r * cols + c0, v[g]);
+      if (res.other) {
+        float w[8];
+        other8(res, r * cols + c0, w);
+        for (int j = 0; j < 8; ++j) v[g][j] = __fadd_rn(v[g][j], w[j]);
+        if (res.sum) store8(res.sum + r * cols + c0, v[g]);
+      }
     }
     float mean, inv_std;
     warp_row_statistics(v, lane, cols, epsilon, &mean, &inv_std);
@@ -352,23 +387,29 @@ int backward_blocks(int64_t rows, int sm_count) {
 
 }  // namespace
 
+bool layernorm_forward_adds(int64_t cols) { return cols > 0 && cols <= kPer * kThreads; }
+
 void layernorm_forward(DType t, DType x_type, DType y_type, const void* x, const void* scale, const void* bias, void* y,
-                       float* mean, float* inv_std, int64_t rows, int64_t cols, float epsilon, cudaStream_t stream) {
+                       float* mean, float* inv_std, int64_t rows, int64_t cols, float epsilon, cudaStream_t stream,
+                       const void* other, DType other_type, float* sum) {
   if (rows * cols == 0) return;
+  if (other && !layernorm_forward_adds(cols))
+    throw Error("internal: LayerNormalization adds a residual only to rows of up to " + std::to_string(kPer * kThreads));
+  const ResidualIn res{other, other_type, sum};
   dispatch_io(t, x_type, y_type, "LayerNormalization", [&](auto x_tag, auto tag, auto y_tag) {
     using TX = decltype(x_tag);
     using T = decltype(tag);
     using TY = decltype(y_tag);
-    if (warp_rows(cols, {x, scale, bias, y})) {
+    if (warp_rows(cols, {x, scale, bias, y, other, sum})) {
       const int64_t blocks = std::min<int64_t>((rows + kThreads / 32 - 1) / (kThreads / 32), 65535);
       forward_warp_rows<TX, T, TY><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
           static_cast<const TX*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<TY*>(y),
-          mean, inv_std, rows, cols, epsilon);
+          mean, inv_std, rows, cols, epsilon, res);
       return;
     }
     forward_kernel<TX, T, TY><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
         static_cast<const TX*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias), static_cast<TY*>(y), mean,
-        inv_std, cols, epsilon);
+        inv_std, cols, epsilon, res);
   });
   AMP_CUDA_CHECK(cudaGetLastError());
 }

@@ -39,11 +39,14 @@ void split_rows(const std::vector<int64_t>& dims, int64_t axis_attr, int64_t* ro
   for (size_t d = 0; d < dims.size(); ++d) (d < axis ? *rows : *cols) *= dims[d];
 }
 
-// LayerNormalization(X, Scale, [B]) -> Y, [Mean], [InvStdDev]
+// LayerNormalization(X, Scale, [B]) -> Y, [Mean], [InvStdDev]; with the residual stream's Add before
+// it (layer_norm_residual_fusion.h), (X, Scale, [B], O) -> Y, [Mean], [InvStdDev], [X + O]: the
+// rows normalized are X + O in fp32, stored as the fourth result where the graph reads the sum.
 class LayerNorm final : public CudaOp {
  public:
   LayerNorm(const Node& n, int64_t) : axis_(n.attr_int("axis", -1)), epsilon_(n.attr_float("epsilon", 1e-5f)) {}
-  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext&) const override {
+  std::unique_ptr<PreparedOp> prepare(const OpShapes& s, DeviceContext& ctx) const override {
+    if (s.has_in(3)) return prepare_residual(s, ctx);
     const TensorDesc& x = *s.in[0];
     int64_t rows, cols;
     split_rows(x.dims, axis_, &rows, &cols);
@@ -67,6 +70,64 @@ class LayerNorm final : public CudaOp {
   bool writes_any_float(size_t output) const override { return output == 0; }
 
  private:
+  // X + O summed in the kernel where both are X's shape and the rows fit its registers; else the
+  // Add as a generated kernel (broadcasting as the graph's does) into the sum, then the LayerNorm.
+  std::unique_ptr<PreparedOp> prepare_residual(const OpShapes& s, DeviceContext& ctx) const {
+    const TensorDesc& x = *s.in[0];
+    const TensorDesc& o = *s.in[3];
+    const bool keep_sum = s.has_out(3);
+    const TensorDesc sum_desc{DType::kFloat, keep_sum ? s.out[3]->dims : x.dims};
+    if (keep_sum && s.out[3]->dtype != DType::kFloat) throw InputError("the residual's sum before a LayerNorm is float on cuda");
+    OpShapes norm = s;  // the LayerNorm of the sum
+    norm.in = {&sum_desc, s.in[1], s.has_in(2) ? s.in[2] : nullptr};
+    norm.host = {nullptr, nullptr, nullptr};
+    norm.out = {s.out[0], s.has_out(1) ? s.out[1] : nullptr, s.has_out(2) ? s.out[2] : nullptr};
+    int64_t rows, cols;
+    split_rows(x.dims, axis_, &rows, &cols);
+    if (o.dims == x.dims && sum_desc.dims == x.dims && layernorm_forward_adds(cols)) {
+      // The plain LayerNorm's checks and launch, reading x and o.
+      if (s.in[1]->numel() != cols) throw InputError("Scale must cover the normalized dims (broadcast scales are not supported on cuda)");
+      if (s.has_in(2) && s.in[2]->dtype != s.in[1]->dtype) throw InputError("Scale and B must share one type on cuda");
+      const DType t = s.in[1]->dtype, x_type = x.dtype, y_type = s.out[0]->dtype, o_type = o.dtype;
+      if (t != DType::kFloat) throw InputError("a LayerNorm after a float residual Add has float Scale on cuda");
+      const float eps = epsilon_;
+      const bool bias = s.has_in(2), mean = s.has_out(1), inv_std = s.has_out(2);
+      return std::make_unique<PreparedFunction>([=](const OpBuffers& b, DeviceContext& c) {
+        layernorm_forward(t, x_type, y_type, b.in[0], b.in[1], bias ? b.in[2] : nullptr, b.out[0],
+                          mean ? static_cast<float*>(b.out[1]) : nullptr, inv_std ? static_cast<float*>(b.out[2]) : nullptr,
+                          rows, cols, eps, c.stream(), b.in[3], o_type, keep_sum ? static_cast<float*>(b.out[3]) : nullptr);
+      });
+    }
+    ElementwiseProgram add;
+    add.input_dtypes = {x.dtype, o.dtype};
+    ElemInstr in0, in1, sum;
+    in0.op = in1.op = ElemOp::kInput;
+    in0.input = 0;
+    in0.dtype = x.dtype;
+    in1.input = 1;
+    in1.dtype = o.dtype;
+    sum.op = ElemOp::kAdd;
+    sum.args = {add.add(in0), add.add(in1)};
+    sum.dtype = DType::kFloat;
+    add.outputs = {add.add(sum)};
+    add.check();
+    OpShapes add_shapes;
+    add_shapes.in = {&x, &o};
+    add_shapes.host = {nullptr, nullptr};
+    add_shapes.out = {&sum_desc};
+    std::shared_ptr<PreparedOp> adder = FusedElementwiseOp(add).prepare(add_shapes, ctx);
+    std::shared_ptr<PreparedOp> layer_norm = LayerNorm(*this).prepare(norm, ctx);
+    const size_t sum_at = workspace_aligned(layer_norm->workspace_bytes());
+    return std::make_unique<PreparedFunction>(
+        [=](const OpBuffers& b, DeviceContext& c) {
+          void* summed = keep_sum ? b.out[3] : static_cast<uint8_t*>(b.workspace) + sum_at;
+          adder->enqueue(OpBuffers{{b.in[0], b.in[3]}, {summed}}, c);
+          OpBuffers n{{summed, b.in[1], b.in[2]}, {b.out[0], b.out[1], b.out[2]}, b.workspace};
+          layer_norm->enqueue(n, c);
+        },
+        keep_sum ? layer_norm->workspace_bytes() : sum_at + sum_desc.nbytes());
+  }
+
   int64_t axis_;
   float epsilon_;
 };
@@ -370,6 +431,7 @@ class BatchNormGrad final : public CudaOp {
 }  // namespace
 
 std::unique_ptr<CudaOp> make_layer_norm_grad(const Node& grad) { return std::make_unique<LayerNormGrad>(grad, 0); }
+std::unique_ptr<CudaOp> make_layer_norm(const Node& norm) { return std::make_unique<LayerNorm>(norm, 0); }
 
 const std::vector<CudaOpEntry>& normalization_ops() {
   static const std::vector<CudaOpEntry> ops = {

@@ -13,4 +13,9 @@ namespace amp::cuda {
 // result 3 optionally that sum narrowed to float16 or bfloat16).
 std::unique_ptr<CudaOp> make_layer_norm_grad(const Node& grad);
 
+// LayerNormalization's op. Operands X, Scale, [B] and, optionally, O: the other operand of the
+// residual stream's Add whose sum X + O the LayerNorm normalizes (results Y, [Mean], [InvStdDev],
+// and as result 3 optionally the sum, fp32).
+std::unique_ptr<CudaOp> make_layer_norm(const Node& norm);
+
 }  // namespace amp::cuda

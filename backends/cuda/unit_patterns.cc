@@ -29,6 +29,7 @@ const std::vector<UnitPattern>& unit_patterns() {
       {"cuDNN convolution with bias, residual and ReLU", as_units<ConvFusion, match_convolution_epilogues>},
       {"BatchNorm + residual Add + ReLU, forward and backward", match_batch_norm_relu},
       {"LayerNorm's backward + the residual stream's gradient", match_layer_norm_residual},
+      {"the residual stream's Add + LayerNorm", match_residual_layer_norm},
   };
   return patterns;
 }

@@ -1,10 +1,12 @@
-// LayerNorm's backward with the residual stream's gradient added in its kernel
-// (backends/cuda/layer_norm_residual_fusion.h): LayerNormalizationGrad(Cast(dY), X, Scale) -> dX,
+// LayerNorm's forward with the residual stream's Add and its backward with the residual stream's
+// gradient, each in one kernel (backends/cuda/layer_norm_residual_fusion.h). The backward: LayerNormalizationGrad(Cast(dY), X, Scale) -> dX,
 // Add(dX, R) -> S, Cast(S) -> 16 bits runs as one unit whose S, 16-bit copy, dScale and dB are
 // the CPU backend's (the reference, which runs the nodes apart) for rows of 48 and 768 elements
 // (a warp a row) and 1100 (a block a row), R on either side of the Add, and a residual broadcast
 // over the rows (the unit's generated-kernel path); twice (the second run replays a captured
-// graph). The GPT training step's LayerNorm backwards take their residual Adds. Without a GPU the
+// graph). The forward: Add(b, a) -> LayerNormalization -> Cast, with the sum kept or not and b
+// broadcast (the generated-kernel path), likewise. The GPT training step's LayerNorms and their
+// backwards take their residual Adds. Without a GPU the
 // device checks run in test_cuda_backend_emulated and skip in test_backends.
 #include <gtest/gtest.h>
 
@@ -109,6 +111,71 @@ TEST(CudaBackendGpu, LayerNormBackwardAddsTheResidualStreamsGradientInItsKernel)
       }
 }
 
+// The forward: a [rows, cols] fp32 plus b (b_dims, of type t: widened by a Cast when 16 bits)
+// -> Add -> x -> LayerNormalization(x, scale, bias) -> y, narrowed to t when 16 bits; outputs y and,
+// with keep_sum, x.
+Model residual_layer_norm(DType t, int64_t rows, int64_t cols, const std::vector<int64_t>& b_dims, bool keep_sum) {
+  Model m;
+  m.opset_imports = {{"", 17}};
+  Graph& g = *m.graph;
+  const DType f = DType::kFloat;
+  Value* a = g.add_input("a", ValueType::tensor(f, Shape::of({rows, cols})));
+  Value* b = g.add_input("b", ValueType::tensor(t, Shape::of(b_dims)));
+  Value* scale = g.add_input("scale", ValueType::tensor(f, Shape::of({cols})));
+  Value* bias = g.add_input("bias", ValueType::tensor(f, Shape::of({cols})));
+  if (t != f) {
+    Node* widen = g.add_node("Cast", {b}, {"b32"});
+    widen->set_attr(Attribute::of_int("to", static_cast<int64_t>(f)));
+    widen->output(0)->set_type(ValueType::tensor(f, Shape::of(b_dims)));
+    b = widen->output(0);
+  }
+  Node* add = g.add_node("Add", {b, a}, {"x"});
+  add->output(0)->set_type(ValueType::tensor(f, Shape::of({rows, cols})));
+  Node* ln = g.add_node("LayerNormalization", {add->output(0), scale, bias}, {"y32"});
+  ln->set_attr(Attribute::of_int("axis", -1));
+  ln->output(0)->set_type(ValueType::tensor(f, Shape::of({rows, cols})));
+  Value* y = ln->output(0);
+  if (t != f) {
+    Node* narrow = g.add_node("Cast", {y}, {"y"});
+    narrow->set_attr(Attribute::of_int("to", static_cast<int64_t>(t)));
+    narrow->output(0)->set_type(ValueType::tensor(t, Shape::of({rows, cols})));
+    y = narrow->output(0);
+  }
+  g.add_output(y);
+  if (keep_sum) g.add_output(add->output(0));
+  return m;
+}
+
+TEST(CudaBackendGpu, LayerNormAddsTheResidualStreamInItsKernel) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+    for (int64_t cols : {int64_t{48}, int64_t{768}, int64_t{1100}})
+      for (int variant = 0; variant < 3; ++variant) {
+        // 0: the sum kept; 1: only the LayerNorm reads it; 2: b broadcast over the rows.
+        const bool keep_sum = variant != 1, broadcast = variant == 2;
+        const int64_t rows = 37;
+        SCOPED_TRACE(std::string(dtype_name(t)) + ", " + std::to_string(cols) + " columns, variant " +
+                     std::to_string(variant));
+        const std::vector<int64_t> b_dims = broadcast ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
+        const Model m = residual_layer_norm(t, rows, cols, b_dims, keep_sum);
+        const std::vector<std::pair<std::string, Tensor>> feeds = {
+            {"a", random_tensor(DType::kFloat, {rows, cols}, 21, -3.0f, 5.0f)},
+            {"b", random_tensor(t, b_dims, 22)},
+            {"scale", random_tensor(DType::kFloat, {cols}, 23, 0.5f, 1.5f)},
+            {"bias", random_tensor(DType::kFloat, {cols}, 24)}};
+        std::vector<std::string> fetches = {t == DType::kFloat ? "y32" : "y"};
+        if (keep_sum) fetches.push_back("x");
+        auto cpu = make_backend("cpu")->compile(m, {});
+        auto gpu = make_backend("cuda")->compile(m, {});
+        const std::vector<Tensor> want = cpu->run(feeds, fetches);
+        for (int run = 0; run < 2; ++run) {
+          const std::vector<Tensor> got = gpu->run(feeds, fetches);
+          for (size_t k = 0; k < fetches.size(); ++k)
+            expect_close(got[k], want[k], fetches[k] + ", run " + std::to_string(run), 10.0);
+        }
+      }
+}
+
 TEST(CudaSchedule, LayerNormBackwardsTakeTheirResidualAdds) {
   for (const std::vector<int64_t>& sts : {std::vector<int64_t>{}, std::vector<int64_t>{4, 48}}) {
     SCOPED_TRACE(sts.empty() ? "the model above" : "the model above, its Cast after a SumToShape");
@@ -134,6 +201,9 @@ TEST(CudaSchedule, LayerNormBackwardsTakeTheirResidualAdds) {
       }
     EXPECT_EQ(fused, 4) << "2 layers, each LayerNorm's input a residual stream";
     EXPECT_EQ(narrowed, 3) << "all but the first block's first, whose gradient goes to the embeddings";
+    int forward = 0;
+    for (const auto& u : s.units) forward += u->kind.rfind("LayerNormalization+Add", 0) == 0;
+    EXPECT_EQ(forward, 5) << "every LayerNorm reads a residual stream's sum; the first adds the position table";
   }
 }
 
