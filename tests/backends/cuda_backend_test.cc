@@ -41,6 +41,7 @@
 #include "tests/support/one_node.h"
 #include "tests/support/pass_through_model.h"
 #include "tests/support/parity.h"
+#include "tests/support/random_initializer.h"
 #include "tests/support/gelu_layer_model.h"
 #include "tests/support/relu_layer_model.h"
 #include "tests/support/require_gpu.h"
@@ -1987,9 +1988,7 @@ Model residual_block_model() {
   const std::vector<int64_t> dims = {4, 4, 6, 6};
   uint32_t seed = 70;
   auto param = [&](const std::string& name, std::vector<int64_t> shape, float range) {
-    Tensor t = random_tensor(DType::kFloat, std::move(shape), seed++, -range, range);
-    t.name = name;
-    return g.add_initializer(std::move(t));
+    return test::random_initializer(g, name, std::move(shape), seed++, range);
   };
   auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& out, std::vector<int64_t> shape) {
     Node* n = g.add_node(op, in, {out});
@@ -2075,9 +2074,7 @@ Model upsampling_block_model() {
   Graph& g = *m.graph;
   uint32_t seed = 90;
   auto param = [&](const std::string& name, std::vector<int64_t> shape, float range) {
-    Tensor t = random_tensor(DType::kFloat, std::move(shape), seed++, -range, range);
-    t.name = name;
-    return g.add_initializer(std::move(t));
+    return test::random_initializer(g, name, std::move(shape), seed++, range);
   };
   auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& out, std::vector<int64_t> shape) {
     Node* n = g.add_node(op, in, {out});

@@ -25,6 +25,7 @@
 #include "tests/support/cuda_plans.h"
 #include "tests/support/one_node.h"
 #include "tests/support/parity.h"
+#include "tests/support/random_initializer.h"
 #include "tests/support/require_gpu.h"
 #endif
 
@@ -400,9 +401,7 @@ Model zoo_ops_block_model() {
   Graph& g = *m.graph;
   uint32_t seed = 600;
   auto param = [&](const std::string& name, std::vector<int64_t> shape, float range) {
-    Tensor t = random_tensor(DType::kFloat, std::move(shape), seed++, -range, range);
-    t.name = name;
-    return g.add_initializer(std::move(t));
+    return test::random_initializer(g, name, std::move(shape), seed++, range);
   };
   auto constant = [&](Tensor t, const std::string& name) {
     t.name = name;

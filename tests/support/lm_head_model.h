@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "graph/model.h"
-#include "tests/support/parity.h"
+#include "tests/support/random_initializer.h"
 
 namespace amp::test {
 
@@ -18,9 +18,7 @@ inline Model lm_head_model(int64_t vocab, int64_t width) {
   Graph& g = *m.graph;
   uint32_t seed = 90;
   auto param = [&](const std::string& name, std::vector<int64_t> shape, float range) {
-    Tensor t = random_tensor(DType::kFloat, std::move(shape), seed++, -range, range);
-    t.name = name;
-    return g.add_initializer(std::move(t));
+    return random_initializer(g, name, std::move(shape), seed++, range);
   };
   const Dim n = Dim::symbol("N"), t = Dim::symbol("T");
   auto typed = [&](Node* node, std::vector<Dim> dims) {
