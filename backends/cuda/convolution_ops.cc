@@ -27,6 +27,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/env_flag.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/gemm_tuning.h"
 #include "backends/cuda/stream_timer.h"
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/depthwise_conv.cuh"
@@ -595,6 +596,7 @@ GemmDesc pointwise_desc(int64_t m, int64_t n, int64_t k, bool trans_a, bool tran
 std::shared_ptr<GemmPlan> pointwise_plan(const GemmDesc& g, const std::string& shape, const char* direction,
                                          DeviceContext& ctx) {
   auto plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms(), &ctx.report());
+  tune_gemm(*plan, ctx);
   ctx.report().record("convolution_as_product", {{"direction", direction}, {"shape", shape}, {"product", g.str()}});
   return plan;
 }

@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/gemm_tuning.h"
 #include "backends/cuda/strided_copy.cuh"
 #include "graph/error.h"
 #include "graph/ops/einsum.h"
@@ -160,6 +161,7 @@ class Einsum final : public CudaOp {
     size_t workspace = 0;
     if (!empty && !zeros) {
       plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms(), &ctx.report());
+      tune_gemm(*plan, ctx);
       workspace = aligned(plan->workspace_bytes());
     }
     const size_t a_at = workspace;

@@ -232,6 +232,35 @@ size_t GemmPlan::staging_at() const {
   return padding_->active() ? (bytes + a - 1) / a * a : bytes;
 }
 
+GemmPlan::OperandBytes GemmPlan::operand_bytes() const {
+  const GemmDesc& r = padding_->run();
+  const auto ab = static_cast<size_t>(dtype_size(r.ab_type)), dd = static_cast<size_t>(dtype_size(r.d_type));
+  const auto batch = static_cast<size_t>(r.batch);
+  OperandBytes o;
+  o.a = static_cast<size_t>(r.m * r.k) * ab * (r.stride_a ? batch : 1);
+  o.b = static_cast<size_t>(r.k * r.n) * ab * (r.stride_b ? batch : 1);
+  o.d = static_cast<size_t>(r.m * r.n) * dd * batch;
+  if (uses_bias(r.epilogue)) o.bias = static_cast<size_t>(std::max(r.m, r.n)) * dd * batch;
+  o.aux = gemm_aux_bytes(r.epilogue, r.d_type, r.m * r.batch, r.n);
+  for (const cublasLtMatmulHeuristicResult_t& h : algorithms_) o.workspace = std::max(o.workspace, h.workspaceSize);
+  return o;
+}
+
+cublasStatus_t GemmPlan::run_algorithm(size_t i, cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b,
+                                       void* d, void* bias, void* aux, void* workspace) const {
+  if (uses_bias(desc_.epilogue)) set_desc(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  if (gemm_aux_ld(desc_.epilogue, desc_.n)) set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+  const float alpha = desc_.alpha, beta = desc_.beta;
+  const cublasLtMatmulHeuristicResult_t& r = algorithms_.at(i);
+  return cublasLtMatmul(lt, op_, &alpha, b, a_, a, b_, &beta, d, c_, d, c_, &r.algo, workspace, r.workspaceSize, stream);
+}
+
+void GemmPlan::prefer(size_t i) {
+  if (i >= algorithms_.size()) return;
+  current_ = i;
+  cache_->set_working(key_, i);
+}
+
 void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,
                        void* bias, void* aux, void* workspace) const {
   void* const d_out = d;

@@ -129,6 +129,24 @@ class GemmPlan {
   // Enough for any of the algorithms enqueue may fall back to, and the padded copies.
   size_t workspace_bytes() const;
   size_t algorithm_count() const { return algorithms_.size(); }
+
+  // For timing the algorithms (gemm_tuning.h). The bytes of the operands of the product cuBLASLt
+  // runs (padded sizes): A, B, D (and C), the bias vector (0 without), the aux matrix (0 without),
+  // and the largest workspace of the algorithms.
+  struct OperandBytes {
+    size_t a = 0, b = 0, d = 0, bias = 0, aux = 0, workspace = 0;
+  };
+  OperandBytes operand_bytes() const;
+  // Enqueues the product as cuBLASLt runs it, with algorithm i, on operands of operand_bytes()
+  // (aux 256-byte aligned); cuBLASLt's status, nothing falls back.
+  cublasStatus_t run_algorithm(size_t i, cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, void* d,
+                               void* bias, void* aux, void* workspace) const;
+  // Enqueue starts with algorithm i from now on (and so do later plans of the same description).
+  void prefer(size_t i);
+  size_t preferred() const { return current_.load(); }
+  // The description's key in the algorithm cache (the padded product's).
+  const std::string& key() const { return key_; }
+  const GemmDesc& desc() const { return desc_; }
   // bias: read for the epilogues that add it, written for the gradient epilogues; aux: written
   // or read by the epilogues that have one (256-byte aligned, as arena buffers are); both unused
   // otherwise. An algorithm cublasLtMatmul refuses (anything but CUBLAS_STATUS_INVALID_VALUE, the

@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/fused_elementwise_op.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/gemm_tuning.h"
 #include "backends/cuda/gemm_padding.h"
 #include "backends/cuda/node_patterns.h"
 #include "backends/cuda/reduce.cuh"
@@ -329,6 +330,7 @@ class ProductOp final : public CudaOp {
       }
       try {
         plan = std::make_shared<GemmPlan>(g, ctx.cublaslt(), ctx.gemm_algorithms(), &ctx.report());
+        tune_gemm(*plan, ctx);
       } catch (const NoGemmAlgorithm& e) {
         // cuBLASLt offers its epilogues for fewer types and shapes than plain products: the same
         // unit then runs the product with less of its work in the epilogue.

@@ -48,17 +48,21 @@
 //     given its algo refuses it); =refused: cublasLtMatmul refuses the first result's algorithm
 //     (CUBLAS_STATUS_NOT_SUPPORTED) when run;
 //   AMP_STANDIN_CUBLASLT_RELU_MASK_AT_ZERO=1: the RELU_AUX epilogues set the mask bit where
-//     x >= 0 rather than x > 0 (cublasLt.h does not say which; the backend probes it).
+//     x >= 0 rather than x > 0 (cublasLt.h does not say which; the backend probes it);
+//   AMP_STANDIN_CUBLASLT_SLOW_FIRST=MS: a matmul run with the heuristic's first result takes MS
+//     milliseconds more (the others as fast as ever), for timing the algorithms (gemm_tuning.h).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -77,6 +81,11 @@ constexpr int kResults = 3;
 std::string first_result_mode() {
   const char* v = std::getenv("AMP_STANDIN_CUBLASLT_FIRST_RESULT");
   return v ? v : "";
+}
+
+int slow_first_ms() {
+  const char* v = std::getenv("AMP_STANDIN_CUBLASLT_SLOW_FIRST");
+  return v ? std::atoi(v) : 0;
 }
 
 bool relu_mask_at_zero() {
@@ -275,6 +284,9 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
   delete h;
   return CUBLAS_STATUS_SUCCESS;
 }
+
+// The version the stand-in answers as (cuBLASLt 13.1.0: major * 10000 + minor * 100 + patch).
+size_t cublasLtGetVersion(void) { return 130100; }
 
 const char* cublasLtGetStatusString(cublasStatus_t s) {
   switch (s) {
@@ -478,7 +490,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
   }
   const bool tf32 = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   const bool at_zero = relu_mask_at_zero();
+  const int slow_ms = algo && algo->data[7] == 0 ? slow_first_ms() : 0;
   const cudaError_t e = amp_standin::enqueue(stream, [=] {
+    if (slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
     const bool ta = d.trans_a != CUBLAS_OP_N, tb = d.trans_b != CUBLAS_OP_N;
     auto in = [&](const void* base, const Layout& l, int64_t batch, int64_t r, int64_t col) {
       const float v = load(base, l.type, batch * l.batch_stride + r + col * l.ld);
