@@ -248,11 +248,24 @@ GemmPlan::OperandBytes GemmPlan::operand_bytes() const {
 
 cublasStatus_t GemmPlan::run_algorithm(size_t i, cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b,
                                        void* d, void* bias, void* aux, void* workspace) const {
+  set_epilogue_pointers(bias, aux);
+  return matmul(algorithms_.at(i), lt, stream, a, b, d, d, workspace);
+}
+
+void GemmPlan::set_epilogue_pointers(void* bias, void* aux) const {
   if (uses_bias(desc_.epilogue)) set_desc(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  if (gemm_aux_ld(desc_.epilogue, desc_.n)) set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+  if (gemm_aux_ld(desc_.epilogue, desc_.n)) {
+    if (reinterpret_cast<uintptr_t>(aux) % kAuxAlignment != 0)
+      throw Error("internal: an aux matrix must be " + std::to_string(kAuxAlignment) + "-byte aligned");
+    set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+  }
+}
+
+cublasStatus_t GemmPlan::matmul(const cublasLtMatmulHeuristicResult_t& r, cublasLtHandle_t lt, cudaStream_t stream,
+                                const void* a, const void* b, const void* c, void* d, void* workspace) const {
   const float alpha = desc_.alpha, beta = desc_.beta;
-  const cublasLtMatmulHeuristicResult_t& r = algorithms_.at(i);
-  return cublasLtMatmul(lt, op_, &alpha, b, a_, a, b_, &beta, d, c_, d, c_, &r.algo, workspace, r.workspaceSize, stream);
+  return cublasLtMatmul(lt, op_, &alpha, b, a_, a, b_, &beta, desc_.beta != 0.0f ? c : d, c_, d, c_, &r.algo, workspace,
+                        r.workspaceSize, stream);
 }
 
 void GemmPlan::prefer(size_t i) {
@@ -273,17 +286,9 @@ void GemmPlan::enqueue(cublasLtHandle_t lt, cudaStream_t stream, const void* a, 
 
 void GemmPlan::run(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d,
                    void* bias, void* aux, void* workspace) const {
-  if (uses_bias(desc_.epilogue)) set_desc(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  if (gemm_aux_ld(desc_.epilogue, desc_.n)) {
-    if (reinterpret_cast<uintptr_t>(aux) % kAuxAlignment != 0)
-      throw Error("internal: an aux matrix must be " + std::to_string(kAuxAlignment) + "-byte aligned");
-    set_desc(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
-  }
-  const float alpha = desc_.alpha, beta = desc_.beta;
+  set_epilogue_pointers(bias, aux);
   for (size_t i = current_.load();; ++i) {
-    const cublasLtMatmulHeuristicResult_t& r = algorithms_[i];
-    const cublasStatus_t status = cublasLtMatmul(lt, op_, &alpha, b, a_, a, b_, &beta, desc_.beta != 0.0f ? c : d, c_, d,
-                                                 c_, &r.algo, workspace, r.workspaceSize, stream);
+    const cublasStatus_t status = matmul(algorithms_[i], lt, stream, a, b, c, d, workspace);
     if (status == CUBLAS_STATUS_SUCCESS) return;
     if (status == CUBLAS_STATUS_INVALID_VALUE || i + 1 == algorithms_.size()) {
       const std::string call = "cublasLtMatmul for a " + desc_.str() + " with heuristic result " + std::to_string(i + 1) +

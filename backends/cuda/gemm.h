@@ -165,6 +165,11 @@ class GemmPlan {
   void release();
   // Byte offset of the padded copies in the workspace.
   size_t staging_at() const;
+  // The bias and aux pointers the epilogue reads or writes, set in the descriptor.
+  void set_epilogue_pointers(void* bias, void* aux) const;
+  // One cublasLtMatmul with heuristic result r (C read from c when beta is not 0, else from d).
+  cublasStatus_t matmul(const cublasLtMatmulHeuristicResult_t& r, cublasLtHandle_t lt, cudaStream_t stream, const void* a,
+                        const void* b, const void* c, void* d, void* workspace) const;
   // The product on what it reads and writes after padding.
   void run(cublasLtHandle_t lt, cudaStream_t stream, const void* a, const void* b, const void* c, void* d, void* bias,
            void* aux, void* workspace) const;

@@ -110,21 +110,8 @@ DType product_type(const EpilogueChoice& c, DType t) { return c.has(kAddBias) ||
 // the biased product), and with z_too the biased product as well, all of type t.
 ElementwiseProgram kernel_after(const EpilogueChoice& c, DType t, bool z_too) {
   ElementwiseProgram p;
-  auto input = [&](DType type) {
-    ElemInstr in;
-    in.op = ElemOp::kInput;
-    in.input = static_cast<int>(p.input_dtypes.size());
-    in.dtype = type;
-    p.input_dtypes.push_back(type);
-    return p.add(in);
-  };
-  auto op = [&](ElemOp o, std::vector<int> args) {
-    ElemInstr in;
-    in.op = o;
-    in.args = std::move(args);
-    in.dtype = t;
-    return p.add(in);
-  };
+  auto input = [&](DType type) { return p.add_input(type); };
+  auto op = [&](ElemOp o, std::vector<int> args) { return p.add_op(o, std::move(args), t); };
   const int product = input(product_type(c, t));
   const int z = c.has(kAddBias) ? op(ElemOp::kAdd, {product, input(t)}) : product;
   int y = z;

@@ -39,6 +39,35 @@ void split_rows(const std::vector<int64_t>& dims, int64_t axis_attr, int64_t* ro
   for (size_t d = 0; d < dims.size(); ++d) (d < axis ? *rows : *cols) *= dims[d];
 }
 
+// The residual units' generated kernels (layer_norm_residual_fusion.h), where an operand broadcasts:
+// a + b in sum_type and, unless `narrowed` is kUndefined, that sum narrowed to it as a second
+// result; and x converted to another type.
+ElementwiseProgram sum_program(DType a, DType b, DType sum_type, DType narrowed) {
+  ElementwiseProgram p;
+  const int sum = p.add_op(ElemOp::kAdd, {p.add_input(a), p.add_input(b)}, sum_type);
+  p.outputs = {sum};
+  if (narrowed != DType::kUndefined) p.outputs.push_back(p.add_op(ElemOp::kCast, {sum}, narrowed));
+  p.check();
+  return p;
+}
+
+ElementwiseProgram cast_program(DType from, DType to) {
+  ElementwiseProgram p;
+  p.outputs = {p.add_op(ElemOp::kCast, {p.add_input(from)}, to)};
+  p.check();
+  return p;
+}
+
+// program's generated kernel over operands `in` and results `out`, none read on the host.
+std::shared_ptr<PreparedOp> generated(const ElementwiseProgram& program, std::vector<const TensorDesc*> in,
+                                      std::vector<const TensorDesc*> out, DeviceContext& ctx) {
+  OpShapes shapes;
+  shapes.in = std::move(in);
+  shapes.host.assign(shapes.in.size(), nullptr);
+  shapes.out = std::move(out);
+  return FusedElementwiseOp(program).prepare(shapes, ctx);
+}
+
 // LayerNormalization(X, Scale, [B]) -> Y, [Mean], [InvStdDev]; with the residual stream's Add before
 // it (layer_norm_residual_fusion.h), (X, Scale, [B], O) -> Y, [Mean], [InvStdDev], [X + O]: the
 // rows normalized are X + O in fp32, stored as the fourth result where the graph reads the sum.
@@ -98,25 +127,9 @@ class LayerNorm final : public CudaOp {
                           rows, cols, eps, c.stream(), b.in[3], o_type, keep_sum ? static_cast<float*>(b.out[3]) : nullptr);
       });
     }
-    ElementwiseProgram add;
-    add.input_dtypes = {x.dtype, o.dtype};
-    ElemInstr in0, in1, sum;
-    in0.op = in1.op = ElemOp::kInput;
-    in0.input = 0;
-    in0.dtype = x.dtype;
-    in1.input = 1;
-    in1.dtype = o.dtype;
-    sum.op = ElemOp::kAdd;
-    sum.args = {add.add(in0), add.add(in1)};
-    sum.dtype = DType::kFloat;
-    add.outputs = {add.add(sum)};
-    add.check();
-    OpShapes add_shapes;
-    add_shapes.in = {&x, &o};
-    add_shapes.host = {nullptr, nullptr};
-    add_shapes.out = {&sum_desc};
-    std::shared_ptr<PreparedOp> adder = FusedElementwiseOp(add).prepare(add_shapes, ctx);
-    std::shared_ptr<PreparedOp> layer_norm = LayerNorm(*this).prepare(norm, ctx);
+    std::shared_ptr<PreparedOp> adder =
+        generated(sum_program(x.dtype, o.dtype, DType::kFloat, DType::kUndefined), {&x, &o}, {&sum_desc}, ctx);
+    std::shared_ptr<PreparedOp> layer_norm = prepare(norm, ctx);  // norm has no O: the plain LayerNorm
     const size_t sum_at = workspace_aligned(layer_norm->workspace_bytes());
     return std::make_unique<PreparedFunction>(
         [=](const OpBuffers& b, DeviceContext& c) {
@@ -173,28 +186,13 @@ class LayerNormGrad final : public CudaOp {
                                static_cast<const float*>(b.in[3]), narrowed ? b.out[3] : nullptr, narrowed_type);
           },
           workspace);
-    ElementwiseProgram add;
-    auto instr = [&](ElemOp op, std::vector<int> args, DType type, int input = -1) {
-      ElemInstr i;
-      i.op = op;
-      i.args = std::move(args);
-      i.dtype = type;
-      i.input = input;
-      return add.add(i);
-    };
-    add.input_dtypes = {dx_type, r.dtype};
-    const int sum = instr(ElemOp::kAdd, {instr(ElemOp::kInput, {}, dx_type, 0), instr(ElemOp::kInput, {}, r.dtype, 1)},
-                          s.out[0]->dtype);
-    add.outputs = {sum};
-    if (narrowed && narrowed_as_sum) add.outputs.push_back(instr(ElemOp::kCast, {sum}, narrowed_type));
-    add.check();
+    const bool narrow_in_kernel = narrowed && narrowed_as_sum;
     const TensorDesc dx_desc{dx_type, x.dims};
-    OpShapes shapes;
-    shapes.in = {&dx_desc, &r};
-    shapes.host = {nullptr, nullptr};
-    shapes.out = {s.out[0]};
-    if (narrowed && narrowed_as_sum) shapes.out.push_back(s.out[3]);
-    std::shared_ptr<PreparedOp> kernel = FusedElementwiseOp(add).prepare(shapes, ctx);
+    std::vector<const TensorDesc*> results = {s.out[0]};
+    if (narrow_in_kernel) results.push_back(s.out[3]);
+    std::shared_ptr<PreparedOp> kernel =
+        generated(sum_program(dx_type, r.dtype, s.out[0]->dtype, narrow_in_kernel ? narrowed_type : DType::kUndefined),
+                  {&dx_desc, &r}, results, ctx);
     const size_t dx_at = workspace_aligned(workspace);
     size_t bytes = dx_at + dx_desc.nbytes();
     // A narrowed copy of another shape: the absorbed SumToShape sums the broadcast dims (in fp32,
@@ -212,24 +210,8 @@ class LayerNormGrad final : public CudaOp {
         reduced[d] = to[d] != from[d];
       }
       reduce = std::make_shared<ReducePlan>(s.out[0]->dtype, from, reduced, ReduceKind::kSum, ctx.sm_count());
-      ElementwiseProgram cast;
-      cast.input_dtypes = {s.out[0]->dtype};
-      ElemInstr in;
-      in.op = ElemOp::kInput;
-      in.input = 0;
-      in.dtype = s.out[0]->dtype;
-      ElemInstr to_low;
-      to_low.op = ElemOp::kCast;
-      to_low.args = {cast.add(in)};
-      to_low.dtype = narrowed_type;
-      cast.outputs = {cast.add(to_low)};
-      cast.check();
       const TensorDesc summed{s.out[0]->dtype, s.out[3]->dims};
-      OpShapes cast_shapes;
-      cast_shapes.in = {&summed};
-      cast_shapes.host = {nullptr};
-      cast_shapes.out = {s.out[3]};
-      narrow = FusedElementwiseOp(cast).prepare(cast_shapes, ctx);
+      narrow = generated(cast_program(s.out[0]->dtype, narrowed_type), {&summed}, {s.out[3]}, ctx);
       summed_at = workspace_aligned(std::max(bytes, reduce->workspace_bytes()));
       bytes = summed_at + summed.nbytes();
     }

@@ -32,12 +32,12 @@ void decide_row_pitch(const Schedule& s, ShapePlan& p, const std::vector<int>& t
   std::vector<std::vector<int>> views(num_values);
   for (size_t v = 0; v < num_values; ++v)
     if (p.alias_of[v] >= 0) views[p.root(static_cast<int>(v))].push_back(static_cast<int>(v));
-  struct Use {
+  struct Access {
     const Unit* unit;
     bool output;
     size_t operand;
   };
-  std::vector<std::vector<Use>> uses(num_values);
+  std::vector<std::vector<Access>> uses(num_values);
   std::vector<int> writers(num_values, 0);
   for (const Unit* u : p.order) {
     for (size_t i = 0; i < u->in.size(); ++i)
@@ -71,7 +71,7 @@ void decide_row_pitch(const Schedule& s, ShapePlan& p, const std::vector<int>& t
     if (!ok) continue;
     for (int v : group) p.desc[v].row_pitch = pitch;
     for (int v : group)
-      for (const Use& use : uses[v]) {
+      for (const Access& use : uses[v]) {
         if (!ok) break;
         ok = use.unit->op->takes_row_pitch(unit_shapes(p, *use.unit), use.output, use.operand);
       }

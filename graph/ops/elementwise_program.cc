@@ -57,6 +57,23 @@ int ElementwiseProgram::add(ElemInstr instr) {
   return static_cast<int>(instrs.size()) - 1;
 }
 
+int ElementwiseProgram::add_input(DType t) {
+  ElemInstr in;
+  in.op = ElemOp::kInput;
+  in.input = static_cast<int>(input_dtypes.size());
+  in.dtype = t;
+  input_dtypes.push_back(t);
+  return add(std::move(in));
+}
+
+int ElementwiseProgram::add_op(ElemOp op, std::vector<int> args, DType t) {
+  ElemInstr in;
+  in.op = op;
+  in.args = std::move(args);
+  in.dtype = t;
+  return add(std::move(in));
+}
+
 void ElementwiseProgram::check() const {
   for (size_t k = 0; k < instrs.size(); ++k) {
     const ElemInstr& in = instrs[k];

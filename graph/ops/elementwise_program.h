@@ -51,6 +51,11 @@ struct ElementwiseProgram {
   std::vector<DType> output_dtypes() const;
   // Appends an instruction and returns its index.
   int add(ElemInstr instr);
+  // Appends a new program input of type t (the next input_dtypes entry) and the instruction that
+  // reads it; returns the instruction's index.
+  int add_input(DType t);
+  // Appends `op` of `args` (instruction indices) rounded to t; returns its index.
+  int add_op(ElemOp op, std::vector<int> args, DType t);
   // Throws Error naming the instruction when arguments, arities or types do not fit.
   void check() const;
 
